@@ -1,0 +1,1 @@
+"""Shared pieces of shardsched: object model, stores, config, data structures."""

@@ -1,0 +1,545 @@
+"""The object model: lean slotted classes built from Kubernetes JSON/YAML dicts.
+
+Objects are parsed once (from orjson output) and every field the scheduler reads is kept in
+a form that plugins use directly: resource vectors, compiled selectors, taint objects.
+The original dict stays in `raw` so stores and reports can round-trip it unchanged.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from .errors import ObjectError
+from .resources import (
+    BASE_RESOURCES, NUM_SLOTS, PODS, TooManyResources, ZERO, parse_quantity, quantity_to_int,
+    resource_index,
+)
+from .selectors import (
+    Field, LabelSelector, NodeSelectorTerm, Taint, Toleration, parse_label_selector,
+    parse_node_selector_term, parse_taint, parse_toleration,
+)
+
+KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass")
+NAMESPACED = {"Pod", "PodDisruptionBudget"}
+#: kube-apiserver's built-in classes, present on every cluster.
+SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+def object_key(kind: str, namespace: str, name: str) -> str:
+    return f"{namespace}/{name}" if kind in NAMESPACED else name
+
+
+def parse_time(value, f: Field) -> float:
+    """RFC 3339 timestamp to epoch seconds (0.0 when absent)."""
+    if not value:
+        return 0.0
+    if isinstance(value, datetime):  # PyYAML turns unquoted timestamps into datetimes
+        return value.timestamp()
+    try:
+        return datetime.fromisoformat(f.str(value)).timestamp()
+    except ValueError:
+        raise f.error(f"invalid timestamp {value!r}") from None
+
+
+def _describe(d, kind: str) -> tuple[str, str, dict]:
+    meta = d.get("metadata") if isinstance(d.get("metadata"), dict) else {}
+    ns = meta.get("namespace") or "default"
+    name = meta.get("name") if isinstance(meta.get("name"), str) else "<unnamed>"
+    return ns, name, meta
+
+
+def _metadata(d: dict, f: Field, kind: str):
+    meta = f.at("metadata").dict(d.get("metadata"), required=True)
+    name = f.at("metadata.name").str(meta.get("name"), required=True)
+    ns = f.at("metadata.namespace").str(meta.get("namespace"), default="default") if kind in NAMESPACED else ""
+    labels = f.at("metadata.labels").str_map(meta.get("labels"))
+    return meta, ns, name, labels
+
+
+def parse_resource_list(value, f: Field, allow_negative: bool = False) -> dict[str, int]:
+    """{"cpu": "100m", ...} -> {"cpu": 100, ...} in integer units; rejects junk and negatives."""
+    out = {}
+    for name, raw in f.dict(value).items():
+        rf = f.at(name)
+        try:
+            q = parse_quantity(raw)
+        except ValueError as e:
+            raise rf.error(str(e)) from None
+        if q < 0 and not allow_negative:
+            raise rf.error(f"must not be negative, got {raw!r}")
+        out[name] = quantity_to_int(name, q)
+    return out
+
+
+def _vector(amounts: dict[str, int], f: Field) -> tuple[int, ...]:
+    v = [0] * NUM_SLOTS
+    for name, amount in amounts.items():
+        if not amount and name not in BASE_RESOURCES:
+            continue  # zero-valued extended resources (hugepages-2Mi: 0) need no slot
+        try:
+            v[resource_index(name)] += amount
+        except TooManyResources as e:
+            raise f.at(name).error(str(e)) from None
+    return tuple(v)
+
+
+class OwnerRef:
+    __slots__ = ("kind", "name", "uid", "controller")
+
+    def __init__(self, kind, name, uid, controller):
+        self.kind, self.name, self.uid, self.controller = kind, name, uid, controller
+
+
+class PodAffinityTerm:
+    """A (anti-)affinity term: pods matching `selector` in `namespaces` within `topology_key`.
+
+    `namespaces` is None for "all namespaces" (an empty namespaceSelector). A namespaceSelector
+    with terms is evaluated against the namespace's `kubernetes.io/metadata.name` label, the
+    only namespace label the scheduler can know without watching Namespaces.
+    """
+
+    __slots__ = ("selector", "namespaces", "namespace_selector", "topology_key")
+
+    def __init__(self, selector, namespaces, namespace_selector, topology_key):
+        self.selector = selector
+        self.namespaces = namespaces
+        self.namespace_selector = namespace_selector
+        self.topology_key = topology_key
+
+    def matches(self, pod: "Pod") -> bool:
+        if self.selector is None:
+            return False
+        if self.namespaces is not None and pod.namespace not in self.namespaces:
+            if self.namespace_selector is None or not self.namespace_selector.matches(
+                    {"kubernetes.io/metadata.name": pod.namespace}):
+                return False
+        return self.selector.matches(pod.labels)
+
+
+def _affinity_term(value, f: Field, own_ns: str) -> PodAffinityTerm:
+    d = f.dict(value)
+    topology_key = f.at("topologyKey").str(d.get("topologyKey"), required=True)
+    selector = parse_label_selector(d.get("labelSelector"), f.at("labelSelector"))
+    names = [f.at("namespaces").at(i).str(n, required=True)
+             for i, n in enumerate(f.at("namespaces").list(d.get("namespaces")))]
+    ns_sel = parse_label_selector(d.get("namespaceSelector"), f.at("namespaceSelector"))
+    if ns_sel is not None and ns_sel.is_empty():
+        namespaces = None  # {} selects every namespace
+    else:
+        namespaces = frozenset(names) if (names or ns_sel is not None) else frozenset([own_ns])
+    return PodAffinityTerm(selector, namespaces, ns_sel, topology_key)
+
+
+def _affinity_terms(d: dict, f: Field, own_ns: str):
+    required = tuple(
+        _affinity_term(t, f.at("requiredDuringSchedulingIgnoredDuringExecution").at(i), own_ns)
+        for i, t in enumerate(f.at("requiredDuringSchedulingIgnoredDuringExecution").list(
+            d.get("requiredDuringSchedulingIgnoredDuringExecution"))))
+    preferred = []
+    pf = f.at("preferredDuringSchedulingIgnoredDuringExecution")
+    for i, w in enumerate(pf.list(d.get("preferredDuringSchedulingIgnoredDuringExecution"))):
+        wf = pf.at(i)
+        w = wf.dict(w)
+        weight = wf.at("weight").int(w.get("weight"), default=None, minimum=1)
+        if weight is None or weight > 100:
+            raise wf.at("weight").error("must be between 1 and 100")
+        preferred.append((weight, _affinity_term(w.get("podAffinityTerm"), wf.at("podAffinityTerm"), own_ns)))
+    return required, tuple(preferred)
+
+
+class SpreadConstraint:
+    __slots__ = ("max_skew", "topology_key", "hard", "selector", "min_domains",
+                 "honor_affinity", "honor_taints")
+
+    def __init__(self, max_skew, topology_key, hard, selector, min_domains, honor_affinity, honor_taints):
+        self.max_skew = max_skew
+        self.topology_key = topology_key
+        self.hard = hard
+        self.selector = selector
+        self.min_domains = min_domains
+        self.honor_affinity = honor_affinity
+        self.honor_taints = honor_taints
+
+
+def _spread_constraint(value, f: Field, labels: dict) -> SpreadConstraint:
+    d = f.dict(value)
+    max_skew = f.at("maxSkew").int(d.get("maxSkew"), minimum=1)
+    if max_skew is None:
+        raise f.at("maxSkew").error("is required")
+    key = f.at("topologyKey").str(d.get("topologyKey"), required=True)
+    when = f.at("whenUnsatisfiable").str(d.get("whenUnsatisfiable"), required=True)
+    if when not in ("DoNotSchedule", "ScheduleAnyway"):
+        raise f.at("whenUnsatisfiable").error(f"must be DoNotSchedule or ScheduleAnyway, got {when!r}")
+    selector = parse_label_selector(d.get("labelSelector"), f.at("labelSelector"))
+    match_keys = [f.at("matchLabelKeys").at(i).str(k, required=True)
+                  for i, k in enumerate(f.at("matchLabelKeys").list(d.get("matchLabelKeys")))]
+    if match_keys and selector is not None:
+        extra = tuple((k, "In", frozenset([labels[k]])) for k in match_keys if k in labels)
+        selector = LabelSelector(selector.match_labels, selector.expressions + extra)
+    policies = []
+    for field, default in (("nodeAffinityPolicy", "Honor"), ("nodeTaintsPolicy", "Ignore")):
+        p = f.at(field).str(d.get(field), default=default)
+        if p not in ("Honor", "Ignore"):
+            raise f.at(field).error(f"must be Honor or Ignore, got {p!r}")
+        policies.append(p == "Honor")
+    min_domains = f.at("minDomains").int(d.get("minDomains"), default=1, minimum=1)
+    if min_domains > 1 and when != "DoNotSchedule":
+        raise f.at("minDomains").error("can only be set with whenUnsatisfiable: DoNotSchedule")
+    return SpreadConstraint(max_skew, key, when == "DoNotSchedule", selector, min_domains, *policies)
+
+
+def _host_ports(containers, f: Field) -> tuple:
+    ports = []
+    for i, c in enumerate(containers):
+        cf = f.at(i).at("ports")
+        for j, p in enumerate(cf.list(c.get("ports"))):
+            pf = cf.at(j)
+            p = pf.dict(p)
+            host_port = pf.at("hostPort").int(p.get("hostPort"), default=0, minimum=0)
+            if host_port > 65535:
+                raise pf.at("hostPort").error(f"must be at most 65535, got {host_port}")
+            if host_port:
+                proto = pf.at("protocol").str(p.get("protocol"), default="TCP")
+                if proto not in ("TCP", "UDP", "SCTP"):
+                    raise pf.at("protocol").error(f"must be TCP, UDP or SCTP, got {proto!r}")
+                ports.append((pf.at("hostIP").str(p.get("hostIP"), default="0.0.0.0"), proto, host_port))
+    return tuple(ports)
+
+
+def _container_requests(c: dict, f: Field) -> dict[str, int]:
+    res = f.at("resources").dict(c.get("resources"))
+    reqs = parse_resource_list(res.get("requests"), f.at("resources.requests"))
+    for name, amount in parse_resource_list(res.get("limits"), f.at("resources.limits")).items():
+        reqs.setdefault(name, amount)  # API defaulting: a limit alone is also the request
+    return reqs
+
+
+def _add(acc: dict, more: dict) -> None:
+    for k, v in more.items():
+        acc[k] = acc.get(k, 0) + v
+
+
+def _max(acc: dict, other: dict) -> None:
+    for k, v in other.items():
+        if v > acc.get(k, 0):
+            acc[k] = v
+
+
+def effective_requests(spec: dict, f: Field) -> dict[str, int]:
+    """A pod's scheduling request by Kubernetes' rules (component-helpers PodRequests).
+
+    Sum of the containers; sidecars (init containers with restartPolicy Always) add to that
+    sum and stay running while later init containers run; the result is the max of the sum
+    and every init container's peak; then pod overhead is added.
+    """
+    containers = f.at("containers").list(spec.get("containers"))
+    total: dict[str, int] = {}
+    for i, c in enumerate(containers):
+        _add(total, _container_requests(f.at("containers").at(i).dict(c), f.at("containers").at(i)))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    inits = f.at("initContainers").list(spec.get("initContainers"))
+    for i, c in enumerate(inits):
+        cf = f.at("initContainers").at(i)
+        c = cf.dict(c)
+        req = _container_requests(c, cf)
+        if c.get("restartPolicy") == "Always":
+            _add(total, req)
+            _add(sidecars, req)
+            peak = dict(sidecars)
+        else:
+            peak = dict(req)
+            _add(peak, sidecars)
+        _max(init_peak, peak)
+    _max(total, init_peak)
+    _add(total, parse_resource_list(spec.get("overhead"), f.at("overhead")))
+    return total
+
+
+class Pod:
+    kind = "Pod"
+    __slots__ = (
+        "namespace", "name", "uid", "key", "labels", "annotations", "owner_refs", "node_name",
+        "scheduler_name", "priority", "priority_class_name", "preemption_policy", "requests",
+        "host_ports", "tolerations", "node_selector", "required_node_terms",
+        "preferred_node_terms", "affinity", "anti_affinity", "spread_constraints", "images",
+        "creation_time", "start_time", "phase", "nominated_node", "deleting", "resource_version",
+        "raw",
+    )
+
+    @property
+    def pod_group(self) -> str | None:
+        return self.labels.get(POD_GROUP_LABEL)
+
+    @property
+    def bound(self) -> bool:
+        return bool(self.node_name)
+
+    def controller(self) -> OwnerRef | None:
+        for ref in self.owner_refs:
+            if ref.controller:
+                return ref
+        return None
+
+    def has_cross_node_constraints(self) -> bool:
+        """Whether one node's feasibility depends on pods elsewhere (affinity, spread)."""
+        return bool(self.affinity[0] or self.anti_affinity[0] or any(c.hard for c in self.spread_constraints))
+
+    def __repr__(self):
+        return f"Pod({self.key})"
+
+
+EMPTY_AFFINITY = ((), ())
+
+
+def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
+    ns, name, _ = _describe(d, "Pod")
+    f = Field(f"Pod {ns}/{name}")
+    meta, ns, name, labels = _metadata(d, f, "Pod")
+    spec = f.at("spec").dict(d.get("spec"), required=True)
+    sf = f.at("spec")
+    status = f.at("status").dict(d.get("status"))
+    p = Pod()
+    p.namespace, p.name, p.key = ns, name, f"{ns}/{name}"
+    p.uid = f.at("metadata.uid").str(meta.get("uid"))
+    p.labels = labels
+    p.annotations = f.at("metadata.annotations").str_map(meta.get("annotations"))
+    refs = []
+    for i, r in enumerate(f.at("metadata.ownerReferences").list(meta.get("ownerReferences"))):
+        rf = f.at("metadata.ownerReferences").at(i)
+        r = rf.dict(r)
+        refs.append(OwnerRef(rf.at("kind").str(r.get("kind"), required=True),
+                             rf.at("name").str(r.get("name"), required=True),
+                             rf.at("uid").str(r.get("uid")), bool(r.get("controller"))))
+    p.owner_refs = tuple(refs)
+    containers = sf.at("containers").list(spec.get("containers"))
+    if not containers:
+        raise sf.at("containers").error("must have at least one container")
+    cf = sf.at("containers")
+    for i, c in enumerate(containers):
+        cf.at(i).dict(c)
+    p.images = tuple(c["image"] for c in containers if isinstance(c.get("image"), str))
+    p.node_name = sf.at("nodeName").str(spec.get("nodeName"))
+    p.scheduler_name = sf.at("schedulerName").str(spec.get("schedulerName"), default="default-scheduler")
+    p.priority_class_name = sf.at("priorityClassName").str(spec.get("priorityClassName"))
+    p.priority = sf.at("priority").int(spec.get("priority"))
+    policy = sf.at("preemptionPolicy").str(spec.get("preemptionPolicy"))
+    if policy and policy not in ("PreemptLowerPriority", "Never"):
+        raise sf.at("preemptionPolicy").error(f"must be PreemptLowerPriority or Never, got {policy!r}")
+    p.preemption_policy = policy
+    if priority_classes is not None:
+        resolve_priority(p, priority_classes, sf)
+    elif p.priority is None:  # no classes known (e.g. store validation): lenient default
+        p.priority = SYSTEM_PRIORITY_CLASSES.get(p.priority_class_name, 0)
+    p.requests = _vector(effective_requests(spec, sf), sf)
+    p.requests = p.requests[:PODS] + (1,) + p.requests[PODS + 1:]  # every pod takes one pod slot
+    p.host_ports = _host_ports(containers, cf)
+    p.tolerations = tuple(parse_toleration(t, sf.at("tolerations").at(i))
+                          for i, t in enumerate(sf.at("tolerations").list(spec.get("tolerations"))))
+    p.node_selector = sf.at("nodeSelector").str_map(spec.get("nodeSelector"))
+    aff = sf.at("affinity").dict(spec.get("affinity"))
+    af = sf.at("affinity")
+    na = af.at("nodeAffinity").dict(aff.get("nodeAffinity"))
+    naf = af.at("nodeAffinity")
+    req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if req is not None:
+        rf = naf.at("requiredDuringSchedulingIgnoredDuringExecution")
+        terms = rf.at("nodeSelectorTerms").list(rf.dict(req).get("nodeSelectorTerms"))
+        if not terms:
+            raise rf.at("nodeSelectorTerms").error("must have at least one term")
+        p.required_node_terms = tuple(parse_node_selector_term(t, rf.at("nodeSelectorTerms").at(i))
+                                      for i, t in enumerate(terms))
+    else:
+        p.required_node_terms = None
+    preferred = []
+    pf = naf.at("preferredDuringSchedulingIgnoredDuringExecution")
+    for i, w in enumerate(pf.list(na.get("preferredDuringSchedulingIgnoredDuringExecution"))):
+        wf = pf.at(i)
+        w = wf.dict(w)
+        weight = wf.at("weight").int(w.get("weight"), minimum=1)
+        if weight is None or weight > 100:
+            raise wf.at("weight").error("must be between 1 and 100")
+        preferred.append((weight, parse_node_selector_term(w.get("preference"), wf.at("preference"))))
+    p.preferred_node_terms = tuple(preferred)
+    p.affinity = (_affinity_terms(af.at("podAffinity").dict(aff.get("podAffinity")), af.at("podAffinity"), ns)
+                  if aff.get("podAffinity") else EMPTY_AFFINITY)
+    p.anti_affinity = (_affinity_terms(af.at("podAntiAffinity").dict(aff.get("podAntiAffinity")),
+                                       af.at("podAntiAffinity"), ns)
+                       if aff.get("podAntiAffinity") else EMPTY_AFFINITY)
+    p.spread_constraints = tuple(
+        _spread_constraint(c, sf.at("topologySpreadConstraints").at(i), labels)
+        for i, c in enumerate(sf.at("topologySpreadConstraints").list(spec.get("topologySpreadConstraints"))))
+    p.creation_time = parse_time(meta.get("creationTimestamp"), f.at("metadata.creationTimestamp"))
+    p.start_time = parse_time(status.get("startTime"), f.at("status.startTime")) or p.creation_time
+    p.phase = f.at("status.phase").str(status.get("phase"), default="Pending")
+    p.nominated_node = f.at("status.nominatedNodeName").str(status.get("nominatedNodeName"))
+    p.deleting = bool(meta.get("deletionTimestamp"))
+    p.resource_version = str(meta.get("resourceVersion") or "")
+    p.raw = d
+    return p
+
+
+def resolve_priority(p: Pod, priority_classes: dict, f: Field | None = None) -> None:
+    """spec.priority, else the named PriorityClass, else the global default, else 0.
+
+    `priority_classes` maps name -> PriorityClass. An unknown class name is an error, as the
+    Priority admission plugin would reject the pod.
+    """
+    if p.priority is not None:
+        return
+    if p.priority_class_name:
+        pc = priority_classes.get(p.priority_class_name)
+        if pc is not None:
+            p.priority = pc.value
+            if not p.preemption_policy:
+                p.preemption_policy = pc.preemption_policy
+            return
+        value = SYSTEM_PRIORITY_CLASSES.get(p.priority_class_name)
+        if value is None:
+            f = f or Field(f"Pod {p.key}", "spec")
+            raise f.at("priorityClassName").error(f"no PriorityClass named {p.priority_class_name!r}")
+        p.priority = value
+        return
+    for pc in priority_classes.values():
+        if pc.global_default:
+            p.priority = pc.value
+            if not p.preemption_policy:
+                p.preemption_policy = pc.preemption_policy
+            return
+    p.priority = 0
+
+
+class Node:
+    kind = "Node"
+    __slots__ = ("name", "key", "uid", "labels", "annotations", "taints", "unschedulable",
+                 "allocatable", "images", "resource_version", "raw")
+
+    def __repr__(self):
+        return f"Node({self.name})"
+
+
+def parse_node(d: dict) -> Node:
+    _, name, _ = _describe(d, "Node")
+    f = Field(f"Node {name}")
+    meta, _, name, labels = _metadata(d, f, "Node")
+    spec = f.at("spec").dict(d.get("spec"))
+    status = f.at("status").dict(d.get("status"))
+    n = Node()
+    n.name = n.key = name
+    n.uid = f.at("metadata.uid").str(meta.get("uid"))
+    n.labels = labels
+    n.annotations = f.at("metadata.annotations").str_map(meta.get("annotations"))
+    n.taints = tuple(parse_taint(t, f.at("spec.taints").at(i))
+                     for i, t in enumerate(f.at("spec.taints").list(spec.get("taints"))))
+    n.unschedulable = bool(spec.get("unschedulable"))
+    alloc_src = "allocatable" if status.get("allocatable") is not None else "capacity"
+    n.allocatable = _vector(parse_resource_list(status.get(alloc_src), f.at(f"status.{alloc_src}")),
+                            f.at(f"status.{alloc_src}"))
+    images = {}
+    for i, img in enumerate(f.at("status.images").list(status.get("images"))):
+        imf = f.at("status.images").at(i)
+        img = imf.dict(img)
+        size = imf.at("sizeBytes").int(img.get("sizeBytes"), default=0, minimum=0)
+        for j, nm in enumerate(imf.at("names").list(img.get("names"))):
+            images[imf.at("names").at(j).str(nm, required=True)] = size
+    n.images = images
+    n.resource_version = str(meta.get("resourceVersion") or "")
+    n.raw = d
+    return n
+
+
+class IntOrPercent:
+    """minAvailable / maxUnavailable: an absolute count or a percentage of expected pods."""
+
+    __slots__ = ("value", "percent")
+
+    def __init__(self, value: int, percent: bool):
+        self.value, self.percent = value, percent
+
+    def resolve(self, total: int, round_up: bool) -> int:
+        if not self.percent:
+            return self.value
+        scaled = self.value * total
+        return -(-scaled // 100) if round_up else scaled // 100
+
+
+def _int_or_percent(value, f: Field) -> IntOrPercent | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return IntOrPercent(value, False)
+    if isinstance(value, str) and value.endswith("%") and value[:-1].isdigit():
+        return IntOrPercent(int(value[:-1]), True)
+    raise f.error(f"must be a non-negative integer or a percentage like '50%', got {value!r}")
+
+
+class PodDisruptionBudget:
+    kind = "PodDisruptionBudget"
+    __slots__ = ("namespace", "name", "key", "selector", "min_available", "max_unavailable",
+                 "disruptions_allowed", "resource_version", "raw")
+
+    def matches(self, pod: Pod) -> bool:
+        return pod.namespace == self.namespace and self.selector is not None and self.selector.matches(pod.labels)
+
+
+def parse_pdb(d: dict) -> PodDisruptionBudget:
+    ns, name, _ = _describe(d, "PodDisruptionBudget")
+    f = Field(f"PodDisruptionBudget {ns}/{name}")
+    meta, ns, name, _ = _metadata(d, f, "PodDisruptionBudget")
+    spec = f.at("spec").dict(d.get("spec"), required=True)
+    status = f.at("status").dict(d.get("status"))
+    b = PodDisruptionBudget()
+    b.namespace, b.name, b.key = ns, name, f"{ns}/{name}"
+    b.selector = parse_label_selector(spec.get("selector"), f.at("spec.selector"))
+    b.min_available = _int_or_percent(spec.get("minAvailable"), f.at("spec.minAvailable"))
+    b.max_unavailable = _int_or_percent(spec.get("maxUnavailable"), f.at("spec.maxUnavailable"))
+    if b.min_available is not None and b.max_unavailable is not None:
+        raise f.at("spec").error("minAvailable and maxUnavailable cannot both be set")
+    b.disruptions_allowed = f.at("status.disruptionsAllowed").int(status.get("disruptionsAllowed"))
+    b.resource_version = str(meta.get("resourceVersion") or "")
+    b.raw = d
+    return b
+
+
+class PriorityClass:
+    kind = "PriorityClass"
+    __slots__ = ("name", "key", "value", "global_default", "preemption_policy", "raw")
+
+
+def parse_priority_class(d: dict) -> PriorityClass:
+    _, name, _ = _describe(d, "PriorityClass")
+    f = Field(f"PriorityClass {name}")
+    meta, _, name, _ = _metadata(d, f, "PriorityClass")
+    pc = PriorityClass()
+    pc.name = pc.key = name
+    value = f.at("value").int(d.get("value"))
+    if value is None:
+        raise f.at("value").error("is required")
+    if value > 1000000000 and name not in SYSTEM_PRIORITY_CLASSES:
+        raise f.at("value").error("must be at most 1000000000 for user-defined classes")
+    pc.value = value
+    pc.global_default = bool(d.get("globalDefault"))
+    policy = f.at("preemptionPolicy").str(d.get("preemptionPolicy"), default="PreemptLowerPriority")
+    if policy not in ("PreemptLowerPriority", "Never"):
+        raise f.at("preemptionPolicy").error(f"must be PreemptLowerPriority or Never, got {policy!r}")
+    pc.preemption_policy = policy
+    pc.raw = d
+    return pc
+
+
+_PARSERS = {"Pod": parse_pod, "Node": parse_node, "PodDisruptionBudget": parse_pdb,
+            "PriorityClass": parse_priority_class}
+
+
+def parse_object(d, priority_classes: dict | None = None):
+    """Parse any supported kind; raises ObjectError naming the object and field."""
+    if not isinstance(d, dict):
+        raise ObjectError("<object>", "<root>", f"must be a mapping, got {type(d).__name__}")
+    kind = d.get("kind")
+    if kind not in _PARSERS:
+        meta = d.get("metadata") if isinstance(d.get("metadata"), dict) else {}
+        raise ObjectError(f"{kind or '<no kind>'} {meta.get('name', '<unnamed>')}", "kind",
+                          f"unsupported kind {kind!r} (one of {', '.join(KINDS)})")
+    if kind == "Pod":
+        return parse_pod(d, priority_classes)
+    return _PARSERS[kind](d)

@@ -1,0 +1,285 @@
+"""Label selectors, node selector terms, taints and tolerations in matchable form.
+
+Parsed once into small tuples so that plugins evaluate them with a few dictionary lookups,
+never by re-reading the Kubernetes dicts.
+"""
+from __future__ import annotations
+
+from .errors import ObjectError
+
+LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+NODE_OPERATORS = LABEL_OPERATORS + ("Gt", "Lt")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+class Field:
+    """Where we are inside an object: raises ObjectError with the path when input is bad."""
+
+    __slots__ = ("obj", "path")
+
+    def __init__(self, obj: str, path: str = ""):
+        self.obj = obj
+        self.path = path
+
+    def at(self, name) -> "Field":
+        if isinstance(name, int):
+            return Field(self.obj, f"{self.path}[{name}]")
+        return Field(self.obj, f"{self.path}.{name}" if self.path else name)
+
+    def error(self, message: str) -> ObjectError:
+        return ObjectError(self.obj, self.path or "<root>", message)
+
+    def dict(self, value, required: bool = False) -> dict:
+        if value is None:
+            if required:
+                raise self.error("is required")
+            return {}
+        if not isinstance(value, dict):
+            raise self.error(f"must be an object, got {type(value).__name__}")
+        return value
+
+    def list(self, value) -> list:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.error(f"must be a list, got {type(value).__name__}")
+        return value
+
+    def str(self, value, required: bool = False, default: str = "") -> str:
+        if value is None or value == "":
+            if required:
+                raise self.error("is required")
+            return default
+        if not isinstance(value, str):
+            raise self.error(f"must be a string, got {type(value).__name__}")
+        return value
+
+    def int(self, value, default=None, minimum=None):
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(f"must be an integer, got {value!r}")
+        if minimum is not None and value < minimum:
+            raise self.error(f"must be >= {minimum}, got {value}")
+        return value
+
+    def str_map(self, value) -> dict[str, str]:
+        d = self.dict(value)
+        for k, v in d.items():
+            if not isinstance(v, str):
+                raise self.at(k).error(f"must be a string, got {type(v).__name__}")
+        return d
+
+
+# --- label selectors -------------------------------------------------------------------------
+
+class LabelSelector:
+    """matchLabels + matchExpressions; `None` selector (absent) matches nothing, `{}` everything."""
+
+    __slots__ = ("match_labels", "expressions")
+
+    def __init__(self, match_labels: dict[str, str], expressions: tuple):
+        self.match_labels = match_labels
+        self.expressions = expressions  # ((key, op, frozenset(values)), ...)
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        for k, v in self.match_labels.items():
+            if labels.get(k) != v:
+                return False
+        for key, op, values in self.expressions:
+            if not _label_expr(labels, key, op, values):
+                return False
+        return True
+
+    def is_empty(self) -> bool:
+        return not self.match_labels and not self.expressions
+
+    def __repr__(self):
+        return f"LabelSelector({self.match_labels!r}, {self.expressions!r})"
+
+
+def _label_expr(labels: dict, key: str, op: str, values: frozenset) -> bool:
+    if op == "In":
+        return key in labels and labels[key] in values
+    if op == "NotIn":
+        return key not in labels or labels[key] not in values
+    if op == "Exists":
+        return key in labels
+    return key not in labels  # DoesNotExist
+
+
+def parse_label_selector(value, f: Field) -> LabelSelector | None:
+    if value is None:
+        return None
+    d = f.dict(value)
+    exprs = []
+    for i, e in enumerate(f.at("matchExpressions").list(d.get("matchExpressions"))):
+        ef = f.at("matchExpressions").at(i)
+        e = ef.dict(e)
+        key = ef.at("key").str(e.get("key"), required=True)
+        op = ef.at("operator").str(e.get("operator"), required=True)
+        if op not in LABEL_OPERATORS:
+            raise ef.at("operator").error(f"unknown operator {op!r} (one of {', '.join(LABEL_OPERATORS)})")
+        values = [ef.at("values").at(j).str(v, required=True)
+                  for j, v in enumerate(ef.at("values").list(e.get("values")))]
+        _check_values(ef, op, values)
+        exprs.append((key, op, frozenset(values)))
+    return LabelSelector(f.at("matchLabels").str_map(d.get("matchLabels")), tuple(exprs))
+
+
+def _check_values(f: Field, op: str, values: list) -> None:
+    if op in ("In", "NotIn") and not values:
+        raise f.at("values").error(f"must be non-empty for operator {op}")
+    if op in ("Exists", "DoesNotExist") and values:
+        raise f.at("values").error(f"must be empty for operator {op}")
+    if op in ("Gt", "Lt"):
+        if len(values) != 1:
+            raise f.at("values").error(f"must have exactly one value for operator {op}")
+        try:
+            int(values[0])
+        except ValueError:
+            raise f.at("values").at(0).error(f"must be an integer for operator {op}") from None
+
+
+# --- node selector terms (node affinity) -----------------------------------------------------
+
+class NodeSelectorTerm:
+    """One term: all expressions must hold; terms of a NodeSelector are ORed."""
+
+    __slots__ = ("expressions", "fields")
+
+    def __init__(self, expressions: tuple, fields: tuple):
+        self.expressions = expressions  # ((key, op, frozenset(values) | int), ...)
+        self.fields = fields            # matchFields on metadata.name: ((op, frozenset), ...)
+
+    def matches(self, labels: dict[str, str], node_name: str) -> bool:
+        if not self.expressions and not self.fields:
+            return False  # an empty term matches no objects
+        for key, op, values in self.expressions:
+            if op == "Gt" or op == "Lt":
+                raw = labels.get(key)
+                if raw is None:
+                    return False
+                try:
+                    n = int(raw)
+                except ValueError:
+                    return False
+                if (op == "Gt" and not n > values) or (op == "Lt" and not n < values):
+                    return False
+            elif not _label_expr(labels, key, op, values):
+                return False
+        for op, values in self.fields:
+            if not _label_expr({"metadata.name": node_name}, "metadata.name", op, values):
+                return False
+        return True
+
+    def single_node_name(self) -> str | None:
+        """The node this term pins to (matchFields metadata.name In [one]), if it does."""
+        for op, values in self.fields:
+            if op == "In" and len(values) == 1:
+                return next(iter(values))
+        return None
+
+
+def parse_node_selector_term(value, f: Field) -> NodeSelectorTerm:
+    d = f.dict(value)
+    exprs = []
+    for i, e in enumerate(f.at("matchExpressions").list(d.get("matchExpressions"))):
+        ef = f.at("matchExpressions").at(i)
+        e = ef.dict(e)
+        key = ef.at("key").str(e.get("key"), required=True)
+        op = ef.at("operator").str(e.get("operator"), required=True)
+        if op not in NODE_OPERATORS:
+            raise ef.at("operator").error(f"unknown operator {op!r} (one of {', '.join(NODE_OPERATORS)})")
+        values = [ef.at("values").at(j).str(v, required=True)
+                  for j, v in enumerate(ef.at("values").list(e.get("values")))]
+        _check_values(ef, op, values)
+        exprs.append((key, op, int(values[0]) if op in ("Gt", "Lt") else frozenset(values)))
+    fields = []
+    for i, e in enumerate(f.at("matchFields").list(d.get("matchFields"))):
+        ef = f.at("matchFields").at(i)
+        e = ef.dict(e)
+        key = ef.at("key").str(e.get("key"), required=True)
+        if key != "metadata.name":
+            raise ef.at("key").error(f"only metadata.name is supported in matchFields, got {key!r}")
+        op = ef.at("operator").str(e.get("operator"), required=True)
+        if op not in ("In", "NotIn"):
+            raise ef.at("operator").error(f"operator for matchFields must be In or NotIn, got {op!r}")
+        values = [ef.at("values").at(j).str(v, required=True)
+                  for j, v in enumerate(ef.at("values").list(e.get("values")))]
+        _check_values(ef, op, values)
+        fields.append((op, frozenset(values)))
+    return NodeSelectorTerm(tuple(exprs), tuple(fields))
+
+
+# --- taints and tolerations ------------------------------------------------------------------
+
+class Taint:
+    __slots__ = ("key", "value", "effect")
+
+    def __init__(self, key: str, value: str, effect: str):
+        self.key, self.value, self.effect = key, value, effect
+
+    def __eq__(self, other):
+        return isinstance(other, Taint) and (self.key, self.value, self.effect) == (
+            other.key, other.value, other.effect)
+
+    def __hash__(self):
+        return hash((self.key, self.value, self.effect))
+
+    def describe(self) -> str:
+        """kube-scheduler's rendering in messages: {key: value}."""
+        return f"{{{self.key}: {self.value}}}"
+
+    def __repr__(self):
+        return f"Taint({self.key}={self.value}:{self.effect})"
+
+
+def parse_taint(value, f: Field) -> Taint:
+    d = f.dict(value)
+    key = f.at("key").str(d.get("key"), required=True)
+    effect = f.at("effect").str(d.get("effect"), required=True)
+    if effect not in TAINT_EFFECTS:
+        raise f.at("effect").error(f"unknown effect {effect!r} (one of {', '.join(TAINT_EFFECTS)})")
+    return Taint(key, f.at("value").str(d.get("value")), effect)
+
+
+class Toleration:
+    __slots__ = ("key", "operator", "value", "effect")
+
+    def __init__(self, key: str, operator: str, value: str, effect: str):
+        self.key, self.operator, self.value, self.effect = key, operator, value, effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Kubernetes' ToleratesTaint: empty effect matches all, empty key with Exists all keys."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return self.value == taint.value
+
+
+def parse_toleration(value, f: Field) -> Toleration:
+    d = f.dict(value)
+    key = f.at("key").str(d.get("key"))
+    op = f.at("operator").str(d.get("operator"), default="Equal")
+    if op not in ("Equal", "Exists"):
+        raise f.at("operator").error(f"unknown operator {op!r} (Equal or Exists)")
+    val = f.at("value").str(d.get("value"))
+    if op == "Exists" and val:
+        raise f.at("value").error("must be empty when operator is Exists")
+    if not key and op != "Exists":
+        raise f.at("operator").error("must be Exists when key is empty")
+    effect = f.at("effect").str(d.get("effect"))
+    if effect and effect not in TAINT_EFFECTS:
+        raise f.at("effect").error(f"unknown effect {effect!r} (one of {', '.join(TAINT_EFFECTS)})")
+    return Toleration(key, op, val, effect)
+
+
+def tolerated(taint: Taint, tolerations) -> bool:
+    for t in tolerations:
+        if t.tolerates(taint):
+            return True
+    return False
