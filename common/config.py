@@ -1,0 +1,287 @@
+"""The configuration file: one YAML document, `kind: ShardschedConfiguration`.
+
+The schema below is the single source of the defaults, the validation rules and the field
+documentation (`shardsched config defaults` prints it, the README lists it). Unknown fields and
+wrong types are rejected with the dotted path of the field, so a typo never silently falls back
+to a default.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field as dc_field
+from typing import Any
+
+import yaml
+
+API_VERSION = "shardsched.io/v1alpha1"
+KIND = "ShardschedConfiguration"
+
+
+class ConfigError(ValueError):
+    def __init__(self, path: str, message: str):
+        super().__init__(f"config: {path}: {message}")
+        self.path = path
+        self.message = message
+
+
+@dataclass
+class Leaf:
+    """One scalar field: its type(s), default, allowed values and the sentence documenting it."""
+
+    types: tuple
+    default: Any
+    doc: str
+    choices: tuple = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    nullable: bool = False
+
+
+@dataclass
+class ListOf:
+    """A list whose items follow `item` (a schema dict); `default` is the default list."""
+
+    item: dict
+    default: list
+    doc: str
+    required_keys: tuple = dc_field(default_factory=tuple)
+
+
+def _i(default, doc, minimum=0, maximum=None, nullable=False):
+    return Leaf((int,), default, doc, minimum=minimum, maximum=maximum, nullable=nullable)
+
+
+def _f(default, doc, minimum=0.0, maximum=None):
+    return Leaf((int, float), default, doc, minimum=minimum, maximum=maximum)
+
+
+def _s(default, doc, choices=(), nullable=False):
+    return Leaf((str,), default, doc, choices=choices, nullable=nullable)
+
+
+def _b(default, doc):
+    return Leaf((bool,), default, doc)
+
+
+DEFAULT_PLUGINS = [
+    "PrioritySort", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
+    "NodePorts", "NodeResourcesFit", "NodeResourcesBalancedAllocation", "PodTopologySpread",
+    "InterPodAffinity", "ImageLocality", "DefaultPreemption", "DefaultBinder",
+]
+
+PLUGIN_ENTRY = {
+    "name": _s("", "Plugin name (one of the registered plugins)."),
+    "weight": _i(1, "Score weight; 0 disables its score but keeps its filter.", minimum=0, maximum=100),
+}
+
+PLUGIN_CONFIG_ENTRY = {
+    "name": _s("", "Plugin the arguments are for."),
+    "args": Leaf((dict,), {}, "Plugin arguments, as kube-scheduler's pluginConfig args."),
+}
+
+PROFILE = {
+    "schedulerName": _s("shardsched", "Pods whose spec.schedulerName equals this use the profile."),
+    "plugins": {
+        "enabled": ListOf(PLUGIN_ENTRY, [], "Plugins added to (or re-weighted in) the defaults.", ("name",)),
+        "disabled": ListOf({"name": _s("", "Plugin name, or '*' for all defaults.")}, [],
+                           "Default plugins switched off.", ("name",)),
+    },
+    "pluginConfig": ListOf(PLUGIN_CONFIG_ENTRY, [], "Per-plugin arguments.", ("name",)),
+}
+
+SCHEMA = {
+    "apiVersion": _s(API_VERSION, "Always shardsched.io/v1alpha1.", choices=(API_VERSION,)),
+    "kind": _s(KIND, "Always ShardschedConfiguration.", choices=(KIND,)),
+    "store": {
+        "url": _s(None, "Cluster store: redis://HOST:PORT/DB, memory:// or kube:// (kubeconfig). "
+                  "null starts an embedded redis-server on a free loopback port.", nullable=True),
+        "kubeconfig": _s(None, "Kubeconfig file for kube://; null uses in-cluster config or ~/.kube/config.",
+                         nullable=True),
+        "requestTimeoutSeconds": _f(10, "Timeout of every store request; a dead connection never hangs.",
+                                    minimum=0.1),
+    },
+    "dispatcher": {
+        "host": _s("127.0.0.1", "Address the dispatcher listens on."),
+        "port": _i(7100, "gRPC port of the dispatcher.", maximum=65535),
+        "metricsPort": _i(9100, "Prometheus metrics port of the dispatcher (0 = off).", maximum=65535),
+        "alsoDefaultScheduler": _b(False, "Also take pods whose schedulerName is default-scheduler."),
+        "batchSize": _i(256, "Pods per Dispatch message.", minimum=1),
+        "redispatchAfterSeconds": _f(30, "Re-dispatch a pod still unbound this long after dispatch.",
+                                     minimum=1),
+        "shardTimeoutSeconds": _f(5, "A shard whose lease is older than this is considered dead.",
+                                  minimum=0.5),
+    },
+    "shards": {
+        "count": _i(2, "Scheduler shard processes started by `shardsched up`.", minimum=1),
+        "host": _s("127.0.0.1", "Address the shards listen on."),
+        "basePort": _i(7200, "gRPC port of shard 0; shard i listens on basePort + i.", maximum=65535),
+        "metricsBasePort": _i(9200, "Metrics port of shard 0; shard i uses metricsBasePort + i (0 = off).",
+                              maximum=65535),
+        "assumeTtlSeconds": _f(30, "Forget an assumed pod if neither its binding nor a rejection "
+                               "arrives within this time.", minimum=1),
+        "podInitialBackoffSeconds": _f(1, "First backoff of a pod that failed to schedule.", minimum=0),
+        "podMaxBackoffSeconds": _f(10, "Longest backoff (doubles each attempt up to this).", minimum=0),
+        "unschedulableMaxSeconds": _f(300, "An unschedulable pod is retried at least this often.",
+                                      minimum=1),
+    },
+    "binders": {
+        "count": _i(1, "Binder processes; each owns the nodes whose name hashes to its index.", minimum=1),
+        "host": _s("127.0.0.1", "Address the binders listen on."),
+        "basePort": _i(7300, "gRPC port of binder 0; binder i listens on basePort + i.", maximum=65535),
+        "metricsBasePort": _i(9300, "Metrics port of binder 0 (0 = off).", maximum=65535),
+    },
+    "threshold": {
+        "mode": _s("adaptive", "How many feasible nodes a cycle looks for: adaptive, kube "
+                   "(percentageOfNodesToScore's rule), percentage, or all.",
+                   choices=("adaptive", "kube", "percentage", "all")),
+        "percentage": _i(0, "For mode percentage: percent of nodes to find feasible (0 = kube rule).",
+                         maximum=100),
+        "minFeasibleNodes": _i(100, "Never stop a search before this many feasible nodes (or all nodes).",
+                               minimum=1),
+        "maxFeasibleNodes": _i(1000, "adaptive: target number of feasible nodes with no rejections and "
+                               "an empty queue.", minimum=1),
+        "rejectionDecay": _f(1.0, "adaptive: how fast the target shrinks with the share of nodes "
+                             "rejected so far in the cycle (0 = not at all).", minimum=0),
+        "queueDecay": _f(0.5, "adaptive: how fast the target shrinks as the active queue grows "
+                         "(per decade of queued pods; 0 = not at all).", minimum=0),
+        "growth": _b(False, "Quality-first profiles: grow the target with rejections and queue "
+                     "length instead of shrinking it (capped at all nodes)."),
+    },
+    "preemption": {
+        "minCandidateNodesPercentage": _i(10, "Search at least this percent of nodes for victims.",
+                                          maximum=100),
+        "minCandidateNodesAbsolute": _i(100, "...and at least this many nodes.", minimum=0),
+        "pruning": _b(True, "Skip nodes where even evicting every lower-priority pod cannot free "
+                      "enough (priority prefix-sum splay trees)."),
+    },
+    "profiles": ListOf(PROFILE, [{"schedulerName": "shardsched"}], "Scheduling profiles.",
+                       ("schedulerName",)),
+}
+
+
+def _defaults(schema) -> Any:
+    if isinstance(schema, Leaf):
+        return copy.deepcopy(schema.default)
+    if isinstance(schema, ListOf):
+        return [_merge(schema.item, item, "") for item in schema.default]
+    return {k: _defaults(v) for k, v in schema.items()}
+
+
+def _check_leaf(leaf: Leaf, value, path: str):
+    if value is None:
+        if leaf.nullable:
+            return None
+        raise ConfigError(path, "must not be null")
+    if isinstance(value, bool) and bool not in leaf.types:
+        raise ConfigError(path, f"must be {_type_names(leaf)}, got boolean {value!r}")
+    if not isinstance(value, leaf.types):
+        raise ConfigError(path, f"must be {_type_names(leaf)}, got {type(value).__name__} {value!r}")
+    if leaf.choices and value not in leaf.choices:
+        raise ConfigError(path, f"must be one of {', '.join(map(str, leaf.choices))}, got {value!r}")
+    if leaf.minimum is not None and value < leaf.minimum:
+        raise ConfigError(path, f"must be >= {leaf.minimum}, got {value!r}")
+    if leaf.maximum is not None and value > leaf.maximum:
+        raise ConfigError(path, f"must be <= {leaf.maximum}, got {value!r}")
+    return value
+
+
+def _type_names(leaf: Leaf) -> str:
+    names = {int: "an integer", float: "a number", str: "a string", bool: "a boolean", dict: "a mapping"}
+    return " or ".join(dict.fromkeys(names[t] for t in leaf.types))
+
+
+def _merge(schema: dict, value, path: str) -> dict:
+    """Defaults of `schema` overlaid with `value`, checked field by field."""
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise ConfigError(path or "<root>", f"must be a mapping, got {type(value).__name__}")
+    unknown = [k for k in value if k not in schema]
+    if unknown:
+        p = f"{path}.{unknown[0]}" if path else str(unknown[0])
+        raise ConfigError(p, f"unknown field (known: {', '.join(schema)})")
+    out = {}
+    for key, sub in schema.items():
+        p = f"{path}.{key}" if path else key
+        if key not in value:
+            out[key] = _defaults(sub)
+        elif isinstance(sub, Leaf):
+            out[key] = _check_leaf(sub, value[key], p)
+        elif isinstance(sub, ListOf):
+            items = value[key]
+            if not isinstance(items, list):
+                raise ConfigError(p, f"must be a list, got {type(items).__name__}")
+            out[key] = []
+            for i, item in enumerate(items):
+                ip = f"{p}[{i}]"
+                for req in sub.required_keys:
+                    if not isinstance(item, dict) or not item.get(req):
+                        raise ConfigError(f"{ip}.{req}", "is required")
+                out[key].append(_merge(sub.item, item, ip))
+        else:
+            out[key] = _merge(sub, value[key], p)
+    return out
+
+
+def _cross_checks(cfg: dict) -> None:
+    from shard.registry import known_plugins  # the plugin registry lives with the shard
+
+    known = known_plugins()
+    for i, prof in enumerate(cfg["profiles"]):
+        for section in ("enabled", "disabled"):
+            for j, entry in enumerate(prof["plugins"][section]):
+                if entry["name"] not in known and not (section == "disabled" and entry["name"] == "*"):
+                    raise ConfigError(f"profiles[{i}].plugins.{section}[{j}].name",
+                                      f"unknown plugin {entry['name']!r} (known: {', '.join(sorted(known))})")
+        for j, entry in enumerate(prof["pluginConfig"]):
+            if entry["name"] not in known:
+                raise ConfigError(f"profiles[{i}].pluginConfig[{j}].name", f"unknown plugin {entry['name']!r}")
+    names = [p["schedulerName"] for p in cfg["profiles"]]
+    if len(set(names)) != len(names):
+        raise ConfigError("profiles", "two profiles have the same schedulerName")
+    if cfg["shards"]["podMaxBackoffSeconds"] < cfg["shards"]["podInitialBackoffSeconds"]:
+        raise ConfigError("shards.podMaxBackoffSeconds", "must be >= podInitialBackoffSeconds")
+
+
+def defaults() -> dict:
+    return _defaults(SCHEMA)
+
+
+def validate(doc) -> dict:
+    """Full config (defaults filled in) from a parsed YAML document; raises ConfigError."""
+    cfg = _merge(SCHEMA, doc, "")
+    _cross_checks(cfg)
+    return cfg
+
+
+def load(path: str | None) -> dict:
+    """Read and validate a config file; None gives the defaults."""
+    if path is None:
+        return validate({})
+    try:
+        with open(path) as fh:
+            doc = yaml.safe_load(fh)
+    except OSError as e:
+        raise ConfigError(path, f"cannot read: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(path, f"not valid YAML: {e}") from None
+    return validate(doc)
+
+
+def dump(cfg: dict) -> str:
+    return yaml.safe_dump(cfg, sort_keys=False)
+
+
+def field_docs(schema=SCHEMA, prefix: str = "") -> list[tuple[str, Any, str]]:
+    """(dotted path, default, doc) for every field, in schema order: the README's table."""
+    rows = []
+    for key, sub in schema.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if isinstance(sub, Leaf):
+            rows.append((path, sub.default, sub.doc))
+        elif isinstance(sub, ListOf):
+            rows.append((path, sub.default, sub.doc))
+            rows.extend(field_docs(sub.item, f"{path}[]"))
+        else:
+            rows.extend(field_docs(sub, path))
+    return rows
