@@ -63,12 +63,6 @@ def _b(default, doc):
     return Leaf((bool,), default, doc)
 
 
-DEFAULT_PLUGINS = [
-    "PrioritySort", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
-    "NodePorts", "NodeResourcesFit", "NodeResourcesBalancedAllocation", "PodTopologySpread",
-    "InterPodAffinity", "ImageLocality", "DefaultPreemption", "DefaultBinder",
-]
-
 PLUGIN_ENTRY = {
     "name": _s("", "Plugin name (one of the registered plugins)."),
     "weight": _i(1, "Score weight; 0 disables its score but keeps its filter.", minimum=0, maximum=100),
@@ -138,7 +132,7 @@ SCHEMA = {
                          maximum=100),
         "minFeasibleNodes": _i(100, "Never stop a search before this many feasible nodes (or all nodes).",
                                minimum=1),
-        "maxFeasibleNodes": _i(1000, "adaptive: target number of feasible nodes with no rejections and "
+        "maxFeasibleNodes": _i(300, "adaptive: target number of feasible nodes with no rejections and "
                                "an empty queue.", minimum=1),
         "rejectionDecay": _f(1.0, "adaptive: how fast the target shrinks with the share of nodes "
                              "rejected so far in the cycle (0 = not at all).", minimum=0),

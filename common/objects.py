@@ -106,6 +106,11 @@ class PodAffinityTerm:
         self.namespace_selector = namespace_selector
         self.topology_key = topology_key
 
+    @property
+    def key(self) -> tuple:
+        return (self.namespaces, self.namespace_selector.key if self.namespace_selector else None,
+                self.selector.key if self.selector else None)
+
     def matches(self, pod: "Pod") -> bool:
         if self.selector is None:
             return False

@@ -82,6 +82,11 @@ class LabelSelector:
         self.match_labels = match_labels
         self.expressions = expressions  # ((key, op, frozenset(values)), ...)
 
+    @property
+    def key(self) -> tuple:
+        """Hashable identity: equal selectors of different pods share cached counts."""
+        return (frozenset(self.match_labels.items()), self.expressions)
+
     def matches(self, labels: dict[str, str]) -> bool:
         for k, v in self.match_labels.items():
             if labels.get(k) != v:

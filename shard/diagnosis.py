@@ -1,0 +1,66 @@
+"""Why a pod fits nowhere: per-plugin rejections gathered during the filter scan.
+
+Produces kube-scheduler's message ("0/3 nodes are available: 1 Insufficient cpu, 2 node(s)
+had untolerated taint {dedicated: gpu}.") and tells preemption which nodes failed only for
+reasons that evicting pods could fix.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+
+class Diagnosis:
+    def __init__(self, total_nodes: int):
+        self.total_nodes = total_nodes
+        self.vec_failures: list[tuple] = []        # (plugin, absolute rows it rejected)
+        self.node_failures: dict[int, tuple] = {}  # row -> (plugin, Status)
+        self.pre_filter_status = None              # a PreFilter rejection applies to all nodes
+        self.excluded: tuple | None = None         # (plugin, rows) left out by a PreFilterResult
+
+    def reasons(self, state, pod, table) -> Counter:
+        counts = Counter()
+        if self.pre_filter_status is not None:
+            for r in self.pre_filter_status.reasons:
+                counts[r] += self.total_nodes
+            return counts
+        if self.excluded is not None:
+            plugin, rows = self.excluded
+            counts.update(_reasons_of(plugin, state, pod, table, rows))
+        for plugin, rows in self.vec_failures:
+            if len(rows):
+                counts.update(_reasons_of(plugin, state, pod, table, rows))
+        for _, status in self.node_failures.values():
+            for r in status.reasons:
+                counts[r] += 1
+        return counts
+
+    def message(self, state, pod, table) -> str:
+        counts = self.reasons(state, pod, table)
+        parts = sorted(f"{n} {reason}" for reason, n in counts.items())
+        return f"0/{self.total_nodes} nodes are available: {', '.join(parts)}."
+
+    def unresolvable_rows(self) -> np.ndarray:
+        """Rows where preemption cannot help (the plugin that rejected them says so)."""
+        out = []
+        if self.excluded is not None:
+            out.append(np.asarray(self.excluded[1]))
+        for plugin, rows in self.vec_failures:
+            if not plugin.resolvable_by_preemption:
+                out.append(np.asarray(rows))
+        bad = [row for row, (_, st) in self.node_failures.items() if st.code == "UnschedulableAndUnresolvable"]
+        if bad:
+            out.append(np.array(bad, dtype=np.int64))
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def _reasons_of(plugin, state, pod, table, rows) -> Counter:
+    if hasattr(plugin, "reasons_vec"):
+        return plugin.reasons_vec(state, pod, table, np.asarray(rows))
+    counts = Counter()
+    for row in rows:
+        st = plugin.filter(state, pod, table.infos[row])
+        for r in (st.reasons if st is not None else ()):
+            counts[r] += 1
+    return counts

@@ -1,0 +1,136 @@
+"""The scheduling framework: extension points, plugin statuses and the per-cycle state.
+
+Plugins implement only the extension points they need; the framework looks at which methods
+a plugin class overrides and builds one ordered list per extension point. Filters and scores
+may come in two forms:
+
+* a vectorised form (`filter_vec`, `score_vec`) over a numpy array of node-table rows, which
+  the scheduler runs first, one numpy pass per plugin;
+* a per-node form (`filter`, `score`) over one NodeInfo, run in Python only on the rows that
+  survived the vectorised filters.
+
+A plugin that has a vectorised form is never asked for the per-node one in the same cycle,
+unless the vectorised form says it cannot decide for some rows (it returns them as "undecided").
+"""
+from __future__ import annotations
+
+SUCCESS = "Success"
+UNSCHEDULABLE = "Unschedulable"
+#: Unschedulable and preemption cannot help (node affinity, taints, unschedulable node...).
+UNRESOLVABLE = "UnschedulableAndUnresolvable"
+ERROR = "Error"
+WAIT = "Wait"
+SKIP = "Skip"
+
+
+class Status:
+    __slots__ = ("code", "reasons", "plugin")
+
+    def __init__(self, code: str, *reasons: str, plugin: str = ""):
+        self.code = code
+        self.reasons = reasons
+        self.plugin = plugin
+
+    @property
+    def ok(self) -> bool:
+        return self.code == SUCCESS or self.code == SKIP
+
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    def __repr__(self):
+        return f"Status({self.code}, {self.reasons!r}, {self.plugin})"
+
+
+def unschedulable(*reasons: str) -> Status:
+    return Status(UNSCHEDULABLE, *reasons)
+
+
+def unresolvable(*reasons: str) -> Status:
+    return Status(UNRESOLVABLE, *reasons)
+
+
+class CycleState(dict):
+    """Per-cycle scratch space shared by a pod's plugins (keyed by plugin name).
+
+    `skip_filter` / `skip_score` hold plugins whose PreFilter / PreScore said Skip, so the
+    scheduler does not call them for this pod at all.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.skip_filter: set[str] = set()
+        self.skip_score: set[str] = set()
+
+    def clone(self) -> "CycleState":
+        c = CycleState()
+        for k, v in self.items():
+            c[k] = v.clone() if hasattr(v, "clone") else v
+        c.skip_filter = set(self.skip_filter)
+        c.skip_score = set(self.skip_score)
+        return c
+
+
+class PreFilterResult:
+    """A PreFilter may narrow the candidates to a set of node names (unit locating, nodeName)."""
+
+    __slots__ = ("node_names",)
+
+    def __init__(self, node_names):
+        self.node_names = frozenset(node_names)
+
+
+class Plugin:
+    """Base class: subclasses override the extension points they take part in.
+
+    `name` is the registry name; `weight` the score weight from the profile; `args` the
+    plugin's pluginConfig args. `ctx` gives access to the shard's snapshot, cache-wide
+    indexes and config (set by the framework before the first cycle).
+    """
+
+    name = ""
+    #: What a filter failure of this plugin means for preemption: can removing pods help?
+    resolvable_by_preemption = False
+
+    def __init__(self, args: dict | None = None, weight: int = 1):
+        self.args = args or {}
+        self.weight = weight
+        self.ctx = None
+
+    # QueueSort
+    def less(self, a, b) -> bool: raise NotImplementedError
+    # PreFilter: returns None / Status / PreFilterResult
+    def pre_filter(self, state, pod): raise NotImplementedError
+    def add_pod(self, state, pod, added, info) -> None: raise NotImplementedError
+    def remove_pod(self, state, pod, removed, info) -> None: raise NotImplementedError
+    # Filter (per node) -> None when the node passes, else Status
+    def filter(self, state, pod, info): raise NotImplementedError
+    # Filter (vectorised) -> (pass mask over `rows`, Status for failing rows or callable row->Status)
+    def filter_vec(self, state, pod, table, rows): raise NotImplementedError
+    # PostFilter -> (nominated node name or None, Status)
+    def post_filter(self, state, pod, diagnosis): raise NotImplementedError
+    # PreScore -> None or Status(SKIP)
+    def pre_score(self, state, pod, infos): raise NotImplementedError
+    # Score (per node) -> int, (vectorised) -> ndarray of scores over rows
+    def score(self, state, pod, info) -> int: raise NotImplementedError
+    def score_vec(self, state, pod, table, rows): raise NotImplementedError
+    # NormalizeScore: in place over an ndarray aligned with the candidates
+    def normalize(self, state, pod, scores) -> None: raise NotImplementedError
+    # Reserve / Unreserve
+    def reserve(self, state, pod, node_name: str): raise NotImplementedError
+    def unreserve(self, state, pod, node_name: str) -> None: raise NotImplementedError
+    # Permit -> None (allow), Status(UNSCHEDULABLE) (deny) or (WAIT, timeout seconds)
+    def permit(self, state, pod, node_name: str): raise NotImplementedError
+    # PreBind / Bind / PostBind
+    def pre_bind(self, state, pod, node_name: str): raise NotImplementedError
+    def bind(self, state, pod, node_name: str): raise NotImplementedError
+    def post_bind(self, state, pod, node_name: str) -> None: raise NotImplementedError
+
+
+EXTENSION_POINTS = ("less", "pre_filter", "add_pod", "remove_pod", "filter", "filter_vec",
+                    "post_filter", "pre_score", "score", "score_vec", "normalize", "reserve",
+                    "unreserve", "permit", "pre_bind", "bind", "post_bind")
+
+
+def implements(plugin: Plugin, point: str) -> bool:
+    return getattr(type(plugin), point) is not getattr(Plugin, point)

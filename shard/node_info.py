@@ -1,0 +1,103 @@
+"""Per-node aggregate state: what the plugins need to judge one node quickly.
+
+A NodeInfo holds the node, its pods (bound and assumed), their summed request vector, the
+host ports in use and the pods that carry inter-pod (anti-)affinity, plus a priority
+prefix-sum splay tree of its pods for preemption pruning. The cache owns the live objects;
+snapshots hold clones.
+"""
+from __future__ import annotations
+
+from common.resources import CPU, MEMORY, NUM_SLOTS, ZERO, vadd, vsub
+from common.splay import PrioritySplayTree
+
+#: kube-scheduler scores a pod that requests no cpu or memory as if it asked for these.
+DEFAULT_MILLI_CPU = 100
+DEFAULT_MEMORY = 200 * 1024 * 1024
+
+
+def nonzero_request(pod) -> tuple[int, int]:
+    """(cpu, memory) used for scoring: zero requests count as the defaults above."""
+    return (pod.requests[CPU] or DEFAULT_MILLI_CPU, pod.requests[MEMORY] or DEFAULT_MEMORY)
+
+
+def priority_key(pod) -> tuple:
+    """Splay-tree key: lowest priority first, then oldest first, uid to make it unique."""
+    return (pod.priority, pod.start_time, pod.uid or pod.key)
+
+
+class NodeInfo:
+    __slots__ = ("name", "node", "pods", "requested", "nonzero", "host_ports", "affinity_pods",
+                 "generation", "tree")
+
+    def __init__(self, name: str, node=None):
+        self.name = name
+        self.node = node
+        self.pods: dict = {}              # pod key -> Pod
+        self.requested = ZERO             # sum of the pods' request vectors (pods slot = count)
+        self.nonzero = (0, 0)             # sum of nonzero_request() of the pods, for scoring
+        self.host_ports: dict = {}        # (ip, protocol, port) -> number of pods using it
+        self.affinity_pods: dict = {}     # pod key -> Pod, pods with any pod (anti-)affinity
+        self.generation = 0
+        self.tree = PrioritySplayTree(NUM_SLOTS)
+
+    @property
+    def allocatable(self):
+        return self.node.allocatable if self.node is not None else ZERO
+
+    @property
+    def free(self):
+        return vsub(self.allocatable, self.requested)
+
+    def add_pod(self, pod) -> None:
+        if pod.key in self.pods:
+            self.remove_pod(pod.key)
+        self.pods[pod.key] = pod
+        self.requested = vadd(self.requested, pod.requests)
+        cpu, mem = nonzero_request(pod)
+        self.nonzero = (self.nonzero[0] + cpu, self.nonzero[1] + mem)
+        for port in pod.host_ports:
+            self.host_ports[port] = self.host_ports.get(port, 0) + 1
+        if pod.affinity[0] or pod.affinity[1] or pod.anti_affinity[0] or pod.anti_affinity[1]:
+            self.affinity_pods[pod.key] = pod
+        self.tree.insert(priority_key(pod), pod.requests)
+
+    def remove_pod(self, key: str):
+        pod = self.pods.pop(key, None)
+        if pod is None:
+            return None
+        self.requested = vsub(self.requested, pod.requests)
+        cpu, mem = nonzero_request(pod)
+        self.nonzero = (self.nonzero[0] - cpu, self.nonzero[1] - mem)
+        for port in pod.host_ports:
+            left = self.host_ports[port] - 1
+            if left:
+                self.host_ports[port] = left
+            else:
+                del self.host_ports[port]
+        self.affinity_pods.pop(key, None)
+        self.tree.delete(priority_key(pod))
+        return pod
+
+    def clone(self) -> "NodeInfo":
+        """Copy for a snapshot: containers copied, immutable pods and node objects shared.
+
+        The splay tree is shared, not copied: rebuilding it would cost as much as the rest of
+        the clone many times over. Sharing is safe because the shard applies cache changes only
+        between cycles, on the scheduling thread, and every change to a node re-clones it into
+        the snapshot before the next cycle reads it.
+        """
+        c = NodeInfo.__new__(NodeInfo)
+        c.name, c.node, c.requested, c.generation = self.name, self.node, self.requested, self.generation
+        c.nonzero = self.nonzero
+        c.pods = dict(self.pods)
+        c.host_ports = dict(self.host_ports)
+        c.affinity_pods = dict(self.affinity_pods) if self.affinity_pods else {}
+        c.tree = self.tree
+        return c
+
+    def same_as(self, other: "NodeInfo") -> bool:
+        """Content equality (used by tests comparing snapshots with the cache)."""
+        return (self.name == other.name and self.node is other.node and self.requested == other.requested
+                and self.nonzero == other.nonzero
+                and self.pods.keys() == other.pods.keys() and self.host_ports == other.host_ports
+                and self.generation == other.generation)

@@ -1,0 +1,249 @@
+"""Nodes in dense rows with numpy columns, kept in step with the snapshot.
+
+Rows live in a list with a name->row map; deleting a node moves the last row into the hole,
+so add, update and delete are O(1) and nothing is ever rebuilt. After some churn the row
+order is effectively random, so any window of rows is a fair sample of zones and shapes: a
+search may start at a random row and stop early without favouring one zone.
+
+The numpy columns (allocatable, requested, free, taint bitmask, unschedulable flag,
+generation, and label columns created on first use) are in the same row order and are
+rewritten only for rows that change, so vectorised filters cost one numpy pass.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from common.resources import NUM_SLOTS
+
+OVERFLOW_BIT = np.uint64(1 << 63)
+MAX_TAINT_BITS = 63
+
+
+class TaintBits:
+    """Interns (key, value, effect) of taints with the given effects into bit positions.
+
+    Taints past the 63rd distinct one share the overflow bit, which marks rows whose taints
+    must be checked node by node.
+    """
+
+    def __init__(self, effects: tuple):
+        self.effects = effects
+        self.bit_of: dict[tuple, int] = {}
+        self.taints: list = []
+
+    def mask(self, taints) -> int:
+        m = 0
+        for t in taints:
+            if t.effect not in self.effects:
+                continue
+            k = (t.key, t.value, t.effect)
+            bit = self.bit_of.get(k)
+            if bit is None:
+                if len(self.taints) >= MAX_TAINT_BITS:
+                    m |= 1 << 63
+                    continue
+                bit = self.bit_of[k] = len(self.taints)
+                self.taints.append(t)
+            m |= 1 << bit
+        return m
+
+    def tolerated_mask(self, tolerations) -> int:
+        """Bits of the known taints that `tolerations` tolerate (never the overflow bit)."""
+        m = 0
+        for bit, t in enumerate(self.taints):
+            for tol in tolerations:
+                if tol.tolerates(t):
+                    m |= 1 << bit
+                    break
+        return m
+
+
+class NodeTable:
+    def __init__(self, capacity: int = 1024):
+        self.names: list[str] = []
+        self.infos: list = []
+        self.row_of: dict[str, int] = {}
+        self.taint_bits = TaintBits(("NoSchedule", "NoExecute"))
+        self.prefer_bits = TaintBits(("PreferNoSchedule",))
+        self.image_nodes: dict[str, int] = {}  # image name -> number of nodes that have it
+        self.affinity_nodes: set[str] = set()  # nodes holding pods with pod (anti-)affinity
+        self._cap = 0
+        self.alloc = self.requested = self.free = self.nonzero = None
+        self.taints = self.prefer_taints = self.unschedulable = self.generation = None
+        self._labels: dict[str, tuple[np.ndarray, dict]] = {}
+        self._counts: dict = {}  # selector key -> PodCounts
+        self._grow(max(capacity, 16))
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def _grow(self, cap: int) -> None:
+        def grown(old, shape, dtype):
+            new = np.zeros(shape, dtype=dtype)
+            if old is not None:
+                new[: len(old)] = old
+            return new
+
+        self.alloc = grown(self.alloc, (cap, NUM_SLOTS), np.int64)
+        self.requested = grown(self.requested, (cap, NUM_SLOTS), np.int64)
+        self.free = grown(self.free, (cap, NUM_SLOTS), np.int64)
+        self.nonzero = grown(self.nonzero, (cap, 2), np.int64)
+        self.taints = grown(self.taints, cap, np.uint64)
+        self.prefer_taints = grown(self.prefer_taints, cap, np.uint64)
+        self.unschedulable = grown(self.unschedulable, cap, np.bool_)
+        self.generation = grown(self.generation, cap, np.int64)
+        for key, (codes, values) in list(self._labels.items()):
+            self._labels[key] = (grown(codes, cap, np.int32), values)
+        for pc in self._counts.values():
+            pc.counts = grown(pc.counts, cap, np.int64)
+            pc.counted_at = grown(pc.counted_at, cap, np.int64)
+        self._cap = cap
+
+    def upsert(self, info) -> int:
+        """Add or rewrite the row of `info` (a NodeInfo with a node); returns its row."""
+        row = self.row_of.get(info.name)
+        if row is not None and self.infos[row].node is not info.node:
+            self._count_images(self.infos[row].node, -1)
+        if row is None or self.infos[row].node is not info.node:
+            self._count_images(info.node, 1)
+        if row is None:
+            row = len(self.names)
+            if row == self._cap:
+                self._grow(self._cap * 2)
+            self.names.append(info.name)
+            self.infos.append(info)
+            self.row_of[info.name] = row
+        else:
+            self.infos[row] = info
+        self._write(row, info)
+        return row
+
+    def remove(self, name: str) -> None:
+        """Swap-delete: the last row moves into the hole."""
+        row = self.row_of.pop(name)
+        self._count_images(self.infos[row].node, -1)
+        self.affinity_nodes.discard(name)
+        last = len(self.names) - 1
+        if row != last:
+            moved = self.names[last]
+            self.names[row] = moved
+            self.infos[row] = self.infos[last]
+            self.row_of[moved] = row
+            for col in (self.alloc, self.requested, self.free, self.nonzero, self.taints,
+                        self.prefer_taints, self.unschedulable, self.generation):
+                col[row] = col[last]
+            for codes, _ in self._labels.values():
+                codes[row] = codes[last]
+            for pc in self._counts.values():
+                pc.counts[row] = pc.counts[last]
+                pc.counted_at[row] = pc.counted_at[last]
+        self.names.pop()
+        self.infos.pop()
+
+    def _write(self, row: int, info) -> None:
+        node = info.node
+        self.alloc[row] = node.allocatable
+        self.requested[row] = info.requested
+        self.free[row] = self.alloc[row] - self.requested[row]
+        self.nonzero[row] = info.nonzero
+        self.taints[row] = self.taint_bits.mask(node.taints)
+        self.prefer_taints[row] = self.prefer_bits.mask(node.taints)
+        self.unschedulable[row] = node.unschedulable
+        self.generation[row] = info.generation
+        if info.affinity_pods:
+            self.affinity_nodes.add(info.name)
+        else:
+            self.affinity_nodes.discard(info.name)
+        for key, (codes, values) in self._labels.items():
+            codes[row] = _code(values, node.labels.get(key))
+
+    def _count_images(self, node, delta: int) -> None:
+        for image in node.images:
+            left = self.image_nodes.get(image, 0) + delta
+            if left:
+                self.image_nodes[image] = left
+            else:
+                del self.image_nodes[image]
+
+    def label_column(self, key: str) -> tuple[np.ndarray, dict]:
+        """int32 codes of label `key` per row (0 = absent) and the value->code map.
+
+        Built on first use with one pass over the rows, then maintained by every row write.
+        """
+        entry = self._labels.get(key)
+        if entry is None:
+            values: dict[str, int] = {}
+            codes = np.zeros(self._cap, dtype=np.int32)
+            for row, info in enumerate(self.infos):
+                codes[row] = _code(values, info.node.labels.get(key))
+            entry = self._labels[key] = (codes, values)
+        return entry
+
+    def pod_counts(self, key, predicate) -> np.ndarray:
+        """Per row, how many of the node's pods satisfy `predicate` (a view over the rows).
+
+        Cached under `key` (a hashable description of the predicate, e.g. namespaces plus
+        label selector): rows are recounted only when their generation moved since they were
+        last counted, so a workload's spread or affinity costs one pass the first time and
+        then only what changed.
+        """
+        pc = self._counts.get(key)
+        if pc is None:
+            if len(self._counts) >= MAX_CACHED_SELECTORS:
+                self._counts.pop(next(iter(self._counts)))
+            pc = self._counts[key] = PodCounts(self._cap)
+        else:
+            self._counts[key] = self._counts.pop(key)  # most recently used last
+        n = len(self.names)
+        stale = np.flatnonzero(pc.counted_at[:n] != self.generation[:n])
+        infos = self.infos
+        for row in stale:
+            pc.counts[row] = sum(1 for p in infos[row].pods.values() if predicate(p))
+        pc.counted_at[stale] = self.generation[stale]
+        return pc.counts[:n]
+
+    def domain_counts(self, key: str, per_row: np.ndarray, eligible: np.ndarray | None = None):
+        """Sum `per_row` over the rows of each value of label `key` (topology domains).
+
+        Returns (codes per row, sums per code); code 0 means "no such label" and is not a
+        domain. Only `eligible` rows (a bool mask, default all) contribute.
+        """
+        codes, values = self.label_column(key)
+        codes = codes[: len(self.names)]
+        c = codes if eligible is None else codes[eligible]
+        w = per_row if eligible is None else per_row[eligible]
+        sums = np.bincount(c, weights=w, minlength=len(values) + 1).astype(np.int64)
+        sums[0] = 0
+        return codes, sums
+
+    def check(self) -> None:
+        """Assert rows, map and columns agree (tests and debugging)."""
+        assert len(self.names) == len(self.infos) == len(self.row_of)
+        for row, (name, info) in enumerate(zip(self.names, self.infos)):
+            assert self.row_of[name] == row and info.name == name
+            assert tuple(self.alloc[row]) == tuple(info.node.allocatable)
+            assert tuple(self.requested[row]) == tuple(info.requested)
+            assert tuple(self.nonzero[row]) == tuple(info.nonzero)
+            assert (self.free[row] == self.alloc[row] - self.requested[row]).all()
+            assert int(self.generation[row]) == info.generation
+            assert bool(self.unschedulable[row]) == bool(info.node.unschedulable)
+
+
+MAX_CACHED_SELECTORS = 64
+
+
+class PodCounts:
+    __slots__ = ("counts", "counted_at")
+
+    def __init__(self, cap: int):
+        self.counts = np.zeros(cap, dtype=np.int64)
+        self.counted_at = np.full(cap, -1, dtype=np.int64)
+
+
+def _code(values: dict, value) -> int:
+    if value is None:
+        return 0
+    code = values.get(value)
+    if code is None:
+        code = values[value] = len(values) + 1
+    return code

@@ -1,0 +1,1 @@
+"""The default plugins, one per module, with kube-scheduler's behaviour."""

@@ -1,0 +1,54 @@
+"""ImageLocality: prefer nodes that already have the pod's container images.
+
+Each image present on the node contributes its size scaled by the share of nodes that have
+it (so an image cached everywhere does not pull pods to one node); the sum is mapped to
+0..100 between 23MB and 1000MB per container, as kube-scheduler does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..framework import SKIP, Plugin, Status
+from .scoring import MAX_NODE_SCORE
+
+MB = 1024 * 1024
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+STATE = "ImageLocality"
+
+
+def normalized_image(name: str) -> str:
+    """Docker's implicit tag: "nginx" and "nginx:latest" are the same image."""
+    last = name.rsplit("/", 1)[-1]
+    return name if (":" in last or "@" in last) else name + ":latest"
+
+
+class ImageLocality(Plugin):
+    name = "ImageLocality"
+
+    def pre_score(self, state, pod, rows):
+        table = self.ctx.table
+        images = []
+        for img in pod.images:
+            for candidate in (img, normalized_image(img)):
+                if candidate in table.image_nodes:
+                    images.append(candidate)
+                    break
+        if not images:
+            return Status(SKIP)  # no node has any of the images: every score would be 0
+        state[STATE] = images
+        return None
+
+    def score(self, state, pod, info) -> int:
+        table = self.ctx.table
+        total_nodes = max(len(table), 1)
+        node_images = info.node.images
+        s = 0
+        for img in state[STATE]:
+            size = node_images.get(img)
+            if size is None:
+                continue
+            s += int(size * (table.image_nodes[img] / total_nodes))
+        hi = MAX_CONTAINER_THRESHOLD * max(len(pod.images), 1)
+        s = min(max(s, MIN_THRESHOLD), hi)
+        return (s - MIN_THRESHOLD) * MAX_NODE_SCORE // (hi - MIN_THRESHOLD)

@@ -1,0 +1,216 @@
+"""InterPodAffinity: required and preferred pod affinity and anti-affinity, both ways.
+
+Filter (kube-scheduler's rules):
+* existing pods' required anti-affinity: a node fails if a pod in its topology domain has a
+  term matching the incoming pod ("didn't satisfy existing pods anti-affinity rules");
+* the pod's required anti-affinity: fails if a matching pod is in the node's domain;
+* the pod's required affinity: every term needs a matching pod in the node's domain (a node
+  without the topology label fails); when no pod anywhere matches and the pod matches its
+  own terms, it may go anywhere (the first pod of a group).
+
+Score: the pod's preferred terms (+/- weight per matching pod in the domain), existing pods'
+preferred terms towards it, and existing pods' required affinity (hardPodAffinityWeight),
+normalised to 0..100 between the lowest and highest node.
+
+Matching pods are counted per row with the node table's cached selector counts and summed
+per topology value in numpy; only existing pods that carry affinity terms are visited in
+Python (the table tracks the nodes that hold them).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..framework import SKIP, Plugin, Status, unresolvable, unschedulable
+from .scoring import MAX_NODE_SCORE
+
+EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
+ANTI = "node(s) didn't match pod anti-affinity rules"
+AFFINITY = "node(s) didn't match pod affinity rules"
+FILTER_STATE = "InterPodAffinity/filter"
+SCORE_STATE = "InterPodAffinity/score"
+
+
+def _term_counts(table, term) -> np.ndarray:
+    return table.pod_counts(("term", term.key), lambda p: not p.deleting and term.matches(p))
+
+
+def _all_terms_counts(table, terms) -> np.ndarray:
+    key = ("all", tuple(t.key for t in terms))
+    return table.pod_counts(key, lambda p: not p.deleting and all(t.matches(p) for t in terms))
+
+
+class _FilterState:
+    __slots__ = ("forbidden", "anti", "affinity", "affinity_any", "self_match")
+
+    def clone(self):
+        c = _FilterState()
+        c.forbidden = {k: v.copy() for k, v in self.forbidden.items()}
+        c.anti = [(codes, sums.copy()) for codes, sums in self.anti]
+        c.affinity = [(codes, sums.copy()) for codes, sums in self.affinity]
+        c.affinity_any, c.self_match = self.affinity_any, self.self_match
+        return c
+
+
+class InterPodAffinity(Plugin):
+    name = "InterPodAffinity"
+    resolvable_by_preemption = True
+
+    def __init__(self, args=None, weight=1):
+        super().__init__(args, weight)
+        self.hard_weight = int(self.args.get("hardPodAffinityWeight", 1))
+
+    def _existing_with_terms(self):
+        table = self.ctx.table
+        for name in table.affinity_nodes:
+            row = table.row_of[name]
+            for p in table.infos[row].affinity_pods.values():
+                yield row, p
+
+    # --- filter -------------------------------------------------------------------------------
+
+    def pre_filter(self, state, pod):
+        table = self.ctx.table
+        required_aff, required_anti = pod.affinity[0], pod.anti_affinity[0]
+        fs = _FilterState()
+        # existing pods whose required anti-affinity matches the incoming pod
+        fs.forbidden = {}
+        for row, other in self._existing_with_terms():
+            for term in other.anti_affinity[0]:
+                if term.matches(pod):
+                    codes, values = table.label_column(term.topology_key)
+                    code = codes[row]
+                    if code:
+                        fs.forbidden.setdefault(term.topology_key, np.zeros(len(values) + 1, np.int64))
+                        arr = fs.forbidden[term.topology_key]
+                        if len(arr) <= code:
+                            arr = fs.forbidden[term.topology_key] = np.resize(arr, code + 1)
+                        arr[code] += 1
+        if not fs.forbidden and not required_aff and not required_anti:
+            return Status(SKIP)
+        fs.anti = [table.domain_counts(t.topology_key, _term_counts(table, t)) for t in required_anti]
+        fs.affinity = []
+        fs.affinity_any = False
+        if required_aff:
+            counts = _all_terms_counts(table, required_aff)
+            fs.affinity = [table.domain_counts(t.topology_key, counts) for t in required_aff]
+            fs.affinity_any = any(sums.any() for _, sums in fs.affinity)
+        fs.self_match = all(t.matches(pod) for t in required_aff)
+        state[FILTER_STATE] = fs
+        return None
+
+    def filter_vec(self, state, pod, table, rows):
+        fs = state[FILTER_STATE]
+        n = len(table.generation[rows])
+        ok = np.ones(n, dtype=bool)
+        for key, arr in fs.forbidden.items():
+            codes = table.label_column(key)[0][rows]
+            ok &= arr[np.minimum(codes, len(arr) - 1)] * (codes < len(arr)) == 0
+        for codes, sums in fs.anti:
+            c = codes[rows]
+            ok &= (c == 0) | (sums[c] == 0)
+        if fs.affinity:
+            if fs.affinity_any or not fs.self_match:
+                for codes, sums in fs.affinity:
+                    c = codes[rows]
+                    ok &= (c != 0) & (sums[c] > 0)
+            else:  # first pod of its group: only the topology labels are required
+                for codes, _ in fs.affinity:
+                    ok &= codes[rows] != 0
+        return ok
+
+    def filter(self, state, pod, info):
+        fs = state[FILTER_STATE]
+        table = self.ctx.table
+        row = table.row_of[info.name]
+        for key, arr in fs.forbidden.items():
+            code = table.label_column(key)[0][row]
+            if code and code < len(arr) and arr[code]:
+                return unschedulable(EXISTING_ANTI)
+        for codes, sums in fs.anti:
+            if codes[row] and sums[codes[row]]:
+                return unschedulable(ANTI)
+        for codes, sums in fs.affinity:
+            if not codes[row] or ((fs.affinity_any or not fs.self_match) and not sums[codes[row]]):
+                return unresolvable(AFFINITY)
+        return None
+
+    def add_pod(self, state, pod, added, info) -> None:
+        self._adjust(state, pod, added, info, 1)
+
+    def remove_pod(self, state, pod, removed, info) -> None:
+        self._adjust(state, pod, removed, info, -1)
+
+    def _adjust(self, state, pod, other, info, delta) -> None:
+        """Preemption's dry runs: a pod added to or removed from one node changes the counts."""
+        fs = state.get(FILTER_STATE)
+        if fs is None:
+            return
+        table = self.ctx.table
+        row = table.row_of.get(info.name)
+        if row is None:
+            return
+        for term, (codes, sums) in zip(pod.anti_affinity[0], fs.anti):
+            if codes[row] and term.matches(other):
+                sums[codes[row]] += delta
+        if fs.affinity and all(t.matches(other) for t in pod.affinity[0]):
+            for codes, sums in fs.affinity:
+                if codes[row]:
+                    sums[codes[row]] += delta
+        for term in other.anti_affinity[0]:
+            if term.matches(pod):
+                codes, values = table.label_column(term.topology_key)
+                arr = fs.forbidden.get(term.topology_key)
+                code = codes[row]
+                if code and arr is not None and code < len(arr):
+                    arr[code] += delta
+                elif code and delta > 0:
+                    arr = np.zeros(len(values) + 1, np.int64)
+                    arr[code] = 1
+                    fs.forbidden[term.topology_key] = arr
+
+    # --- score --------------------------------------------------------------------------------
+
+    def pre_score(self, state, pod, rows):
+        table = self.ctx.table
+        preferred_aff, preferred_anti = pod.affinity[1], pod.anti_affinity[1]
+        parts = []  # (codes per row, weighted sums per code)
+        for sign, terms in ((1, preferred_aff), (-1, preferred_anti)):
+            for weight, term in terms:
+                codes, sums = table.domain_counts(term.topology_key, _term_counts(table, term))
+                parts.append((codes, sums * (sign * weight)))
+        # existing pods' terms towards the incoming pod
+        extra: dict[str, dict[int, int]] = {}
+        for row, other in self._existing_with_terms():
+            contributions = [(self.hard_weight, t) for t in other.affinity[0]] if self.hard_weight else []
+            contributions += [(w, t) for w, t in other.affinity[1]]
+            contributions += [(-w, t) for w, t in other.anti_affinity[1]]
+            for w, term in contributions:
+                if term.matches(pod):
+                    code = table.label_column(term.topology_key)[0][row]
+                    if code:
+                        per_key = extra.setdefault(term.topology_key, {})
+                        per_key[code] = per_key.get(code, 0) + w
+        for key, per_code in extra.items():
+            codes, values = table.label_column(key)
+            sums = np.zeros(len(values) + 1, dtype=np.int64)
+            for code, w in per_code.items():
+                sums[code] += w
+            parts.append((codes[: len(table)], sums))
+        if not parts:
+            return Status(SKIP)
+        state[SCORE_STATE] = parts
+        return None
+
+    def score_vec(self, state, pod, table, rows):
+        total = np.zeros(len(rows), dtype=np.int64)
+        for codes, sums in state[SCORE_STATE]:
+            c = codes[rows]
+            total += np.where(c != 0, sums[np.minimum(c, len(sums) - 1)], 0)
+        return total
+
+    def normalize(self, state, pod, scores) -> None:
+        lo, hi = int(scores.min()), int(scores.max())
+        if hi == lo:
+            scores[:] = 0
+        else:
+            scores[:] = MAX_NODE_SCORE * (scores - lo) // (hi - lo)

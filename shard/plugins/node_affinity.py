@@ -1,0 +1,120 @@
+"""NodeAffinity: nodeSelector, required node affinity (terms ORed, expressions ANDed,
+matchFields on metadata.name) as a filter; preferred terms as a weighted score.
+
+Required terms that all pin `metadata.name` (what DaemonSet pods carry) narrow the cycle to
+those nodes in PreFilter: the pod is checked against its node only (unit locating). The
+vectorised forms evaluate labels through the node table's label columns.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from ..framework import SKIP, Plugin, PreFilterResult, Status, unresolvable
+from .scoring import default_normalize
+
+REASON = "node(s) didn't match Pod's node affinity/selector"
+
+
+def node_matches(pod, node) -> bool:
+    labels = node.labels
+    for k, v in pod.node_selector.items():
+        if labels.get(k) != v:
+            return False
+    terms = pod.required_node_terms
+    if terms is None:
+        return True
+    return any(t.matches(labels, node.name) for t in terms)
+
+
+def _numbers(values: dict) -> np.ndarray:
+    """Label value codes -> integer value (NaN where not an integer), for Gt/Lt."""
+    nums = np.full(len(values) + 1, np.nan)
+    for v, code in values.items():
+        try:
+            nums[code] = int(v)
+        except ValueError:
+            pass
+    return nums
+
+
+def term_mask(term, table, rows) -> np.ndarray:
+    n = len(table.generation[rows])
+    if not term.expressions and not term.fields:
+        return np.zeros(n, dtype=bool)
+    mask = np.ones(n, dtype=bool)
+    for key, op, values in term.expressions:
+        codes, vmap = table.label_column(key)
+        c = codes[rows]
+        if op == "In" or op == "NotIn":
+            hit = np.isin(c, [vmap[v] for v in values if v in vmap])
+            mask &= hit if op == "In" else ~hit
+        elif op == "Exists":
+            mask &= c != 0
+        elif op == "DoesNotExist":
+            mask &= c == 0
+        else:
+            nums = _numbers(vmap)[c]
+            with np.errstate(invalid="ignore"):
+                mask &= (nums > values) if op == "Gt" else (nums < values)
+    for op, names in term.fields:
+        targets = [table.row_of[nm] for nm in names if nm in table.row_of]
+        hit = np.isin(np.arange(len(table.names))[rows], targets)
+        mask &= hit if op == "In" else ~hit
+    return mask
+
+
+def pinned_nodes(pod):
+    """Node names the pod's required affinity pins it to, or None when it does not."""
+    terms = pod.required_node_terms
+    if not terms:
+        return None
+    names = set()
+    for t in terms:
+        name = t.single_node_name()
+        if name is None:
+            return None
+        names.add(name)
+    return names
+
+
+class NodeAffinity(Plugin):
+    name = "NodeAffinity"
+
+    def pre_filter(self, state, pod):
+        if not pod.node_selector and pod.required_node_terms is None:
+            return Status(SKIP)
+        names = pinned_nodes(pod)
+        return PreFilterResult(names) if names is not None else None
+
+    def filter(self, state, pod, info):
+        return None if node_matches(pod, info.node) else unresolvable(REASON)
+
+    def filter_vec(self, state, pod, table, rows):
+        n = len(table.generation[rows])
+        mask = np.ones(n, dtype=bool)
+        for k, v in pod.node_selector.items():
+            codes, vmap = table.label_column(k)
+            mask &= codes[rows] == vmap.get(v, -1)
+        if pod.required_node_terms is not None:
+            any_term = np.zeros(n, dtype=bool)
+            for t in pod.required_node_terms:
+                any_term |= term_mask(t, table, rows)
+            mask &= any_term
+        return mask
+
+    def reasons_vec(self, state, pod, table, rows):
+        return Counter({REASON: len(rows)})
+
+    def pre_score(self, state, pod, rows):
+        return None if pod.preferred_node_terms else Status(SKIP)
+
+    def score_vec(self, state, pod, table, rows):
+        total = np.zeros(len(table.generation[rows]), dtype=np.int64)
+        for weight, term in pod.preferred_node_terms:
+            total += np.where(term_mask(term, table, rows), weight, 0)
+        return total
+
+    def normalize(self, state, pod, scores) -> None:
+        default_normalize(scores)

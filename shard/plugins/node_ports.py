@@ -1,0 +1,32 @@
+"""NodePorts: a host port (protocol, port) can be used once per node and address.
+
+Two uses conflict when protocol and port match and either address is 0.0.0.0 or both are
+the same address.
+"""
+from __future__ import annotations
+
+from ..framework import SKIP, Plugin, Status, unschedulable
+
+REASON = "node(s) didn't have free ports for the requested pod ports"
+ANY = "0.0.0.0"
+
+
+def conflicts(wanted, in_use: dict) -> bool:
+    for ip, proto, port in wanted:
+        for used_ip, used_proto, used_port in in_use:
+            if used_port == port and used_proto == proto and (ip == used_ip or ip == ANY or used_ip == ANY):
+                return True
+    return False
+
+
+class NodePorts(Plugin):
+    name = "NodePorts"
+    resolvable_by_preemption = True
+
+    def pre_filter(self, state, pod):
+        return None if pod.host_ports else Status(SKIP)
+
+    def filter(self, state, pod, info):
+        if info.host_ports and conflicts(pod.host_ports, info.host_ports):
+            return unschedulable(REASON)
+        return None

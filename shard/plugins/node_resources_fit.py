@@ -1,0 +1,106 @@
+"""NodeResourcesFit: the pod's request vector must fit in the node's free resources.
+
+Scoring strategies (args.scoringStrategy.type): LeastAllocated (default), MostAllocated and
+RequestedToCapacityRatio, each over args.scoringStrategy.resources (cpu and memory, weight 1,
+by default). Like kube-scheduler, scores use "non-zero" cpu/memory requests: a pod asking
+for nothing counts as 100m / 200Mi, so empty pods still spread out.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from common.resources import CPU, MEMORY, NUM_SLOTS, PODS, resource_index, resource_name
+from ..framework import Plugin, unschedulable
+from ..node_info import nonzero_request
+from .scoring import MAX_NODE_SCORE
+
+STATE = "NodeResourcesFit"
+STRATEGIES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
+
+
+def reason(col: int) -> str:
+    return "Too many pods" if col == PODS else f"Insufficient {resource_name(col)}"
+
+
+class FitState:
+    __slots__ = ("req", "cols", "nonzero")
+
+    def __init__(self, pod):
+        self.req = np.array(pod.requests, dtype=np.int64)
+        self.cols = np.flatnonzero(self.req)  # only requested resources are checked
+        self.nonzero = nonzero_request(pod)
+
+
+class NodeResourcesFit(Plugin):
+    name = "NodeResourcesFit"
+    resolvable_by_preemption = True
+
+    def __init__(self, args=None, weight=1):
+        super().__init__(args, weight)
+        strategy = self.args.get("scoringStrategy") or {}
+        self.strategy = strategy.get("type", "LeastAllocated")
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"NodeResourcesFit: scoringStrategy.type must be one of {', '.join(STRATEGIES)}")
+        resources = strategy.get("resources") or [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
+        self.resources = [(resource_index(r["name"]), int(r.get("weight", 1))) for r in resources]
+        shape = (strategy.get("requestedToCapacityRatio") or {}).get("shape") or [
+            {"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]
+        self.shape_x = np.array([p["utilization"] for p in shape], dtype=np.float64)
+        self.shape_y = np.array([p["score"] * MAX_NODE_SCORE // 10 for p in shape], dtype=np.float64)
+        ignored = set(self.args.get("ignoredResources") or [])
+        self.ignored = [resource_index(n) for n in ignored]
+
+    def pre_filter(self, state, pod):
+        fs = FitState(pod)
+        if self.ignored:
+            fs.cols = np.array([c for c in fs.cols if c not in self.ignored], dtype=np.int64)
+        state[STATE] = fs
+        return None
+
+    def filter(self, state, pod, info):
+        fs = state[STATE]
+        free = info.free
+        bad = [reason(c) for c in fs.cols if fs.req[c] > free[c]]
+        return unschedulable(*bad) if bad else None
+
+    def filter_vec(self, state, pod, table, rows):
+        fs = state[STATE]
+        return (table.free[rows][:, fs.cols] >= fs.req[fs.cols]).all(axis=1)
+
+    def reasons_vec(self, state, pod, table, rows):
+        fs = state[STATE]
+        short = (table.free[rows][:, fs.cols] < fs.req[fs.cols]).sum(axis=0)
+        return Counter({reason(int(c)): int(n) for c, n in zip(fs.cols, short) if n})
+
+    # --- scoring ----------------------------------------------------------------------------
+
+    def _requested_and_capacity(self, state, table, rows, col):
+        fs = state[STATE]
+        if col == CPU or col == MEMORY:
+            k = 0 if col == CPU else 1
+            return table.nonzero[rows, k] + fs.nonzero[k], table.alloc[rows, col]
+        return table.requested[rows, col] + fs.req[col], table.alloc[rows, col]
+
+    def score_vec(self, state, pod, table, rows):
+        fs = state[STATE]
+        n = len(table.alloc[rows])
+        total = np.zeros(n, dtype=np.int64)
+        weights = np.zeros(n, dtype=np.int64)
+        for col, w in self.resources:
+            if col >= NUM_SLOTS or (col not in (CPU, MEMORY) and not fs.req[col]):
+                continue  # extended resources count only when the pod asks for them
+            requested, cap = self._requested_and_capacity(state, table, rows, col)
+            has = cap > 0
+            safe = np.where(has, cap, 1)
+            if self.strategy == "LeastAllocated":
+                s = np.where(requested > cap, 0, (cap - requested) * MAX_NODE_SCORE // safe)
+            elif self.strategy == "MostAllocated":
+                s = np.minimum(requested, cap) * MAX_NODE_SCORE // safe
+            else:
+                util = np.minimum(requested * 100 // safe, 100).astype(np.float64)
+                s = np.interp(util, self.shape_x, self.shape_y).astype(np.int64)
+            total += np.where(has, s * w, 0)
+            weights += np.where(has, w, 0)
+        return np.where(weights > 0, total // np.maximum(weights, 1), 0)

@@ -1,0 +1,28 @@
+"""NodeUnschedulable: nodes marked spec.unschedulable take only pods tolerating that taint."""
+from __future__ import annotations
+
+from collections import Counter
+
+from common.selectors import Taint, tolerated
+from ..framework import SKIP, Plugin, Status, unresolvable
+
+REASON = "node(s) were unschedulable"
+TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+
+
+class NodeUnschedulable(Plugin):
+    name = "NodeUnschedulable"
+
+    def pre_filter(self, state, pod):
+        if tolerated(TAINT, pod.tolerations):
+            return Status(SKIP)
+        return None
+
+    def filter(self, state, pod, info):
+        return unresolvable(REASON) if info.node.unschedulable else None
+
+    def filter_vec(self, state, pod, table, rows):
+        return ~table.unschedulable[rows]
+
+    def reasons_vec(self, state, pod, table, rows):
+        return Counter({REASON: len(rows)})

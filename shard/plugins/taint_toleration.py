@@ -1,0 +1,80 @@
+"""TaintToleration: NoSchedule/NoExecute taints must be tolerated; PreferNoSchedule ones
+lower the score (fewer untolerated preferred taints score higher).
+
+The vectorised forms compare each row's taint bitmask with the bits this pod tolerates.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from ..framework import Plugin, unresolvable
+from ..node_table import OVERFLOW_BIT
+from .scoring import default_normalize
+
+STATE = "TaintToleration"
+
+
+def first_untolerated(taints, tolerations, effects=("NoSchedule", "NoExecute")):
+    for t in taints:
+        if t.effect in effects and not any(tol.tolerates(t) for tol in tolerations):
+            return t
+    return None
+
+
+def _reason(taint) -> str:
+    return f"node(s) had untolerated taint {taint.describe()}"
+
+
+class TaintToleration(Plugin):
+    name = "TaintToleration"
+
+    def pre_filter(self, state, pod):
+        table = self.ctx.table
+        prefer_tols = [t for t in pod.tolerations if not t.effect or t.effect == "PreferNoSchedule"]
+        state[STATE] = (np.uint64(table.taint_bits.tolerated_mask(pod.tolerations)),
+                        np.uint64(table.prefer_bits.tolerated_mask(prefer_tols)), prefer_tols)
+        return None
+
+    def filter(self, state, pod, info):
+        t = first_untolerated(info.node.taints, pod.tolerations)
+        return unresolvable(_reason(t)) if t is not None else None
+
+    def filter_vec(self, state, pod, table, rows):
+        tolerated, _, _ = state[STATE]
+        bits = table.taints[rows]
+        ok = (bits & ~tolerated) == 0
+        overflow = np.flatnonzero((bits & OVERFLOW_BIT) != 0)
+        if len(overflow):  # more distinct taints than bits: decide those rows one by one
+            infos = table.infos
+            base = rows.start if isinstance(rows, slice) else 0
+            for i in overflow:
+                row = base + i if isinstance(rows, slice) else rows[i]
+                ok[i] = first_untolerated(infos[row].node.taints, pod.tolerations) is None
+        return ok
+
+    def reasons_vec(self, state, pod, table, rows):
+        """Reasons for failing `rows` (absolute indices): one taint lookup per distinct mask."""
+        counts = Counter()
+        bits = table.taints[rows]
+        masks, first, sizes = np.unique(bits, return_index=True, return_counts=True)
+        for mask, f, n in zip(masks, first, sizes):
+            group = [rows[f]] if not mask & OVERFLOW_BIT else rows[bits == mask]
+            weight = int(n) if not mask & OVERFLOW_BIT else 1
+            for row in group:
+                t = first_untolerated(table.infos[row].node.taints, pod.tolerations)
+                counts[_reason(t)] += weight
+        return counts
+
+    def score(self, state, pod, info) -> int:
+        _, _, prefer_tols = state[STATE]
+        return sum(1 for t in info.node.taints if t.effect == "PreferNoSchedule"
+                   and not any(tol.tolerates(t) for tol in prefer_tols))
+
+    def score_vec(self, state, pod, table, rows):
+        _, tolerated, _ = state[STATE]
+        return np.bitwise_count(table.prefer_taints[rows] & ~tolerated).astype(np.int64)
+
+    def normalize(self, state, pod, scores) -> None:
+        default_normalize(scores, reverse=True)

@@ -1,0 +1,209 @@
+"""PodTopologySpread: keep matching pods evenly spread over topology domains.
+
+Hard constraints (DoNotSchedule) filter: placing the pod in a node's domain must keep
+``count(domain) + self - min(count over eligible domains) <= maxSkew``; a node missing a
+constraint's topology label is unresolvable. Soft constraints (ScheduleAnyway) score: fewer
+matching pods in the node's domains score higher. Pods without constraints but owned by a
+ReplicaSet, StatefulSet or ReplicationController get the system defaults (hostname maxSkew 3,
+zone maxSkew 5, ScheduleAnyway), with the pod's own labels standing in for the owner's
+selector, since the scheduler does not watch controllers.
+
+Counting matching pods per domain is one numpy pass: per-row counts come from the node
+table's cached selector counts and are summed per label value.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from common.objects import SpreadConstraint
+from common.selectors import LabelSelector
+from ..framework import SKIP, Plugin, Status, unresolvable, unschedulable
+from .node_affinity import NodeAffinity
+from .scoring import MAX_NODE_SCORE
+from .taint_toleration import first_untolerated
+
+REASON = "node(s) didn't match pod topology spread constraints"
+MISSING = "node(s) didn't match pod topology spread constraints (missing required label)"
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+DEFAULT_OWNERS = ("ReplicaSet", "StatefulSet", "ReplicationController")
+SYSTEM_DEFAULTS = ((HOSTNAME, 3), (ZONE, 5))
+FILTER_STATE = "PodTopologySpread/filter"
+SCORE_STATE = "PodTopologySpread/score"
+
+
+def _counts(table, pod, constraint) -> np.ndarray:
+    ns, sel = pod.namespace, constraint.selector
+    if sel is None:
+        return np.zeros(len(table), dtype=np.int64)
+    return table.pod_counts(("spread", ns, sel.key),
+                            lambda p: p.namespace == ns and not p.deleting and sel.matches(p.labels))
+
+
+def _eligible(table, pod, constraints) -> np.ndarray:
+    """Rows whose domains count: they have every topology key and pass the node policies."""
+    n = len(table)
+    ok = np.ones(n, dtype=bool)
+    for c in constraints:
+        ok &= table.label_column(c.topology_key)[0][:n] != 0
+    if any(c.honor_affinity for c in constraints) and (pod.node_selector or pod.required_node_terms):
+        ok &= NodeAffinity().filter_vec(None, pod, table, slice(0, n))
+    if any(c.honor_taints for c in constraints):
+        infos = table.infos
+        for row in np.flatnonzero(ok & (table.taints[:n] != 0)):
+            ok[row] = first_untolerated(infos[row].node.taints, pod.tolerations) is None
+    return ok
+
+
+class _Hard:
+    __slots__ = ("constraint", "codes", "sums", "min", "self_match")
+
+    def clone(self) -> "_Hard":
+        c = _Hard()
+        c.constraint, c.codes, c.min, c.self_match = self.constraint, self.codes, self.min, self.self_match
+        c.sums = self.sums.copy()
+        return c
+
+
+class _HardState(list):
+    """The hard constraints' domain sums; cloned for preemption's dry runs."""
+
+    def clone(self) -> "_HardState":
+        return _HardState(h.clone() for h in self)
+
+
+class PodTopologySpread(Plugin):
+    name = "PodTopologySpread"
+    resolvable_by_preemption = True
+
+    def __init__(self, args=None, weight=1):
+        super().__init__(args, weight)
+        self.defaulting = self.args.get("defaultingType", "System")
+        self.defaults = self.args.get("defaultConstraints") or []
+
+    # --- filter -------------------------------------------------------------------------------
+
+    def pre_filter(self, state, pod):
+        hard = [c for c in pod.spread_constraints if c.hard]
+        if not hard:
+            return Status(SKIP)
+        table = self.ctx.table
+        eligible = _eligible(table, pod, hard)
+        out = _HardState()
+        for c in hard:
+            h = _Hard()
+            h.constraint = c
+            h.codes, h.sums = table.domain_counts(c.topology_key, _counts(table, pod, c), eligible)
+            domains = np.unique(h.codes[eligible])
+            domains = domains[domains != 0]
+            h.min = int(h.sums[domains].min()) if len(domains) else 0
+            if len(domains) < c.min_domains:
+                h.min = 0
+            h.self_match = 1 if c.selector is not None and c.selector.matches(pod.labels) else 0
+            out.append(h)
+        state[FILTER_STATE] = out
+        return None
+
+    def filter(self, state, pod, info):
+        table = self.ctx.table
+        return self._judge(state, np.array([table.row_of[info.name]]))[0]
+
+    def filter_vec(self, state, pod, table, rows):
+        ok = np.ones(len(table.generation[rows]), dtype=bool)
+        for h in state[FILTER_STATE]:
+            codes = h.codes[rows]
+            skew = h.sums[codes] + h.self_match - h.min
+            ok &= (codes != 0) & (skew <= h.constraint.max_skew)
+        return ok
+
+    def _judge(self, state, rows):
+        out = []
+        for row in rows:
+            status = None
+            for h in state[FILTER_STATE]:
+                code = h.codes[row]
+                if code == 0:
+                    status = unresolvable(MISSING)
+                    break
+                if h.sums[code] + h.self_match - h.min > h.constraint.max_skew:
+                    status = unschedulable(REASON)
+            out.append(status)
+        return out
+
+    def add_pod(self, state, pod, added, info) -> None:
+        self._adjust(state, pod, added, info, 1)
+
+    def remove_pod(self, state, pod, removed, info) -> None:
+        self._adjust(state, pod, removed, info, -1)
+
+    def _adjust(self, state, pod, other, info, delta) -> None:
+        """Preemption's dry runs add or remove pods on one node: update the domain sums."""
+        hard = state.get(FILTER_STATE)
+        if not hard or other.namespace != pod.namespace:
+            return
+        row = self.ctx.table.row_of.get(info.name)
+        if row is None:
+            return
+        for h in hard:
+            code = h.codes[row]
+            if code and h.constraint.selector is not None and h.constraint.selector.matches(other.labels):
+                h.sums[code] += delta
+
+    # --- score --------------------------------------------------------------------------------
+
+    def _soft_constraints(self, pod):
+        if pod.spread_constraints:
+            return [c for c in pod.spread_constraints if not c.hard], True
+        owner = pod.controller()
+        if owner is None or owner.kind not in DEFAULT_OWNERS or not pod.labels:
+            return [], False
+        selector = LabelSelector(dict(pod.labels), ())
+        if self.defaulting == "List":
+            spec = [(d["topologyKey"], int(d["maxSkew"])) for d in self.defaults
+                    if d.get("whenUnsatisfiable", "ScheduleAnyway") == "ScheduleAnyway"]
+        else:
+            spec = SYSTEM_DEFAULTS
+        return [SpreadConstraint(skew, key, False, selector, 1, True, False) for key, skew in spec], False
+
+    def pre_score(self, state, pod, rows):
+        soft, require_all = self._soft_constraints(pod)
+        if not soft:
+            return Status(SKIP)
+        table = self.ctx.table
+        eligible = _eligible(table, pod, soft) if require_all else None
+        parts = []
+        ignored = np.zeros(len(rows), dtype=bool)
+        for c in soft:
+            counts = _counts(table, pod, c)
+            codes, sums = table.domain_counts(c.topology_key, counts, eligible)
+            cand = codes[rows]
+            if require_all:
+                ignored |= cand == 0
+            size = len(np.unique(cand[cand != 0]))
+            weight = math.log(size + 2)
+            per_row = counts[rows] if c.topology_key == HOSTNAME else sums[cand]
+            parts.append((cand, per_row, weight, c.max_skew))
+        state[SCORE_STATE] = (parts, ignored)
+        return None
+
+    def score_vec(self, state, pod, table, rows):
+        parts, _ = state[SCORE_STATE]
+        total = np.zeros(len(rows), dtype=np.float64)
+        for cand, per_row, weight, max_skew in parts:
+            total += np.where(cand != 0, per_row * weight + (max_skew - 1), 0.0)
+        return np.round(total).astype(np.int64)
+
+    def normalize(self, state, pod, scores) -> None:
+        _, ignored = state[SCORE_STATE]
+        live = scores[~ignored]
+        if not len(live):
+            scores[:] = 0
+            return
+        lo, hi = int(live.min()), int(live.max())
+        if hi == 0:
+            scores[:] = MAX_NODE_SCORE
+        else:
+            scores[:] = MAX_NODE_SCORE * (hi + lo - scores) // hi
+        scores[ignored] = 0

@@ -1,0 +1,38 @@
+"""One scheduling profile: its plugins sorted into the extension points they implement."""
+from __future__ import annotations
+
+from .framework import implements
+from .registry import build_plugins
+
+
+class Profile:
+    def __init__(self, cfg: dict):
+        self.name = cfg["schedulerName"]
+        self.plugins = build_plugins(cfg)
+
+        def at(point):
+            return [p for p in self.plugins if implements(p, point)]
+
+        sorters = at("less")
+        self.queue_sort = sorters[0] if sorters else None
+        self.pre_filter = at("pre_filter")
+        self.filters = [p for p in self.plugins if implements(p, "filter") or implements(p, "filter_vec")]
+        self.post_filter = at("post_filter")
+        self.pre_score = at("pre_score")
+        self.scorers = [p for p in self.plugins
+                        if p.weight and (implements(p, "score") or implements(p, "score_vec"))]
+        self.reserve = at("reserve")
+        self.unreserve = at("unreserve")
+        self.permit = at("permit")
+        self.pre_bind = at("pre_bind")
+        self.bind = at("bind")
+        self.post_bind = at("post_bind")
+        self.add_pod = at("add_pod")
+        self.remove_pod = at("remove_pod")
+
+    def attach(self, ctx) -> None:
+        for p in self.plugins:
+            p.ctx = ctx
+
+    def less(self, a, b) -> bool:
+        return self.queue_sort.less(a, b)

@@ -1,0 +1,170 @@
+"""The scheduling queue: activeQ, backoffQ and the unschedulable pool.
+
+* activeQ: a heap ordered by the profile's QueueSort plugin (priority, then arrival).
+* backoffQ: pods that failed and wait out an exponential backoff (initial * 2^(attempts-1),
+  capped at the maximum) before they go back to activeQ.
+* unschedulable pool: pods no node could take. They move back (through backoffQ if their
+  backoff has not expired) when a cluster event may help them (a node added or changed, a
+  pod deleted), and after `unschedulable_max` seconds at the latest.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+
+
+class QueuedPod:
+    """A pod in the queue with its scheduling history (attempts, backoff, last generation)."""
+
+    __slots__ = ("pod", "queued_at", "attempts", "backoff_until", "unschedulable_since",
+                 "last_generation", "seq", "_less")
+
+    def __init__(self, pod, now: float, less):
+        self.pod = pod
+        self.queued_at = now
+        self.attempts = 0
+        self.backoff_until = 0.0
+        self.unschedulable_since = 0.0
+        self.last_generation = 0   # node-store generation of the last failed attempt
+        self.seq = 0
+        self._less = less
+
+    def __lt__(self, other: "QueuedPod") -> bool:
+        if self._less(self, other):
+            return True
+        if self._less(other, self):
+            return False
+        return self.seq < other.seq
+
+
+class SchedulingQueue:
+    def __init__(self, less, initial_backoff: float = 1.0, max_backoff: float = 10.0,
+                 unschedulable_max: float = 300.0, clock=time.monotonic):
+        self.less = less
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.unschedulable_max = unschedulable_max
+        self.clock = clock
+        self._active: list[QueuedPod] = []
+        self._backoff: list[tuple[float, int, QueuedPod]] = []
+        self._unschedulable: dict[str, QueuedPod] = {}
+        self._where: dict[str, str] = {}      # pod key -> "active" | "backoff" | "unschedulable"
+        self._entries: dict[str, QueuedPod] = {}
+        self._seq = itertools.count()
+
+    # --- sizes --------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._entries
+
+    def lengths(self) -> dict[str, int]:
+        counts = {"active": 0, "backoff": 0, "unschedulable": 0}
+        for where in self._where.values():
+            counts[where] += 1
+        return counts
+
+    # --- adding and removing ------------------------------------------------------------------
+
+    def add(self, pod) -> None:
+        """A new pending pod, or a newer version of one already queued."""
+        entry = self._entries.get(pod.key)
+        if entry is not None:
+            entry.pod = pod
+            if self._where[pod.key] == "unschedulable":  # its spec changed: worth a new try
+                del self._unschedulable[pod.key]
+                self._push_active(entry)
+            return
+        entry = QueuedPod(pod, self.clock(), self.less)
+        self._entries[pod.key] = entry
+        self._push_active(entry)
+
+    def delete(self, key: str) -> None:
+        """Forget a pod (bound elsewhere, deleted). Heap entries are dropped lazily on pop."""
+        self._entries.pop(key, None)
+        if self._where.pop(key, None) == "unschedulable":
+            del self._unschedulable[key]
+
+    def _push_active(self, entry: QueuedPod) -> None:
+        entry.seq = next(self._seq)
+        self._where[entry.pod.key] = "active"
+        heapq.heappush(self._active, entry)
+
+    def pop(self) -> QueuedPod | None:
+        """The next pod to schedule, or None when activeQ is empty (after moving due pods)."""
+        self.flush()
+        while self._active:
+            entry = heapq.heappop(self._active)
+            key = entry.pod.key
+            if self._entries.get(key) is entry and self._where.get(key) == "active":
+                del self._where[key]
+                entry.attempts += 1
+                return entry
+        return None
+
+    # --- after an attempt ---------------------------------------------------------------------
+
+    def _backoff_for(self, attempts: int) -> float:
+        return min(self.initial_backoff * (2 ** max(attempts - 1, 0)), self.max_backoff)
+
+    def requeue_backoff(self, entry: QueuedPod) -> None:
+        """A failed attempt that may succeed soon (error, binding conflict)."""
+        if self._entries.get(entry.pod.key) is not entry:
+            return
+        entry.backoff_until = self.clock() + self._backoff_for(entry.attempts)
+        self._where[entry.pod.key] = "backoff"
+        heapq.heappush(self._backoff, (entry.backoff_until, next(self._seq), entry))
+
+    def requeue_unschedulable(self, entry: QueuedPod, generation: int = 0) -> None:
+        """No node fits: park the pod until a cluster event may help it."""
+        if self._entries.get(entry.pod.key) is not entry:
+            return
+        now = self.clock()
+        entry.backoff_until = now + self._backoff_for(entry.attempts)
+        entry.unschedulable_since = now
+        entry.last_generation = generation
+        self._where[entry.pod.key] = "unschedulable"
+        self._unschedulable[entry.pod.key] = entry
+
+    def done(self, key: str) -> None:
+        """The pod was scheduled: it leaves the queue."""
+        self.delete(key)
+
+    # --- moving pods back ---------------------------------------------------------------------
+
+    def move_all_to_active(self) -> int:
+        """A cluster event that may make unschedulable pods fit (node added/changed, pod gone)."""
+        moved = list(self._unschedulable.values())
+        self._unschedulable.clear()
+        now = self.clock()
+        for entry in moved:
+            if entry.backoff_until > now:
+                self._where[entry.pod.key] = "backoff"
+                heapq.heappush(self._backoff, (entry.backoff_until, next(self._seq), entry))
+            else:
+                self._push_active(entry)
+        return len(moved)
+
+    def flush(self) -> None:
+        """Move pods whose backoff expired, and pods unschedulable for too long, to activeQ."""
+        now = self.clock()
+        while self._backoff and self._backoff[0][0] <= now:
+            _, _, entry = heapq.heappop(self._backoff)
+            key = entry.pod.key
+            if self._entries.get(key) is entry and self._where.get(key) == "backoff":
+                self._push_active(entry)
+        if self._unschedulable:
+            stale = [e for e in self._unschedulable.values()
+                     if now - e.unschedulable_since >= self.unschedulable_max]
+            for entry in stale:
+                del self._unschedulable[entry.pod.key]
+                self._push_active(entry)
+
+    def next_ready_in(self) -> float | None:
+        """Seconds until the next backoff expires (None when nothing waits)."""
+        if not self._backoff:
+            return None
+        return max(0.0, self._backoff[0][0] - self.clock())

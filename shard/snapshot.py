@@ -1,0 +1,62 @@
+"""The cycle's view of the cluster: a RawStore of NodeInfo clones plus the node table.
+
+At the start of each cycle `update()` pulls from the cache only the nodes whose generation
+is newer than the snapshot's (GenerationStore), and rewrites only their node-table rows.
+`full_copy=True` is the unoptimised variant (clone every node, rebuild every row) kept for
+benchmarks and ablations.
+"""
+from __future__ import annotations
+
+from common.generation_store import RawStore, full_copy
+from .node_table import NodeTable
+
+
+class Snapshot:
+    def __init__(self, full: bool = False):
+        self.raw = RawStore()
+        self.table = NodeTable()
+        self.full = full
+        self.last_cloned = 0
+
+    def update(self, cache) -> int:
+        """Bring the snapshot up to the cache; returns how many nodes were cloned."""
+        if self.full:
+            return self._rebuild(cache)
+        changed: list[str] = []
+
+        def clone(info):
+            changed.append(info.name)
+            return info.clone()
+
+        cloned = cache.nodes.update_raw_store(self.raw, clone)
+        table = self.table
+        raw = self.raw
+        for name in changed:
+            info = raw.get(name)
+            if info is not None and info.node is not None:
+                table.upsert(info)
+            elif name in table.row_of:
+                table.remove(name)
+        if len(table) > len(raw) or (cloned and len(changed) < cloned):
+            self._drop_missing()
+        self.last_cloned = cloned
+        return cloned
+
+    def _drop_missing(self) -> None:
+        """Remove rows of nodes the RawStore no longer has (deleted since the last update)."""
+        raw = self.raw
+        for name in [n for n in self.table.names if raw.get(n) is None]:
+            self.table.remove(name)
+
+    def _rebuild(self, cache) -> int:
+        self.raw = full_copy(cache.nodes, lambda info: info.clone())
+        self.table = NodeTable(len(self.raw))
+        for _, info in self.raw.items():
+            if info.node is not None:
+                self.table.upsert(info)
+        self.last_cloned = len(self.raw)
+        return self.last_cloned
+
+    def node(self, name: str):
+        info = self.raw.get(name)
+        return info if info is not None and info.node is not None else None
