@@ -81,6 +81,21 @@ def cmd_config(args) -> int:
     return EXIT_OK
 
 
+def cmd_simulate(args) -> int:
+    from shard.simulate import UsageError, dumps, simulate
+
+    try:
+        cfg = config_mod.load(args.config)
+    except config_mod.ConfigError as e:
+        fail(str(e))
+    try:
+        doc, code = simulate(args.files, cfg, args.seed)
+    except UsageError as e:
+        fail(str(e))
+    print(dumps(doc))
+    return code
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="shardsched", description="A sharded Kubernetes scheduler.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -93,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--store", help="store URL (default: an embedded redis-server)")
     g.add_argument("-o", "--output", choices=("yaml", "json"), help="print a kind: List instead")
     f.set_defaults(func=cmd_fleet)
+
+    s = sub.add_parser("simulate", help="schedule the pending pods of manifests, print the outcome as JSON")
+    s.add_argument("files", nargs="+", metavar="FILE", help="YAML with Nodes, Pods, PDBs, PriorityClasses")
+    s.add_argument("--config", help="configuration file (default: built-in defaults)")
+    s.add_argument("--seed", type=int, default=0, help="tie-break seed (default 0)")
+    s.set_defaults(func=cmd_simulate)
 
     c = sub.add_parser("config", help="print or check a configuration file")
     csub = c.add_subparsers(dest="config_cmd", required=True)

@@ -9,6 +9,7 @@ them without dictionaries on the hot path.
 from __future__ import annotations
 
 import math
+import re
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
@@ -23,6 +24,14 @@ _names: list[str] = list(BASE_RESOURCES)
 _index: dict[str, int] = {n: i for i, n in enumerate(_names)}
 
 ZERO: tuple[int, ...] = (0,) * NUM_SLOTS
+
+#: Kubernetes' quantity grammar (apimachinery resource.ParseQuantity): signed ASCII decimal,
+#: then one of: an integer decimal exponent, a binary suffix, a decimal suffix (only lowercase k).
+#: The client library's parser alone also takes "1K", "1_000", "1e3k" and non-ASCII digits.
+#: Kubernetes caps quantities at 2^63-1 in magnitude; amounts also have to fit int64 columns.
+_INT64_MAX = (1 << 63) - 1
+_MAX_QUANTITY = Decimal(_INT64_MAX)
+_QUANTITY_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?")
 
 
 class TooManyResources(ValueError):
@@ -67,20 +76,24 @@ def parse_quantity(value) -> Decimal:
         value = repr(value) if isinstance(value, float) else str(value)
     if not isinstance(value, str):
         raise ValueError(f"invalid quantity {value!r}")
+    text = value.strip()
+    if not _QUANTITY_RE.fullmatch(text):
+        raise ValueError(f"invalid quantity {value!r}")
     try:
-        q = _parse_text(value.strip())
+        q = _parse_text(text)
     except (ValueError, InvalidOperation, TypeError):
         raise ValueError(f"invalid quantity {value!r}") from None
     if not q.is_finite():
         raise ValueError(f"invalid quantity {value!r}")
+    if q.copy_abs() > _MAX_QUANTITY:  # "1e999999" would otherwise hang or overflow in quantity_to_int
+        q = _MAX_QUANTITY.copy_sign(q)
     return q
 
 
 def quantity_to_int(name: str, q: Decimal) -> int:
     """Integer amount in the resource's unit: millicores for cpu, rounded up like Kubernetes."""
-    if name == "cpu":
-        return int(math.ceil(q * 1000))
-    return int(math.ceil(q))
+    n = int(math.ceil(q * 1000)) if name == "cpu" else int(math.ceil(q))
+    return max(-_INT64_MAX, min(_INT64_MAX, n))
 
 
 def vector_from_map(amounts: dict[str, int]) -> tuple[int, ...]:

@@ -1,0 +1,213 @@
+"""The `ClusterStore` interface: the slice of the Kubernetes API the scheduler relies on.
+
+Semantics follow the API server so that a `kube` backend can slot in later:
+* every write produces exactly one event, and the event's resourceVersion (rv) is also
+  stamped into the written object's metadata.resourceVersion;
+* `list` returns a snapshot together with the rv it reflects, and polling from that rv
+  yields exactly the events the snapshot does not contain (list-then-watch has no gap);
+* a watcher asking for history the store has trimmed gets `ResourceVersionTooOld` and must
+  relist, instead of silently missing events.
+
+rv strings are opaque to callers except for ordering: the memory backend counts integers,
+Redis uses stream ids "ms-seq" (see `rv_order`).
+"""
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+
+from ..errors import Conflict, ObjectError
+from ..objects import KINDS, NAMESPACED, parse_object
+from .podstatus import now_rfc3339
+
+
+class WatchEvent:
+    """One change: type is "ADDED", "MODIFIED" or "DELETED"; obj is the object after the
+    change (for DELETED, its last state)."""
+
+    __slots__ = ("type", "kind", "obj", "rv")
+
+    def __init__(self, type_: str, kind: str, obj: dict, rv: str):
+        self.type, self.kind, self.obj, self.rv = type_, kind, obj, rv
+
+    def __repr__(self):
+        meta = self.obj.get("metadata") or {}
+        name = f"{meta['namespace']}/{meta.get('name')}" if meta.get("namespace") else meta.get("name")
+        return f"WatchEvent({self.type} {self.kind} {name} @{self.rv})"
+
+
+def rv_order(rv: str) -> tuple[int, int]:
+    """Sort key for resourceVersions of either backend."""
+    ms, _, seq = rv.partition("-")
+    return int(ms), int(seq or 0)
+
+
+def check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
+
+
+def prepare(obj: dict, new: bool = True) -> tuple[str, str, dict]:
+    """Validate `obj` and return (kind, key, copy to store) with server-set fields filled in.
+
+    The caller's dict is not modified. The copy has no resourceVersion (the backend stamps
+    the event's) and the "default" namespace when a namespaced object has none; for a `new`
+    object it also gets a uid and creationTimestamp when missing.
+    """
+    parsed = parse_object(obj)
+    meta = dict(obj["metadata"])
+    meta.pop("resourceVersion", None)
+    if new and not meta.get("uid"):
+        meta["uid"] = str(uuid.uuid4())
+    if new and not meta.get("creationTimestamp"):
+        meta["creationTimestamp"] = now_rfc3339()
+    if parsed.kind in NAMESPACED and not meta.get("namespace"):
+        meta["namespace"] = "default"
+    out = dict(obj)
+    out["metadata"] = meta
+    return parsed.kind, parsed.key, out
+
+
+def already_exists(kind: str, key: str) -> ObjectError:
+    """How bulk creation reports a name that is taken (the rest of the batch goes on)."""
+    return ObjectError(f"{kind} {key}", "metadata.name", "already exists")
+
+
+class ClusterStore(ABC):
+    """Abstract store. Backends implement the batched primitives; the single-object
+    conveniences and `watch` live here so that every backend behaves the same."""
+
+    # --- reads ---------------------------------------------------------------------------
+
+    @abstractmethod
+    def list(self, kind: str) -> tuple[list[dict], str]:
+        """All objects of `kind` and the rv this snapshot reflects."""
+
+    @abstractmethod
+    def get(self, kind: str, key: str) -> dict | None:
+        """One object by key ("namespace/name" or "name"), or None."""
+
+    @abstractmethod
+    def _read(self, since_rv: str, timeout: float, max_events: int,
+              kinds: frozenset | None) -> tuple[list[WatchEvent], str | None]:
+        """Up to `max_events` events after `since_rv`, blocking up to `timeout` for the first.
+
+        Returns the events of `kinds` (all when None) and the rv of the last event scanned,
+        matching or not, so that filtered readers can move past what they skipped.
+        Raises ResourceVersionTooOld when history after `since_rv` has been trimmed.
+        """
+
+    def poll(self, since_rv: str, timeout: float = 1.0, max_events: int = 10000,
+             kinds: Iterable[str] | None = None) -> list[WatchEvent]:
+        """Events strictly after `since_rv`, or [] once `timeout` seconds pass without any."""
+        wanted = frozenset(kinds) if kinds is not None else None
+        deadline = time.monotonic() + timeout
+        while True:
+            events, last = self._read(since_rv, max(0.0, deadline - time.monotonic()), max_events, wanted)
+            if events or last is None or time.monotonic() >= deadline:
+                return events
+            since_rv = last  # only other kinds changed: keep waiting past them
+
+    def watch(self, since_rv: str, kinds: Iterable[str] | None = None,
+              stop: threading.Event | None = None, poll_timeout: float = 0.5) -> Iterator[WatchEvent]:
+        """Yield events after `since_rv` until `stop` is set (checked every `poll_timeout`)."""
+        wanted = frozenset(kinds) if kinds is not None else None
+        rv = since_rv
+        while stop is None or not stop.is_set():
+            events, last = self._read(rv, poll_timeout, 10000, wanted)
+            yield from events
+            if last is not None:
+                rv = last
+
+    # --- generic writes ------------------------------------------------------------------
+
+    @abstractmethod
+    def create(self, obj: dict) -> dict:
+        """Validate and store a new object; returns it as stored. Raises ObjectError, or
+        Conflict("AlreadyExists")."""
+
+    @abstractmethod
+    def create_many(self, objs: Iterable[dict]) -> list:
+        """Create in bulk. Invalid objects are skipped and returned as ObjectErrors, objects
+        that already exist as ObjectErrors on metadata.name; everything else is created."""
+
+    @abstractmethod
+    def _update(self, kind: str, key: str, obj: dict, expected_rv: str) -> dict:
+        """Replace a prepared object; `expected_rv` ("" = any) guards against lost updates."""
+
+    def update(self, obj: dict) -> dict:
+        """Replace an existing object (MODIFIED event).
+
+        Like the API server: when obj carries metadata.resourceVersion, the write only
+        succeeds if nobody wrote the object since (else Conflict("ResourceVersionMismatch"));
+        uid and creationTimestamp are kept from the stored object when obj has none.
+        A bound pod's spec.nodeName cannot change (Conflict("NodeNameImmutable")): an update
+        from a stale copy must never make a bound pod pending again, or it could be bound twice.
+        Raises Conflict("NotFound") if the object does not exist.
+        """
+        kind, key, stored = prepare(obj, new=False)
+        expected_rv = str(obj["metadata"].get("resourceVersion") or "")
+        meta = stored["metadata"]
+        if not meta.get("uid") or not meta.get("creationTimestamp"):
+            current = self.get(kind, key)
+            if current is None:
+                raise Conflict("NotFound")
+            meta["uid"] = meta.get("uid") or current["metadata"]["uid"]
+            meta["creationTimestamp"] = meta.get("creationTimestamp") or current["metadata"]["creationTimestamp"]
+        return self._update(kind, key, stored, expected_rv)
+
+    @abstractmethod
+    def delete(self, kind: str, key: str) -> bool:
+        """Delete (DELETED event carrying the last state); False if it did not exist."""
+
+    # --- the scheduler's writes ----------------------------------------------------------
+
+    @abstractmethod
+    def bind_many(self, bindings: Iterable[tuple[str, str, str | None]]) -> list[str | None]:
+        """Bind (pod_key, node, uid) triples, each atomically; one result per triple: None
+        on success, else "PodNotFound", "UIDMismatch" or "AlreadyBound"."""
+
+    def bind(self, pod_key: str, node: str, uid: str | None = None) -> None:
+        """Set spec.nodeName (phase Running, PodScheduled=True, nomination cleared), or raise
+        Conflict when the pod is gone, is another pod with the same name, or is bound."""
+        reason = self.bind_many([(pod_key, node, uid)])[0]
+        if reason is not None:
+            raise Conflict(reason)
+
+    @abstractmethod
+    def evict_many(self, evictions: Iterable[tuple[str, str | None]]) -> list[str | None]:
+        """Delete (pod_key, uid) pairs; None on success, else "PodNotFound"/"UIDMismatch"."""
+
+    def evict(self, pod_key: str, uid: str | None = None) -> None:
+        reason = self.evict_many([(pod_key, uid)])[0]
+        if reason is not None:
+            raise Conflict(reason)
+
+    @abstractmethod
+    def set_nominated_node(self, pod_key: str, node: str | None) -> bool:
+        """Set (or with None clear) status.nominatedNodeName of a pending pod. Returns False,
+        writing nothing, when the pod is gone or already bound."""
+
+    @abstractmethod
+    def set_unschedulable(self, pod_key: str, message: str) -> bool:
+        """Record PodScheduled=False/Unschedulable with `message`. Returns False, writing
+        nothing, when the pod is gone, bound, or already carries exactly this condition."""
+
+    # --- leases: liveness of runtime processes -------------------------------------------
+
+    @abstractmethod
+    def put_lease(self, role: str, id_: str, address: str, ttl_s: float) -> None:
+        """Create or renew; the lease vanishes `ttl_s` seconds after the last renewal."""
+
+    @abstractmethod
+    def list_leases(self, role: str) -> dict[str, str]:
+        """Live leases of `role`: id -> address."""
+
+    @abstractmethod
+    def drop_lease(self, role: str, id_: str) -> None: ...
+
+    def close(self) -> None:
+        """Release connections; the default has nothing to release."""

@@ -1,0 +1,272 @@
+"""`redis://`: the store for local runs and benchmarks (see redis_scripts.py for the layout).
+
+Writes are Lua scripts (atomic check + write + event), bulk writes send many objects per
+script call and many calls per pipeline, and `list` reads the hashes and the stream head in
+one MULTI so the snapshot and its rv agree. Needs Redis >= 6.2 (exclusive XRANGE bounds).
+"""
+from __future__ import annotations
+
+import functools
+import re
+import time
+from collections.abc import Iterable
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
+
+from ..errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavailable
+from . import redis_scripts
+from .base import ClusterStore, WatchEvent, already_exists, check_kind, prepare
+from .podstatus import apply_patch, now_rfc3339, scheduled_condition
+
+_CHUNK = 1000            # objects per script call: bounds how long one call blocks Redis
+_CHUNKS_PER_PIPELINE = 8  # script calls per pipeline: bounds client-side buffering
+_BLOCK_S = 2.0           # longest single XREAD BLOCK; must stay well under the socket timeout
+_RV = re.compile(r"^\d+-\d+$")
+
+
+def _redacted(url: str) -> str:
+    """The URL without a password, for messages."""
+    parts = urlsplit(url)
+    if parts.password:
+        host = parts.hostname + (f":{parts.port}" if parts.port else "")
+        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
+    return urlunsplit(parts)
+
+
+def _translated(method):
+    """Turn redis-py's connection failures into one StoreUnavailable naming the server."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (redis.ConnectionError, redis.TimeoutError) as e:
+            cause = e.__context__ if isinstance(e.__context__, OSError) else None
+            reason = (cause.strerror or str(cause)) if cause is not None else str(e)
+            raise StoreUnavailable(f"cannot reach redis at {self._where}: {reason}") from None
+    return wrapper
+
+
+def _state(kind: str, obj: dict) -> bytes:
+    """The state record (without rv) the scripts check bind/evict/patch against."""
+    st = {"uid": obj["metadata"]["uid"]}
+    if kind == "Pod":
+        st["node"] = (obj.get("spec") or {}).get("nodeName") or ""
+        st["nom"] = (obj.get("status") or {}).get("nominatedNodeName") or ""
+        cond = scheduled_condition(obj)
+        if cond is not None:
+            st["cond"] = {k: str(cond[k]) for k in ("status", "reason", "message") if cond.get(k)}
+    return orjson.dumps(st)
+
+
+def _merged(o: bytes, patch: dict | None, rv: str) -> dict:
+    """The object as clients see it: stored JSON + pending patch + its rv."""
+    obj = orjson.loads(o)
+    if patch:
+        apply_patch(obj, patch)
+    obj["metadata"]["resourceVersion"] = rv
+    return obj
+
+
+class RedisStore(ClusterStore):
+    """Client of one Redis database; several instances (and processes) can share it.
+
+    `prefix` namespaces every key, so tests or several clusters can share one server.
+    `history` is the approximate number of events kept (XADD MAXLEN ~).
+    """
+
+    def __init__(self, url: str, prefix: str = "shardsched:", history: int = 100_000):
+        if history < 1:
+            raise ValueError("history must be at least 1")
+        self._where = _redacted(url)
+        self._r = redis.Redis.from_url(
+            url, socket_connect_timeout=3, socket_timeout=_BLOCK_S + 8,
+            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2))
+        self._history = history
+        self._stream = f"{prefix}events"
+        self._prefix = prefix
+        self._put = self._r.register_script(redis_scripts.PUT)
+        self._delete = self._r.register_script(redis_scripts.DELETE)
+        self._patch = self._r.register_script(redis_scripts.PATCH)
+        self._read_script = self._r.register_script(redis_scripts.READ)
+        self._leases = self._r.register_script(redis_scripts.LEASES)
+        self._check_server()
+
+    @_translated
+    def _check_server(self) -> None:
+        version = self._r.info("server")["redis_version"]
+        if tuple(int(x) for x in version.split(".")[:2]) < (6, 2):
+            raise StoreUnavailable(f"redis at {self._where} is version {version}; shardsched needs >= 6.2")
+
+    def _keys(self, kind: str) -> list[str]:
+        return [self._stream, f"{self._prefix}obj:{kind}", f"{self._prefix}st:{kind}"]
+
+    def close(self) -> None:
+        self._r.close()
+
+    # --- reads ----------------------------------------------------------------------------
+
+    @_translated
+    def list(self, kind: str) -> tuple[list[dict], str]:
+        check_kind(kind)
+        _, objs_key, st_key = self._keys(kind)
+        pipe = self._r.pipeline(transaction=True)
+        pipe.hgetall(objs_key).hgetall(st_key).xrevrange(self._stream, count=1)
+        objs, states, head = pipe.execute()
+        rv = head[0][0].decode() if head else "0-0"
+        out = []
+        for key, o in objs.items():
+            st = orjson.loads(states[key])
+            out.append(_merged(o, st.get("p"), st["rv"]))
+        return out, rv
+
+    @_translated
+    def get(self, kind: str, key: str) -> dict | None:
+        check_kind(kind)
+        _, objs_key, st_key = self._keys(kind)
+        pipe = self._r.pipeline(transaction=True)
+        o, st = pipe.hget(objs_key, key).hget(st_key, key).execute()
+        if o is None:
+            return None
+        st = orjson.loads(st)
+        return _merged(o, st.get("p"), st["rv"])
+
+    @_translated
+    def _read(self, since_rv, timeout, max_events, kinds):
+        since = "0-0" if since_rv == "0" else since_rv
+        if not _RV.match(since):
+            raise ValueError(f"not a redis resourceVersion: {since_rv!r}")
+        deadline = time.monotonic() + timeout
+        while True:
+            entries = self._read_script(keys=[self._stream], args=[since, max_events])
+            if entries == b"TOO_OLD":
+                raise ResourceVersionTooOld(f"resourceVersion {since_rv} is too old: the event stream was trimmed past it")
+            remaining = deadline - time.monotonic()
+            if entries or remaining <= 0:
+                break
+            # Only wait here; the next script call does the (atomic) too-old check and read.
+            self._r.xread({self._stream: since}, count=1, block=max(1, int(min(remaining, _BLOCK_S) * 1000)))
+        events = []
+        for id_, flat in entries:
+            fields = dict(zip(flat[::2], flat[1::2]))
+            kind = fields[b"k"].decode()
+            if kinds is None or kind in kinds:
+                rv = id_.decode()
+                patch = orjson.loads(fields[b"p"]) if b"p" in fields else None
+                events.append(WatchEvent(fields[b"t"].decode(), kind, _merged(fields[b"o"], patch, rv), rv))
+        return events, (entries[-1][0].decode() if entries else None)
+
+    # --- generic writes -------------------------------------------------------------------
+
+    def _chunked(self, script, kind: str, head: list, rows: list[tuple]) -> list[bytes]:
+        """Run `script` over `rows` (one tuple of args per object): at most _CHUNK rows per
+        call, so no call blocks Redis for long, and _CHUNKS_PER_PIPELINE calls per pipeline.
+        A single call skips the pipeline, which would cost a SCRIPT EXISTS round trip."""
+        calls = []
+        for start in range(0, len(rows), _CHUNK):
+            args = list(head)
+            for row in rows[start:start + _CHUNK]:
+                args += row
+            calls.append(args)
+        if len(calls) <= 1:
+            return script(keys=self._keys(kind), args=calls[0]) if calls else []
+        results = []
+        for start in range(0, len(calls), _CHUNKS_PER_PIPELINE):
+            pipe = self._r.pipeline(transaction=False)
+            for args in calls[start:start + _CHUNKS_PER_PIPELINE]:
+                script(keys=self._keys(kind), args=args, client=pipe)
+            results += [r for call in pipe.execute() for r in call]
+        return results
+
+    def _put_rows(self, kind: str, mode: str, rows: list[tuple[str, dict, str]]) -> list[bytes]:
+        return self._chunked(self._put, kind, [self._history, mode, kind],
+                             [(key, orjson.dumps(obj), _state(kind, obj), expected_rv) for key, obj, expected_rv in rows])
+
+    @_translated
+    def create(self, obj: dict) -> dict:
+        kind, key, stored = prepare(obj)
+        return self._stamped(stored, self._put_rows(kind, "create", [(key, stored, "")])[0])
+
+    @staticmethod
+    def _stamped(obj: dict, result: bytes) -> dict:
+        result = result.decode()
+        if not result[:1].isdigit():
+            raise Conflict(result)
+        obj["metadata"]["resourceVersion"] = result
+        return obj
+
+    @_translated
+    def create_many(self, objs: Iterable[dict]) -> list[ObjectError]:
+        errors: list[ObjectError] = []
+        runs: list[tuple[str, list]] = []  # consecutive objects of one kind, in input order
+        for obj in objs:
+            try:
+                kind, key, stored = prepare(obj)
+            except ObjectError as e:
+                errors.append(e)
+                continue
+            if not runs or runs[-1][0] != kind:
+                runs.append((kind, []))
+            runs[-1][1].append((key, stored, ""))
+        for kind, rows in runs:
+            results = self._put_rows(kind, "create", rows)
+            errors += [already_exists(kind, key) for (key, _, _), r in zip(rows, results) if r == b"AlreadyExists"]
+        return errors
+
+    @_translated
+    def _update(self, kind, key, obj, expected_rv):
+        return self._stamped(obj, self._put_rows(kind, "update", [(key, obj, expected_rv)])[0])
+
+    @_translated
+    def delete(self, kind: str, key: str) -> bool:
+        check_kind(kind)
+        return self._chunked(self._delete, kind, [self._history, kind], [(key, "")])[0] == b""
+
+    # --- the scheduler's writes -----------------------------------------------------------
+
+    def _run_patch(self, op: str, rows: list[tuple[str, str, str]]) -> list[str | None]:
+        results = self._chunked(self._patch, "Pod", [self._history, op, now_rfc3339()], rows)
+        return [r.decode() or None for r in results]
+
+    @_translated
+    def bind_many(self, bindings):
+        return self._run_patch("bind", [(key, node, uid or "") for key, node, uid in bindings])
+
+    @_translated
+    def evict_many(self, evictions):
+        results = self._chunked(self._delete, "Pod", [self._history, "Pod"],
+                                [(key, uid or "") for key, uid in evictions])
+        return [{b"": None, b"NotFound": "PodNotFound"}.get(r, r.decode()) for r in results]
+
+    @_translated
+    def set_nominated_node(self, pod_key: str, node: str | None) -> bool:
+        return self._run_patch("nominate", [(pod_key, node or "", "")])[0] is None
+
+    @_translated
+    def set_unschedulable(self, pod_key: str, message: str) -> bool:
+        return self._run_patch("unschedulable", [(pod_key, message, "")])[0] is None
+
+    # --- leases: one key with a TTL each, plus a set per role to find them ----------------
+
+    def _lease_keys(self, role: str, id_: str) -> tuple[str, str]:
+        return f"{self._prefix}lease:{role}:{id_}", f"{self._prefix}leases:{role}"
+
+    @_translated
+    def put_lease(self, role: str, id_: str, address: str, ttl_s: float) -> None:
+        key, index = self._lease_keys(role, id_)
+        self._r.pipeline(transaction=True).set(key, address, px=max(1, int(ttl_s * 1000))).sadd(index, id_).execute()
+
+    @_translated
+    def list_leases(self, role: str) -> dict[str, str]:
+        key_prefix, index = self._lease_keys(role, "")
+        flat = self._leases(keys=[index], args=[key_prefix])
+        return {i.decode(): a.decode() for i, a in zip(flat[::2], flat[1::2])}
+
+    @_translated
+    def drop_lease(self, role: str, id_: str) -> None:
+        key, index = self._lease_keys(role, id_)
+        self._r.pipeline(transaction=True).delete(key).srem(index, id_).execute()
+

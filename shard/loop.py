@@ -1,0 +1,242 @@
+"""One shard's scheduling loop over a cluster store, without any networking.
+
+It lists and watches the store, keeps the cache and the scheduling queue current, and runs
+cycles: pop a pod, schedule it, assume it and bind it with the profile's Bind plugins.
+`shardsched simulate` drives it on the memory store; the shard server wraps the same loop.
+
+Bad objects never stop it: a pod that cannot be parsed is recorded in `errors` and, when it
+is a pod, its PodScheduled condition says why; everything else keeps flowing.
+"""
+from __future__ import annotations
+
+import time
+
+from common.errors import ObjectError, ResourceVersionTooOld
+from common.objects import parse_object
+from .cache import ShardCache
+from .framework import SUCCESS
+from .queue import SchedulingQueue
+from .scheduler import Scheduler
+from .waiting import Wait, WaitingPods
+
+KIND_ORDER = ("PriorityClass", "Node", "PodDisruptionBudget", "Pod")
+
+
+class ShardLoop:
+    def __init__(self, cfg: dict, store, seed: int = 0, accept_default: bool = False,
+                 clock=time.monotonic, **scheduler_opts):
+        shards = cfg["shards"]
+        self.cfg = cfg
+        self.store = store
+        self.clock = clock
+        self.cache = ShardCache(shards["assumeTtlSeconds"], clock)
+        self.scheduler = Scheduler(cfg, self.cache, store, seed, **scheduler_opts)
+        self.accept_default = accept_default or cfg["dispatcher"]["alsoDefaultScheduler"]
+        first = next(iter(self.scheduler.profiles.values()))
+        self.queue = SchedulingQueue(first.less, shards["podInitialBackoffSeconds"],
+                                     shards["podMaxBackoffSeconds"], shards["unschedulableMaxSeconds"],
+                                     clock)
+        self.priority_classes: dict = {}
+        self.pdbs: dict = {}
+        self.pods: dict = {}          # every pod we have parsed, by key (pending and bound)
+        self.errors: dict[str, ObjectError] = {}
+        self.messages: dict[str, str] = {}  # pod key -> last unschedulable message
+        self.rv = None
+        self.waiting = WaitingPods(clock)
+        self.scheduler.waiting = self.waiting  # Permit plugins allow or reject through it
+
+    # --- keeping up with the store ------------------------------------------------------------
+
+    def start(self) -> None:
+        """Initial list of every kind; later changes come from `sync()`."""
+        listed = {}
+        rv = None
+        for kind in KIND_ORDER:
+            objs, kind_rv = self.store.list(kind)
+            listed[kind] = objs
+            rv = kind_rv if rv is None else min(rv, kind_rv, key=_rv_key)
+        for kind in KIND_ORDER:
+            for obj in listed[kind]:
+                self.apply("ADDED", kind, obj)
+        self.rv = rv
+
+    def sync(self, timeout: float = 0.0) -> int:
+        """Apply the store's events since the last sync; relists if history was trimmed."""
+        try:
+            events = self.store.poll(self.rv, timeout=timeout)
+        except ResourceVersionTooOld:
+            self._relist()
+            return 0
+        for ev in events:
+            self.apply(ev.type, ev.kind, ev.obj)
+            self.rv = ev.rv
+        return len(events)
+
+    def _relist(self) -> None:
+        for key in list(self.pods):
+            self.queue.delete(key)
+            self.cache.remove_pod(key)
+        for info_name in [name for name, _ in self.cache.nodes.items()]:
+            self.cache.remove_node(info_name)
+        self.pods.clear()
+        self.start()
+
+    def apply(self, type_: str, kind: str, obj: dict) -> None:
+        if kind == "PriorityClass":
+            self._apply_simple(type_, obj, self.priority_classes)
+        elif kind == "PodDisruptionBudget":
+            self._apply_simple(type_, obj, self.pdbs)
+        elif kind == "Node":
+            self._apply_node(type_, obj)
+        elif kind == "Pod":
+            self._apply_pod(type_, obj)
+
+    def _parse(self, obj: dict):
+        try:
+            return parse_object(obj, self.priority_classes)
+        except ObjectError as e:
+            meta = obj.get("metadata") or {}
+            self.errors[f"{obj.get('kind')} {meta.get('namespace', '')}/{meta.get('name', '')}"] = e
+            return None
+
+    def _apply_simple(self, type_: str, obj: dict, into: dict) -> None:
+        parsed = self._parse(obj)
+        if parsed is None:
+            return
+        if type_ == "DELETED":
+            into.pop(parsed.key, None)
+        else:
+            into[parsed.key] = parsed
+
+    def _apply_node(self, type_: str, obj: dict) -> None:
+        if type_ == "DELETED":
+            name = (obj.get("metadata") or {}).get("name")
+            self.cache.remove_node(name)
+            return
+        node = self._parse(obj)
+        if node is not None:
+            self.cache.set_node(node)
+            self.queue.move_all_to_active()
+
+    def _apply_pod(self, type_: str, obj: dict) -> None:
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        if type_ == "DELETED":
+            self.pods.pop(key, None)
+            self.queue.delete(key)
+            self.cache.remove_pod(key)
+            self.queue.move_all_to_active()
+            return
+        pod = self._parse(obj)
+        if pod is None:
+            self._report_bad_pod(key, obj)
+            return
+        self.pods[key] = pod
+        if pod.node_name:
+            self.queue.delete(key)
+            self.cache.set_pod(pod)
+        elif self.cache.is_assumed(key):
+            pass  # our binding is in flight; the watch will bring the bound version
+        elif self._ours(pod) and not pod.deleting:
+            self.queue.add(pod)
+
+    def _report_bad_pod(self, key: str, obj: dict) -> None:
+        err = self.errors.get(f"Pod {key}")
+        already = any(c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+                      and c.get("message") == str(err)
+                      for c in ((obj.get("status") or {}).get("conditions") or []) if isinstance(c, dict))
+        if err is not None and not already:
+            self.store.set_unschedulable(key, f"invalid pod: {err.field}: {err.message}")
+
+    def _ours(self, pod) -> bool:
+        return pod.scheduler_name in self.scheduler.profiles or (
+            self.accept_default and pod.scheduler_name == "default-scheduler")
+
+    def profile_for(self, pod):
+        prof = self.scheduler.profiles.get(pod.scheduler_name)
+        return prof or next(iter(self.scheduler.profiles.values()))
+
+    # --- cycles -------------------------------------------------------------------------------
+
+    def schedule_next(self):
+        """One cycle for the next pod in activeQ; None when activeQ is empty."""
+        entry = self.queue.pop()
+        if entry is None:
+            return None
+        self.cache.expire()
+        self.scheduler.refresh()
+        pod = entry.pod
+        result = self.scheduler.schedule(pod, queued=len(self.queue), last_generation=entry.last_generation,
+                                         profile=self.profile_for(pod))
+        if result.scheduled:
+            self._commit(entry, result)
+        else:
+            self.messages[pod.key] = self.scheduler.explain(result)
+            self.queue.requeue_unschedulable(entry, self.cache.nodes.generation)
+        return result
+
+    def _commit(self, entry, result) -> None:
+        """Assume, Reserve and Permit; then the binding cycle, unless Permit said wait."""
+        pod, node, prof, state = entry.pod, result.node, result.profile, result.state
+        self.cache.assume(pod, node)
+        for p in prof.reserve:
+            st = p.reserve(state, pod, node)
+            if st is not None and st.code != SUCCESS:
+                self._undo(entry, prof, state, node, f"{p.name}: {st.message()}")
+                return
+        waits = {}
+        for p in prof.permit:
+            st = p.permit(state, pod, node)
+            if isinstance(st, Wait):
+                waits[p.name] = st
+            elif st is not None and st.code != SUCCESS:
+                self._undo(entry, prof, state, node, f"{p.name}: {st.message()}")
+                return
+        if waits:
+            self.waiting.hold(entry, result, waits)
+            return
+        self._bind(entry, result)
+
+    def release_waiting(self) -> int:
+        """Bind the waiting pods every plugin allowed; undo the rejected or timed-out ones."""
+        ready, rejected = self.waiting.due()
+        for wp in ready:
+            self._bind(wp.entry, wp.result)
+        for wp, why in rejected:
+            self._undo(wp.entry, wp.result.profile, wp.result.state, wp.result.node, why)
+        return len(ready) + len(rejected)
+
+    def _bind(self, entry, result) -> None:
+        """The binding cycle: PreBind, the first Bind plugin that does not skip, PostBind."""
+        pod, node, prof, state = entry.pod, result.node, result.profile, result.state
+        for p in prof.pre_bind:
+            st = p.pre_bind(state, pod, node)
+            if st is not None and st.code != SUCCESS:
+                self._undo(entry, prof, state, node, f"{p.name}: {st.message()}")
+                return
+        for p in prof.bind:
+            st = p.bind(state, pod, node)
+            if st is None:
+                break
+            if st.code != "Skip":
+                self._undo(entry, prof, state, node, f"{p.name}: {st.message()}")
+                return
+        self.queue.done(pod.key)
+        self.messages.pop(pod.key, None)
+        for p in prof.post_bind:
+            p.post_bind(state, pod, node)
+
+    def _undo(self, entry, prof, state, node: str, why: str) -> None:
+        for p in reversed(prof.unreserve):
+            p.unreserve(state, entry.pod, node)
+        self.cache.forget(entry.pod.key)
+        self.messages[entry.pod.key] = why
+        self.queue.requeue_backoff(entry)
+
+
+def _rv_key(rv: str):
+    """Order resourceVersions: integers (memory store) or stream ids "ms-seq" (redis)."""
+    if "-" in rv:
+        a, b = rv.split("-", 1)
+        return (int(a), int(b))
+    return (int(rv), 0)

@@ -1,0 +1,69 @@
+"""Pods held at Permit: each plugin that answered "wait" must allow them before binding.
+
+A pod leaves when every waiting plugin allowed it (it goes on to PreBind/Bind), when any
+plugin rejects it, or when a plugin's timeout passes first (rejected "due to timeout").
+This is what gang scheduling builds on: a Permit plugin holds members until the group is
+complete, then allows them all.
+"""
+from __future__ import annotations
+
+
+class Wait:
+    """What a Permit plugin returns to hold the pod for up to `timeout` seconds."""
+
+    __slots__ = ("timeout",)
+
+    def __init__(self, timeout: float):
+        self.timeout = timeout
+
+
+class WaitingPod:
+    __slots__ = ("entry", "result", "pending", "rejected")
+
+    def __init__(self, entry, result, pending: dict):
+        self.entry = entry
+        self.result = result
+        self.pending = pending   # plugin name -> deadline
+        self.rejected = None     # message once a plugin rejected it
+
+
+class WaitingPods:
+    def __init__(self, clock):
+        self.clock = clock
+        self.pods: dict[str, WaitingPod] = {}
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.pods
+
+    def hold(self, entry, result, waits: dict) -> None:
+        now = self.clock()
+        pending = {name: now + w.timeout for name, w in waits.items()}
+        self.pods[entry.pod.key] = WaitingPod(entry, result, pending)
+
+    def allow(self, key: str, plugin: str) -> None:
+        wp = self.pods.get(key)
+        if wp is not None:
+            wp.pending.pop(plugin, None)
+
+    def reject(self, key: str, plugin: str, message: str) -> None:
+        wp = self.pods.get(key)
+        if wp is not None and wp.rejected is None:
+            wp.rejected = f"rejected by {plugin}: {message}"
+
+    def due(self):
+        """(ready to bind, rejected with their message) — both removed from the waiting set."""
+        now = self.clock()
+        ready, rejected = [], []
+        for key, wp in list(self.pods.items()):
+            if wp.rejected is None:
+                late = [name for name, deadline in wp.pending.items() if deadline <= now]
+                if late:
+                    wp.rejected = f"rejected due to timeout after waiting at plugin {late[0]}"
+            if wp.rejected is not None:
+                rejected.append((wp, wp.rejected))
+            elif not wp.pending:
+                ready.append(wp)
+            else:
+                continue
+            del self.pods[key]
+        return ready, rejected

@@ -1,0 +1,442 @@
+"""The ClusterStore contract: one suite, run unchanged against every backend."""
+from __future__ import annotations
+
+import copy
+import socket
+import threading
+import uuid
+
+import pytest
+
+from common.errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavailable
+from common.store import open_store
+from common.store.base import rv_order
+from common.store.embedded import EmbeddedRedis
+from common.store.memory import MemoryStore
+from common.store.redis_store import RedisStore
+
+
+class Backend:
+    """Hands out clients that all see one fresh, empty store (redis: a fresh key prefix)."""
+
+    def __init__(self, name: str, redis_url: str | None):
+        self.name, self.redis_url = name, redis_url
+        self.prefix = f"test-{uuid.uuid4().hex[:12]}:"
+        self._memory = None
+        self._clients = []
+
+    def client(self, history: int = 100_000):
+        if self.name == "memory":  # one object is the whole store; "clients" share it
+            if self._memory is None:
+                self._memory = MemoryStore(history=history)
+            return self._memory
+        client = RedisStore(self.redis_url, prefix=self.prefix, history=history)
+        self._clients.append(client)
+        return client
+
+    def close(self):
+        for c in self._clients:
+            c.close()
+
+
+@pytest.fixture(params=["memory", "redis"])
+def backend(request):
+    b = Backend(request.param, request.getfixturevalue("redis_url") if request.param == "redis" else None)
+    yield b
+    b.close()
+
+
+@pytest.fixture
+def store(backend):
+    return backend.client()
+
+
+def pod(name, cpu="1", **spec):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}], **spec}}
+
+
+def node(name):
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}}
+
+
+def names(events):
+    return [(e.type, e.obj["metadata"]["name"]) for e in events]
+
+
+def drain(store, rv):
+    """Every event after rv (nothing is written concurrently)."""
+    out = []
+    while True:
+        batch = store.poll(rv, timeout=0)
+        if not batch:
+            return out
+        out += batch
+        rv = batch[-1].rv
+
+
+def latest_rv(store):
+    return store.list("Pod")[1]
+
+
+# --- objects ------------------------------------------------------------------------------
+
+def test_create_get_list_delete(store):
+    original = pod("web-1")
+    snapshot = copy.deepcopy(original)
+    created = store.create(original)
+    assert original == snapshot, "create must not modify the caller's dict"
+    meta = created["metadata"]
+    assert meta["uid"] and meta["creationTimestamp"].endswith("Z") and meta["resourceVersion"]
+    assert store.get("Pod", "default/web-1") == created
+    store.create(node("n1"))
+    assert store.get("Node", "n1")["metadata"]["name"] == "n1"
+    pods, _ = store.list("Pod")
+    assert [p["metadata"]["name"] for p in pods] == ["web-1"]
+    with pytest.raises(Conflict) as e:
+        store.create(pod("web-1"))
+    assert e.value.reason == "AlreadyExists"
+    assert store.delete("Pod", "default/web-1") is True
+    assert store.delete("Pod", "default/web-1") is False
+    assert store.get("Pod", "default/web-1") is None
+    assert store.list("Pod")[0] == []
+
+
+def test_namespace_defaults_and_invalid_object_is_rejected(store):
+    p = pod("x")
+    del p["metadata"]["namespace"]
+    assert store.create(p)["metadata"]["namespace"] == "default"
+    with pytest.raises(ObjectError) as e:
+        store.create({"kind": "Deployment", "metadata": {"name": "d"}})
+    assert e.value.field == "kind"
+    with pytest.raises(ValueError):
+        store.list("Deployment")
+
+
+def test_objects_round_trip_exactly_through_scheduler_writes(store):
+    """Empty lists and big integers must survive bind (Redis's cjson would mangle both)."""
+    p = pod("exact", tolerations=[], activeDeadlineSeconds=12345678901234567)
+    p["metadata"]["annotations"] = {"note": "ünïcode / slash"}
+    store.create(p)
+    store.set_unschedulable("default/exact", "0/3 nodes: \"quoted\" / ünïcode")
+    store.bind("default/exact", "n1")
+    got = store.get("Pod", "default/exact")
+    assert got["spec"]["tolerations"] == []
+    assert got["spec"]["activeDeadlineSeconds"] == 12345678901234567
+    assert got["metadata"]["annotations"] == {"note": "ünïcode / slash"}
+
+
+def test_update_replaces_and_guards_resource_version(store):
+    created = store.create(pod("u"))
+    changed = copy.deepcopy(created)
+    changed["metadata"]["labels"] = {"app": "x"}
+    updated = store.update(changed)
+    assert rv_order(updated["metadata"]["resourceVersion"]) > rv_order(created["metadata"]["resourceVersion"])
+    assert store.get("Pod", "default/u")["metadata"]["labels"] == {"app": "x"}
+    with pytest.raises(Conflict) as e:
+        store.update(changed)  # still carries the old resourceVersion
+    assert e.value.reason == "ResourceVersionMismatch"
+    with pytest.raises(Conflict) as e:
+        store.update(pod("missing"))
+    assert e.value.reason == "NotFound"
+    # an update of the object as read keeps the binding, which still blocks a second bind
+    store.bind("default/u", "n1")
+    store.update(store.get("Pod", "default/u"))
+    assert store.get("Pod", "default/u")["spec"]["nodeName"] == "n1"
+    with pytest.raises(Conflict, match="AlreadyBound"):
+        store.bind("default/u", "n2")
+    stale = pod("u")  # from before the binding, without resourceVersion
+    with pytest.raises(Conflict, match="NodeNameImmutable"):
+        store.update(stale)
+    assert store.get("Pod", "default/u")["spec"]["nodeName"] == "n1"
+
+
+# --- resourceVersions, list and watch -----------------------------------------------------
+
+def test_resource_versions_increase_and_match_events(store):
+    start = latest_rv(store)
+    written = [store.create(pod(f"p{i}"))["metadata"]["resourceVersion"] for i in range(20)]
+    assert written == sorted(written, key=rv_order) and len(set(written)) == 20
+    assert [e.rv for e in drain(store, start)] == written
+    assert all(e.obj["metadata"]["resourceVersion"] == e.rv for e in drain(store, start))
+
+
+def test_list_then_poll_has_no_gap_and_no_overlap_under_concurrent_writes(backend):
+    writer_store, reader = backend.client(), backend.client()
+
+    def write():
+        for i in range(300):
+            writer_store.create(pod(f"w{i}"))
+            if i % 3 == 0:
+                writer_store.delete("Pod", f"default/w{i // 2}")
+
+    t = threading.Thread(target=write)
+    t.start()
+    listed, rv = reader.list("Pod")
+    t.join()
+    view = {p["metadata"]["name"]: p for p in listed}
+    for ev in drain(reader, rv):
+        name = ev.obj["metadata"]["name"]
+        if ev.type == "ADDED":
+            assert name not in view, f"{name} listed and also announced after the list's rv"
+            view[name] = ev.obj
+        else:
+            assert name in view
+            view.pop(name)
+    assert view == {p["metadata"]["name"]: p for p in reader.list("Pod")[0]}
+
+
+def test_watch_yields_added_modified_deleted_and_filters_kinds(store):
+    rv = latest_rv(store)
+    store.create(node("n1"))
+    created = store.create(pod("a"))
+    created["metadata"]["labels"] = {"x": "y"}
+    store.update(created)
+    store.delete("Pod", "default/a")
+    stop = threading.Event()
+    seen = []
+    for ev in store.watch(rv, kinds=["Pod"], stop=stop, poll_timeout=0.05):
+        seen.append(ev)
+        if len(seen) == 3:
+            stop.set()
+    assert names(seen) == [("ADDED", "a"), ("MODIFIED", "a"), ("DELETED", "a")]
+    assert seen[1].obj["metadata"]["labels"] == {"x": "y"}
+    assert seen[2].obj["metadata"]["labels"] == {"x": "y"}, "DELETED carries the last state"
+    assert [e.kind for e in store.poll(rv, kinds=["Node"], timeout=0)] == ["Node"]
+
+
+def test_poll_waits_for_the_next_write(backend):
+    reader, writer = backend.client(), backend.client()
+    rv = latest_rv(reader)
+    assert reader.poll(rv, timeout=0.05) == []
+    timer = threading.Timer(0.1, lambda: writer.create(pod("late")))
+    timer.start()
+    try:
+        assert names(reader.poll(rv, timeout=5)) == [("ADDED", "late")]
+    finally:
+        timer.join()
+
+
+def test_poll_skips_other_kinds_while_waiting(backend):
+    reader, writer = backend.client(), backend.client()
+    rv = latest_rv(reader)
+    writer.create(node("n1"))
+    timer = threading.Timer(0.1, lambda: writer.create(pod("p")))
+    timer.start()
+    try:
+        assert names(reader.poll(rv, timeout=5, kinds=["Pod"])) == [("ADDED", "p")]
+    finally:
+        timer.join()
+
+
+def test_too_old_resource_version_raises_after_trimming(backend):
+    store = backend.client(history=50)
+    old = latest_rv(store)
+    assert store.create_many(pod(f"p{i}") for i in range(400)) == []
+    with pytest.raises(ResourceVersionTooOld):
+        store.poll(old, timeout=0)
+    pods, rv = store.list("Pod")  # the relist a watcher does next
+    assert len(pods) == 400
+    assert store.poll(rv, timeout=0) == []
+    store.delete("Pod", "default/p0")
+    assert names(store.poll(rv, timeout=0)) == [("DELETED", "p0")]
+
+
+def test_watch_resumes_from_last_rv_after_watcher_restart(backend):
+    writer = backend.client()
+    watcher = backend.client()
+    writer.create(pod("before"))
+    _, rv = watcher.list("Pod")
+    writer.create(pod("seen"))
+    rv = watcher.poll(rv, timeout=1)[-1].rv  # the watcher processed this, then "crashes"
+    watcher.close()
+    writer.create(pod("missed-1"))
+    writer.bind("default/seen", "n1")
+    writer.delete("Pod", "default/before")
+    restarted = backend.client()
+    assert names(drain(restarted, rv)) == [("ADDED", "missed-1"), ("MODIFIED", "seen"), ("DELETED", "before")]
+    assert restarted.poll(rv, timeout=0)[1].obj["spec"]["nodeName"] == "n1"
+
+
+# --- the scheduler's writes ---------------------------------------------------------------
+
+def test_bind_sets_node_phase_condition_and_clears_nomination(store):
+    uid = store.create(pod("b"))["metadata"]["uid"]
+    store.set_nominated_node("default/b", "n2")
+    rv = latest_rv(store)
+    store.bind("default/b", "n1", uid)
+    got = store.get("Pod", "default/b")
+    assert got["spec"]["nodeName"] == "n1"
+    assert got["status"]["phase"] == "Running"
+    assert "nominatedNodeName" not in got["status"]
+    (cond,) = got["status"]["conditions"]
+    assert (cond["type"], cond["status"]) == ("PodScheduled", "True")
+    (ev,) = store.poll(rv, timeout=0)
+    assert (ev.type, ev.obj) == ("MODIFIED", got)
+
+
+def test_bind_conflicts(store):
+    uid = store.create(pod("b"))["metadata"]["uid"]
+    store.create(pod("pre-bound", nodeName="n9"))
+    cases = [(("default/nope", "n1", None), "PodNotFound"),
+             (("default/b", "n1", "some-other-uid"), "UIDMismatch"),
+             (("default/pre-bound", "n1", None), "AlreadyBound")]
+    for args, reason in cases:
+        with pytest.raises(Conflict) as e:
+            store.bind(*args)
+        assert e.value.reason == reason
+    store.bind("default/b", "n1", uid)
+    with pytest.raises(Conflict, match="AlreadyBound"):
+        store.bind("default/b", "n2", uid)
+    assert store.get("Pod", "default/b")["spec"]["nodeName"] == "n1"
+
+
+def test_concurrent_binders_exactly_one_wins(backend):
+    backend.client().create(pod("contested"))
+    binders = [backend.client() for _ in range(8)]
+    barrier = threading.Barrier(len(binders))
+    outcomes = [None] * len(binders)
+
+    def run(i):
+        barrier.wait()
+        try:
+            binders[i].bind("default/contested", f"node-{i}")
+            outcomes[i] = "won"
+        except Conflict as e:
+            outcomes[i] = e.reason
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(binders))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcomes.count("won") == 1
+    assert sorted(outcomes) == ["AlreadyBound"] * 7 + ["won"]
+    winner = outcomes.index("won")
+    assert binders[0].get("Pod", "default/contested")["spec"]["nodeName"] == f"node-{winner}"
+    binds = [e for e in drain(binders[0], "0") if e.type == "MODIFIED"]
+    assert len(binds) == 1
+
+
+def test_bind_many_reports_each_result(store):
+    uid = store.create(pod("a"))["metadata"]["uid"]
+    store.create(pod("b"))
+    results = store.bind_many([("default/a", "n1", uid), ("default/b", "n1", None), ("default/b", "n2", None),
+                               ("default/gone", "n1", None), ("default/a", "n3", "wrong")])
+    assert results == [None, None, "AlreadyBound", "PodNotFound", "UIDMismatch"]
+    assert store.bind_many([]) == []
+
+
+def test_evict(store):
+    uid = store.create(pod("v"))["metadata"]["uid"]
+    store.create(pod("w"))
+    store.bind("default/v", "n1")
+    rv = latest_rv(store)
+    with pytest.raises(Conflict, match="UIDMismatch"):
+        store.evict("default/v", "wrong")
+    store.evict("default/v", uid)
+    (ev,) = store.poll(rv, timeout=0)
+    assert (ev.type, ev.obj["spec"]["nodeName"]) == ("DELETED", "n1")
+    assert store.get("Pod", "default/v") is None
+    with pytest.raises(Conflict, match="PodNotFound"):
+        store.evict("default/v")
+    assert store.evict_many([("default/w", None), ("default/v", None)]) == [None, "PodNotFound"]
+
+
+def test_nominated_node(store):
+    store.create(pod("n"))
+    rv = latest_rv(store)
+    assert store.set_nominated_node("default/n", "n1") is True
+    assert store.set_nominated_node("default/n", "n1") is False  # unchanged: no event
+    assert store.get("Pod", "default/n")["status"]["nominatedNodeName"] == "n1"
+    assert store.set_nominated_node("default/n", None) is True
+    assert "nominatedNodeName" not in store.get("Pod", "default/n")["status"]
+    assert names(store.poll(rv, timeout=0)) == [("MODIFIED", "n")] * 2
+    assert store.set_nominated_node("default/gone", "n1") is False
+
+
+def test_unschedulable_condition(store):
+    store.create(pod("u"))
+    rv = latest_rv(store)
+    assert store.set_unschedulable("default/u", "0/3 nodes are available: 3 Insufficient cpu.") is True
+    assert store.set_unschedulable("default/u", "0/3 nodes are available: 3 Insufficient cpu.") is False
+    first = store.get("Pod", "default/u")["status"]["conditions"]
+    assert first == [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                      "message": "0/3 nodes are available: 3 Insufficient cpu.",
+                      "lastTransitionTime": first[0]["lastTransitionTime"]}]
+    assert store.set_unschedulable("default/u", "0/4 nodes are available") is True
+    (cond,) = store.get("Pod", "default/u")["status"]["conditions"]
+    assert cond["message"] == "0/4 nodes are available"
+    assert cond["lastTransitionTime"] == first[0]["lastTransitionTime"], "status did not change"
+    assert len(store.poll(rv, timeout=0)) == 2
+    store.bind("default/u", "n1")
+    assert store.set_unschedulable("default/u", "late") is False
+    assert store.get("Pod", "default/u")["status"]["conditions"][0]["status"] == "True"
+    assert store.set_unschedulable("default/gone", "x") is False
+
+
+def test_bulk_writes_larger_than_one_batch(store):
+    keys = [f"default/p{i}" for i in range(2500)]
+    assert store.create_many(pod(f"p{i}") for i in range(2500)) == []
+    results = store.bind_many([(k, "n1", None) for k in keys] + [("default/p0", "n2", None)])
+    assert results == [None] * 2500 + ["AlreadyBound"]
+    assert store.evict_many([(k, None) for k in keys]) == [None] * 2500
+    assert store.list("Pod")[0] == []
+
+
+def test_create_many_skips_the_malformed_object_and_creates_the_rest(store):
+    bad = pod("bad", cpu="four")
+    objs = [node("n1"), pod("ok-1"), bad, pod("ok-2")]
+    errors = store.create_many(objs)
+    assert len(errors) == 1
+    assert errors[0].obj == "Pod default/bad"
+    assert errors[0].field == "spec.containers[0].resources.requests.cpu"
+    assert sorted(p["metadata"]["name"] for p in store.list("Pod")[0]) == ["ok-1", "ok-2"]
+    assert store.get("Node", "n1") is not None
+    (dup,) = store.create_many([pod("ok-1"), pod("ok-3")])
+    assert (dup.obj, dup.field) == ("Pod default/ok-1", "metadata.name")
+    assert store.get("Pod", "default/ok-3") is not None
+
+
+def test_leases_expire_and_can_be_dropped(store):
+    import time
+
+    store.put_lease("shard", "s1", "127.0.0.1:7001", ttl_s=0.3)
+    store.put_lease("shard", "s2", "127.0.0.1:7002", ttl_s=30)
+    store.put_lease("binder", "b1", "127.0.0.1:7100", ttl_s=30)
+    assert store.list_leases("shard") == {"s1": "127.0.0.1:7001", "s2": "127.0.0.1:7002"}
+    time.sleep(0.4)
+    assert store.list_leases("shard") == {"s2": "127.0.0.1:7002"}
+    store.put_lease("shard", "s1", "127.0.0.1:7001", ttl_s=30)  # a renewal after expiry
+    store.drop_lease("shard", "s2")
+    assert store.list_leases("shard") == {"s1": "127.0.0.1:7001"}
+    assert store.list_leases("binder") == {"b1": "127.0.0.1:7100"}
+
+
+# --- opening stores -----------------------------------------------------------------------
+
+def test_embedded_redis_is_stopped_on_exit_and_missing_binary_is_explained(redis_url):
+    with EmbeddedRedis() as server:
+        store = open_store(server.url)
+        store.create(node("n1"))
+        store.close()
+    with pytest.raises(StoreUnavailable, match="Connection refused"):
+        open_store(server.url)
+    with pytest.raises(StoreUnavailable, match="redis-server not found; install the Debian package redis-server"):
+        EmbeddedRedis(executable="no-such-redis-server").__enter__()
+
+
+def test_unreachable_redis_gives_one_clear_error():
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(StoreUnavailable) as e:
+        open_store(f"redis://127.0.0.1:{port}")
+    assert str(e.value) == f"cannot reach redis at redis://127.0.0.1:{port}: Connection refused"
+
+
+def test_open_store_schemes():
+    assert isinstance(open_store("memory://"), MemoryStore)
+    with pytest.raises(ValueError, match="unsupported store URL"):
+        open_store("etcd://127.0.0.1:2379")
