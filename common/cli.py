@@ -128,7 +128,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except StoreUnavailable as e:
+    except (StoreUnavailable, ValueError) as e:  # unreachable store, unknown store URL scheme
         fail(str(e))
     except KeyboardInterrupt:
         return 130
