@@ -238,12 +238,16 @@ class ListStore:
             yield entry.key, entry.value, entry.gen
             entry = entry.next
 
-    def update_raw_store(self, raw: RawStore, clone: Callable[[Any], Any] = copy.copy) -> int:
+    def update_raw_store(self, raw: RawStore, clone: Callable[[Any], Any] = copy.copy,
+                         changed: list | None = None) -> int:
         """Bring ``raw`` to this store's generation, undoing its local changes.
 
         Clones only values written after ``raw.generation`` plus the still-existing keys it
         changed locally; returns the number of clones. Snapshots that lag behind the tracked
-        deletions are rebuilt in full (returning ``len(self)``).
+        deletions are rebuilt in full (returning ``len(self)``). When ``changed`` is given,
+        every key whose entry in ``raw`` was replaced, added or removed is appended to it (in a
+        deterministic order, possibly more than once), so structures derived from the snapshot
+        (the node table) can follow at the same cost.
         """
         if raw.generation > self._generation:
             raise ValueError(
@@ -251,6 +255,9 @@ class ListStore:
                 f"({self._generation}); it was updated from a different store")
         data = raw.data
         if raw.generation < self._oldest_tracked:
+            if changed is not None:
+                changed.extend(data)
+                changed.extend(self._map)
             data.clear()
             for key, value in self.items():
                 data[key] = clone(value)
@@ -259,11 +266,15 @@ class ListStore:
             clones = 0
             since = raw.generation
             for key, value, _ in self._walk_newer_than(since):
+                if changed is not None:
+                    changed.append(key)
                 if value is TOMBSTONE:
                     data.pop(key, None)
                 else:
                     data[key] = clone(value)
                     clones += 1
+            if changed is not None:
+                changed.extend(raw.local_keys)
             for key in raw.local_keys:
                 entry = self._map.get(key)
                 if entry is None or entry.value is TOMBSTONE:

@@ -8,10 +8,13 @@ benchmarks and ablations.
 from __future__ import annotations
 
 from common.generation_store import RawStore, full_copy
+from .node_info import NodeInfo
 from .node_table import NodeTable
 
 
 class Snapshot:
+    """Kept by the scheduler across cycles; `raw` maps node name -> NodeInfo clone."""
+
     def __init__(self, full: bool = False):
         self.raw = RawStore()
         self.table = NodeTable()
@@ -22,13 +25,8 @@ class Snapshot:
         """Bring the snapshot up to the cache; returns how many nodes were cloned."""
         if self.full:
             return self._rebuild(cache)
-        changed: list[str] = []
-
-        def clone(info):
-            changed.append(info.name)
-            return info.clone()
-
-        cloned = cache.nodes.update_raw_store(self.raw, clone)
+        changed: list = []
+        cloned = cache.nodes.update_raw_store(self.raw, NodeInfo.clone, changed)
         table = self.table
         raw = self.raw
         for name in changed:
@@ -37,19 +35,11 @@ class Snapshot:
                 table.upsert(info)
             elif name in table.row_of:
                 table.remove(name)
-        if len(table) > len(raw) or (cloned and len(changed) < cloned):
-            self._drop_missing()
         self.last_cloned = cloned
         return cloned
 
-    def _drop_missing(self) -> None:
-        """Remove rows of nodes the RawStore no longer has (deleted since the last update)."""
-        raw = self.raw
-        for name in [n for n in self.table.names if raw.get(n) is None]:
-            self.table.remove(name)
-
     def _rebuild(self, cache) -> int:
-        self.raw = full_copy(cache.nodes, lambda info: info.clone())
+        self.raw = full_copy(cache.nodes, NodeInfo.clone)
         self.table = NodeTable(len(self.raw))
         for _, info in self.raw.items():
             if info.node is not None:
