@@ -227,6 +227,10 @@ class NodeTable:
             assert (self.free[row] == self.alloc[row] - self.requested[row]).all()
             assert int(self.generation[row]) == info.generation
             assert bool(self.unschedulable[row]) == bool(info.node.unschedulable)
+            assert int(self.taints[row]) == self.taint_bits.mask(info.node.taints)
+            assert int(self.prefer_taints[row]) == self.prefer_bits.mask(info.node.taints)
+            for key, (codes, values) in self._labels.items():
+                assert int(codes[row]) == values.get(info.node.labels.get(key), 0)
 
 
 MAX_CACHED_SELECTORS = 64

@@ -1,0 +1,217 @@
+"""Shard cache, snapshot and node table under random event sequences.
+
+A model records which node names each operation touched since the snapshot's last update; an
+incremental update must then equal a fresh full copy of the cache, clone exactly the touched
+nodes that still exist, and leave a node table whose rows and columns agree with the snapshot.
+"""
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from common.generation_store import full_copy
+from common.objects import parse_node, parse_pod
+from shard.cache import ShardCache
+from shard.node_info import NodeInfo
+from shard.snapshot import Snapshot
+
+NODES = [f"n{i}" for i in range(6)]
+PODS = [f"p{i}" for i in range(10)]
+
+
+def make_node(name: str, cpu: int, taint: bool = False, unschedulable: bool = False):
+    spec: dict = {"unschedulable": unschedulable}
+    if taint:
+        spec["taints"] = [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
+    return parse_node({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"zone": f"z{cpu % 3}"}},
+        "spec": spec,
+        "status": {"allocatable": {"cpu": str(cpu), "memory": "64Gi", "pods": "110"},
+                   "images": [{"names": [f"img-{cpu % 2}"], "sizeBytes": 1000}]},
+    })
+
+
+def make_pod(name: str, node: str | None, cpu_m: int, priority: int, port: int | None = None):
+    container: dict = {"name": "c", "image": "pause",
+                       "resources": {"requests": {"cpu": f"{cpu_m}m", "memory": "1Gi"}}}
+    if port:
+        container["ports"] = [{"containerPort": 80, "hostPort": port}]
+    spec: dict = {"containers": [container], "priority": priority}
+    if node:
+        spec["nodeName"] = node
+    return parse_pod({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"namespace": "default", "name": name, "uid": f"uid-{name}",
+                     "labels": {"app": name[-1]}},
+        "spec": spec,
+        "status": {"phase": "Running" if node else "Pending"},
+    })
+
+
+OPS = st.one_of(
+    st.tuples(st.just("set_node"), st.sampled_from(NODES), st.integers(1, 64), st.booleans(),
+              st.booleans()),
+    st.tuples(st.just("remove_node"), st.sampled_from(NODES)),
+    st.tuples(st.just("bind_pod"), st.sampled_from(PODS), st.sampled_from(NODES),
+              st.integers(0, 4000), st.integers(-5, 5), st.sampled_from([None, 8080, 9090])),
+    st.tuples(st.just("assume"), st.sampled_from(PODS), st.sampled_from(NODES),
+              st.integers(0, 4000), st.integers(-5, 5)),
+    st.tuples(st.just("remove_pod"), st.sampled_from(PODS)),
+    st.tuples(st.just("forget"), st.sampled_from(PODS)),
+    st.tuples(st.just("expire"), st.floats(0, 20)),
+    st.tuples(st.just("update"), st.just(None)),
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def apply(cache: ShardCache, clock: Clock, op: tuple) -> set[str]:
+    """Run one operation; returns the node names whose NodeInfo it may have changed."""
+    kind = op[0]
+    if kind == "set_node":
+        _, name, cpu, taint, unsched = op
+        cache.set_node(make_node(name, cpu, taint, unsched))
+        return {name}
+    if kind == "remove_node":
+        existed = op[1] in cache.nodes
+        cache.remove_node(op[1])
+        return {op[1]} if existed else set()
+    if kind in ("bind_pod", "assume"):
+        name, node = op[1], op[2]
+        before = cache.pod_node.get(f"default/{name}")
+        if kind == "bind_pod":
+            cache.set_pod(make_pod(name, node, op[3], op[4], op[5]))
+        else:
+            cache.assume(make_pod(name, None, op[3], op[4]), node)
+        return {node} | ({before} if before else set())
+    if kind in ("remove_pod", "forget"):
+        key = f"default/{op[1]}"
+        before = cache.pod_node.get(key)
+        if kind == "remove_pod":
+            cache.remove_pod(key)
+        else:
+            cache.forget(key)
+        return {before} if before and key not in cache.pod_node else set()
+    if kind == "expire":
+        clock.now += op[1]
+        touched = {cache.pod_node[k] for k in cache.assumed
+                   if cache.assumed[k] <= clock.now}
+        cache.expire()
+        return touched
+    raise AssertionError(kind)
+
+
+def assert_snapshot_matches(snapshot: Snapshot, cache: ShardCache) -> None:
+    fresh = full_copy(cache.nodes, NodeInfo.clone)
+    assert snapshot.raw.data.keys() == fresh.data.keys()
+    for name, info in fresh.items():
+        mine = snapshot.raw[name]
+        assert mine.same_as(info), name
+        assert mine is not cache.nodes[name]
+    table = snapshot.table
+    table.check()
+    live = {name for name, info in fresh.items() if info.node is not None}
+    assert sorted(table.names) == sorted(live)  # every node exactly once
+    for name in live:
+        assert table.infos[table.row_of[name]] is snapshot.raw[name]
+    # Derived columns kept across updates: label codes and cached per-selector pod counts.
+    table.label_column("zone")
+    counts = table.pod_counts("app=1", lambda p: p.labels.get("app") == "1")
+    for row, info in enumerate(table.infos):
+        assert counts[row] == sum(p.labels.get("app") == "1" for p in info.pods.values())
+
+
+def assert_cache_consistent(cache: ShardCache) -> None:
+    """Each NodeInfo's aggregates equal a recomputation from its pods."""
+    for name, info in cache.nodes.items():
+        fresh = NodeInfo(name, info.node)
+        for pod in info.pods.values():
+            fresh.add_pod(pod)
+        assert fresh.requested == info.requested
+        assert fresh.nonzero == info.nonzero
+        assert fresh.host_ports == info.host_ports
+        assert sorted(info.tree.items()) == sorted(fresh.tree.items())
+        assert info.generation == cache.nodes.generation_of(name)
+    for key, name in cache.pod_node.items():
+        assert key in cache.nodes[name].pods
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=st.lists(OPS, max_size=60))
+def test_incremental_snapshot_equals_full_copy(ops):
+    clock = Clock()
+    cache = ShardCache(assume_ttl=10.0, clock=clock)
+    snapshot = Snapshot()
+    touched: set[str] = set()
+    for op in ops + [("update", None)]:
+        if op[0] != "update":
+            touched |= apply(cache, clock, op)
+            assert_cache_consistent(cache)
+            continue
+        cloned = snapshot.update(cache)
+        assert cloned == len([n for n in touched if n in cache.nodes])
+        touched.clear()
+        assert_snapshot_matches(snapshot, cache)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=st.lists(OPS, max_size=60))
+def test_full_variant_agrees_with_incremental(ops):
+    clock = Clock()
+    cache = ShardCache(assume_ttl=10.0, clock=clock)
+    incremental, full = Snapshot(), Snapshot(full=True)
+    for op in ops + [("update", None)]:
+        if op[0] != "update":
+            apply(cache, clock, op)
+            continue
+        incremental.update(cache)
+        assert full.update(cache) == len(cache.nodes)
+        assert_snapshot_matches(full, cache)
+        assert sorted(full.table.names) == sorted(incremental.table.names)
+
+
+def test_unchanged_cache_clones_nothing():
+    cache = ShardCache()
+    for i, name in enumerate(NODES):
+        cache.set_node(make_node(name, 8 + i))
+    snapshot = Snapshot()
+    assert snapshot.update(cache) == len(NODES)
+    assert snapshot.update(cache) == 0
+    cache.set_pod(make_pod("p0", "n2", 500, 0))
+    assert snapshot.update(cache) == 1
+    row = snapshot.table.row_of["n2"]
+    assert snapshot.table.requested[row][0] == 500
+
+
+def test_node_deleted_with_pods_leaves_the_table_until_its_pods_go():
+    cache = ShardCache()
+    cache.set_node(make_node("n0", 4))
+    cache.set_pod(make_pod("p0", "n0", 100, 0))
+    snapshot = Snapshot()
+    snapshot.update(cache)
+    cache.remove_node("n0")
+    snapshot.update(cache)
+    assert "n0" not in snapshot.table.row_of  # no node object: not schedulable
+    assert "n0" in snapshot.raw              # the placeholder still carries the pod
+    cache.remove_pod("default/p0")
+    snapshot.update(cache)
+    assert "n0" not in snapshot.raw
+
+
+def test_assumption_expires_after_ttl_and_confirmation_stops_expiry():
+    clock = Clock()
+    cache = ShardCache(assume_ttl=5.0, clock=clock)
+    cache.set_node(make_node("n0", 4))
+    cache.assume(make_pod("a", None, 100, 0), "n0")
+    cache.assume(make_pod("b", None, 100, 0), "n0")
+    cache.set_pod(make_pod("b", "n0", 100, 0))  # b's binding seen through the watch
+    clock.now = 5.0
+    assert cache.expire() == ["default/a"]
+    assert list(cache.nodes["n0"].pods) == ["default/b"]
+    assert not cache.is_assumed("default/b")
