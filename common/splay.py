@@ -19,26 +19,32 @@ Vector = tuple[int, ...]
 
 
 class _Node:
-    __slots__ = ("key", "vec", "sum", "size", "left", "right", "parent")
+    __slots__ = ("key", "vec", "sum", "size", "low", "left", "right", "parent")
 
     def __init__(self, key: Key, vec: Vector) -> None:
         self.key = key
         self.vec = vec
         self.sum = vec
         self.size = 1
+        #: Priority of the subtree's first entry: lets a prefix query stop without
+        #: walking into a subtree that holds nothing below its bound.
+        self.low = key[0]
         self.left: _Node | None = None
         self.right: _Node | None = None
         self.parent: _Node | None = None
 
 
 def _pull(node: _Node) -> None:
-    """Recompute a node's subtree sum and size from its children (which must be current)."""
+    """Recompute a node's subtree aggregates from its children (which must be current)."""
     total = node.vec
     size = 1
     child = node.left
     if child is not None:
         total = tuple(map(add, total, child.sum))
         size += child.size
+        node.low = child.low
+    else:
+        node.low = node.key[0]
     child = node.right
     if child is not None:
         total = tuple(map(add, total, child.sum))
@@ -173,21 +179,28 @@ class PrioritySplayTree:
         return node.vec
 
     def _below(self, priority: int) -> _Node | None:
-        """Splay the boundary at ``priority`` to the root; return the root if it is below.
+        """Splay the last entry with priority below ``priority`` to the root and return it.
 
-        The last node on a search path is the boundary's predecessor or successor, so after
-        splaying it everything below the boundary is its left subtree, plus itself if it is
-        the predecessor.
+        With that entry at the root, everything below the bound is its left subtree plus
+        itself. The descent stops as soon as the remaining subtree starts at or above the
+        bound, so repeating a query at one priority (every node asked about the same
+        preemptor) finds the entry at the root in O(1). When no entry is below, the last
+        node visited is splayed instead, which keeps the amortised bound.
         """
         node = self._root
-        last = None
+        pred = last = None
         while node is not None:
             last = node
-            node = node.right if node.key[0] < priority else node.left
+            if node.key[0] < priority:
+                pred = node
+                right = node.right
+                node = right if right is not None and right.low < priority else None
+            else:
+                node = node.left
         if last is None:
             return None
-        self._splay(last)
-        return last if last.key[0] < priority else None
+        self._splay(pred if pred is not None else last)
+        return pred
 
     def sum_below(self, priority: int) -> Vector:
         """Sum of the vectors of all entries with priority strictly below ``priority``."""

@@ -100,12 +100,12 @@ class NodeTable:
         self._cap = cap
 
     def upsert(self, info) -> int:
-        """Add or rewrite the row of `info` (a NodeInfo with a node); returns its row."""
+        """Add or rewrite the row of `info` (a NodeInfo with a node); returns its row.
+
+        Most changes are pods coming and going, so the node's own columns (allocatable,
+        taints, labels, images) are rewritten only when the Node object itself changed.
+        """
         row = self.row_of.get(info.name)
-        if row is not None and self.infos[row].node is not info.node:
-            self._count_images(self.infos[row].node, -1)
-        if row is None or self.infos[row].node is not info.node:
-            self._count_images(info.node, 1)
         if row is None:
             row = len(self.names)
             if row == self._cap:
@@ -113,9 +113,17 @@ class NodeTable:
             self.names.append(info.name)
             self.infos.append(info)
             self.row_of[info.name] = row
+            node_changed = True
         else:
+            old = self.infos[row].node
+            node_changed = old is not info.node
+            if node_changed:
+                self._count_images(old, -1)
             self.infos[row] = info
-        self._write(row, info)
+        if node_changed:
+            self._count_images(info.node, 1)
+            self._write_node(row, info.node)
+        self._write_pods(row, info)
         return row
 
     def remove(self, name: str) -> None:
@@ -140,22 +148,45 @@ class NodeTable:
         self.names.pop()
         self.infos.pop()
 
-    def _write(self, row: int, info) -> None:
-        node = info.node
+    def reorder(self, names: list[str]) -> None:
+        """Put the rows in the order of `names` (every current node, once each).
+
+        Only the zone-interleaved variant (kube-scheduler's ordering, for benchmarks and
+        ablations) needs this: after any add or delete it moves every row.
+        """
+        order = np.fromiter((self.row_of[n] for n in names), dtype=np.int64, count=len(names))
+        n = len(order)
+        for attr in ("alloc", "requested", "free", "nonzero", "taints", "prefer_taints",
+                     "unschedulable", "generation"):
+            col = getattr(self, attr)
+            col[:n] = col[order]
+        for codes, _ in self._labels.values():
+            codes[:n] = codes[order]
+        for pc in self._counts.values():
+            pc.counts[:n] = pc.counts[order]
+            pc.counted_at[:n] = pc.counted_at[order]
+        self.infos = [self.infos[r] for r in order]
+        self.names = list(names)
+        self.row_of = {name: row for row, name in enumerate(names)}
+
+    def _write_node(self, row: int, node) -> None:
         self.alloc[row] = node.allocatable
-        self.requested[row] = info.requested
-        self.free[row] = self.alloc[row] - self.requested[row]
-        self.nonzero[row] = info.nonzero
         self.taints[row] = self.taint_bits.mask(node.taints)
         self.prefer_taints[row] = self.prefer_bits.mask(node.taints)
         self.unschedulable[row] = node.unschedulable
+        for key, (codes, values) in self._labels.items():
+            codes[row] = _code(values, node.labels.get(key))
+
+    def _write_pods(self, row: int, info) -> None:
+        requested = info.requested
+        self.requested[row] = requested
+        self.free[row] = [a - r for a, r in zip(info.node.allocatable, requested)]
+        self.nonzero[row] = info.nonzero
         self.generation[row] = info.generation
         if info.affinity_pods:
             self.affinity_nodes.add(info.name)
         else:
             self.affinity_nodes.discard(info.name)
-        for key, (codes, values) in self._labels.items():
-            codes[row] = _code(values, node.labels.get(key))
 
     def _count_images(self, node, delta: int) -> None:
         for image in node.images:
