@@ -215,3 +215,29 @@ def test_assumption_expires_after_ttl_and_confirmation_stops_expiry():
     assert cache.expire() == ["default/a"]
     assert list(cache.nodes["n0"].pods) == ["default/b"]
     assert not cache.is_assumed("default/b")
+
+
+def test_zone_tree_interleaves_zones_and_reordered_table_stays_consistent():
+    from shard.zone_tree import ZoneTree, zone_of
+
+    cache = ShardCache()
+    zones = {"n0": "a", "n1": "a", "n2": "a", "n3": "b", "n4": "c", "n5": "b"}
+    tree = ZoneTree()
+    for i, (name, zone) in enumerate(zones.items()):
+        node = make_node(name, 4 + i)
+        node.labels = {**node.labels, "topology.kubernetes.io/zone": zone}
+        cache.set_node(node)
+        tree.add(name, zone_of(node))
+    cache.set_pod(make_pod("p0", "n3", 100, 0))
+    snapshot = Snapshot()
+    snapshot.update(cache)
+    table = snapshot.table
+    table.label_column("zone")
+    table.pod_counts("all", lambda p: True)
+    assert tree.interleaved() == ["n0", "n3", "n4", "n1", "n5", "n2"]
+    tree.remove("n3")
+    assert tree.interleaved() == ["n0", "n5", "n4", "n1", "n2"]
+    table.reorder(["n0", "n3", "n4", "n1", "n5", "n2"])
+    table.check()
+    assert table.names[1] == "n3" and table.requested[1][0] == 100
+    assert list(table.pod_counts("all", lambda p: True)) == [0, 1, 0, 0, 0, 0]
