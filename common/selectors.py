@@ -117,19 +117,29 @@ def parse_label_selector(value, f: Field) -> LabelSelector | None:
     if value is None:
         return None
     d = f.dict(value)
-    exprs = []
-    for i, e in enumerate(f.at("matchExpressions").list(d.get("matchExpressions"))):
-        ef = f.at("matchExpressions").at(i)
+    exprs = [(key, op, frozenset(values))
+             for key, op, values in _expressions(f, d, "matchExpressions", LABEL_OPERATORS)]
+    return LabelSelector(f.at("matchLabels").str_map(d.get("matchLabels")), tuple(exprs))
+
+
+def _expressions(f: Field, d: dict, name: str, operators: tuple, only_key: str | None = None):
+    """Validated (key, operator, values) of the requirements listed under `d[name]`."""
+    out = []
+    lf = f.at(name)
+    for i, e in enumerate(lf.list(d.get(name))):
+        ef = lf.at(i)
         e = ef.dict(e)
         key = ef.at("key").str(e.get("key"), required=True)
+        if only_key is not None and key != only_key:
+            raise ef.at("key").error(f"only {only_key} is supported in {name}, got {key!r}")
         op = ef.at("operator").str(e.get("operator"), required=True)
-        if op not in LABEL_OPERATORS:
-            raise ef.at("operator").error(f"unknown operator {op!r} (one of {', '.join(LABEL_OPERATORS)})")
+        if op not in operators:
+            raise ef.at("operator").error(f"unknown operator {op!r} (one of {', '.join(operators)})")
         values = [ef.at("values").at(j).str(v, required=True)
                   for j, v in enumerate(ef.at("values").list(e.get("values")))]
         _check_values(ef, op, values)
-        exprs.append((key, op, frozenset(values)))
-    return LabelSelector(f.at("matchLabels").str_map(d.get("matchLabels")), tuple(exprs))
+        out.append((key, op, values))
+    return out
 
 
 def _check_values(f: Field, op: str, values: list) -> None:
@@ -188,32 +198,11 @@ class NodeSelectorTerm:
 
 def parse_node_selector_term(value, f: Field) -> NodeSelectorTerm:
     d = f.dict(value)
-    exprs = []
-    for i, e in enumerate(f.at("matchExpressions").list(d.get("matchExpressions"))):
-        ef = f.at("matchExpressions").at(i)
-        e = ef.dict(e)
-        key = ef.at("key").str(e.get("key"), required=True)
-        op = ef.at("operator").str(e.get("operator"), required=True)
-        if op not in NODE_OPERATORS:
-            raise ef.at("operator").error(f"unknown operator {op!r} (one of {', '.join(NODE_OPERATORS)})")
-        values = [ef.at("values").at(j).str(v, required=True)
-                  for j, v in enumerate(ef.at("values").list(e.get("values")))]
-        _check_values(ef, op, values)
-        exprs.append((key, op, int(values[0]) if op in ("Gt", "Lt") else frozenset(values)))
-    fields = []
-    for i, e in enumerate(f.at("matchFields").list(d.get("matchFields"))):
-        ef = f.at("matchFields").at(i)
-        e = ef.dict(e)
-        key = ef.at("key").str(e.get("key"), required=True)
-        if key != "metadata.name":
-            raise ef.at("key").error(f"only metadata.name is supported in matchFields, got {key!r}")
-        op = ef.at("operator").str(e.get("operator"), required=True)
-        if op not in ("In", "NotIn"):
-            raise ef.at("operator").error(f"operator for matchFields must be In or NotIn, got {op!r}")
-        values = [ef.at("values").at(j).str(v, required=True)
-                  for j, v in enumerate(ef.at("values").list(e.get("values")))]
-        _check_values(ef, op, values)
-        fields.append((op, frozenset(values)))
+    exprs = [(key, op, int(values[0]) if op in ("Gt", "Lt") else frozenset(values))
+             for key, op, values in _expressions(f, d, "matchExpressions", NODE_OPERATORS)]
+    fields = [(op, frozenset(values))
+              for _, op, values in _expressions(f, d, "matchFields", ("In", "NotIn"),
+                                                only_key="metadata.name")]
     return NodeSelectorTerm(tuple(exprs), tuple(fields))
 
 

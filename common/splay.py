@@ -109,8 +109,8 @@ class PrioritySplayTree:
             self._rotate(x)
         _pull(x)
 
-    def _find(self, key: Key) -> _Node | None:
-        """Splay the node holding ``key`` (or the last one on its search path) to the root."""
+    def _descend(self, key: Key) -> tuple[_Node | None, _Node | None]:
+        """(node holding ``key`` or None, last node on the search path); nothing splayed."""
         node = self._root
         last = None
         while node is not None:
@@ -121,6 +121,11 @@ class PrioritySplayTree:
                 node = node.right
             else:
                 break
+        return node, last
+
+    def _find(self, key: Key) -> _Node | None:
+        """Splay the node holding ``key`` (or the last one on its search path) to the root."""
+        node, last = self._descend(key)
         if last is not None:
             self._splay(last)
         return node
@@ -132,17 +137,10 @@ class PrioritySplayTree:
         """Add an entry; KeyError if the key is already present."""
         if len(vector) != self.width:
             raise ValueError(f"vector of length {len(vector)} in a tree of width {self.width}")
-        node = self._root
-        parent = None
-        while node is not None:
-            parent = node
-            if key < node.key:
-                node = node.left
-            elif node.key < key:
-                node = node.right
-            else:
-                self._splay(node)
-                raise KeyError(key)
+        found, parent = self._descend(key)
+        if found is not None:
+            self._splay(found)
+            raise KeyError(key)
         new = _Node(key, tuple(vector))
         if parent is None:
             self._root = new

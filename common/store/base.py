@@ -50,6 +50,15 @@ def check_kind(kind: str) -> None:
         raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
 
 
+def prepare_many(objs: Iterable[dict], errors: list) -> Iterator[tuple[str, str, dict]]:
+    """`prepare` each object for a bulk create; rejected ones go to `errors`, the rest flow on."""
+    for obj in objs:
+        try:
+            yield prepare(obj)
+        except ObjectError as e:
+            errors.append(e)
+
+
 def prepare(obj: dict, new: bool = True) -> tuple[str, str, dict]:
     """Validate `obj` and return (kind, key, copy to store) with server-set fields filled in.
 

@@ -14,7 +14,7 @@ import orjson
 
 from ..errors import Conflict, ObjectError, ResourceVersionTooOld
 from ..objects import KINDS
-from .base import ClusterStore, WatchEvent, already_exists, check_kind, prepare
+from .base import ClusterStore, WatchEvent, already_exists, check_kind, prepare, prepare_many
 from .podstatus import apply_patch, bound_patch, nominated_patch, now_rfc3339, scheduled_condition, unschedulable_patch
 
 
@@ -102,13 +102,8 @@ class MemoryStore(ClusterStore):
             return self._write("ADDED", kind, key, stored)
 
     def create_many(self, objs: Iterable[dict]) -> list[ObjectError]:
-        errors = []
-        for obj in objs:
-            try:
-                kind, key, stored = prepare(obj)
-            except ObjectError as e:
-                errors.append(e)
-                continue
+        errors: list[ObjectError] = []
+        for kind, key, stored in prepare_many(objs, errors):
             with self._cond:
                 if key in self._objects[kind]:
                     errors.append(already_exists(kind, key))

@@ -19,7 +19,7 @@ from redis.retry import Retry
 
 from ..errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavailable
 from . import redis_scripts
-from .base import ClusterStore, WatchEvent, already_exists, check_kind, prepare
+from .base import ClusterStore, WatchEvent, already_exists, check_kind, prepare, prepare_many
 from .podstatus import apply_patch, now_rfc3339, scheduled_condition
 
 _CHUNK = 1000            # objects per script call: bounds how long one call blocks Redis
@@ -202,12 +202,7 @@ class RedisStore(ClusterStore):
     def create_many(self, objs: Iterable[dict]) -> list[ObjectError]:
         errors: list[ObjectError] = []
         runs: list[tuple[str, list]] = []  # consecutive objects of one kind, in input order
-        for obj in objs:
-            try:
-                kind, key, stored = prepare(obj)
-            except ObjectError as e:
-                errors.append(e)
-                continue
+        for kind, key, stored in prepare_many(objs, errors):
             if not runs or runs[-1][0] != kind:
                 runs.append((kind, []))
             runs[-1][1].append((key, stored, ""))
