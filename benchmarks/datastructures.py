@@ -128,10 +128,8 @@ def main(argv=None) -> int:
         "node_list_churn": bench_node_list_churn(cache, args.seed, args.nodes, args.repeat),
         "releasable_resources": bench_releasable(cache, max(3, args.repeat // 4)),
     }
-    harness.print_table(f"data structures, {args.nodes} nodes x {args.pods_per_node} pods "
-                        "(medians, ratio = baseline / optimised)", results)
-    harness.write_json(args.json, results)
-    return 0
+    return harness.report(f"data structures, {args.nodes} nodes x {args.pods_per_node} pods "
+                        "(medians, ratio = baseline / optimised)", results, args.json)
 
 
 if __name__ == "__main__":

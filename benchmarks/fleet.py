@@ -47,10 +47,8 @@ def main(argv=None) -> int:
             s.close()
     results = {"fleet_write": harness.compare(bulk, one_by_one),
                "fleet_list": harness.compare(listed, got)}
-    harness.print_table(f"{args.nodes} {args.profile} nodes in the embedded Redis "
-                        "(medians, ratio = baseline / optimised)", results)
-    harness.write_json(args.json, results)
-    return 0
+    return harness.report(f"{args.nodes} {args.profile} nodes in the embedded Redis "
+                        "(medians, ratio = baseline / optimised)", results, args.json)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,13 @@ def write_json(path: str | None, doc: dict) -> None:
             fh.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
 
 
+def report(title: str, results: dict, path: str | None) -> int:
+    """Print the results table, write the JSON when asked, and give main()'s exit status."""
+    print_table(title, results)
+    write_json(path, results)
+    return 0
+
+
 def parser(description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--nodes", type=int, default=20000)
