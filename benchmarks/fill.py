@@ -15,16 +15,22 @@ from common.objects import parse_node, parse_pod
 from shard.cache import ShardCache
 
 
-def template_pod(cpu_m: int, memory_mi: int, priority: int = 0, **spec) -> object:
-    """A pause pod requesting `cpu_m` millicores and `memory_mi` MiB."""
+def template_pod(cpu_m: int, memory_mi: int, priority: int = 0, labels: dict | None = None,
+                 owner: str | None = None, **spec) -> object:
+    """A pause pod requesting `cpu_m` millicores and `memory_mi` MiB, labelled app=bench
+    unless `labels` says otherwise, optionally owned by ReplicaSet `owner`."""
+    meta: dict = {"namespace": "bench", "name": "template", "uid": "template",
+                  "labels": labels or {"app": "bench"}}
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner,
+                                    "uid": f"uid-{owner}", "controller": True}]
     return parse_pod({
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"namespace": "bench", "name": "template", "uid": "template",
-                     "labels": {"app": "bench"}},
+        "metadata": meta,
         "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.9",
                                  "resources": {"requests": {"cpu": f"{cpu_m}m",
                                                             "memory": f"{memory_mi}Mi"}}}],
-                 "priority": priority, **spec},
+                 "schedulerName": "shardsched", "priority": priority, **spec},
     })
 
 

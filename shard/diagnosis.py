@@ -17,7 +17,25 @@ class Diagnosis:
         self.vec_failures: list[tuple] = []        # (plugin, absolute rows it rejected)
         self.node_failures: dict[int, tuple] = {}  # row -> (plugin, Status)
         self.pre_filter_status = None              # a PreFilter rejection applies to all nodes
-        self.excluded: tuple | None = None         # (plugin, rows) left out by a PreFilterResult
+        self._narrowed: tuple | None = None        # (plugin, rows) a PreFilterResult kept
+
+    def narrow(self, plugin, kept: np.ndarray) -> None:
+        """A PreFilterResult limited the scan to `kept` rows; the rest count as its rejections.
+
+        The rejected rows are only worked out if a message or preemption needs them: a
+        DaemonSet pod pinned to one node must not pay a pass over every row.
+        """
+        self._narrowed = (plugin, kept)
+
+    @property
+    def excluded(self) -> tuple | None:
+        """(plugin, rows) left out by a PreFilterResult, or None."""
+        if self._narrowed is None:
+            return None
+        plugin, kept = self._narrowed
+        left_out = np.ones(self.total_nodes, dtype=bool)
+        left_out[kept] = False
+        return plugin, np.flatnonzero(left_out)
 
     def reasons(self, state, pod, table) -> Counter:
         counts = Counter()
@@ -25,8 +43,9 @@ class Diagnosis:
             for r in self.pre_filter_status.reasons:
                 counts[r] += self.total_nodes
             return counts
-        if self.excluded is not None:
-            plugin, rows = self.excluded
+        excluded = self.excluded
+        if excluded is not None:
+            plugin, rows = excluded
             counts.update(_reasons_of(plugin, state, pod, table, rows))
         for plugin, rows in self.vec_failures:
             if len(rows):
@@ -44,8 +63,9 @@ class Diagnosis:
     def unresolvable_rows(self) -> np.ndarray:
         """Rows where preemption cannot help (the plugin that rejected them says so)."""
         out = []
-        if self.excluded is not None:
-            out.append(np.asarray(self.excluded[1]))
+        excluded = self.excluded
+        if excluded is not None:
+            out.append(excluded[1])
         for plugin, rows in self.vec_failures:
             if not plugin.resolvable_by_preemption:
                 out.append(np.asarray(rows))

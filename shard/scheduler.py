@@ -96,7 +96,7 @@ class Scheduler:
                                     dtype=np.int64)
                     rows_hint = rows if rows_hint is None else np.intersect1d(rows_hint, rows)
                     if len(rows_hint) < n:
-                        diag.excluded = (p, np.setdiff1d(np.arange(n), rows_hint))
+                        diag.narrow(p, rows_hint)
             elif out.code == SKIP:
                 state.skip_filter.add(p.name)
             else:
@@ -134,8 +134,19 @@ class Scheduler:
         table = self.table
         n = len(table)
         vec, per_node = self._filters(profile, state)
+        if skip_before:
+            # Scheduling context: only rows changed since the pod's last failed attempt can
+            # have become feasible, and one pass over the generation column finds them.
+            before = n if rows_hint is None else len(rows_hint)
+            if rows_hint is None:
+                rows_hint = np.flatnonzero(table.generation[:n] > skip_before)
+            else:
+                rows_hint = rows_hint[table.generation[rows_hint] > skip_before]
+            result.skipped_by_context = before - len(rows_hint)
         if rows_hint is not None:
-            windows = [rows_hint] if len(rows_hint) else []
+            start = self.rng.randrange(len(rows_hint)) if len(rows_hint) > WINDOW else 0
+            ordered = np.concatenate((rows_hint[start:], rows_hint[:start]))
+            windows = [ordered[a:a + WINDOW] for a in range(0, len(ordered), WINDOW)]
         else:
             start = self.rng.randrange(n)
             windows = [slice(a, min(a + WINDOW, end)) for a, end in ((start, n), (0, start))
@@ -146,10 +157,6 @@ class Scheduler:
         for rows in windows:
             base = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
             alive = np.ones(len(base), dtype=bool)
-            if skip_before:
-                changed = table.generation[rows] > skip_before
-                result.skipped_by_context += int(len(base) - changed.sum())
-                alive &= changed
             for p in vec:
                 if not alive.any():
                     break

@@ -1,0 +1,153 @@
+"""Scheduling-cycle latency at fleet scale, each case against its unoptimised variant.
+
+    python -m benchmarks.cycle --nodes 20000 --json FILE
+
+One cycle = snapshot update + PreFilter + the filter scan + scoring + selection, for one pod
+on a mixed kwok fleet already holding `--pods-per-node` pods per node. The cluster does not
+change between repeats (decisions are not assumed) except where a case says so.
+
+Baselines, measured in the same run on the same cache:
+- basic, node_affinity, topology_spread, pod_anti_affinity: the `kube` threshold
+  (percentageOfNodesToScore's rule) and per-node filters instead of `adaptive` and the
+  vectorised filters;
+- daemonset: a pod pinned to one node by matchFields metadata.name, without unit locating;
+- unschedulable_retry: a pod that fits nowhere, retried after 1% of the nodes changed,
+  without the scheduling context. The snapshot has already taken in the changed nodes when
+  the retry is timed: that update is paid once by whichever cycle comes next.
+
+Each item: {"median_ms", "p99_ms", "baseline_median_ms", "baseline_p99_ms", "ratio"}.
+"""
+from __future__ import annotations
+
+import copy
+import random
+import time
+
+from common import config
+from shard.scheduler import Scheduler
+
+from . import harness
+from .fill import fleet_cache, instance, template_pod
+
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+WEB = {"app": "web"}
+WEB_SELECTOR = {"matchLabels": WEB}
+
+
+def pod_templates() -> dict:
+    """The pod of each case (DaemonSet pods get their node name per repeat)."""
+    return {
+        "basic": template_pod(100, 500),
+        "node_affinity": template_pod(100, 500, affinity={"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+                "matchExpressions": [{"key": ZONE, "operator": "In", "values": ["zone-a", "zone-b"]},
+                                     {"key": "node.kubernetes.io/instance-type", "operator": "NotIn",
+                                      "values": ["memory"]}]}]},
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10, "preference": {
+                "matchExpressions": [{"key": ZONE, "operator": "In", "values": ["zone-a"]}]}}]}}),
+        "topology_spread": template_pod(100, 500, labels=WEB, topologySpreadConstraints=[
+            {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+             "labelSelector": WEB_SELECTOR},
+            {"maxSkew": 2, "topologyKey": HOSTNAME, "whenUnsatisfiable": "ScheduleAnyway",
+             "labelSelector": WEB_SELECTOR}]),
+        "pod_anti_affinity": template_pod(100, 500, labels=WEB, affinity={"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": WEB_SELECTOR, "topologyKey": HOSTNAME}]}}),
+        "unschedulable_retry": template_pod(1_000_000, 500),
+    }
+
+
+def daemonset_pod(node: str):
+    return template_pod(50, 64, owner=None, affinity={"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+            "matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}},
+        tolerations=[{"operator": "Exists"}])
+
+
+def scheduler(cache, seed: int, mode: str = "adaptive", **opts) -> Scheduler:
+    cfg = config.defaults()
+    cfg["threshold"]["mode"] = mode
+    s = Scheduler(cfg, cache, seed=seed, **opts)
+    s.refresh()
+    return s
+
+
+def cycle(s: Scheduler, pod, last_generation: int = 0):
+    s.refresh()
+    return s.schedule(pod, last_generation=last_generation)
+
+
+def measure(fn, repeat: int, warmup: int = 3) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    return harness.time_ms(fn, repeat)
+
+
+def run(args) -> dict:
+    t = time.perf_counter()
+    cache = fleet_cache(args.nodes, args.pods_per_node, args.seed)
+    rng = random.Random(args.seed)
+    names = [name for name, _ in cache.nodes.items()]
+    web = template_pod(100, 500, labels=WEB)
+    for i, name in enumerate(rng.sample(names, max(1, len(names) // 10))):
+        cache.set_pod(instance(web, f"web-{i}", name))
+    print(f"filled {args.nodes} nodes x {args.pods_per_node} pods in {time.perf_counter() - t:.1f} s")
+    fast = scheduler(cache, args.seed)
+    slow = scheduler(cache, args.seed, mode="kube", vectorised=False)
+    results = {}
+    templates = pod_templates()
+    for case in ("basic", "node_affinity", "topology_spread", "pod_anti_affinity"):
+        pod = templates[case]
+        assert cycle(fast, pod).scheduled and cycle(slow, pod).scheduled, case
+        results[case] = harness.latency(measure(lambda: cycle(fast, pod), args.repeat),
+                                        measure(lambda: cycle(slow, pod), max(5, args.repeat // 10)))
+
+    no_locating = scheduler(cache, args.seed, unit_locating=False)
+    ds_pods = [daemonset_pod(n) for n in rng.sample(names, 50)]
+    picks = iter(range(10**9))
+
+    def ds_cycle(s):
+        pod = ds_pods[next(picks) % len(ds_pods)]
+        result = cycle(s, pod)
+        assert result.node == pod.required_node_terms[0].single_node_name(), result.node
+    results["daemonset"] = harness.latency(measure(lambda: ds_cycle(fast), args.repeat),
+                                           measure(lambda: ds_cycle(no_locating), max(5, args.repeat // 10)))
+
+    no_context = scheduler(cache, args.seed, scheduling_context=False)
+    stuck = templates["unschedulable_retry"]
+    filler = template_pod(10, 16)
+    serial = iter(range(10**9))
+
+    def retry(s):
+        """Untimed: a failed attempt, then 1% of the nodes change and the snapshot takes
+        them in (whichever cycle runs next pays that, whatever its pod); timed: the retry."""
+        generation = cache.nodes.generation
+        assert not cycle(s, stuck, generation).scheduled
+        for name in rng.sample(names, max(1, len(names) // 100)):
+            cache.assume(instance(filler, f"churn-{next(serial)}"), name)
+        s.refresh()
+        t0 = time.perf_counter()
+        result = cycle(s, stuck, generation)
+        elapsed = (time.perf_counter() - t0) * 1000
+        assert not result.scheduled
+        return elapsed
+
+    results["unschedulable_retry"] = harness.latency(
+        [retry(fast) for _ in range(max(5, args.repeat // 10))],
+        [retry(no_context) for _ in range(max(5, args.repeat // 10))])
+    return results
+
+
+def main(argv=None) -> int:
+    p = harness.parser(__doc__.split("\n\n")[0])
+    p.add_argument("--pods-per-node", type=int, default=10)
+    p.add_argument("--repeat", type=int, default=200)
+    args = p.parse_args(argv)
+    results = run(args)
+    return harness.report(f"scheduling cycle, {args.nodes} mixed nodes (ms; ratio = baseline "
+                          "median / median)", results, args.json)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
