@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import time
 
-from common.errors import ObjectError, ResourceVersionTooOld
+from common.errors import ObjectError
+from common.informer import Informer
 from common.objects import parse_object
 from .cache import ShardCache
 from .framework import SUCCESS
@@ -41,7 +42,7 @@ class ShardLoop:
         self.pods: dict = {}          # every pod we have parsed, by key (pending and bound)
         self.errors: dict[str, ObjectError] = {}
         self.messages: dict[str, str] = {}  # pod key -> last unschedulable message
-        self.rv = None
+        self.informer = Informer(store, KIND_ORDER, self.apply, self._forget_everything)
         self.waiting = WaitingPods(clock)
         self.scheduler.waiting = self.waiting  # Permit plugins allow or reject through it
 
@@ -49,37 +50,20 @@ class ShardLoop:
 
     def start(self) -> None:
         """Initial list of every kind; later changes come from `sync()`."""
-        listed = {}
-        rv = None
-        for kind in KIND_ORDER:
-            objs, kind_rv = self.store.list(kind)
-            listed[kind] = objs
-            rv = kind_rv if rv is None else min(rv, kind_rv, key=_rv_key)
-        for kind in KIND_ORDER:
-            for obj in listed[kind]:
-                self.apply("ADDED", kind, obj)
-        self.rv = rv
+        self.informer.start()
 
     def sync(self, timeout: float = 0.0) -> int:
         """Apply the store's events since the last sync; relists if history was trimmed."""
-        try:
-            events = self.store.poll(self.rv, timeout=timeout)
-        except ResourceVersionTooOld:
-            self._relist()
-            return 0
-        for ev in events:
-            self.apply(ev.type, ev.kind, ev.obj)
-            self.rv = ev.rv
-        return len(events)
+        return self.informer.sync(timeout)
 
-    def _relist(self) -> None:
+    def _forget_everything(self) -> None:
+        """Before a relist: the fresh list will bring back whatever still exists."""
         for key in list(self.pods):
             self.queue.delete(key)
             self.cache.remove_pod(key)
         for info_name in [name for name, _ in self.cache.nodes.items()]:
             self.cache.remove_node(info_name)
         self.pods.clear()
-        self.start()
 
     def apply(self, type_: str, kind: str, obj: dict) -> None:
         if kind == "PriorityClass":
@@ -233,10 +217,3 @@ class ShardLoop:
         self.messages[entry.pod.key] = why
         self.queue.requeue_backoff(entry)
 
-
-def _rv_key(rv: str):
-    """Order resourceVersions: integers (memory store) or stream ids "ms-seq" (redis)."""
-    if "-" in rv:
-        a, b = rv.split("-", 1)
-        return (int(a), int(b))
-    return (int(rv), 0)

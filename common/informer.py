@@ -1,0 +1,60 @@
+"""List once, then follow the store's events, relisting when history has moved on.
+
+Every runtime process (shard, binder, dispatcher) keeps a view of some kinds of objects in
+step with the store the way a Kubernetes informer does: an initial list with a
+resourceVersion, then watch events after it. When the store says that version is too old
+(its history was trimmed while the process was slow or disconnected), the view is dropped
+and rebuilt from a fresh list: a relist is always correct, just not cheap.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from .errors import ResourceVersionTooOld
+from .store.base import rv_order
+
+
+class Informer:
+    """Feeds `on_event(type, kind, obj)` with ADDED for the listed objects, then the events.
+
+    `on_relist()` is called before a relist so the owner can forget its view; kinds are
+    listed in the given order (e.g. PriorityClasses before the Pods that refer to them).
+    """
+
+    def __init__(self, store, kinds: Iterable[str], on_event: Callable[[str, str, dict], None],
+                 on_relist: Callable[[], None] | None = None):
+        self.store = store
+        self.kinds = tuple(kinds)
+        self.on_event = on_event
+        self.on_relist = on_relist
+        self.rv: str | None = None
+        self.relists = 0
+
+    def start(self) -> None:
+        listed = []
+        rv = None
+        for kind in self.kinds:
+            objs, kind_rv = self.store.list(kind)
+            listed.append((kind, objs))
+            # Events after the oldest of the per-kind versions cover every list.
+            rv = kind_rv if rv is None else min(rv, kind_rv, key=rv_order)
+        for kind, objs in listed:
+            for obj in objs:
+                self.on_event("ADDED", kind, obj)
+        self.rv = rv
+
+    def sync(self, timeout: float = 0.0, max_events: int = 10000) -> int:
+        """Apply the events since the last sync (waiting up to `timeout` for the first)."""
+        try:
+            events = self.store.poll(self.rv, timeout=timeout, max_events=max_events,
+                                     kinds=self.kinds)
+        except ResourceVersionTooOld:
+            self.relists += 1
+            if self.on_relist is not None:
+                self.on_relist()
+            self.start()
+            return 0
+        for ev in events:
+            self.on_event(ev.type, ev.kind, ev.obj)
+            self.rv = ev.rv
+        return len(events)
