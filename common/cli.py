@@ -121,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     v = csub.add_parser("validate", help="check one configuration file")
     v.add_argument("file")
     c.set_defaults(func=cmd_config)
+
+    from . import up
+    up.add_commands(sub)
     return p
 
 

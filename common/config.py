@@ -96,7 +96,7 @@ SCHEMA = {
     },
     "dispatcher": {
         "host": _s("127.0.0.1", "Address the dispatcher listens on."),
-        "port": _i(7100, "gRPC port of the dispatcher.", maximum=65535),
+        "port": _i(7100, "gRPC port of the dispatcher (0 = any free port).", maximum=65535),
         "metricsPort": _i(9100, "Prometheus metrics port of the dispatcher (0 = off).", maximum=65535),
         "alsoDefaultScheduler": _b(False, "Also take pods whose schedulerName is default-scheduler."),
         "batchSize": _i(256, "Pods per Dispatch message.", minimum=1),
@@ -108,7 +108,7 @@ SCHEMA = {
     "shards": {
         "count": _i(2, "Scheduler shard processes started by `shardsched up`.", minimum=1),
         "host": _s("127.0.0.1", "Address the shards listen on."),
-        "basePort": _i(7200, "gRPC port of shard 0; shard i listens on basePort + i.", maximum=65535),
+        "basePort": _i(7200, "gRPC port of shard 0; shard i listens on basePort + i (0 = any free port).", maximum=65535),
         "metricsBasePort": _i(9200, "Metrics port of shard 0; shard i uses metricsBasePort + i (0 = off).",
                               maximum=65535),
         "assumeTtlSeconds": _f(30, "Forget an assumed pod if neither its binding nor a rejection "
@@ -121,7 +121,7 @@ SCHEMA = {
     "binders": {
         "count": _i(1, "Binder processes; each owns the nodes whose name hashes to its index.", minimum=1),
         "host": _s("127.0.0.1", "Address the binders listen on."),
-        "basePort": _i(7300, "gRPC port of binder 0; binder i listens on basePort + i.", maximum=65535),
+        "basePort": _i(7300, "gRPC port of binder 0; binder i listens on basePort + i (0 = any free port).", maximum=65535),
         "metricsBasePort": _i(9300, "Metrics port of binder 0 (0 = off).", maximum=65535),
     },
     "threshold": {

@@ -43,6 +43,11 @@ class ShardLoop:
         self.errors: dict[str, ObjectError] = {}
         self.messages: dict[str, str] = {}  # pod key -> last unschedulable message
         self.informer = Informer(store, KIND_ORDER, self.apply, self._forget_everything)
+        #: Server mode: only pods the dispatcher handed to this shard are scheduled here.
+        self.dispatched: set[str] | None = None
+        #: Server mode: sends a decision to a binder instead of running the Bind plugins;
+        #: the outcome comes back later through `finish_binding`.
+        self.commit = None
         self.waiting = WaitingPods(clock)
         self.scheduler.waiting = self.waiting  # Permit plugins allow or reject through it
 
@@ -133,6 +138,8 @@ class ShardLoop:
             self.store.set_unschedulable(key, f"invalid pod: {err.field}: {err.message}")
 
     def _ours(self, pod) -> bool:
+        if self.dispatched is not None:
+            return pod.key in self.dispatched
         return pod.scheduler_name in self.scheduler.profiles or (
             self.accept_default and pod.scheduler_name == "default-scheduler")
 
@@ -198,6 +205,9 @@ class ShardLoop:
             if st is not None and st.code != SUCCESS:
                 self._undo(entry, prof, state, node, f"{p.name}: {st.message()}")
                 return
+        if self.commit is not None:
+            self.commit(entry, result)
+            return
         for p in prof.bind:
             st = p.bind(state, pod, node)
             if st is None:
@@ -205,10 +215,27 @@ class ShardLoop:
             if st.code != "Skip":
                 self._undo(entry, prof, state, node, f"{p.name}: {st.message()}")
                 return
+        self._bound(entry, result)
+
+    def _bound(self, entry, result) -> None:
+        pod = entry.pod
         self.queue.done(pod.key)
         self.messages.pop(pod.key, None)
-        for p in prof.post_bind:
-            p.post_bind(state, pod, node)
+        for p in result.profile.post_bind:
+            p.post_bind(result.state, pod, result.node)
+
+    def finish_binding(self, entry, result, bound: bool, reason: str = "") -> None:
+        """Server mode: a binder's outcome for a decision `commit` sent."""
+        if bound:
+            self._bound(entry, result)
+        else:
+            self._undo(entry, result.profile, result.state, result.node, f"binding rejected: {reason}")
+
+    def drop(self, key: str) -> None:
+        """Stop scheduling a pod (bound elsewhere, gone, or handed to another shard)."""
+        self.queue.delete(key)
+        if self.dispatched is not None:
+            self.dispatched.discard(key)
 
     def _undo(self, entry, prof, state, node: str, why: str) -> None:
         for p in reversed(prof.unreserve):

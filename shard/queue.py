@@ -61,6 +61,10 @@ class SchedulingQueue:
     def __contains__(self, key: str) -> bool:
         return key in self._entries
 
+    def has_active(self) -> bool:
+        """Whether activeQ may hold a pod (stale heap entries count: it is only a hint)."""
+        return bool(self._active)
+
     def lengths(self) -> dict[str, int]:
         counts = {"active": 0, "backoff": 0, "unschedulable": 0}
         for where in self._where.values():

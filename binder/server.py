@@ -1,0 +1,131 @@
+"""The binder process: checks shards' decisions against its own view and commits them.
+
+Each shard holds one Decide stream. A batch of decisions is checked under the view's lock
+(so decisions of different shards are serialised per binder and cannot overcommit a node),
+then committed with one pipelined store call for the evictions and one for the bindings,
+and answered with one batch of outcomes. The watch thread keeps the view current.
+"""
+from __future__ import annotations
+
+import threading
+
+import orjson
+
+from common.component import Component, port_for
+from common.errors import ObjectError
+from common.informer import Informer
+from common.objects import parse_object
+from proto import shardsched_pb2 as pb
+from proto import shardsched_pb2_grpc as rpc
+
+from .view import BinderView
+
+
+class BinderServer(Component, rpc.BinderServicer):
+    role = "binder"
+
+    def __init__(self, cfg: dict, store, index: int, port: int | None = None, metrics: str = ""):
+        binders = cfg["binders"]
+        super().__init__(str(index), store, binders["host"],
+                         port_for(binders["basePort"], index, port),
+                         cfg["dispatcher"]["shardTimeoutSeconds"], metrics)
+        self.view = BinderView(index, binders["count"], cfg["shards"]["assumeTtlSeconds"])
+        self.lock = threading.Lock()
+        self.informer = Informer(store, ("Node", "Pod"), self._apply, self._relist)
+
+    def _apply(self, type_: str, kind: str, obj: dict) -> None:
+        with self.lock:
+            self.view.apply(type_, kind, obj)
+
+    def _relist(self) -> None:
+        with self.lock:
+            self.view.reset()
+
+    def register(self, server) -> None:
+        rpc.add_BinderServicer_to_server(self, server)
+
+    def queues(self) -> dict[str, int]:
+        return {"assumed": len(self.view.cache.assumed)}
+
+    # --- the watch --------------------------------------------------------------------------
+
+    def watch_forever(self) -> None:
+        while not self.stop_event.is_set():
+            try:
+                self.informer.sync(timeout=0.2)
+                with self.lock:
+                    self.view.cache.expire()
+            except Exception:  # store hiccup: the next sync resumes from the last rv
+                self.counters["watch_errors"] += 1
+                self.stop_event.wait(0.2)
+
+    # --- decisions --------------------------------------------------------------------------
+
+    def Decide(self, request_iterator, context):
+        for batch in request_iterator:
+            yield pb.OutcomeBatch(outcomes=self.decide(batch))
+
+    def decide(self, batch) -> list:
+        """Check, commit and answer one batch of decisions."""
+        outcomes = []
+        passed = []  # (decision, pod, victims)
+        with self.lock:
+            for d in batch.decisions:
+                self.counters["decisions"] += 1
+                victims = [(v.key, v.uid) for v in d.victims]
+                try:
+                    pod = parse_object(orjson.loads(d.pod_json))
+                except (ObjectError, orjson.JSONDecodeError) as e:
+                    outcomes.append(self._rejected(d, f"InvalidPod: {e}"))
+                    continue
+                reason = self.view.check(pod, d.node, victims)
+                if reason is not None:
+                    outcomes.append(self._rejected(d, reason))
+                    continue
+                self.view.reserve(pod, d.node, victims)
+                passed.append((d, pod, victims))
+        if passed:
+            outcomes += self._commit(passed)
+        return outcomes
+
+    def _commit(self, passed) -> list:
+        evictions = [v for _, _, victims in passed for v in victims]
+        evicted = dict(zip((k for k, _ in evictions), self.store.evict_many(evictions))) if evictions else {}
+        to_bind, outcomes, released = [], [], []
+        for d, pod, victims in passed:
+            failed = [f"{k}: {evicted[k]}" for k, _ in victims if evicted[k] not in (None, "PodNotFound")]
+            if failed:
+                released.append((pod.key, victims, False))
+                outcomes.append(self._rejected(d, f"EvictionFailed: {'; '.join(failed)}"))
+            else:
+                to_bind.append((d, pod, victims))
+        results = self.store.bind_many([(pod.key, d.node, pod.uid or None) for d, pod, _ in to_bind]) \
+            if to_bind else []
+        for (d, pod, victims), reason in zip(to_bind, results):
+            released.append((pod.key, victims, reason is None))
+            if reason is None:
+                self.counters["bound"] += 1
+                outcomes.append(pb.Outcome(pod_key=d.pod_key, node=d.node, bound=True,
+                                           evicted=[k for k, _ in victims]))
+            else:
+                outcomes.append(self._rejected(d, reason))
+        with self.lock:
+            for key, victims, bound in released:
+                self.view.release(key, victims, bound)
+        return outcomes
+
+    def _rejected(self, d, reason: str):
+        self.counters["rejected"] += 1
+        self.counters["rejected_" + reason.split(":", 1)[0].split(" ", 1)[0]] += 1
+        return pb.Outcome(pod_key=d.pod_key, node=d.node, bound=False, reason=reason)
+
+    # --- running ----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """List, serve, and follow the store until stopped."""
+        self.informer.start()
+        self.serve()
+        self.renew_lease()
+        self.start_background(self.watch_forever)
+        self.stop_event.wait()
+        self.shutdown()

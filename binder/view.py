@@ -1,0 +1,118 @@
+"""The binder's view of its nodes and the conflict checks every decision must pass.
+
+Shards decide against snapshots that may be a few events old and race with each other, so
+the binder re-checks each decision against the freshest state it has: the store's watch
+plus the commits it has made itself and not yet seen come back (kept as assumptions in a
+ShardCache, exactly as a shard keeps its own). A decision that passes is counted at once, so
+two decisions in one batch cannot both take the last slot of a node.
+"""
+from __future__ import annotations
+
+from common.errors import ObjectError
+from common.objects import parse_object
+from common.resources import fits, resource_name, vadd
+from shard.cache import ShardCache
+from shard.plugins.node_ports import conflicts
+
+from .partition import binder_for
+
+
+class BinderView:
+    def __init__(self, index: int = 0, binders: int = 1, assume_ttl: float = 30.0):
+        self.index = index
+        self.binders = binders
+        self.cache = ShardCache(assume_ttl)
+        self.pending: dict[str, str] = {}   # pending pod key -> uid, as the watch shows it
+        self.claimed: set[str] = set()      # victims of decisions in flight
+        self.errors: dict[str, ObjectError] = {}
+
+    # --- following the store --------------------------------------------------------------
+
+    def apply(self, type_: str, kind: str, obj: dict) -> None:
+        meta = obj.get("metadata") or {}
+        if kind == "Node":
+            if type_ == "DELETED":
+                self.cache.remove_node(meta.get("name"))
+                return
+            node = self._parse(obj)
+            if node is not None:
+                self.cache.set_node(node)
+            return
+        if kind != "Pod":
+            return
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        if type_ == "DELETED":
+            self.pending.pop(key, None)
+            self.cache.remove_pod(key)
+            return
+        pod = self._parse(obj)
+        if pod is None:
+            return
+        if pod.node_name:
+            self.pending.pop(key, None)
+            self.cache.set_pod(pod)
+        else:
+            self.pending[key] = pod.uid
+
+    def _parse(self, obj: dict):
+        try:
+            return parse_object(obj)
+        except ObjectError as e:
+            self.errors[e.obj] = e
+            return None
+
+    def reset(self) -> None:
+        """Before a relist: forget everything the watch told us (assumptions included)."""
+        self.__init__(self.index, self.binders, self.cache.assume_ttl)
+
+    # --- checking a decision --------------------------------------------------------------
+
+    def check(self, pod, node_name: str, victims: list[tuple[str, str]]) -> str | None:
+        """Why the decision cannot be committed now, or None when it can."""
+        if binder_for(node_name, self.binders) != self.index:
+            return f"WrongBinder: node {node_name} belongs to binder {binder_for(node_name, self.binders)}"
+        info = self.cache.nodes.get(node_name)
+        if info is None or info.node is None:
+            return f"NodeNotFound: {node_name}"
+        if info.node.unschedulable:
+            return f"NodeUnschedulable: {node_name}"
+        if pod.key in self.cache.pod_node:
+            return f"AlreadyBound: {pod.key} is on {self.cache.pod_node[pod.key]}"
+        seen_uid = self.pending.get(pod.key)
+        if seen_uid is not None and pod.uid and seen_uid != pod.uid:
+            return f"UIDMismatch: {pod.key} was recreated"
+        freed = None
+        for key, uid in victims:
+            victim = info.pods.get(key)
+            if victim is None or (uid and victim.uid != uid):
+                return f"VictimGone: {key}"
+            if key in self.claimed:
+                return f"VictimClaimed: {key}"
+            freed = victim.requests if freed is None else vadd(freed, victim.requests)
+        free = info.free if freed is None else vadd(info.free, freed)
+        if not fits(pod.requests, free):
+            short = [resource_name(i) for i, (r, f) in enumerate(zip(pod.requests, free)) if r > f]
+            return f"Insufficient {', '.join(short)} on {node_name}"
+        if pod.host_ports:
+            in_use = dict(info.host_ports)
+            for key, _ in victims:
+                for port in info.pods[key].host_ports:
+                    in_use[port] -= 1
+            if conflicts(pod.host_ports, {p: n for p, n in in_use.items() if n > 0}):
+                return f"HostPortConflict on {node_name}"
+        return None
+
+    def reserve(self, pod, node_name: str, victims: list[tuple[str, str]]) -> None:
+        """Count a passed decision until its outcome is known (see `release`)."""
+        self.cache.assume(pod, node_name)
+        self.claimed.update(key for key, _ in victims)
+
+    def release(self, pod_key: str, victims: list[tuple[str, str]], bound: bool) -> None:
+        """The commit finished: keep the pod counted if it was bound, else forget it."""
+        self.claimed.difference_update(key for key, _ in victims)
+        if bound:
+            for key, _ in victims:
+                self.cache.remove_pod(key)
+        else:
+            self.cache.forget(pod_key)
+

@@ -1,0 +1,119 @@
+"""What every runtime process shares: a gRPC server with a Status call, a lease in the store
+that tells the others it is alive and where it listens, counters, and a clean shutdown.
+
+Liveness is a lease rather than a heartbeat between processes so that a process that is
+killed with -9 simply stops renewing: its lease expires and the others react, with no
+goodbye message needed.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections import Counter
+from concurrent import futures
+
+import grpc
+
+from proto import shardsched_pb2 as pb
+from proto import shardsched_pb2_grpc as rpc
+
+#: Messages may carry thousands of pods; gRPC's 4 MiB default is too small for that.
+MAX_MESSAGE = 256 * 1024 * 1024
+CHANNEL_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE),
+                   ("grpc.max_receive_message_length", MAX_MESSAGE)]
+
+
+def port_for(base: int, index: int, override: int | None) -> int:
+    """Process `index` listens on base + index; a base of 0 means any free port."""
+    if override is not None:
+        return override
+    return base + index if base else 0
+
+
+class Component(rpc.ComponentServicer):
+    """Base of the dispatcher, shard and binder processes."""
+
+    role = "component"
+
+    def __init__(self, id_: str, store, host: str, port: int, lease_ttl: float,
+                 metrics: str = ""):
+        self.id = id_
+        self.store = store
+        self.host = host
+        self.port = port
+        self.lease_ttl = lease_ttl
+        self.metrics = metrics
+        self.started = time.monotonic()
+        self.counters: Counter = Counter()
+        self.stop_event = threading.Event()
+        self.server: grpc.Server | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    # --- Status ---------------------------------------------------------------------------
+
+    def queues(self) -> dict[str, int]:
+        return {}
+
+    def Status(self, request, context):
+        return pb.StatusReply(role=self.role, id=self.id, uptime_seconds=time.monotonic() - self.started,
+                              queues=self.queues(), counters=dict(self.counters),
+                              address=self.address, metrics=self.metrics)
+
+    # --- serving --------------------------------------------------------------------------
+
+    def register(self, server: grpc.Server) -> None:
+        """Add the role's own services (the Status service is always added)."""
+
+    def serve(self, workers: int = 16) -> None:
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=CHANNEL_OPTIONS)
+        rpc.add_ComponentServicer_to_server(self, server)
+        self.register(server)
+        bound = server.add_insecure_port(self.address)
+        if bound == 0:
+            raise OSError(f"{self.role} {self.id}: cannot listen on {self.address}")
+        self.port = bound
+        server.start()
+        self.server = server
+
+    def renew_lease(self) -> None:
+        self.store.put_lease(self.role, self.id, self.address, self.lease_ttl)
+
+    def leases_forever(self) -> None:
+        """Renew the lease a few times per TTL until stopped (runs on its own thread)."""
+        while not self.stop_event.wait(self.lease_ttl / 4):
+            try:
+                self.renew_lease()
+            except Exception:  # the store may be down for a moment: keep trying
+                self.counters["lease_errors"] += 1
+
+    def start_background(self, *targets) -> list[threading.Thread]:
+        threads = [threading.Thread(target=t, name=f"{self.role}-{self.id}-{t.__name__}", daemon=True)
+                   for t in (self.leases_forever, *targets)]
+        for t in threads:
+            t.start()
+        return threads
+
+    def shutdown(self) -> None:
+        self.stop_event.set()
+        if self.server is not None:
+            self.server.stop(grace=1.0)
+        try:
+            self.store.drop_lease(self.role, self.id)
+        except Exception:
+            pass  # the lease expires by itself
+
+
+def stop_on_signals(component: Component) -> None:
+    """SIGTERM and SIGINT stop the component's loops (the main thread then shuts down)."""
+    def handler(signum, frame):
+        component.stop_event.set()
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def channel(address: str) -> grpc.Channel:
+    return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)

@@ -1,0 +1,271 @@
+"""The dispatcher: pending pods in, one Dispatch stream per live shard out.
+
+It owns no placement logic and no state that matters: everything it knows comes from the
+store (pending pods, the shards' leases), so it can be killed and restarted at any time.
+What it does:
+
+* follows pending pods for this scheduler (spec.schedulerName of a profile; optionally
+  default-scheduler too), reading only the few fields it needs from the raw objects;
+* sends each pod to the live shard with the fewest pods in flight (random tie-break), and
+  every pod of a pod group (label scheduling.x-k8s.io/pod-group) to the same shard;
+* re-dispatches the pods of a shard whose lease expired or whose stream broke, pods a shard
+  gives back, and pods still unbound `redispatchAfterSeconds` after they were sent (telling
+  the old shard to drop them, so one pod is never scheduled by two shards on purpose; if it
+  happens anyway the binder's atomic bind lets only one win).
+"""
+from __future__ import annotations
+
+import queue
+import random
+import threading
+import time
+
+import orjson
+
+from common.component import Component, channel
+from common.informer import Informer
+from proto import shardsched_pb2 as pb
+from proto import shardsched_pb2_grpc as rpc
+
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+MEMBERSHIP_EVERY_S = 0.5
+TERMINAL = ("Succeeded", "Failed")
+
+
+class Pending:
+    __slots__ = ("key", "uid", "json", "group", "shard", "sent_at")
+
+    def __init__(self, key: str, uid: str, json: bytes, group: str | None):
+        self.key, self.uid, self.json, self.group = key, uid, json, group
+        self.shard: str | None = None
+        self.sent_at = 0.0
+
+
+class ShardLink:
+    """The Dispatch stream to one shard; its reports go to the dispatcher's inbox."""
+
+    def __init__(self, id_: str, address: str, inbox):
+        self.id = id_
+        self.address = address
+        self.held: set[str] = set()   # pods dispatched to it and not yet bound or revoked
+        self.alive = True
+        self._out: queue.SimpleQueue = queue.SimpleQueue()
+        self._channel = channel(address)
+        self._responses = rpc.ShardStub(self._channel).Dispatch(self._requests())
+        self._inbox = inbox
+        threading.Thread(target=self._receive, daemon=True, name=f"shard-link-{id_}").start()
+
+    def _requests(self):
+        while True:
+            batch = self._out.get()
+            if batch is None:
+                return
+            yield batch
+
+    def _receive(self) -> None:
+        try:
+            for report in self._responses:
+                self._inbox.put(("report", self, report))
+        except Exception:
+            pass  # the shard died or closed the stream; reported just below
+        self._inbox.put(("shard_down", self, None))
+
+    def send(self, pods: list, revoked: list[str]) -> None:
+        self._out.put(pb.PodBatch(pods=pods, revoked=revoked))
+
+    def close(self) -> None:
+        self.alive = False
+        self._out.put(None)
+        self._channel.close()
+
+
+class Dispatcher(Component):
+    role = "dispatcher"
+
+    def __init__(self, cfg: dict, store, port: int | None = None, seed: int = 0, metrics: str = ""):
+        d = cfg["dispatcher"]
+        super().__init__("0", store, d["host"], d["port"] if port is None else port,
+                         d["shardTimeoutSeconds"], metrics)
+        self.names = {p["schedulerName"] for p in cfg["profiles"]}
+        if d["alsoDefaultScheduler"]:
+            self.names.add("default-scheduler")
+        self.batch_size = d["batchSize"]
+        self.redispatch_after = d["redispatchAfterSeconds"]
+        self.rng = random.Random(seed)
+        self.pending: dict[str, Pending] = {}
+        self.unsent: dict[str, None] = {}        # pending keys waiting for a shard, in order
+        self.revoke: dict[str, list[str]] = {}   # shard id -> keys it must drop
+        self.shards: dict[str, ShardLink] = {}
+        self.groups: dict[str, str] = {}         # pod group -> shard id
+        self.inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self.informer = Informer(store, ("Pod",), self._apply, self._relist)
+        self._membership_at = 0.0
+        self._overdue_at = 0.0
+
+    def queues(self) -> dict[str, int]:
+        out = {"pending": len(self.pending), "unsent": len(self.unsent)}
+        for id_, link in self.shards.items():
+            out[f"in_flight_shard_{id_}"] = len(link.held)
+        return out
+
+    # --- following pending pods -------------------------------------------------------------
+
+    def _apply(self, type_: str, kind: str, obj: dict) -> None:
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        done = (type_ == "DELETED" or spec.get("nodeName") or meta.get("deletionTimestamp")
+                or (obj.get("status") or {}).get("phase") in TERMINAL
+                or (spec.get("schedulerName") or "default-scheduler") not in self.names)
+        known = self.pending.get(key)
+        if done:
+            if known is not None:
+                self._forget(known, revoke=type_ == "DELETED" or not spec.get("nodeName"))
+            return
+        uid = meta.get("uid") or ""
+        if known is not None and known.uid == uid:
+            return  # a status change of a pod we already handle
+        if known is not None:
+            self._forget(known, revoke=True)  # deleted and recreated under the same name
+        labels = meta.get("labels") or {}
+        group = labels.get(POD_GROUP_LABEL) if isinstance(labels, dict) else None
+        self.pending[key] = Pending(key, uid, orjson.dumps(obj), group)
+        self.unsent[key] = None
+
+    def _forget(self, p: Pending, revoke: bool) -> None:
+        del self.pending[p.key]
+        self.unsent.pop(p.key, None)
+        link = self.shards.get(p.shard) if p.shard else None
+        if link is not None:
+            link.held.discard(p.key)
+            if revoke:
+                self.revoke.setdefault(link.id, []).append(p.key)
+
+    def _relist(self) -> None:
+        for p in list(self.pending.values()):
+            self._forget(p, revoke=True)
+
+    # --- shards -----------------------------------------------------------------------------
+
+    def _membership(self) -> None:
+        now = time.monotonic()
+        if now - self._membership_at < MEMBERSHIP_EVERY_S:
+            return
+        self._membership_at = now
+        leases = self.store.list_leases("shard")
+        for id_, link in list(self.shards.items()):
+            if leases.get(id_) != link.address:
+                self._shard_down(link)
+        for id_, address in leases.items():
+            if id_ not in self.shards:
+                self.shards[id_] = ShardLink(id_, address, self.inbox)
+                self.counters["shards_joined"] += 1
+
+    def _shard_down(self, link: ShardLink) -> None:
+        link.close()
+        if self.shards.get(link.id) is link:
+            del self.shards[link.id]
+            self.counters["shards_lost"] += 1
+        self.revoke.pop(link.id, None)
+        for key in link.held:
+            p = self.pending.get(key)
+            if p is not None:
+                p.shard = None
+                self.unsent[key] = None
+        for group, id_ in list(self.groups.items()):
+            if id_ == link.id:
+                del self.groups[group]
+
+    def _take_back(self, link: ShardLink, keys) -> None:
+        for key in keys:
+            p = self.pending.get(key)
+            if p is not None and p.shard == link.id:
+                link.held.discard(key)
+                p.shard = None
+                self.unsent[key] = None
+                self.counters["returned"] += 1
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                what, link, payload = self.inbox.get_nowait()
+            except queue.Empty:
+                return
+            if what == "report":
+                self._take_back(link, payload.returned)
+            elif what == "shard_down" and self.shards.get(link.id) is link:
+                self._shard_down(link)
+
+    # --- dispatching ------------------------------------------------------------------------
+
+    def _overdue(self) -> None:
+        """Once a second: pods unbound too long go to another shard."""
+        now = time.monotonic()
+        if len(self.shards) < 2 or now - self._overdue_at < 1.0:
+            return
+        self._overdue_at = now
+        deadline = now - self.redispatch_after
+        for p in self.pending.values():
+            if p.shard is not None and p.sent_at < deadline:
+                old = self.shards.get(p.shard)
+                if old is not None:
+                    old.held.discard(p.key)
+                    self.revoke.setdefault(old.id, []).append(p.key)
+                p.shard = None
+                self.unsent[p.key] = None
+                self.counters["redispatched"] += 1
+
+    def _pick(self, p: Pending, live: list[ShardLink]) -> ShardLink:
+        if p.group is not None:
+            link = self.shards.get(self.groups.get(p.group, ""))
+            if link is not None:
+                return link
+        least = min(len(link.held) for link in live)
+        link = self.rng.choice([link for link in live if len(link.held) == least])
+        if p.group is not None:
+            self.groups[p.group] = link.id
+        return link
+
+    def _dispatch(self) -> int:
+        live = [link for link in self.shards.values() if link.alive]
+        batches: dict[str, list] = {}
+        sent = 0
+        if live and self.unsent:
+            now = time.monotonic()
+            for key in list(self.unsent)[: self.batch_size * len(live)]:
+                del self.unsent[key]
+                p = self.pending[key]
+                link = self._pick(p, live)
+                p.shard, p.sent_at = link.id, now
+                link.held.add(key)
+                batches.setdefault(link.id, []).append(pb.PendingPod(key=key, uid=p.uid, json=p.json))
+                sent += 1
+        for id_ in set(batches) | set(self.revoke):
+            link = self.shards.get(id_)
+            if link is not None:
+                link.send(batches.get(id_, []), self.revoke.get(id_, []))
+        self.revoke = {}
+        self.counters["dispatched"] += sent
+        return sent
+
+    def step(self) -> None:
+        self._drain()
+        self._membership()
+        self.informer.sync(timeout=0.0 if self.unsent and self.shards else 0.02)
+        self._overdue()
+        self._dispatch()
+
+    def run(self) -> None:
+        self.informer.start()
+        self.serve()
+        self.renew_lease()
+        self.start_background()
+        while not self.stop_event.is_set():
+            try:
+                self.step()
+            except Exception:
+                self.counters["loop_errors"] += 1  # store hiccup: retry from the last event
+                self.stop_event.wait(0.2)
+        for link in list(self.shards.values()):
+            link.close()
+        self.shutdown()
