@@ -45,14 +45,21 @@ class BinderView:
             self.pending.pop(key, None)
             self.cache.remove_pod(key)
             return
-        pod = self._parse(obj)
-        if pod is None:
+        node_name = (obj.get("spec") or {}).get("nodeName")
+        if not node_name:
+            self.pending[key] = meta.get("uid") or ""  # all a check needs of a pending pod
             return
-        if pod.node_name:
-            self.pending.pop(key, None)
+        self.pending.pop(key, None)
+        pod = self._own_binding(key, meta.get("uid"), node_name, obj) or self._parse(obj)
+        if pod is not None:
             self.cache.set_pod(pod)
-        else:
-            self.pending[key] = pod.uid
+
+    def _own_binding(self, key: str, uid, node_name: str, obj: dict):
+        """The pod of a binding this binder committed, reused rather than parsed again."""
+        if not self.cache.is_assumed(key) or self.cache.pod_node.get(key) != node_name:
+            return None
+        pod = self.cache.nodes[node_name].pods.get(key)
+        return pod.bound_copy(obj) if pod is not None and pod.uid == uid else None
 
     def _parse(self, obj: dict):
         try:

@@ -6,6 +6,8 @@ The original dict stays in `raw` so stores and reports can round-trip it unchang
 """
 from __future__ import annotations
 
+import copy
+
 from datetime import datetime
 
 from .errors import ObjectError
@@ -289,6 +291,22 @@ class Pod:
     def has_cross_node_constraints(self) -> bool:
         """Whether one node's feasibility depends on pods elsewhere (affinity, spread)."""
         return bool(self.affinity[0] or self.anti_affinity[0] or any(c.hard for c in self.spread_constraints))
+
+    def bound_copy(self, d: dict) -> "Pod":
+        """This pod as `d`, the event of its own binding, shows it, without parsing it again.
+
+        A binding writes spec.nodeName and status only, so a process that already parsed the
+        pending pod (a shard or binder that assumed it) takes everything else from here: the
+        second parse would cost as much as the scheduling cycle.
+        """
+        p = copy.copy(self)
+        status = d.get("status") or {}
+        p.node_name = d["spec"]["nodeName"]
+        p.phase = status.get("phase") or self.phase
+        p.nominated_node = status.get("nominatedNodeName") or None
+        p.resource_version = (d.get("metadata") or {}).get("resourceVersion") or self.resource_version
+        p.raw = d
+        return p
 
     def __repr__(self):
         return f"Pod({self.key})"

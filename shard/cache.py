@@ -93,6 +93,7 @@ class ShardCache:
     def assume(self, pod, node_name: str) -> None:
         """Count `pod` on `node_name` now, before its binding is committed."""
         self._place(pod, node_name)
+        self.assumed.pop(pod.key, None)  # re-inserted last: the dict stays in deadline order
         self.assumed[pod.key] = self.clock() + self.assume_ttl
 
     def is_assumed(self, key: str) -> bool:
@@ -106,7 +107,11 @@ class ShardCache:
     def expire(self) -> list[str]:
         """Forget assumptions past their deadline; returns their pod keys."""
         now = self.clock()
-        gone = [k for k, deadline in self.assumed.items() if deadline <= now]
+        gone = []
+        for k, deadline in self.assumed.items():  # oldest first, so stop at the first live one
+            if deadline > now:
+                break
+            gone.append(k)
         for k in gone:
             self.remove_pod(k)
         return gone

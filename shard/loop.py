@@ -116,7 +116,16 @@ class ShardLoop:
             self.cache.remove_pod(key)
             self.queue.move_all_to_active()
             return
-        pod = self._parse(obj)
+        known = self.pods.get(key)
+        node_name = (obj.get("spec") or {}).get("nodeName")
+        if (not node_name and known is None and self.dispatched is not None
+                and key not in self.dispatched):
+            return  # another shard's pending pod: nothing to count until it is bound
+        if (node_name and known is not None and not known.node_name
+                and known.uid == meta.get("uid") and self.cache.is_assumed(key)):
+            pod = known.bound_copy(obj)  # the binding of our own decision
+        else:
+            pod = self._parse(obj)
         if pod is None:
             self._report_bad_pod(key, obj)
             return

@@ -146,11 +146,12 @@ class Scheduler:
         if rows_hint is not None:
             start = self.rng.randrange(len(rows_hint)) if len(rows_hint) > WINDOW else 0
             ordered = np.concatenate((rows_hint[start:], rows_hint[:start]))
-            windows = [ordered[a:a + WINDOW] for a in range(0, len(ordered), WINDOW)]
+            windows = (ordered[a:a + WINDOW] for a in range(0, len(ordered), WINDOW))
         else:
+            # Lazily: most cycles stop within the first window or two.
             start = self.rng.randrange(n)
-            windows = [slice(a, min(a + WINDOW, end)) for a, end in ((start, n), (0, start))
-                       for a in range(a, end, WINDOW)]
+            windows = (slice(a, min(a + WINDOW, end)) for a, end in ((start, n), (0, start))
+                       for a in range(a, end, WINDOW))
         found: list[np.ndarray] = []
         nfound = examined = rejected = 0
         target = self.threshold.target(n, 0, 0, queued)
