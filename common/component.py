@@ -7,6 +7,7 @@ goodbye message needed.
 """
 from __future__ import annotations
 
+import gc
 import signal
 import threading
 import time
@@ -91,6 +92,8 @@ class Component(rpc.ComponentServicer):
                 self.counters["lease_errors"] += 1
 
     def start_background(self, *targets) -> list[threading.Thread]:
+        """Called once the initial list is loaded: settle the heap, then start the threads."""
+        settle_heap()
         threads = [threading.Thread(target=t, name=f"{self.role}-{self.id}-{t.__name__}", daemon=True)
                    for t in (self.leases_forever, *targets)]
         for t in threads:
@@ -105,6 +108,20 @@ class Component(rpc.ComponentServicer):
             self.store.drop_lease(self.role, self.id)
         except Exception:
             pass  # the lease expires by itself
+
+
+def settle_heap() -> None:
+    """Take everything allocated so far out of the cyclic garbage collector's walks.
+
+    A shard or binder holds millions of long-lived objects (nodes, pods, node infos) after
+    its initial list. Without this, every full collection walks all of them, and parsing
+    events allocates enough to trigger one every few hundred pods: profiles showed those
+    pauses as a quarter of a shard's time. A larger young-generation threshold also makes
+    the small collections rarer; nothing here creates cycles that need prompt collection.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 100)
 
 
 def stop_on_signals(component: Component) -> None:

@@ -117,6 +117,9 @@ class ShardLoop:
             self.queue.move_all_to_active()
             return
         known = self.pods.get(key)
+        rv = meta.get("resourceVersion")
+        if known is not None and rv and known.resource_version == rv:
+            return  # seen already (the dispatcher's copy and the watch carry the same version)
         node_name = (obj.get("spec") or {}).get("nodeName")
         if (not node_name and known is None and self.dispatched is not None
                 and key not in self.dispatched):
