@@ -11,7 +11,8 @@ import threading
 
 import orjson
 
-from common.component import Component, port_for
+from common.component import Component, metrics_port_for, port_for
+from common.metrics import BinderMetrics
 from common.errors import ObjectError
 from common.informer import Informer
 from common.objects import parse_object
@@ -24,11 +25,15 @@ from .view import BinderView
 class BinderServer(Component, rpc.BinderServicer):
     role = "binder"
 
-    def __init__(self, cfg: dict, store, index: int, port: int | None = None, metrics: str = ""):
+    def __init__(self, cfg: dict, store, index: int, port: int | None = None,
+                 metrics_port: int | None = None):
         binders = cfg["binders"]
+        self.metrics = BinderMetrics(str(index))
         super().__init__(str(index), store, binders["host"],
                          port_for(binders["basePort"], index, port),
-                         cfg["dispatcher"]["shardTimeoutSeconds"], metrics)
+                         cfg["dispatcher"]["shardTimeoutSeconds"],
+                         metrics_port_for(binders["metricsBasePort"], index, metrics_port),
+                         self.metrics.registry)
         self.view = BinderView(index, binders["count"], cfg["shards"]["assumeTtlSeconds"])
         self.lock = threading.Lock()
         self.informer = Informer(store, ("Node", "Pod"), self._apply, self._relist)
@@ -63,7 +68,11 @@ class BinderServer(Component, rpc.BinderServicer):
 
     def Decide(self, request_iterator, context):
         for batch in request_iterator:
-            yield pb.OutcomeBatch(outcomes=self.decide(batch))
+            outcomes = self.decide(batch)
+            for o in outcomes:
+                reason = "Bound" if o.bound else o.reason.split(":", 1)[0].split(" ", 1)[0]
+                self.metrics.outcomes.labels(reason, batch.shard, self.id).inc()
+            yield pb.OutcomeBatch(outcomes=outcomes)
 
     def decide(self, batch) -> list:
         """Check, commit and answer one batch of decisions."""

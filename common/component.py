@@ -16,6 +16,7 @@ from concurrent import futures
 
 import grpc
 
+from . import metrics
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
@@ -32,19 +33,30 @@ def port_for(base: int, index: int, override: int | None) -> int:
     return base + index if base else 0
 
 
+def metrics_port_for(base: int, index: int, override: int | None) -> int | None:
+    """Like port_for, but a configured 0 switches metrics off (None); an override of 0
+    (the command line's --metrics-port 0) still means any free port."""
+    if override is not None:
+        return override
+    return base + index if base else None
+
+
 class Component(rpc.ComponentServicer):
     """Base of the dispatcher, shard and binder processes."""
 
     role = "component"
 
     def __init__(self, id_: str, store, host: str, port: int, lease_ttl: float,
-                 metrics: str = ""):
+                 metrics_port: int = 0, registry=None):
         self.id = id_
         self.store = store
         self.host = host
         self.port = port
         self.lease_ttl = lease_ttl
-        self.metrics = metrics
+        #: Port for Prometheus metrics: None = off, 0 = any free port.
+        self.metrics_port = metrics_port
+        self.registry = registry
+        self.metrics_address = ""
         self.started = time.monotonic()
         self.counters: Counter = Counter()
         self.stop_event = threading.Event()
@@ -62,7 +74,7 @@ class Component(rpc.ComponentServicer):
     def Status(self, request, context):
         return pb.StatusReply(role=self.role, id=self.id, uptime_seconds=time.monotonic() - self.started,
                               queues=self.queues(), counters=dict(self.counters),
-                              address=self.address, metrics=self.metrics)
+                              address=self.address, metrics=self.metrics_address)
 
     # --- serving --------------------------------------------------------------------------
 
@@ -79,6 +91,8 @@ class Component(rpc.ComponentServicer):
         self.port = bound
         server.start()
         self.server = server
+        if self.registry is not None:
+            self.metrics_address = metrics.serve(self.registry, self.host, self.metrics_port)
 
     def renew_lease(self) -> None:
         self.store.put_lease(self.role, self.id, self.address, self.lease_ttl)

@@ -37,13 +37,14 @@ def run_component(args) -> int:
     index = int(args.id)
     if args.cmd == "binder":
         from binder.server import BinderServer
-        component = BinderServer(cfg, store, index, port=args.port)
+        component = BinderServer(cfg, store, index, port=args.port, metrics_port=args.metrics_port)
     elif args.cmd == "shard":
         from shard.server import ShardServer
-        component = ShardServer(cfg, store, index, port=args.port, seed=args.seed)
+        component = ShardServer(cfg, store, index, port=args.port, seed=args.seed,
+                                metrics_port=args.metrics_port)
     else:
         from dispatcher.server import Dispatcher
-        component = Dispatcher(cfg, store, port=args.port, seed=args.seed)
+        component = Dispatcher(cfg, store, port=args.port, seed=args.seed, metrics_port=args.metrics_port)
     stop_on_signals(component)
     try:
         component.run()
@@ -55,8 +56,11 @@ def run_component(args) -> int:
 class LocalCluster:
     """Binders, shards and a dispatcher as child processes sharing one store and config."""
 
-    def __init__(self, cfg: dict, url: str, seed: int = 0, log_dir: str | None = None):
+    def __init__(self, cfg: dict, url: str, seed: int = 0, log_dir: str | None = None,
+                 free_metrics_ports: bool = False):
         self.cfg = cfg
+        #: Serve metrics on any free port (tests and benchmarks beside a running `up`).
+        self.free_metrics_ports = free_metrics_ports
         self.url = url
         self.seed = seed
         self._tmp = tempfile.TemporaryDirectory(prefix="shardsched-")
@@ -73,6 +77,8 @@ class LocalCluster:
     def start_one(self, role: str, index: int) -> subprocess.Popen:
         cmd = [sys.executable, "-m", "common.cli", role, "--config", self.config_path,
                "--id", str(index), "--store", self.url, "--seed", str(self.seed)]
+        if self.free_metrics_ports:
+            cmd += ["--metrics-port", "0"]
         log = open(os.path.join(self.log_dir, f"{role}-{index}.log"), "ab")
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         log.close()
@@ -193,5 +199,8 @@ def add_commands(sub) -> None:
         c.add_argument("--id", default="0", help="index of this process (shard/binder number)")
         c.add_argument("--store", help="store URL (default: store.url from the config)")
         c.add_argument("--port", type=int, help="gRPC port (default: from the config; 0 = any free port)")
+        c.add_argument("--metrics-port", type=int,
+                       help="Prometheus metrics port (default: from the config, where 0 = off; "
+                            "here 0 = any free port)")
         c.add_argument("--seed", type=int, default=0)
         c.set_defaults(func=run_component)

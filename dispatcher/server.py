@@ -22,7 +22,8 @@ import time
 
 import orjson
 
-from common.component import Component, channel
+from common.component import Component, channel, metrics_port_for
+from common.metrics import DispatcherMetrics
 from common.informer import Informer
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
@@ -82,10 +83,13 @@ class ShardLink:
 class Dispatcher(Component):
     role = "dispatcher"
 
-    def __init__(self, cfg: dict, store, port: int | None = None, seed: int = 0, metrics: str = ""):
+    def __init__(self, cfg: dict, store, port: int | None = None, seed: int = 0,
+                 metrics_port: int | None = None):
         d = cfg["dispatcher"]
+        self.metrics = DispatcherMetrics()
         super().__init__("0", store, d["host"], d["port"] if port is None else port,
-                         d["shardTimeoutSeconds"], metrics)
+                         d["shardTimeoutSeconds"], metrics_port_for(d["metricsPort"], 0, metrics_port),
+                         self.metrics.registry)
         self.names = {p["schedulerName"] for p in cfg["profiles"]}
         if d["alsoDefaultScheduler"]:
             self.names.add("default-scheduler")
@@ -160,12 +164,17 @@ class Dispatcher(Component):
             if id_ not in self.shards:
                 self.shards[id_] = ShardLink(id_, address, self.inbox)
                 self.counters["shards_joined"] += 1
+                self.metrics.shard_up.labels(id_).set(1)
+        for id_, link in self.shards.items():
+            self.metrics.in_flight.labels(id_).set(len(link.held))
 
     def _shard_down(self, link: ShardLink) -> None:
         link.close()
         if self.shards.get(link.id) is link:
             del self.shards[link.id]
             self.counters["shards_lost"] += 1
+            self.metrics.shard_up.labels(link.id).set(0)
+            self.metrics.in_flight.labels(link.id).set(0)
         self.revoke.pop(link.id, None)
         for key in link.held:
             p = self.pending.get(key)
@@ -240,6 +249,8 @@ class Dispatcher(Component):
                 link.held.add(key)
                 batches.setdefault(link.id, []).append(pb.PendingPod(key=key, uid=p.uid, json=p.json))
                 sent += 1
+        for id_, pods in batches.items():
+            self.metrics.dispatched.labels(id_).inc(len(pods))
         for id_ in set(batches) | set(self.revoke):
             link = self.shards.get(id_)
             if link is not None:

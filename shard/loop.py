@@ -167,10 +167,13 @@ class ShardLoop:
         if entry is None:
             return None
         self.cache.expire()
-        self.scheduler.refresh()
+        t = time.perf_counter()
+        cloned = self.scheduler.refresh()
+        snapshot_s = time.perf_counter() - t
         pod = entry.pod
         result = self.scheduler.schedule(pod, queued=len(self.queue), last_generation=entry.last_generation,
                                          profile=self.profile_for(pod))
+        result.snapshot_s, result.cloned = snapshot_s, cloned
         if result.scheduled:
             self._commit(entry, result)
         else:

@@ -14,6 +14,7 @@ narrowing), and the snapshot's `full_copy`.
 from __future__ import annotations
 
 import random
+import time
 
 import numpy as np
 
@@ -30,7 +31,8 @@ class ScheduleResult:
     """What one cycle decided: a node, or why not (status, lazily built message)."""
 
     __slots__ = ("pod", "node", "status", "state", "evaluated", "feasible", "diagnosis",
-                 "profile", "_message", "nominated", "victims", "skipped_by_context")
+                 "profile", "_message", "nominated", "victims", "skipped_by_context", "phases",
+                 "snapshot_s", "cloned", "threshold")
 
     def __init__(self, pod, profile, state):
         self.pod, self.profile, self.state = pod, profile, state
@@ -41,6 +43,10 @@ class ScheduleResult:
         self._message = None
         self.nominated = None
         self.victims = ()
+        self.phases: dict[str, float] = {}  # extension point -> seconds, for the metrics
+        self.snapshot_s = 0.0               # set by the loop, which refreshes the snapshot
+        self.cloned = 0
+        self.threshold = 0
 
     @property
     def scheduled(self) -> bool:
@@ -79,6 +85,7 @@ class Scheduler:
 
     def schedule(self, pod, queued: int = 0, last_generation: int = 0, profile: Profile | None = None) -> ScheduleResult:
         profile = profile or self.profile_for(pod)
+        t0 = time.perf_counter()
         state = CycleState()
         result = ScheduleResult(pod, profile, state)
         table = self.table
@@ -110,8 +117,12 @@ class Scheduler:
             return result
         skip_unchanged = (self.scheduling_context and last_generation > 0
                           and not pod.has_cross_node_constraints())
+        t1 = time.perf_counter()
         feasible = self._scan(profile, state, pod, diag, result, queued, rows_hint,
                               last_generation if skip_unchanged else 0)
+        t2 = time.perf_counter()
+        result.phases["PreFilter"], result.phases["Filter"] = t1 - t0, t2 - t1
+        result.threshold = self.threshold.last
         result.feasible = len(feasible)
         if not len(feasible):
             result.status = Status("Unschedulable")
@@ -119,6 +130,7 @@ class Scheduler:
                 result.diagnosis = None  # partial: the message needs a full scan (see explain)
             return result
         result.node = self._select(profile, state, pod, feasible)
+        result.phases["Score"] = time.perf_counter() - t2
         result.status = Status(SUCCESS)
         return result
 

@@ -15,7 +15,8 @@ import time
 import orjson
 
 from binder.partition import binder_for
-from common.component import Component, channel, port_for
+from common.component import Component, channel, metrics_port_for, port_for
+from common.metrics import ShardMetrics
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
@@ -71,11 +72,14 @@ class ShardServer(Component, rpc.ShardServicer):
     role = "shard"
 
     def __init__(self, cfg: dict, store, index: int, port: int | None = None, seed: int = 0,
-                 metrics: str = ""):
+                 metrics_port: int | None = None):
         shards = cfg["shards"]
+        self.metrics = ShardMetrics(str(index))
         super().__init__(str(index), store, shards["host"],
                          port_for(shards["basePort"], index, port),
-                         cfg["dispatcher"]["shardTimeoutSeconds"], metrics)
+                         cfg["dispatcher"]["shardTimeoutSeconds"],
+                         metrics_port_for(shards["metricsBasePort"], index, metrics_port),
+                         self.metrics.registry)
         self.binder_count = cfg["binders"]["count"]
         self.loop = ShardLoop(cfg, store, seed=seed + index)
         self.loop.dispatched = set()
@@ -181,6 +185,7 @@ class ShardServer(Component, rpc.ShardServicer):
             entry, result = held
             if o.bound:
                 self.counters["bound"] += 1
+                self.metrics.pod_attempts.labels(self.id).observe(entry.attempts)
                 loop.finish_binding(entry, result, True)
                 loop.dispatched.discard(o.pod_key)
             elif o.reason.startswith(GONE):
@@ -220,6 +225,7 @@ class ShardServer(Component, rpc.ShardServicer):
         if not force and now - self._last_report < REPORT_EVERY_S:
             return
         self._last_report = now
+        self.metrics.queues(self.queues())
         report = pb.ShardReport(returned=self.returned, queued=len(self.loop.queue),
                                 in_flight=len(self.in_flight))
         self.returned = []
@@ -237,6 +243,7 @@ class ShardServer(Component, rpc.ShardServicer):
             if result is None:
                 break
             cycles += 1
+            self.metrics.cycle(result, result.snapshot_s + sum(result.phases.values()))
             if not result.scheduled:
                 self.counters["unschedulable"] += 1
                 self.store.set_unschedulable(result.pod.key, loop.messages.get(result.pod.key, ""))

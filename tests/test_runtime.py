@@ -53,8 +53,8 @@ def cluster_env(tmp_path):
         store = open_store(server.url)
         store.create_many(fleet.generate(NODES, "mixed", seed=1))
 
-        def start(cfg=None) -> LocalCluster:
-            c = LocalCluster(cfg or runtime_config(), server.url, log_dir=str(tmp_path))
+        def start(cfg=None, **opts) -> LocalCluster:
+            c = LocalCluster(cfg or runtime_config(), server.url, log_dir=str(tmp_path), **opts)
             started.append(c)
             c.start()
             return c
@@ -193,3 +193,48 @@ def test_malformed_pod_is_reported_and_the_rest_flows(cluster_env):
             break
         assert time.monotonic() < deadline, f"bad pod not reported: {conditions}"
         time.sleep(0.2)
+
+
+def scrape(address: str) -> dict[str, list]:
+    """Metric family name -> samples, from a process's /metrics endpoint."""
+    from urllib.request import urlopen
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urlopen(f"http://{address}/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+    return {f.name: f.samples for f in text_string_to_metric_families(text)}
+
+
+def test_every_process_serves_its_metrics_with_shard_labels(cluster_env):
+    url, store, start = cluster_env
+    cluster = start(free_metrics_ports=True)
+    store.create_many([pod(i) for i in range(300)] + [pod(i, cpu="500", name="huge") for i in range(3)])
+    wait_bound(store, 300)
+    time.sleep(1.5)  # let the shards report queue lengths and the dispatcher its gauges
+    leases = cluster.wait_ready()
+    shard_series = ["scheduler_schedule_attempts", "scheduler_scheduling_attempt_duration_seconds",
+                    "scheduler_pending_pods", "scheduler_pod_scheduling_attempts",
+                    "scheduler_framework_extension_point_duration_seconds",
+                    "shardsched_feasible_node_threshold", "shardsched_nodes_evaluated",
+                    "shardsched_snapshot_update_duration_seconds", "shardsched_snapshot_nodes_cloned"]
+    scheduled = 0
+    for id_, address in leases["shard"].items():
+        families = scrape(cluster.status("shard", address).metrics)
+        for name in shard_series:
+            assert families.get(name), f"shard {id_}: no {name}"
+            assert all(s.labels["shard"] == id_ for s in families[name]), name
+        results = {s.labels["result"]: s.value for s in families["scheduler_schedule_attempts"]
+                   if s.name.endswith("_total")}
+        scheduled += results.get("scheduled", 0)
+        assert "scheduler_preemption_attempts" in families
+    assert scheduled == 300
+    binder = scrape(cluster.status("binder", leases["binder"]["0"]).metrics)
+    bound = [s for s in binder["shardsched_binder_outcomes"] if s.labels["reason"] == "Bound"
+             and s.name.endswith("_total")]
+    assert sum(s.value for s in bound) == 300
+    assert {s.labels["shard"] for s in bound} <= set(leases["shard"])
+    dispatcher = scrape(cluster.status("dispatcher", leases["dispatcher"]["0"]).metrics)
+    up = {s.labels["shard"]: s.value for s in dispatcher["shardsched_shard_up"]}
+    assert up == {id_: 1.0 for id_ in leases["shard"]}
+    assert {s.labels["shard"] for s in dispatcher["shardsched_dispatcher_pods_in_flight"]} == set(leases["shard"])

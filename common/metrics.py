@@ -1,0 +1,110 @@
+"""Prometheus metrics of every process, with kube-scheduler's names where they mean the same.
+
+Each process has its own registry (so tests can run several in one interpreter) and serves
+it on its own port. Every series carries a `shard` label: the shard's id in a shard, the
+shard a decision or a pod came from in the binder and the dispatcher.
+"""
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+#: kube-scheduler's buckets for attempt durations (exponential from 1 ms).
+DURATION_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064,
+                    0.128, 0.256, 0.512, 1.024)
+COUNT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+
+
+class ShardMetrics:
+    def __init__(self, shard: str, registry: CollectorRegistry | None = None):
+        r = self.registry = registry or CollectorRegistry()
+        self.shard = shard
+        self.attempts = Counter("scheduler_schedule_attempts_total",
+                                "Scheduling attempts by result (scheduled, unschedulable, error).",
+                                ["result", "profile", "shard"], registry=r)
+        self.attempt_duration = Histogram("scheduler_scheduling_attempt_duration_seconds",
+                                          "One scheduling cycle, snapshot update to selection.",
+                                          ["result", "profile", "shard"], buckets=DURATION_BUCKETS,
+                                          registry=r)
+        self.pending = Gauge("scheduler_pending_pods", "Pods in the shard's queues.",
+                             ["queue", "shard"], registry=r)
+        self.preemption_attempts = Counter("scheduler_preemption_attempts_total",
+                                           "Preemption attempts.", ["shard"], registry=r)
+        self.preemption_victims = Histogram("scheduler_preemption_victims",
+                                            "Victims chosen per preemption.", ["shard"],
+                                            buckets=COUNT_BUCKETS[:10], registry=r)
+        self.pod_attempts = Histogram("scheduler_pod_scheduling_attempts",
+                                      "Attempts a pod needed until it was scheduled.", ["shard"],
+                                      buckets=COUNT_BUCKETS[:8], registry=r)
+        self.extension_duration = Histogram(
+            "scheduler_framework_extension_point_duration_seconds",
+            "Time in each phase of a cycle (PreFilter, Filter, Score).",
+            ["extension_point", "status", "profile", "shard"], buckets=DURATION_BUCKETS, registry=r)
+        self.threshold = Gauge("shardsched_feasible_node_threshold",
+                               "Feasible nodes the last cycle looked for.", ["shard"], registry=r)
+        self.nodes_evaluated = Histogram("shardsched_nodes_evaluated",
+                                         "Nodes examined by the filter scan of one cycle.", ["shard"],
+                                         buckets=COUNT_BUCKETS, registry=r)
+        self.snapshot_duration = Histogram("shardsched_snapshot_update_duration_seconds",
+                                           "Incremental snapshot update at the start of a cycle.",
+                                           ["shard"], buckets=DURATION_BUCKETS, registry=r)
+        self.snapshot_cloned = Counter("shardsched_snapshot_nodes_cloned_total",
+                                       "Nodes cloned into the snapshot.", ["shard"], registry=r)
+        self.context_skipped = Counter("shardsched_scheduling_context_skipped_nodes_total",
+                                       "Nodes a retry skipped because they had not changed.",
+                                       ["shard"], registry=r)
+        self.pruned = Counter("shardsched_preemption_nodes_pruned_total",
+                              "Nodes preemption skipped by the priority prefix sums.", ["shard"],
+                              registry=r)
+
+    def cycle(self, result, seconds: float) -> None:
+        """Record one cycle (the shard calls this after every attempt)."""
+        s = self.shard
+        profile = result.profile.name if result.profile is not None else ""
+        outcome = "scheduled" if result.scheduled else "unschedulable"
+        self.attempts.labels(outcome, profile, s).inc()
+        self.attempt_duration.labels(outcome, profile, s).observe(seconds)
+        status = "Success" if result.scheduled else "Unschedulable"
+        for point, took in result.phases.items():
+            self.extension_duration.labels(point, status, profile, s).observe(took)
+        self.nodes_evaluated.labels(s).observe(result.evaluated)
+        self.threshold.labels(s).set(result.threshold)
+        self.snapshot_duration.labels(s).observe(result.snapshot_s)
+        if result.cloned:
+            self.snapshot_cloned.labels(s).inc(result.cloned)
+        if result.skipped_by_context:
+            self.context_skipped.labels(s).inc(result.skipped_by_context)
+        if result.victims:
+            self.preemption_attempts.labels(s).inc()
+            self.preemption_victims.labels(s).observe(len(result.victims))
+
+    def queues(self, lengths: dict[str, int]) -> None:
+        for queue, n in lengths.items():
+            self.pending.labels(queue, self.shard).set(n)
+
+
+class BinderMetrics:
+    def __init__(self, binder: str, registry: CollectorRegistry | None = None):
+        r = self.registry = registry or CollectorRegistry()
+        self.outcomes = Counter("shardsched_binder_outcomes_total",
+                                "Decisions answered, by outcome reason (Bound or the conflict).",
+                                ["reason", "shard", "binder"], registry=r)
+        self.binder = binder
+
+
+class DispatcherMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None):
+        r = self.registry = registry or CollectorRegistry()
+        self.in_flight = Gauge("shardsched_dispatcher_pods_in_flight",
+                               "Pods dispatched to a shard and not yet bound.", ["shard"], registry=r)
+        self.shard_up = Gauge("shardsched_shard_up", "1 while the shard holds its lease.", ["shard"],
+                              registry=r)
+        self.dispatched = Counter("shardsched_dispatcher_pods_dispatched_total",
+                                  "Pods sent to a shard (re-dispatches included).", ["shard"], registry=r)
+
+
+def serve(registry: CollectorRegistry, host: str, port: int) -> str:
+    """Serve `registry` over HTTP; returns host:port ("" when port is None: off)."""
+    if port is None:
+        return ""
+    server, _ = start_http_server(port, addr=host, registry=registry)
+    return f"{host}:{server.server_port}"
