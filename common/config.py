@@ -117,6 +117,19 @@ SCHEMA = {
         "podMaxBackoffSeconds": _f(10, "Longest backoff (doubles each attempt up to this).", minimum=0),
         "unschedulableMaxSeconds": _f(300, "An unschedulable pod is retried at least this often.",
                                       minimum=1),
+        # Each optimisation can be switched off, for ablations and to rule it out when
+        # debugging; placements stay kube-scheduler's either way.
+        "optimizations": {
+            "incrementalSnapshot": _b(True, "Update the snapshot from what changed (GenerationStore); "
+                                      "false copies the whole cache every cycle."),
+            "swapDeleteNodeList": _b(True, "Keep nodes in swap-delete rows; false keeps kube-scheduler's "
+                                     "zone-interleaved order, rebuilt whenever nodes come or go."),
+            "vectorisedFilters": _b(True, "Run the built-in filters over numpy columns first; false "
+                                    "runs every filter node by node."),
+            "schedulingContext": _b(True, "On retry, skip nodes unchanged since a pod's last failed "
+                                    "attempt (pods without cross-node constraints)."),
+            "unitLocating": _b(True, "Send pods pinned to one node straight to that node's checks."),
+        },
     },
     "binders": {
         "count": _i(1, "Binder processes; each owns the nodes whose name hashes to its index.", minimum=1),

@@ -54,17 +54,25 @@ class ScheduleResult:
 
 
 class Scheduler:
-    def __init__(self, cfg: dict, cache, store=None, seed: int = 0, *, vectorised: bool = True,
-                 scheduling_context: bool = True, unit_locating: bool = True,
-                 full_snapshot: bool = False):
+    def __init__(self, cfg: dict, cache, store=None, seed: int = 0, *, vectorised: bool | None = None,
+                 scheduling_context: bool | None = None, unit_locating: bool | None = None,
+                 full_snapshot: bool | None = None, zone_order: bool | None = None):
+        """Optimisations default to `shards.optimizations` in the config; keyword arguments
+        override them (benchmarks compare both settings on one cache)."""
+        opts = cfg["shards"]["optimizations"]
+
+        def pick(arg, default):
+            return default if arg is None else arg
+
         self.cfg = cfg
         self.cache = cache
         self.store = store
         self.rng = random.Random(seed)
-        self.vectorised = vectorised
-        self.scheduling_context = scheduling_context
-        self.unit_locating = unit_locating
-        self.snapshot = Snapshot(full=full_snapshot)
+        self.vectorised = pick(vectorised, opts["vectorisedFilters"])
+        self.scheduling_context = pick(scheduling_context, opts["schedulingContext"])
+        self.unit_locating = pick(unit_locating, opts["unitLocating"])
+        self.snapshot = Snapshot(full=pick(full_snapshot, not opts["incrementalSnapshot"]),
+                                 zone_order=pick(zone_order, not opts["swapDeleteNodeList"]))
         self.threshold = Threshold(cfg["threshold"])
         self.profiles = {p["schedulerName"]: Profile(p) for p in cfg["profiles"]}
         for prof in self.profiles.values():

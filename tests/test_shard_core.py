@@ -24,7 +24,8 @@ def make_node(name: str, cpu: int, taint: bool = False, unschedulable: bool = Fa
         spec["taints"] = [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
     return parse_node({
         "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"zone": f"z{cpu % 3}"}},
+        "metadata": {"name": name, "labels": {"zone": f"z{cpu % 3}",
+                                               "topology.kubernetes.io/zone": f"z{cpu % 3}"}},
         "spec": spec,
         "status": {"allocatable": {"cpu": str(cpu), "memory": "64Gi", "pods": "110"},
                    "images": [{"names": [f"img-{cpu % 2}"], "sizeBytes": 1000}]},
@@ -166,6 +167,7 @@ def test_full_variant_agrees_with_incremental(ops):
     clock = Clock()
     cache = ShardCache(assume_ttl=10.0, clock=clock)
     incremental, full = Snapshot(), Snapshot(full=True)
+    zoned, zoned_full = Snapshot(zone_order=True), Snapshot(full=True, zone_order=True)
     for op in ops + [("update", None)]:
         if op[0] != "update":
             apply(cache, clock, op)
@@ -174,6 +176,10 @@ def test_full_variant_agrees_with_incremental(ops):
         assert full.update(cache) == len(cache.nodes)
         assert_snapshot_matches(full, cache)
         assert sorted(full.table.names) == sorted(incremental.table.names)
+        for variant in (zoned, zoned_full):  # kube-scheduler's order, kept incrementally or rebuilt
+            variant.update(cache)
+            assert_snapshot_matches(variant, cache)
+            assert variant.table.names == variant.zones.interleaved()
 
 
 def test_unchanged_cache_clones_nothing():
