@@ -71,10 +71,17 @@ class Component(rpc.ComponentServicer):
     def queues(self) -> dict[str, int]:
         return {}
 
+    def gauges(self) -> dict[str, int]:
+        """Current values reported beside the counters (thresholds, percentiles...)."""
+        return {}
+
+    def peers(self) -> list:
+        return []
+
     def Status(self, request, context):
         return pb.StatusReply(role=self.role, id=self.id, uptime_seconds=time.monotonic() - self.started,
-                              queues=self.queues(), counters=dict(self.counters),
-                              address=self.address, metrics=self.metrics_address)
+                              queues=self.queues(), counters={**self.counters, **self.gauges()},
+                              address=self.address, metrics=self.metrics_address, peers=self.peers())
 
     # --- serving --------------------------------------------------------------------------
 

@@ -182,6 +182,23 @@ def run_up(args) -> int:
     return 0
 
 
+def run_top(args) -> int:
+    """`shardsched top`: the live table, until Ctrl-C (or --iterations refreshes)."""
+    from . import top
+    from .store import open_store
+
+    store = None
+    if not args.dispatcher:
+        cfg = config_mod.load(args.config)
+        store = open_store(store_url(args, cfg))
+    try:
+        top.run(args.dispatcher, store, args.interval, args.iterations)
+    finally:
+        if store is not None:
+            store.close()
+    return 0
+
+
 def add_commands(sub) -> None:
     """Register `up` and the single-component commands on the CLI's subparsers."""
     u = sub.add_parser("up", help="run the store, dispatcher, shards and binders on this machine")
@@ -193,6 +210,13 @@ def add_commands(sub) -> None:
     u.add_argument("--profile", choices=fleet_mod.PROFILES, default="mixed")
     u.add_argument("--seed", type=int, default=0)
     u.set_defaults(func=run_up)
+    t = sub.add_parser("top", help="live table of the shards and binders (from their Status calls)")
+    t.add_argument("--config", help="configuration file (its store.url finds the processes)")
+    t.add_argument("--store", help="store URL whose leases list the processes")
+    t.add_argument("--dispatcher", metavar="ADDR", help="ask this dispatcher (host:port) instead")
+    t.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes")
+    t.add_argument("--iterations", type=int, help="stop after this many refreshes")
+    t.set_defaults(func=run_top)
     for role in ("dispatcher", "shard", "binder"):
         c = sub.add_parser(role, help=f"run one {role} process (as in a cluster)")
         c.add_argument("--config", help="configuration file (default: built-in defaults)")

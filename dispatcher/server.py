@@ -112,6 +112,11 @@ class Dispatcher(Component):
             out[f"in_flight_shard_{id_}"] = len(link.held)
         return out
 
+    def peers(self) -> list:
+        """Shards and binders as their leases show them, for `shardsched top`."""
+        return [pb.Peer(role=role, id=id_, address=address) for role in ("shard", "binder")
+                for id_, address in sorted(self.store.list_leases(role).items())]
+
     # --- following pending pods -------------------------------------------------------------
 
     def _apply(self, type_: str, kind: str, obj: dict) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
 
 import orjson
 
@@ -91,6 +92,7 @@ class ShardServer(Component, rpc.ShardServicer):
         self.report_streams: list[queue.SimpleQueue] = []
         self.returned: list[str] = []
         self._last_report = 0.0
+        self.cycle_times: deque = deque(maxlen=1000)  # recent cycle durations, for Status
 
     def register(self, server) -> None:
         rpc.add_ShardServicer_to_server(self, server)
@@ -99,6 +101,11 @@ class ShardServer(Component, rpc.ShardServicer):
         lengths = self.loop.queue.lengths()
         lengths["in_flight"] = len(self.in_flight)
         return lengths
+
+    def gauges(self) -> dict[str, int]:
+        recent = sorted(self.cycle_times)
+        p99 = recent[min(len(recent) - 1, int(len(recent) * 0.99))] if recent else 0.0
+        return {"threshold": self.loop.scheduler.threshold.last, "cycle_p99_us": int(p99 * 1e6)}
 
     # --- the dispatcher's stream ------------------------------------------------------------
 
@@ -243,7 +250,9 @@ class ShardServer(Component, rpc.ShardServicer):
             if result is None:
                 break
             cycles += 1
-            self.metrics.cycle(result, result.snapshot_s + sum(result.phases.values()))
+            took = result.snapshot_s + sum(result.phases.values())
+            self.cycle_times.append(took)
+            self.metrics.cycle(result, took)
             if not result.scheduled:
                 self.counters["unschedulable"] += 1
                 self.store.set_unschedulable(result.pod.key, loop.messages.get(result.pod.key, ""))

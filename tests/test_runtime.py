@@ -238,3 +238,24 @@ def test_every_process_serves_its_metrics_with_shard_labels(cluster_env):
     up = {s.labels["shard"]: s.value for s in dispatcher["shardsched_shard_up"]}
     assert up == {id_: 1.0 for id_ in leases["shard"]}
     assert {s.labels["shard"] for s in dispatcher["shardsched_dispatcher_pods_in_flight"]} == set(leases["shard"])
+
+
+def test_top_shows_every_shard_and_binder(cluster_env):
+    import io
+
+    from rich.console import Console
+
+    from common import top
+
+    url, store, start = cluster_env
+    cluster = start()
+    store.create_many([pod(i) for i in range(200)])
+    wait_bound(store, 200)
+    dispatcher = cluster.wait_ready()["dispatcher"]["0"]
+    out = io.StringIO()
+    top.run(dispatcher, None, interval=0.2, iterations=2, console=Console(file=out, width=200))
+    text = out.getvalue()
+    for name in ("shard 0", "shard 1", "binder 0"):
+        assert name in text
+    bound_column = [line.split("│")[8].strip() for line in text.splitlines() if "│ shard" in line]
+    assert sum(int(x) for x in bound_column[-2:]) == 200  # the last refresh's rows

@@ -1,0 +1,77 @@
+"""`shardsched top`: a live table of the shards and binders, from their Status calls.
+
+The processes are found through the dispatcher (its Status lists the shards and binders it
+knows) or, without `--dispatcher`, through the leases in the store. Rates are computed from
+the difference between two consecutive Status counters, so the first refresh shows none.
+"""
+from __future__ import annotations
+
+import time
+
+import grpc
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from proto import shardsched_pb2 as pb
+from proto import shardsched_pb2_grpc as rpc
+
+from .component import channel
+
+COLUMNS = ("process", "pods/s", "active", "backoff", "unschedulable", "in flight", "attempts",
+           "bound", "conflicts", "threshold", "p99 cycle ms", "uptime s")
+
+
+def status(address: str, timeout: float = 2.0):
+    with channel(address) as ch:
+        return rpc.ComponentStub(ch).Status(pb.StatusRequest(), timeout=timeout)
+
+
+def discover(dispatcher: str | None, store) -> list[tuple[str, str, str]]:
+    """(role, id, address) of every shard and binder."""
+    if dispatcher:
+        return [(p.role, p.id, p.address) for p in status(dispatcher).peers]
+    return [(role, id_, address) for role in ("shard", "binder")
+            for id_, address in sorted(store.list_leases(role).items())]
+
+
+def table(rows: list[tuple[str, str, str]], previous: dict, elapsed: float) -> Table:
+    t = Table(title=f"shardsched top  {time.strftime('%H:%M:%S')}")
+    for c in COLUMNS:
+        t.add_column(c, justify="left" if c == "process" else "right")
+    for role, id_, address in rows:
+        name = f"{role} {id_}"
+        try:
+            s = status(address)
+        except grpc.RpcError:
+            t.add_row(name, *(["-"] * (len(COLUMNS) - 2)), "down")
+            continue
+        c, q = s.counters, s.queues
+        bound = c.get("bound", 0)
+        before = previous.get(name)
+        rate = f"{(bound - before) / elapsed:,.0f}" if before is not None and elapsed > 0 else ""
+        previous[name] = bound
+        attempts = c.get("cycles", c.get("decisions", 0))
+        conflicts = c.get("conflicts", c.get("rejected", 0))
+        t.add_row(name, rate, str(q.get("active", "")), str(q.get("backoff", "")),
+                  str(q.get("unschedulable", "")), str(q.get("in_flight", q.get("assumed", ""))),
+                  str(attempts), str(bound), str(conflicts), str(c.get("threshold", "")),
+                  f"{c['cycle_p99_us'] / 1000:.2f}" if "cycle_p99_us" in c else "",
+                  f"{s.uptime_seconds:.0f}")
+    return t
+
+
+def run(dispatcher: str | None, store, interval: float = 1.0, iterations: int | None = None,
+        console: Console | None = None) -> None:
+    """Refresh every `interval` seconds, `iterations` times (None: until interrupted)."""
+    previous: dict = {}
+    last = time.monotonic()
+    done = 0
+    with Live(console=console or Console(), auto_refresh=False) as live:
+        while iterations is None or done < iterations:
+            now = time.monotonic()
+            live.update(table(discover(dispatcher, store), previous, now - last), refresh=True)
+            last = now
+            done += 1
+            if iterations is None or done < iterations:
+                time.sleep(interval)
