@@ -54,15 +54,13 @@ class BinderServer(Component, rpc.BinderServicer):
 
     # --- the watch --------------------------------------------------------------------------
 
+    def watch_step(self) -> None:
+        self.informer.sync(timeout=0.2)
+        with self.lock:
+            self.view.cache.expire()
+
     def watch_forever(self) -> None:
-        while not self.stop_event.is_set():
-            try:
-                self.informer.sync(timeout=0.2)
-                with self.lock:
-                    self.view.cache.expire()
-            except Exception:  # store hiccup: the next sync resumes from the last rv
-                self.counters["watch_errors"] += 1
-                self.stop_event.wait(0.2)
+        self.loop_forever(self.watch_step)
 
     # --- decisions --------------------------------------------------------------------------
 
@@ -133,8 +131,6 @@ class BinderServer(Component, rpc.BinderServicer):
     def run(self) -> None:
         """List, serve, and follow the store until stopped."""
         self.informer.start()
-        self.serve()
-        self.renew_lease()
-        self.start_background(self.watch_forever)
+        self.start(self.watch_forever)
         self.stop_event.wait()
         self.shutdown()

@@ -112,6 +112,23 @@ class Component(rpc.ComponentServicer):
             except Exception:  # the store may be down for a moment: keep trying
                 self.counters["lease_errors"] += 1
 
+    def loop_forever(self, step) -> None:
+        """Call `step` until stopped. A failing step (the store unreachable for a moment) is
+        counted and retried: the store is the source of truth and every loop resumes from
+        the last event it applied, so nothing is lost by trying again."""
+        while not self.stop_event.is_set():
+            try:
+                step()
+            except Exception:
+                self.counters["loop_errors"] += 1
+                self.stop_event.wait(0.2)
+
+    def start(self, *background) -> None:
+        """After the initial list: listen, take the lease, start the background threads."""
+        self.serve()
+        self.renew_lease()
+        self.start_background(*background)
+
     def start_background(self, *targets) -> list[threading.Thread]:
         """Called once the initial list is loaded: settle the heap, then start the threads."""
         settle_heap()

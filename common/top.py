@@ -61,17 +61,29 @@ def table(rows: list[tuple[str, str, str]], previous: dict, elapsed: float) -> T
     return t
 
 
+def source(rows) -> callable:
+    """A function returning a fresh table each call, with rates since the previous call;
+    `rows` is a function returning the (role, id, address) list."""
+    previous: dict = {}
+    last = [time.monotonic()]
+
+    def render() -> Table:
+        now = time.monotonic()
+        t = table(rows(), previous, now - last[0])
+        last[0] = now
+        return t
+
+    return render
+
+
 def run(dispatcher: str | None, store, interval: float = 1.0, iterations: int | None = None,
         console: Console | None = None) -> None:
     """Refresh every `interval` seconds, `iterations` times (None: until interrupted)."""
-    previous: dict = {}
-    last = time.monotonic()
+    render = source(lambda: discover(dispatcher, store))
     done = 0
     with Live(console=console or Console(), auto_refresh=False) as live:
         while iterations is None or done < iterations:
-            now = time.monotonic()
-            live.update(table(discover(dispatcher, store), previous, now - last), refresh=True)
-            last = now
+            live.update(render(), refresh=True)
             done += 1
             if iterations is None or done < iterations:
                 time.sleep(interval)

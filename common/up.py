@@ -100,7 +100,8 @@ class LocalCluster:
             deadline = time.monotonic() + timeout
             while True:
                 leases = {role: store.list_leases(role) for role in ROLES}
-                if all(len(leases[r]) >= n for r, n in self.counts().items()):
+                if (all(len(leases[r]) >= n for r, n in self.counts().items())
+                        and self._dispatcher_linked(leases)):
                     return leases
                 for (role, i), proc in self.procs.items():
                     if proc.poll() is not None:
@@ -111,6 +112,17 @@ class LocalCluster:
                 time.sleep(0.1)
         finally:
             store.close()
+
+    def _dispatcher_linked(self, leases: dict) -> bool:
+        """The dispatcher holds a stream to every shard, so pods will be spread over all."""
+        import grpc
+
+        try:
+            reply = self.status("dispatcher", leases["dispatcher"]["0"])
+        except grpc.RpcError:
+            return False
+        linked = [q for q in reply.queues if q.startswith("in_flight_shard_")]
+        return len(linked) >= self.counts()["shard"]
 
     def kill(self, role: str, index: int) -> None:
         """kill -9: no goodbye, no lease drop."""

@@ -273,15 +273,8 @@ class Dispatcher(Component):
 
     def run(self) -> None:
         self.informer.start()
-        self.serve()
-        self.renew_lease()
-        self.start_background()
-        while not self.stop_event.is_set():
-            try:
-                self.step()
-            except Exception:
-                self.counters["loop_errors"] += 1  # store hiccup: retry from the last event
-                self.stop_event.wait(0.2)
+        self.start()
+        self.loop_forever(self.step)
         for link in list(self.shards.values()):
             link.close()
         self.shutdown()

@@ -264,17 +264,8 @@ class ShardServer(Component, rpc.ShardServicer):
 
     def run(self) -> None:
         self.loop.start()
-        self.serve()
-        self.renew_lease()
-        self.start_background()
-        while not self.stop_event.is_set():
-            try:
-                self.step()
-            except Exception:
-                # A store hiccup must not kill the shard: the store is the source of truth
-                # and the next pass resumes from the last event applied.
-                self.counters["loop_errors"] += 1
-                self.stop_event.wait(0.2)
+        self.start()
+        self.loop_forever(self.step)
         self.returned = [k for k in self.loop.dispatched if k not in self.in_flight]
         self._report(force=True)
         for stream in list(self.report_streams):
