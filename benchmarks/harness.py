@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
 
 import orjson
 from rich.console import Console
+from rich.console import Group
+from rich.live import Live
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 
@@ -73,3 +77,53 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="write the results to this file")
     return p
+
+
+@contextlib.contextmanager
+def progress(total: int, quiet: bool = False, extra=None):
+    """A progress bar of pods scheduled, with `extra()` (a renderable, e.g. the live table of
+    the shards) drawn under it; yields update(created=, scheduled=)."""
+    if quiet:
+        yield lambda **_: None
+        return
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                   auto_refresh=False)  # never started: drawn inside the Live below
+    task = bar.add_task("starting", total=total)
+    last = [time.monotonic(), 0]
+    with Live(console=Console(), auto_refresh=False) as live:
+        def update(created: int, scheduled: int) -> None:
+            now = time.monotonic()
+            rate = (scheduled - last[1]) / max(now - last[0], 1e-9)
+            last[:] = [now, scheduled]
+            bar.update(task, completed=scheduled, description=(
+                f"created {created}  scheduled {scheduled}  pending {created - scheduled}  "
+                f"{rate:,.0f} pods/s"))
+            parts = [bar.get_renderable()] + ([extra()] if extra is not None else [])
+            live.update(Group(*parts), refresh=True)
+
+        yield update
+
+
+def print_bench(doc: dict) -> None:
+    """The end-to-end benchmark's summary: one table of figures, one of shards."""
+    t = Table(title=f"{doc['workload']}: {doc['pods']} pods on {doc['nodes']} {doc['profile']} nodes, "
+                    f"{doc['shards']} shard(s), {doc['binders']} binder(s)")
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    tp, lat = doc["throughput_pods_per_s"], doc["e2e_latency_ms"]
+    for name, value in (("throughput avg pods/s", tp["average"]), ("throughput p50/p90/p99",
+                        f"{tp['p50']} / {tp['p90']} / {tp['p99']}"),
+                        ("e2e latency p50/p90/p99 ms", f"{lat['p50']} / {lat['p90']} / {lat['p99']}"),
+                        ("scheduled", doc["scheduled"]), ("unschedulable", doc["unschedulable"]),
+                        ("conflicts", doc["conflicts"]), ("verify", "ok" if doc["verify"]["ok"] else
+                                                          f"{len(doc['verify']['violations'])} violation(s)")):
+        t.add_row(name, str(value))
+    console = Console()
+    console.print(t)
+    s = Table(title="per shard")
+    for c in ("shard", "scheduled", "conflicts", "cycles", "unschedulable_attempts"):
+        s.add_column(c, justify="right")
+    for row in doc["per_shard"]:
+        s.add_row(*(str(row[c]) for c in ("shard", "scheduled", "conflicts", "cycles",
+                                           "unschedulable_attempts")))
+    console.print(s)

@@ -1,0 +1,238 @@
+"""`shardsched bench`: the whole stack on the embedded Redis, measured like scheduler_perf.
+
+A kwok-style fleet is written into a fresh redis-server, the dispatcher, shards and binders
+start as separate processes, and pods are created at `--rate` pods/s (0 = as fast as the
+store takes them, so the scheduler is what is measured). An observer follows the store's
+events and records when each pod is bound. Reported:
+
+* throughput: pods bound in each one-second window from the first binding to the last
+  (average = all bound / that span; p50/p90/p99 of the per-second samples);
+* end-to-end latency per pod, from its creation call returning to its binding being seen;
+* conflicts (decisions a binder rejected), bound and unschedulable pods, per-shard counts,
+  and the `verify` result over the final state of the store.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import threading
+import time
+
+from common import config as config_mod
+from common import fleet as fleet_mod
+from common.store import open_store
+from common.store.embedded import EmbeddedRedis
+from common import top
+from common.up import LocalCluster
+
+from . import harness, report
+from .workloads import WORKLOADS
+
+CREATE_BATCH = 500
+
+
+class Observer:
+    """Follows pod events and timestamps bindings (a thread of its own)."""
+
+    def __init__(self, store, rv: str):
+        self.store = store
+        self.rv = rv
+        self.bound_at: dict[str, float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            events = self.store.poll(self.rv, timeout=0.2, kinds=("Pod",))
+            now = time.monotonic()
+            for ev in events:
+                self.rv = ev.rv
+                if ev.type != "DELETED" and ev.obj["spec"].get("nodeName"):
+                    key = f"{ev.obj['metadata'].get('namespace', 'default')}/{ev.obj['metadata']['name']}"
+                    self.bound_at.setdefault(key, now)
+
+
+def create_pods(store, pods: list[dict], rate: float, created_at: dict, progress) -> None:
+    start = time.monotonic()
+    for i in range(0, len(pods), CREATE_BATCH):
+        batch = pods[i:i + CREATE_BATCH]
+        if rate:
+            wait = start + i / rate - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+        store.create_many(batch)
+        now = time.monotonic()
+        for d in batch:
+            created_at[f"{d['metadata'].get('namespace', 'default')}/{d['metadata']['name']}"] = now
+        progress(len(batch))
+
+
+def per_second(times: list[float]) -> list[int]:
+    """Bindings in each one-second window from the first binding to the last."""
+    if not times:
+        return []
+    first = min(times)
+    buckets = [0] * (int(max(times) - first) + 1)
+    for t in times:
+        buckets[int(t - first)] += 1
+    return buckets
+
+
+def throughput(times: list[float]) -> dict:
+    if not times:
+        return {"average": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0}
+    span = max(times) - min(times)
+    buckets = per_second(times)
+    samples = buckets[:-1] or buckets  # the last window is partial
+    return {"average": round(len(times) / span, 1) if span > 0 else float(len(times)),
+            "p50": harness.percentile(samples, 50), "p90": harness.percentile(samples, 90),
+            "p99": harness.percentile(samples, 99)}
+
+
+def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: float, seed: int,
+        settle_s: float = 10.0, timeout_s: float = 1800.0, quiet: bool = False,
+        live: bool = False) -> dict:
+    """One measured run; returns the report (the JSON document)."""
+    from common.verify import verify_store
+
+    with EmbeddedRedis() as server:
+        store = open_store(server.url)
+        t = time.monotonic()
+        store.create_many(fleet_mod.generate(nodes, profile, seed))
+        fleet_s = time.monotonic() - t
+        cluster = LocalCluster(cfg, server.url, seed)
+        try:
+            cluster.start()
+            leases = cluster.wait_ready()
+            _, rv = store.list("Pod")
+            observer = Observer(open_store(server.url), rv)
+            observer.thread.start()
+            manifests = WORKLOADS[workload](pods, seed, nodes)
+            created_at: dict[str, float] = {}
+            peers = [(role, id_, address) for role in ("shard", "binder")
+                     for id_, address in sorted(leases[role].items())]
+            with harness.progress(len(manifests), quiet,
+                                  top.source(lambda: peers) if live else None) as bar:
+                creator = threading.Thread(target=create_pods, args=(
+                    store, manifests, rate, created_at, lambda n: None), daemon=True)
+                creator.start()
+                last_change, last_bound = time.monotonic(), 0
+                deadline = time.monotonic() + timeout_s
+                while time.monotonic() < deadline:
+                    time.sleep(0.5)
+                    bound = len(observer.bound_at)
+                    bar(created=len(created_at), scheduled=bound)
+                    if bound != last_bound:
+                        last_change, last_bound = time.monotonic(), bound
+                    if not creator.is_alive() and (bound >= len(manifests)
+                                                   or time.monotonic() - last_change > settle_s):
+                        break
+            observer.stop.set()
+            observer.thread.join()
+            shard_status = {id_: cluster.status("shard", a) for id_, a in sorted(leases["shard"].items())}
+        finally:
+            cluster.stop()
+        verified = verify_store(store)
+        store.close()
+    bound_times = list(observer.bound_at.values())
+    latencies = sorted((observer.bound_at[k] - created_at[k]) * 1000
+                       for k in observer.bound_at if k in created_at)
+    per_shard = [{"shard": id_, "scheduled": int(s.counters["bound"]),
+                  "conflicts": int(s.counters["conflicts"]), "cycles": int(s.counters["cycles"]),
+                  "unschedulable_attempts": int(s.counters["unschedulable"])}
+                 for id_, s in shard_status.items()]
+    return {
+        "workload": workload, "nodes": nodes, "profile": profile, "pods": len(manifests),
+        "shards": cfg["shards"]["count"], "binders": cfg["binders"]["count"],
+        "threshold": cfg["threshold"]["mode"], "fleet_write_s": round(fleet_s, 2),
+        "throughput_pods_per_s": throughput(bound_times),
+        "e2e_latency_ms": {q: round(harness.percentile(latencies, n), 1) if latencies else None
+                           for q, n in (("p50", 50), ("p90", 90), ("p99", 99))},
+        "conflicts": sum(s["conflicts"] for s in per_shard),
+        "scheduled": len(bound_times),
+        "unschedulable": len(manifests) - len(bound_times),
+        "per_shard": per_shard,
+        "verify": verified,
+        "series": {"per_second": per_second(bound_times),
+                   "latencies_ms": [round(x, 1) for x in latencies]},
+    }
+
+
+#: The ablation's variants: the config change that switches one optimisation off.
+ABLATIONS = {
+    "full snapshot copy": lambda c: c["shards"]["optimizations"].update(incrementalSnapshot=False),
+    "zone-interleaved node list": lambda c: c["shards"]["optimizations"].update(swapDeleteNodeList=False),
+    "kube threshold": lambda c: c["threshold"].update(mode="kube"),
+    "no preemption pruning": lambda c: c["preemption"].update(pruning=False),
+    "no scheduling context": lambda c: c["shards"]["optimizations"].update(schedulingContext=False),
+    "one shard": lambda c: c["shards"].update(count=1),
+}
+
+
+def ablation(cfg: dict, full: dict, args) -> list[dict]:
+    """The same workload and fleet with each optimisation switched off in turn."""
+    rows = [_row("full configuration", full, full)]
+    for name, switch_off in ABLATIONS.items():
+        variant = copy.deepcopy(cfg)
+        switch_off(variant)
+        doc = run(variant, args.nodes, args.profile, args.pods, args.workload, args.rate, args.seed,
+                  quiet=args.quiet)
+        rows.append(_row(name, doc, full))
+    return rows
+
+
+def _row(name: str, doc: dict, full: dict) -> dict:
+    tp = doc["throughput_pods_per_s"]["average"]
+    base = full["throughput_pods_per_s"]["average"]
+    return {"variant": name, "throughput": tp, "p99_ms": doc["e2e_latency_ms"]["p99"],
+            "ratio": round(tp / base, 2) if base else None, "verify_ok": doc["verify"]["ok"]}
+
+
+def main(args) -> int:
+    cfg = config_mod.load(args.config)
+    cfg["shards"]["count"] = args.shards
+    if args.binders is not None:
+        cfg["binders"]["count"] = args.binders
+    for section in ("shards", "binders"):
+        cfg[section]["basePort"] = 0  # never collide with a running `shardsched up`
+        cfg[section]["metricsBasePort"] = 0
+    cfg["dispatcher"]["port"] = cfg["dispatcher"]["metricsPort"] = 0
+    doc = run(cfg, args.nodes, args.profile, args.pods, args.workload, args.rate, args.seed,
+              quiet=args.quiet, live=args.live)
+    harness.print_bench(doc)
+    if args.ablation:
+        doc["ablation"] = ablation(cfg, doc, args)
+        harness.print_table("ablation (ratio = throughput / full configuration's)",
+                            {r["variant"]: {k: v for k, v in r.items() if k != "variant"}
+                             for r in doc["ablation"]})
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    harness.write_json(args.json, doc)
+    with open(os.path.splitext(args.json)[0] + ".md", "w") as fh:
+        fh.write(report.markdown(doc))
+    if args.plot:
+        for path in report.plot(doc, args.plot):
+            print(f"wrote {path}")
+    ok = doc["verify"]["ok"] and all(r["verify_ok"] for r in doc.get("ablation", []))
+    return 0 if ok else 1
+
+
+def add_command(sub) -> None:
+    b = sub.add_parser("bench", help="run the whole stack on an embedded Redis and measure it")
+    b.add_argument("--nodes", type=int, default=20000)
+    b.add_argument("--profile", choices=fleet_mod.PROFILES, default="mixed")
+    b.add_argument("--pods", type=int, default=50000)
+    b.add_argument("--workload", choices=sorted(WORKLOADS), default="basic")
+    b.add_argument("--shards", type=int, default=2)
+    b.add_argument("--binders", type=int)
+    b.add_argument("--rate", type=float, default=0.0, help="pods created per second (0 = as fast as possible)")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--config", help="configuration file (default: built-in defaults)")
+    b.add_argument("--json", default="bench.json",
+                   help="write the report here (default bench.json), and a Markdown summary beside it")
+    b.add_argument("--ablation", action="store_true",
+                   help="also run the workload with each optimisation switched off in turn")
+    b.add_argument("--plot", metavar="DIR", help="write PNG charts into DIR")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
+    b.add_argument("--live", action="store_true",
+                   help="show the live table of shards and binders (as `shardsched top`) while it runs")
+    b.set_defaults(func=main)

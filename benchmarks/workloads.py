@@ -1,0 +1,99 @@
+"""Pod manifests for `shardsched bench --workload W`, deterministic for a seed.
+
+Each workload is a function (pods, seed, nodes) -> list of Pod dicts for profile
+`shardsched`. Node names follow `common.fleet.generate` (kwok-node-<i>).
+"""
+from __future__ import annotations
+
+import random
+
+SCHEDULER = "shardsched"
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+POOL = "shardsched.io/pool"
+
+
+def pause_pod(name: str, cpu: str = "100m", memory: str = "500Mi", labels: dict | None = None,
+              **spec) -> dict:
+    """scheduler_perf's default pod: one pause container with small requests."""
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "bench", "labels": labels or {"app": "bench"}},
+        "spec": {"schedulerName": SCHEDULER, "containers": [{
+            "name": "pause", "image": "registry.k8s.io/pause:3.9",
+            "resources": {"requests": {"cpu": cpu, "memory": memory}}}], **spec},
+    }
+
+
+def basic(pods: int, seed: int, nodes: int) -> list[dict]:
+    return [pause_pod(f"basic-{i}") for i in range(pods)]
+
+
+def mixed(pods: int, seed: int, nodes: int) -> list[dict]:
+    """Several shapes; GPU pods tolerate the GPU taint and ask for the GPU pool, and a share
+    of pods runs on the tainted dedicated pool through a toleration and a nodeSelector."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(pods):
+        r = rng.random()
+        if r < 0.05:
+            p = pause_pod(f"gpu-{i}", "2", "8Gi", tolerations=[
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": POOL, "operator": "In", "values": ["gpu"]}]}]}}})
+            p["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "1"}
+        elif r < 0.10:
+            p = pause_pod(f"infra-{i}", "500m", "1Gi", nodeSelector={POOL: "dedicated"},
+                          tolerations=[{"key": "dedicated", "operator": "Equal", "value": "infra",
+                                        "effect": "NoSchedule"}])
+        elif r < 0.30:
+            p = pause_pod(f"medium-{i}", "1", "2Gi")
+        elif r < 0.40:
+            p = pause_pod(f"large-{i}", "4", "16Gi")
+        else:
+            p = pause_pod(f"small-{i}", "100m", "256Mi")
+        out.append(p)
+    return out
+
+
+def preemption(pods: int, seed: int, nodes: int) -> list[dict]:
+    """Low-priority pods sized to fill the untainted nodes (about 40 cpu each asked for, more
+    than most have), then high-priority pods of the same size that must preempt."""
+    low = pods * 4 // 5
+    cpu = max(1, min(16, -(-40 * nodes // max(low, 1))))
+    out = [pause_pod(f"low-{i}", str(cpu), "1Gi", priority=0) for i in range(low)]
+    out += [pause_pod(f"high-{i}", str(cpu), "1Gi", priority=1000) for i in range(pods - low)]
+    return out
+
+
+def unschedulable(pods: int, seed: int, nodes: int) -> list[dict]:
+    """One pod in ten asks for more cpu than any node has and keeps being retried."""
+    return [pause_pod(f"nofit-{i}", "1000", "1Gi") if i % 10 == 0 else pause_pod(f"fit-{i}")
+            for i in range(pods)]
+
+
+def daemonset(pods: int, seed: int, nodes: int) -> list[dict]:
+    """One pod per node, pinned the way the DaemonSet controller pins them."""
+    return [pause_pod(f"ds-{i}", "50m", "64Mi", tolerations=[{"operator": "Exists"}],
+                      affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                          "nodeSelectorTerms": [{"matchFields": [{
+                              "key": "metadata.name", "operator": "In",
+                              "values": [f"kwok-node-{i % nodes}"]}]}]}}})
+            for i in range(min(pods, nodes))]
+
+
+def spread(pods: int, seed: int, nodes: int) -> list[dict]:
+    """Deployments of 50 replicas spread over zones, with hostname anti-affinity."""
+    out = []
+    for i in range(pods):
+        app = {"app": f"web-{i // 50}"}
+        out.append(pause_pod(f"spread-{i}", labels=app, topologySpreadConstraints=[
+            {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+             "labelSelector": {"matchLabels": app}}],
+            affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": app}, "topologyKey": HOSTNAME}]}}))
+    return out
+
+
+WORKLOADS = {f.__name__: f for f in (basic, mixed, preemption, unschedulable, daemonset, spread)}

@@ -1,0 +1,94 @@
+"""Invariants of a scheduled cluster, checked from the store alone.
+
+What no crash, race or bug may ever produce, whatever the scheduler did: a node holding
+more than its allocatable (pod count included), two pods on one node sharing a host port,
+a pod bound to a node that does not exist or whose NoSchedule/NoExecute taints, nodeSelector
+or required node affinity it breaks, one pod bound twice. Terminal pods do not count.
+`verify` is a pure function over parsed objects so benchmarks and tests reuse it.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from .errors import ObjectError
+from .objects import parse_node, parse_pod
+from .resources import resource_name, vadd
+from .selectors import tolerated
+from shard.plugins.node_affinity import node_matches
+from shard.plugins.node_ports import conflicts
+
+TERMINAL = ("Succeeded", "Failed")
+HARD_EFFECTS = ("NoSchedule", "NoExecute")
+SHOWN = 20  # violations listed in the summary
+
+
+def verify(nodes, pods) -> dict:
+    """{"ok", "nodes", "bound", "pending", "violations": [{"kind", "object", "message"}]}."""
+    by_name = {n.name: n for n in nodes}
+    violations: list[dict] = []
+
+    def bad(kind: str, obj: str, message: str) -> None:
+        violations.append({"kind": kind, "object": obj, "message": message})
+
+    used: dict[str, tuple] = {}
+    ports: dict[str, dict] = {}
+    uids: dict[str, str] = {}
+    bound = pending = 0
+    for p in pods:
+        if p.phase in TERMINAL:
+            continue
+        if not p.node_name:
+            pending += 1
+            continue
+        bound += 1
+        where = f"Pod {p.key}"
+        if p.uid:
+            if p.uid in uids:
+                bad("bound-twice", where, f"uid {p.uid} is also bound as {uids[p.uid]}")
+            uids[p.uid] = p.key
+        node = by_name.get(p.node_name)
+        if node is None:
+            bad("missing-node", where, f"bound to node {p.node_name}, which does not exist")
+            continue
+        used[node.name] = vadd(used[node.name], p.requests) if node.name in used else p.requests
+        in_use = ports.setdefault(node.name, {})
+        if p.host_ports and conflicts(p.host_ports, in_use):
+            bad("host-port", where, f"host port {p.host_ports} already in use on {node.name}")
+        for port in p.host_ports:
+            in_use[port] = in_use.get(port, 0) + 1
+        for taint in node.taints:
+            if taint.effect in HARD_EFFECTS and not tolerated(taint, p.tolerations):
+                bad("taint", where, f"does not tolerate {taint.key}={taint.value}:{taint.effect} "
+                                    f"of {node.name}")
+        if not node_matches(p, node):
+            bad("node-affinity", where, f"nodeSelector or required node affinity excludes {node.name}")
+    for name, total in used.items():
+        over = [resource_name(i) for i, (u, a) in enumerate(zip(total, by_name[name].allocatable))
+                if u > a]
+        if over:
+            bad("overcommit", f"Node {name}", f"bound pods request more {', '.join(over)} than allocatable")
+    return {"ok": not violations, "nodes": len(by_name), "bound": bound, "pending": pending,
+            "violations": violations}
+
+
+def verify_store(store) -> dict:
+    """`verify` over everything in `store`; objects that do not parse are listed as errors."""
+    nodes, pods, errors = [], [], []
+    for kind, parse, into in (("Node", parse_node, nodes), ("Pod", parse_pod, pods)):
+        for d in store.list(kind)[0]:
+            try:
+                into.append(parse(d))
+            except ObjectError as e:
+                errors.append(e.as_dict())
+    report = verify(nodes, pods)
+    report["unparsable"] = errors
+    return report
+
+
+def summary(report: dict) -> str:
+    counts = Counter(v["kind"] for v in report["violations"])
+    lines = [f"nodes {report['nodes']}, bound {report['bound']}, pending {report['pending']}, "
+             f"violations {len(report['violations'])}"
+             + (f" ({', '.join(f'{k} {n}' for k, n in sorted(counts.items()))})" if counts else "")]
+    lines += [f"  {v['kind']}: {v['object']}: {v['message']}" for v in report["violations"][:SHOWN]]
+    return "\n".join(lines)
