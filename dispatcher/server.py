@@ -34,12 +34,13 @@ TERMINAL = ("Succeeded", "Failed")
 
 
 class Pending:
-    __slots__ = ("key", "uid", "json", "group", "shard", "sent_at")
+    __slots__ = ("key", "uid", "json", "group", "shard", "sent_at", "avoid")
 
     def __init__(self, key: str, uid: str, json: bytes, group: str | None):
         self.key, self.uid, self.json, self.group = key, uid, json, group
         self.shard: str | None = None
         self.sent_at = 0.0
+        self.avoid: str | None = None  # the shard that gave it back or sat on it too long
 
 
 class ShardLink:
@@ -195,7 +196,7 @@ class Dispatcher(Component):
             p = self.pending.get(key)
             if p is not None and p.shard == link.id:
                 link.held.discard(key)
-                p.shard = None
+                p.shard, p.avoid = None, link.id
                 self.unsent[key] = None
                 self.counters["returned"] += 1
 
@@ -225,7 +226,7 @@ class Dispatcher(Component):
                 if old is not None:
                     old.held.discard(p.key)
                     self.revoke.setdefault(old.id, []).append(p.key)
-                p.shard = None
+                p.shard, p.avoid = None, p.shard
                 self.unsent[p.key] = None
                 self.counters["redispatched"] += 1
 
@@ -234,6 +235,8 @@ class Dispatcher(Component):
             link = self.shards.get(self.groups.get(p.group, ""))
             if link is not None:
                 return link
+        others = [link for link in live if link.id != p.avoid]
+        live = others or live
         least = min(len(link.held) for link in live)
         link = self.rng.choice([link for link in live if len(link.held) == least])
         if p.group is not None:

@@ -246,3 +246,19 @@ def test_top_shows_every_shard_and_binder(cluster_env):
         assert name in text
     bound_column = [line.split("│")[8].strip() for line in text.splitlines() if "│ shard" in line]
     assert sum(int(x) for x in bound_column[-2:]) == 200  # the last refresh's rows
+
+
+def test_two_binders_each_commit_their_own_nodes(cluster_env):
+    from binder.partition import binder_for
+
+    url, store, start = cluster_env
+    cluster = start(runtime_config(shards=2, binders=2))
+    store.create_many([pod(i) for i in range(600)])
+    pods = wait_bound(store, 600)
+    assert_consistent(store)
+    leases = cluster.wait_ready()
+    counts = {id_: cluster.status("binder", a).counters["bound"] for id_, a in leases["binder"].items()}
+    expected = {"0": 0, "1": 0}
+    for p in pods:
+        expected[str(binder_for(p["spec"]["nodeName"], 2))] += 1
+    assert counts == expected and min(counts.values()) > 0
