@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup run test redis-server
+.PHONY: setup run test redis-server kube-bins kube-bin-dir etcd-server kubectl
 
 setup: $(VENV)/.installed redis-server
 
@@ -23,5 +23,37 @@ run: setup
 	$(BIN)/shardsched bench --workload mixed --nodes 20000 --profile mixed --pods 50000 \
 		--live --json out/run.json --plot out/
 
-test: setup
+test: setup kube-bins
 	$(BIN)/pytest
+
+# The real components of the end-to-end tests (tests/kube_cluster.py): etcd from Debian,
+# kubectl (kustomize and the manifest checks), and kube-apiserver, kube-scheduler and kwok
+# built from the Go module proxy into .cache/kube-bin/<versions>/, once per machine.
+# k8s.io/kubernetes cannot be `go install`ed (its go.mod replaces the k8s.io staging modules
+# with ./staging), so tests/kube/go.mod requires it and pins each staging module instead.
+KUBE_VERSION := $(shell awk '/^require k8s.io\/kubernetes /{print $$3}' tests/kube/go.mod)
+KWOK_VERSION := v0.7.0
+KUBE_BIN := .cache/kube-bin/k8s-$(KUBE_VERSION)-kwok-$(KWOK_VERSION)
+KUBE_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) \
+	-X k8s.io/component-base/version.gitTreeState=clean
+
+kube-bins: $(KUBE_BIN)/.built etcd-server kubectl
+
+kube-bin-dir:
+	@echo $(abspath $(KUBE_BIN))
+
+$(KUBE_BIN)/.built: tests/kube/go.mod tests/kube/go.sum
+	@command -v go >/dev/null || { echo "kube-bins needs Go (https://go.dev/dl/)" >&2; exit 1; }
+	mkdir -p $(KUBE_BIN)
+	cd tests/kube && go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(abspath $(KUBE_BIN))/ \
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler
+	GOBIN=$(abspath $(KUBE_BIN)) GOFLAGS=-trimpath go install -ldflags '-s -w' sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+	touch $@
+
+etcd-server:
+	@command -v etcd >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q etcd-server; }
+
+kubectl:
+	@command -v kubectl >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q kubectl; }
