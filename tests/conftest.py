@@ -3,6 +3,8 @@ import shutil
 
 import pytest
 
+from kube_cluster import kube_cluster  # noqa: F401  (etcd + kube-apiserver + kwok, built by make kube-bins)
+
 
 @pytest.fixture(scope="session")
 def redis_url():

@@ -6,8 +6,10 @@ from .base import ClusterStore, WatchEvent
 __all__ = ["ClusterStore", "WatchEvent", "open_store"]
 
 
-def open_store(url: str) -> ClusterStore:
-    """The store behind `url`: memory:// or redis[s]://host:port/db (unix:// sockets too).
+def open_store(url: str, kubeconfig: str | None = None, request_timeout: float = 10.0) -> ClusterStore:
+    """The store behind `url`: memory://, redis[s]://host:port/db (unix:// sockets too), or
+    kube:// (a Kubernetes API server: `kubeconfig`, else in-cluster config or ~/.kube/config)
+    and kube:///path/to/kubeconfig.
 
     No URL at all (an embedded redis-server) is the CLI's business: see embedded.py.
     """
@@ -18,5 +20,9 @@ def open_store(url: str) -> ClusterStore:
     if scheme in ("redis", "rediss", "unix"):
         from .redis_store import RedisStore
         return RedisStore(url)
-    raise ValueError(f"unsupported store URL {url!r}: use memory://, redis://HOST:PORT/DB, "
+    if scheme == "kube":
+        from .kube_store import KubeStore
+        path = url.split("://", 1)[1].split("?", 1)[0]
+        return KubeStore(kubeconfig=path or kubeconfig, request_timeout=request_timeout)
+    raise ValueError(f"unsupported store URL {url!r}: use memory://, redis://HOST:PORT/DB, kube://, "
                      f"or leave --store out to run an embedded redis-server")

@@ -1,0 +1,697 @@
+"""`kube://`: a real Kubernetes API server as the cluster store, through the official
+`kubernetes` client.
+
+Every call goes through `ApiClient.call_api(..., _preload_content=False)` and the raw JSON is
+parsed with orjson: the client's generated model classes cost milliseconds per object, far too
+much for 20,000 nodes, and its generated binding method raises on the server's own successful
+response. Every request carries a timeout, so a dead connection never hangs a process.
+
+URLs: `kube://` (in-cluster config, else ~/.kube/config, else `store.kubeconfig`) or
+`kube:///path/to/kubeconfig`.
+
+Watching. The API server watches one resource at a time; `_read` serves several kinds behind
+one cursor. Each kind has one background watch per store (`_KindWatch`): bookmarks on,
+resumed from the last resourceVersion it saw (event or bookmark) whenever the server closes
+the stream, and marked gone on 410 Gone, after which readers get ResourceVersionTooOld and
+relist. Its events wait in a buffer of `history` events per kind; a reader that falls further
+behind than that also gets ResourceVersionTooOld (like the other backends' trimmed history).
+
+resourceVersions. The API server documents them as opaque; this backend relies on two
+properties instead of parsing them: within one resource's watch they arrive in order, and
+(as every etcd-backed server does, and as `rv_order` in base.py assumes for all backends)
+they are decimal integers, so the positions of several kinds can be compared and merged.
+A non-numeric resourceVersion is reported, never misordered. The cursor a reader passes back
+is the rv of the last event it got; the store remembers for each cursor it handed out how far
+each kind had been read (`_cursors`), because the watches of different kinds deliver
+independently and a later event of one kind may still be followed by an earlier one of
+another. An unknown cursor (a list's rv, or one from another process) means "after this rv"
+for every kind, which is the API server's own list-then-watch rule.
+
+A pod deleted with grace period 0 (this store's deletions and evictions) is first marked
+deleting, then removed; the marking event is dropped, so one deletion is one DELETED event
+as in the other backends. Graceful deletions (a kubelet or kwok finishing them) keep theirs.
+
+Read-your-writes: the watch is asynchronous, so a reader that polls right after a write in
+the same process could miss it. Every write records its resourceVersion per kind
+(`_WRITTEN`, process-wide) and `_read` first lets each watch catch up to that.
+"""
+from __future__ import annotations
+
+import bisect
+import heapq
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from urllib.parse import quote
+
+import orjson
+
+from ..errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavailable
+from ..objects import KINDS, NAMESPACED
+from .base import ClusterStore, WatchEvent, already_exists, check_kind, prepare, prepare_many
+from .podstatus import apply_patch, now_rfc3339, scheduled_condition
+
+#: kind -> (apiVersion, URL prefix of the group/version, plural)
+RESOURCES = {
+    "Node": ("v1", "/api/v1", "nodes"),
+    "Pod": ("v1", "/api/v1", "pods"),
+    "PodDisruptionBudget": ("policy/v1", "/apis/policy/v1", "poddisruptionbudgets"),
+    "PriorityClass": ("scheduling.k8s.io/v1", "/apis/scheduling.k8s.io/v1", "priorityclasses"),
+}
+LEASES = "/apis/coordination.k8s.io/v1"
+LEASE_LABEL = "shardsched.io/role"
+_WATCH_S = 240          # server-side watch timeout; the stream is resumed after it
+_WORKERS = 16           # concurrent requests of one bulk write
+_CURSORS = 4096         # cursors remembered (each reader only ever needs its latest)
+_WRITTEN: dict[str, int] = {}
+_WRITTEN_LOCK = threading.Lock()
+
+
+def _rv_int(rv: str) -> int:
+    try:
+        return int(rv)
+    except (TypeError, ValueError):
+        raise StoreUnavailable(f"the API server returned resourceVersion {rv!r}, which is not a decimal "
+                               "integer; shardsched's kube backend needs an etcd-backed server") from None
+
+
+def _wrote(kind: str, rv: str) -> None:
+    n = _rv_int(rv)
+    with _WRITTEN_LOCK:
+        if n > _WRITTEN.get(kind, 0):
+            _WRITTEN[kind] = n
+
+
+def _split(kind: str, key: str) -> tuple[str, str]:
+    if kind in NAMESPACED:
+        ns, _, name = key.partition("/")
+        return ns, name
+    return "", key
+
+
+def _path(kind: str, namespace: str = "", name: str = "") -> str:
+    _, prefix, plural = RESOURCES[kind]
+    base = f"{prefix}/namespaces/{quote(namespace)}/{plural}" if namespace else f"{prefix}/{plural}"
+    return f"{base}/{quote(name)}" if name else base
+
+
+def _typed(kind: str, obj: dict) -> dict:
+    """List items come without kind/apiVersion; every object this store hands out has them."""
+    obj["kind"] = kind
+    obj["apiVersion"] = RESOURCES[kind][0]
+    return obj
+
+
+def _rfc3339_micro(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_time(s: str) -> float:
+    s = s.rstrip("Z")
+    fmt = "%Y-%m-%dT%H:%M:%S.%f" if "." in s else "%Y-%m-%dT%H:%M:%S"
+    return datetime.strptime(s, fmt).replace(tzinfo=timezone.utc).timestamp()
+
+
+class ApiError(Exception):
+    """A non-2xx answer: HTTP status, the Status object's reason/message/details."""
+
+    def __init__(self, status: int, body: bytes):
+        try:
+            st = orjson.loads(body) if body else {}
+        except orjson.JSONDecodeError:
+            st = {"message": body[:300].decode(errors="replace")}
+        self.status = status
+        self.reason = st.get("reason") or ""
+        self.message = st.get("message") or ""
+        self.details = st.get("details") or {}
+        super().__init__(f"{status} {self.reason}: {self.message}")
+
+
+class _KindWatch:
+    """The one watch of a kind: a thread following the server, a buffer of its events."""
+
+    def __init__(self, store: "KubeStore", kind: str, start: int):
+        self.store, self.kind = store, kind
+        self.start = start          # the buffer holds every event after this rv ...
+        self.rvs: list[int] = []    # ... in order (the rvs, for bisect)
+        self.events: list[WatchEvent] = []
+        self.progress = start       # everything up to here has been delivered
+        self.gone: str | None = None  # why the watch cannot go on (410 Gone)
+        self.trimmed = False        # events after `start` were dropped for room
+        self.stopped = False
+        self.response = None
+        self.thread = threading.Thread(target=self._run, name=f"kube-watch-{kind}", daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopped = True
+        resp = self.response
+        if resp is not None:
+            try:
+                resp.shutdown()  # unblocks the reading thread at once
+            except Exception:
+                pass
+
+    def _run(self) -> None:
+        cond = self.store._cond
+        failures = 0
+        while not self.stopped and self.gone is None:
+            try:
+                self._stream()
+                failures = 0
+            except ApiError as e:
+                if e.status == 410:
+                    self._expire(str(e))
+                else:
+                    failures += 1
+            except Exception:  # connection reset, read timeout, server restart: resume
+                failures += 1
+            if failures and not self.stopped:
+                time.sleep(min(2.0, 0.05 * 2 ** min(failures, 6)))
+        with cond:
+            cond.notify_all()
+
+    def _expire(self, why: str) -> None:
+        with self.store._cond:
+            self.gone = why
+            self.store._cond.notify_all()
+
+    def _stream(self) -> None:
+        query = [("watch", "true"), ("allowWatchBookmarks", "true"),
+                 ("resourceVersion", str(self.progress)), ("timeoutSeconds", str(_WATCH_S))]
+        resp = self.store._call("GET", _path(self.kind), query=query, stream=True,
+                                timeout=(self.store.timeout, _WATCH_S + self.store.timeout))
+        self.response = resp
+        try:
+            pending = b""
+            for chunk in resp.stream(1 << 16):
+                if self.stopped:
+                    return
+                pending += chunk
+                if b"\n" not in pending:
+                    continue
+                *lines, pending = pending.split(b"\n")
+                self._deliver([orjson.loads(line) for line in lines if line.strip()])
+        finally:
+            self.response = None
+            resp.release_conn()
+
+    def _deliver(self, frames: list[dict]) -> None:
+        cond = self.store._cond
+        with cond:
+            for frame in frames:
+                type_, obj = frame.get("type"), frame.get("object") or {}
+                if type_ == "ERROR":
+                    if obj.get("code") == 410:
+                        self.gone = obj.get("message") or "410 Gone"
+                        cond.notify_all()
+                        return
+                    raise ApiError(obj.get("code") or 500, orjson.dumps(obj))
+                rv = _rv_int(obj["metadata"]["resourceVersion"])
+                if type_ == "BOOKMARK":
+                    self.progress = max(self.progress, rv)
+                    continue
+                if rv <= self.progress:  # replayed after a resume
+                    continue
+                meta = obj["metadata"]
+                if type_ == "MODIFIED" and meta.get("deletionTimestamp") and meta.get("deletionGracePeriodSeconds") == 0:
+                    # The server's first step of a deletion with grace period 0 (the second,
+                    # DELETED, follows at once): one deletion, one event, as in the other stores.
+                    self.progress = rv
+                    continue
+                self.rvs.append(rv)
+                self.events.append(WatchEvent(type_, self.kind, _typed(self.kind, obj), str(rv)))
+                self.progress = rv
+                if self.store._awaiting:
+                    self.store._arrived(self.kind, type_, obj)
+            history = self.store.history
+            if len(self.events) > history + history // 4:
+                drop = len(self.events) - history
+                self.start = self.rvs[drop - 1]
+                self.trimmed = True
+                del self.rvs[:drop], self.events[:drop]
+            cond.notify_all()
+
+
+class KubeStore(ClusterStore):
+    """Client of one API server. Leases live in `lease_namespace` (default: the pod's own
+    namespace in a cluster, else the kubeconfig context's, else "default")."""
+
+    def __init__(self, kubeconfig: str | None = None, request_timeout: float = 10.0,
+                 history: int = 100_000, lease_namespace: str | None = None):
+        from kubernetes import client, config
+
+        self.timeout = float(request_timeout)
+        self.history = history
+        cfg = client.Configuration()
+        namespace = None
+        if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            config.load_incluster_config(client_configuration=cfg)
+            try:
+                with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace") as f:
+                    namespace = f.read().strip()
+            except OSError:
+                pass
+        else:
+            try:
+                config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+                _, active = config.list_kube_config_contexts(config_file=kubeconfig)
+                namespace = (active.get("context") or {}).get("namespace")
+            except Exception as e:
+                raise StoreUnavailable(f"cannot load kubeconfig {kubeconfig or '~/.kube/config'}: {e}") from None
+        cfg.connection_pool_maxsize = 64
+        self._where = cfg.host
+        self.lease_namespace = lease_namespace or namespace or "default"
+        self._api = client.ApiClient(cfg)
+        self._cond = threading.Condition()
+        self._watches: dict[str, _KindWatch] = {}
+        self._cursors: OrderedDict[str, dict[str, int]] = OrderedDict()
+        #: writes whose answer carries no resourceVersion (bindings, evictions): (kind, key)
+        #: -> (what the watch must show: "bound" or "deleted", until when to wait for it)
+        self._awaiting: dict[tuple[str, str], tuple[str, float]] = {}
+        self._pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="kube-store")
+        self._call("GET", "/version")
+
+    # --- HTTP -----------------------------------------------------------------------------
+
+    def _call(self, method: str, path: str, body=None, query: list | None = None, stream: bool = False,
+              content_type: str = "application/json", timeout=None):
+        """One request; returns the parsed JSON (or the open response when `stream`)."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            request = self._api.param_serialize(
+                method, path, query_params=query or [], body=body, auth_settings=["BearerToken"],
+                header_params={"Accept": "application/json", "Content-Type": content_type})
+            resp = self._api.call_api(*request, _request_timeout=timeout or self.timeout).response
+        except ApiException as e:  # the client's own transport failures (status 0)
+            raise StoreUnavailable(f"cannot reach the API server at {self._where}: {e.reason}") from None
+        except Exception as e:  # urllib3's connection and timeout errors
+            raise StoreUnavailable(f"cannot reach the API server at {self._where}: {e}") from None
+        if not 200 <= resp.status < 300:
+            try:
+                raise ApiError(resp.status, resp.data)
+            finally:
+                resp.release_conn()
+        if stream:
+            return resp
+        try:
+            data = resp.data
+        finally:
+            resp.release_conn()
+        return orjson.loads(data) if data else {}
+
+    def close(self) -> None:
+        with self._cond:
+            watches = list(self._watches.values())
+            self._watches.clear()
+        for w in watches:
+            w.stop()
+        self._pool.shutdown(wait=False)
+        self._api.close()
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def list(self, kind: str) -> tuple[list[dict], str]:
+        """A consistent (quorum) list, paged by 5,000; the rv is the first page's (every
+        page of one list is served at it)."""
+        check_kind(kind)
+        items, cont, rv = [], None, None
+        while True:
+            query = [("limit", "5000")] + ([("continue", cont)] if cont else [])
+            page = self._call("GET", _path(kind), query=query)
+            items += [_typed(kind, o) for o in page.get("items") or []]
+            meta = page.get("metadata") or {}
+            rv = rv or meta["resourceVersion"]
+            cont = meta.get("continue")
+            if not cont:
+                return items, rv
+
+    def get(self, kind: str, key: str) -> dict | None:
+        check_kind(kind)
+        try:
+            return _typed(kind, self._call("GET", _path(kind, *_split(kind, key))))
+        except ApiError as e:
+            if e.status == 404:
+                return None
+            raise
+
+    def _watch(self, kind: str, pos: int) -> _KindWatch:
+        """The kind's watch, (re)started at `pos` when it cannot serve a reader at `pos`
+        (unless it dropped events after `pos` for lack of room: then the reader is too far
+        behind). Call with the lock held."""
+        w = self._watches.get(kind)
+        if w is not None and w.gone is None and w.start <= pos:
+            return w
+        if w is not None and w.gone is None and w.trimmed and pos < w.start:
+            raise ResourceVersionTooOld(f"resourceVersion {pos} is too old: this client kept the last "
+                                        f"{self.history} {kind} events, from {w.start} on")
+        if w is not None:
+            w.stop()
+        w = self._watches[kind] = _KindWatch(self, kind, pos)
+        return w
+
+    def _read(self, since_rv, timeout, max_events, kinds):
+        wanted = sorted(kinds) if kinds is not None else list(KINDS)
+        for k in wanted:
+            check_kind(k)
+        since = str(since_rv)
+        deadline = time.monotonic() + timeout
+        catch_up = time.monotonic() + self.timeout
+        with self._cond:
+            known = self._cursors.get(since)
+            base = _rv_int(since)
+            pos = {k: (known or {}).get(k, base) for k in wanted}
+            with _WRITTEN_LOCK:
+                written = {k: _WRITTEN.get(k, 0) for k in wanted}
+            while True:
+                watches = {k: self._watch(k, pos[k]) for k in wanted}
+                for k, w in watches.items():
+                    if w.gone is not None:
+                        del self._watches[k]
+                        raise ResourceVersionTooOld(f"resourceVersion {pos[k]} is too old for {k}: {w.gone}")
+                    if pos[k] < w.start:
+                        raise ResourceVersionTooOld(f"resourceVersion {pos[k]} is too old: this client kept the "
+                                                    f"last {self.history} {k} events, from {w.start} on")
+                behind = any(w.progress < written[k] for k, w in watches.items()) or self._awaited(wanted)
+                ready = [(k, w, bisect.bisect_right(w.rvs, pos[k])) for k, w in watches.items()]
+                if any(i < len(w.rvs) for _, w, i in ready) and not behind:
+                    break
+                now = time.monotonic()
+                limit = catch_up if behind else deadline
+                if now >= limit:
+                    if any(i < len(w.rvs) for _, w, i in ready):
+                        break
+                    return [], None
+                self._cond.wait(min(limit - now, 0.5))
+            streams = [w.events[i:i + max_events] for _, w, i in ready]
+            events = list(heapq.merge(*streams, key=lambda e: int(e.rv)))[:max_events]
+        if not events:
+            return [], None
+        for ev in events:
+            pos[ev.kind] = int(ev.rv)
+        last = events[-1].rv
+        with self._cond:
+            self._cursors[last] = pos
+            self._cursors.move_to_end(last)
+            while len(self._cursors) > _CURSORS:
+                self._cursors.popitem(last=False)
+        return events, last
+
+    def _await(self, kind: str, key: str, what: str) -> None:
+        with self._cond:
+            self._awaiting[(kind, key)] = (what, time.monotonic() + min(self.timeout, 3.0))
+
+    def _forget(self, kind: str, key: str) -> None:
+        with self._cond:
+            self._awaiting.pop((kind, key), None)
+
+    def _arrived(self, kind: str, type_: str, obj: dict) -> None:
+        """Called by a watch (lock held) for each event while writes are awaited."""
+        meta = obj["metadata"]
+        key = f"{meta.get('namespace')}/{meta['name']}" if kind in NAMESPACED else meta["name"]
+        entry = self._awaiting.get((kind, key))
+        if entry is not None and (type_ == "DELETED" if entry[0] == "deleted"
+                                  else bool((obj.get("spec") or {}).get("nodeName"))):
+            del self._awaiting[(kind, key)]
+
+    def _awaited(self, kinds) -> bool:
+        """Whether a write of this client to one of `kinds` has not shown in its watch yet
+        (lock held; entries past their deadline are dropped)."""
+        if not self._awaiting:
+            return False
+        now = time.monotonic()
+        for k in [k for k, (_, until) in self._awaiting.items() if until <= now]:
+            del self._awaiting[k]
+        return any(kind in kinds for kind, _ in self._awaiting)
+
+    # --- generic writes -------------------------------------------------------------------
+
+    @staticmethod
+    def _object_error(kind: str, key: str, e: ApiError) -> ObjectError:
+        causes = e.details.get("causes") or [{}]
+        return ObjectError(f"{kind} {key}", causes[0].get("field") or "<object>", causes[0].get("message") or e.message)
+
+    def _create(self, kind: str, key: str, stored: dict) -> dict:
+        body = dict(stored)
+        body["metadata"] = {k: v for k, v in stored["metadata"].items() if k not in ("uid", "creationTimestamp")}
+        body["apiVersion"] = RESOURCES[kind][0]
+        ns, _ = _split(kind, key)
+        try:
+            created = self._call("POST", _path(kind, ns), body=body)
+        except ApiError as e:
+            if e.status == 409:
+                raise Conflict("AlreadyExists") from None
+            if e.status in (400, 404, 422):
+                raise self._object_error(kind, key, e) from None
+            raise
+        _wrote(kind, created["metadata"]["resourceVersion"])
+        return _typed(kind, created)
+
+    def create(self, obj: dict) -> dict:
+        kind, key, stored = prepare(obj)
+        return self._create(kind, key, stored)
+
+    def create_many(self, objs: Iterable[dict]) -> list[ObjectError]:
+        errors: list[ObjectError] = []
+
+        def one(item):
+            kind, key, stored = item
+            try:
+                self._create(kind, key, stored)
+            except Conflict:
+                return already_exists(kind, key)
+            except ObjectError as e:
+                return e
+            return None
+
+        prepared = list(prepare_many(objs, errors))
+        errors += [e for e in self._pool.map(one, prepared) if e is not None]
+        return errors
+
+    def _update(self, kind, key, obj, expected_rv):
+        current = self.get(kind, key)
+        if current is None:
+            raise Conflict("NotFound")
+        if current["metadata"].get("uid") != obj["metadata"]["uid"]:
+            raise Conflict("UIDMismatch")
+        if expected_rv and current["metadata"]["resourceVersion"] != expected_rv:
+            raise Conflict("ResourceVersionMismatch")
+        bound_to = (current.get("spec") or {}).get("nodeName")
+        if kind == "Pod" and bound_to and bound_to != (obj.get("spec") or {}).get("nodeName"):
+            raise Conflict("NodeNameImmutable")
+        body = dict(obj)
+        body["metadata"] = dict(obj["metadata"], resourceVersion=expected_rv or current["metadata"]["resourceVersion"])
+        body["apiVersion"] = RESOURCES[kind][0]
+        try:
+            updated = self._call("PUT", _path(kind, *_split(kind, key)), body=body)
+        except ApiError as e:
+            if e.status == 404:
+                raise Conflict("NotFound") from None
+            if e.status == 409:
+                raise Conflict("ResourceVersionMismatch") from None
+            if e.status == 422:
+                raise self._object_error(kind, key, e) from None
+            raise
+        _wrote(kind, updated["metadata"]["resourceVersion"])
+        return _typed(kind, updated)
+
+    def _delete(self, kind: str, key: str, uid: str | None) -> str | None:
+        """Delete at once (grace period 0: this store's DELETED event means gone)."""
+        options = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        try:
+            last = self._call("DELETE", _path(kind, *_split(kind, key)), body=options)
+        except ApiError as e:
+            if e.status == 404:
+                return "PodNotFound"
+            if e.status == 409:
+                return "UIDMismatch"
+            raise
+        if (last.get("metadata") or {}).get("resourceVersion"):
+            _wrote(kind, last["metadata"]["resourceVersion"])
+        return None
+
+    def delete(self, kind: str, key: str) -> bool:
+        check_kind(kind)
+        return self._delete(kind, key, None) is None
+
+    # --- the scheduler's writes -----------------------------------------------------------
+
+    def _bind(self, key: str, node: str, uid: str | None) -> str | None:
+        ns, name = _split("Pod", key)
+        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": ns},
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        if uid:
+            binding["metadata"]["uid"] = uid
+        # The answer is a Status without the pod's new resourceVersion: readers of this
+        # client wait for their watch to show the binding instead (registered first, as the
+        # watch may show it before the answer arrives).
+        self._await("Pod", key, "bound")
+        try:
+            self._call("POST", _path("Pod", ns, name) + "/binding", body=binding)
+        except ApiError as e:
+            self._forget("Pod", key)
+            if e.status == 404:
+                return "PodNotFound"
+            if e.status == 409:
+                msg = e.message.lower()
+                if "uid" in msg or "precondition" in msg:
+                    return "UIDMismatch"
+                return "AlreadyBound"
+            raise
+        return None
+
+    def _in_parallel(self, fn, rows: list[tuple]) -> list:
+        """fn(*row) for every row, concurrently, except that rows for the same pod run in
+        their given order (the second binding of a pod must see the first)."""
+        if len(rows) <= 1:
+            return [fn(*row) for row in rows]
+        by_key: dict[str, list[int]] = {}
+        for i, row in enumerate(rows):
+            by_key.setdefault(row[0], []).append(i)
+        results: list = [None] * len(rows)
+
+        def run(indices):
+            for i in indices:
+                results[i] = fn(*rows[i])
+
+        for f in [self._pool.submit(run, ix) for ix in by_key.values()]:
+            f.result()
+        return results
+
+    def bind_many(self, bindings):
+        return self._in_parallel(self._bind, list(bindings))
+
+    def _evict(self, key: str, uid: str | None) -> str | None:
+        """Through the Eviction API, so PodDisruptionBudgets are honoured: a 429 (the budget
+        allows no disruption now) is the outcome "DisruptionBudget", not an error."""
+        ns, name = _split("Pod", key)
+        options = {"gracePeriodSeconds": 0}
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns},
+                    "deleteOptions": options}
+        if uid:  # the server retries a failed precondition for many seconds: look first
+            pod = self.get("Pod", key)
+            if pod is None:
+                return "PodNotFound"
+            if pod["metadata"].get("uid") != uid:
+                return "UIDMismatch"
+        self._await("Pod", key, "deleted")  # the answer carries no resourceVersion either
+        try:
+            self._call("POST", _path("Pod", ns, name) + "/eviction", body=eviction)
+        except ApiError as e:
+            self._forget("Pod", key)
+            if e.status == 404:
+                return "PodNotFound"
+            if e.status == 409:
+                return "UIDMismatch"
+            if e.status == 429:
+                return "DisruptionBudget"
+            raise
+        return None
+
+    def evict_many(self, evictions):
+        return self._in_parallel(self._evict, list(evictions))
+
+    def _patch_status(self, key: str, make_patch, unchanged) -> bool:
+        """A status patch of a pending pod, guarded by its resourceVersion (retried when
+        someone else wrote in between); False when the pod is gone, bound or unchanged."""
+        ns, name = _split("Pod", key)
+        for _ in range(5):
+            pod = self.get("Pod", key)
+            if pod is None or (pod.get("spec") or {}).get("nodeName") or unchanged(pod):
+                return False
+            patch = make_patch(pod)
+            patch["metadata"] = {"resourceVersion": pod["metadata"]["resourceVersion"]}
+            try:
+                out = self._call("PATCH", _path("Pod", ns, name) + "/status", body=patch,
+                                 content_type="application/merge-patch+json")
+            except ApiError as e:
+                if e.status == 409:
+                    continue
+                if e.status == 404:
+                    return False
+                raise
+            _wrote("Pod", out["metadata"]["resourceVersion"])
+            return True
+        return False
+
+    def set_nominated_node(self, pod_key: str, node: str | None) -> bool:
+        return self._patch_status(
+            pod_key, lambda pod: {"status": {"nominatedNodeName": node or None}},
+            lambda pod: (pod.get("status") or {}).get("nominatedNodeName", "") == (node or ""))
+
+    def set_unschedulable(self, pod_key: str, message: str) -> bool:
+        def unchanged(pod):
+            c = scheduled_condition(pod)
+            return c is not None and (c.get("status"), c.get("reason"), c.get("message")) == (
+                "False", "Unschedulable", message)
+
+        def patch(pod):  # the whole conditions list: a merge patch replaces lists
+            status = apply_patch({"status": dict(pod.get("status") or {})},
+                                 {"cond": {"status": "False", "reason": "Unschedulable", "message": message,
+                                           "time": now_rfc3339()}})["status"]
+            return {"status": {"conditions": status["conditions"]}}
+        return self._patch_status(pod_key, patch, unchanged)
+
+    # --- leases: coordination.k8s.io Leases ------------------------------------------------
+
+    def _lease_name(self, role: str, id_: str) -> str:
+        return f"shardsched-{role}-{id_}"
+
+    def put_lease(self, role: str, id_: str, address: str, ttl_s: float) -> None:
+        """Create or renew. The address is the holderIdentity; the Lease's renewTime plus
+        leaseDurationSeconds (whole seconds, rounded up) is when it expires."""
+        name = self._lease_name(role, id_)
+        now = _rfc3339_micro(time.time())
+        spec = {"holderIdentity": address, "leaseDurationSeconds": max(1, int(-(-ttl_s // 1))),
+                "renewTime": now}
+        # sub-second TTLs (tests) are kept exactly in an annotation
+        meta = {"name": name, "namespace": self.lease_namespace, "labels": {LEASE_LABEL: role},
+                "annotations": {"shardsched.io/ttl-seconds": repr(float(ttl_s))}}
+        path = f"{LEASES}/namespaces/{quote(self.lease_namespace)}/leases"
+        try:
+            self._call("PATCH", f"{path}/{quote(name)}", body={"metadata": meta, "spec": spec},
+                       content_type="application/merge-patch+json")
+        except ApiError as e:
+            if e.status != 404:
+                raise
+            try:
+                self._call("POST", path, body={"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                               "metadata": meta, "spec": dict(spec, acquireTime=now)})
+            except ApiError as e2:
+                if e2.status != 409:  # created concurrently: the next renewal patches it
+                    raise
+
+    def list_leases(self, role: str) -> dict[str, str]:
+        """Live leases of `role`: renewTime + duration still in the future."""
+        page = self._call("GET", f"{LEASES}/namespaces/{quote(self.lease_namespace)}/leases",
+                          query=[("labelSelector", f"{LEASE_LABEL}={role}")])
+        now = time.time()
+        prefix = self._lease_name(role, "")
+        out = {}
+        for lease in page.get("items") or []:
+            spec = lease.get("spec") or {}
+            renew = spec.get("renewTime")
+            if not renew or not spec.get("holderIdentity"):
+                continue
+            ttl = (lease["metadata"].get("annotations") or {}).get("shardsched.io/ttl-seconds")
+            ttl = float(ttl) if ttl else float(spec.get("leaseDurationSeconds") or 0)
+            if _parse_time(renew) + ttl > now:
+                out[lease["metadata"]["name"][len(prefix):]] = spec["holderIdentity"]
+        return out
+
+    def drop_lease(self, role: str, id_: str) -> None:
+        try:
+            self._call("DELETE", f"{LEASES}/namespaces/{quote(self.lease_namespace)}/leases/"
+                                 f"{quote(self._lease_name(role, id_))}")
+        except ApiError as e:
+            if e.status != 404:
+                raise
