@@ -50,8 +50,10 @@ def kwok_node(name: str, cpu: str = "32", memory: str = "256Gi", pods: str = "11
         "status": {
             "allocatable": dict(alloc),
             "capacity": dict(alloc),
+            # every field the API's schema requires, so `kubectl apply` validates the list
             "nodeInfo": {"architecture": "amd64", "kubeletVersion": "fake", "kubeProxyVersion": "fake",
-                         "operatingSystem": "linux"},
+                         "operatingSystem": "linux", "machineID": "", "systemUUID": "", "bootID": "",
+                         "kernelVersion": "", "osImage": "", "containerRuntimeVersion": ""},
             "phase": "Running",
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
         },

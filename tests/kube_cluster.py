@@ -140,9 +140,10 @@ class KubeCluster:
             "--service-account-key-file", str(d / "sa.pub"),
             "--service-account-signing-key-file", str(d / "sa.key"),
             "--service-cluster-ip-range", "10.96.0.0/16",
-            # No controller-manager runs here, so nothing would create each namespace's
-            # "default" ServiceAccount that this admission plugin insists on.
-            "--disable-admission-plugins", "ServiceAccount",
+            # No controller-manager runs here: nothing would create each namespace's "default"
+            # ServiceAccount that the first plugin insists on, nor lift the not-ready taint the
+            # second puts on every new node (the node lifecycle controller does that).
+            "--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
             "--enable-priority-and-fairness=false",
             "--max-requests-inflight", "3000", "--max-mutating-requests-inflight", "1500",
             "--endpoint-reconciler-type", "none",

@@ -1,0 +1,241 @@
+"""End to end on a real kube-apiserver with kwok, and side by side with kube-scheduler.
+
+One API server (tests/kube_cluster.py), one kwok fleet created the way a user would
+(`shardsched fleet --nodes 200 -o yaml | kubectl create -f -`), kwok running every bound pod.
+Then, one after the other on the same fleet, the same workload of 1,000 pods:
+  * shardsched: dispatcher, two shards and a binder as processes with `--store kube://...`;
+    a shard is killed with -9 mid-run, and a preemption happens on a small dedicated node;
+  * kube-scheduler (built from the same Kubernetes release), client QPS limits raised.
+Each run must bind every pod, and `verify`'s invariants must hold on the API server's state
+(no overcommitted node, no host-port clash, no pod on a node it may not use, none bound
+twice). A table compares throughput, latency and placements. Pods are removed between the
+runs so both start from an empty fleet.
+"""
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+from common import config
+from common.store.kube_store import KubeStore
+from common.up import LocalCluster
+from common.verify import summary, verify_store
+
+ROOT = Path(__file__).resolve().parent.parent
+NODES = 200
+PODS = 1000
+TIMEOUT_S = 120
+
+
+def workload(namespace: str, scheduler: str, n: int = PODS) -> list[dict]:
+    """A mix of sizes; one pod in ten uses host port 8080 (at most one such pod per node)."""
+    pods = []
+    for i in range(n):
+        cpu = ("100m", "250m", "500m", "1")[i % 4]
+        container = {"name": "c", "image": "registry.k8s.io/pause:3.10",
+                     "resources": {"requests": {"cpu": cpu, "memory": f"{64 * (1 + i % 3)}Mi"}}}
+        if i % 10 == 0:
+            container["ports"] = [{"containerPort": 8080, "hostPort": 8080}]
+        pods.append({"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": f"w-{i}", "namespace": namespace, "labels": {"app": "w"}},
+                     "spec": {"schedulerName": scheduler, "containers": [container],
+                              "terminationGracePeriodSeconds": 0}})
+    return pods
+
+
+class Observer:
+    """Stamps the moment each pod of `namespace` is first seen bound, from the watch."""
+
+    def __init__(self, store: KubeStore, namespace: str):
+        self.store, self.namespace = store, namespace
+        self.rv = store.list("Pod")[1]
+        self.bound_at: dict[str, float] = {}
+        self.nodes: dict[str, str] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            events = self.store.poll(self.rv, timeout=0.2, kinds=("Pod",))
+            now = time.monotonic()
+            for ev in events:
+                self.rv = ev.rv
+                meta = ev.obj["metadata"]
+                node = ev.obj["spec"].get("nodeName")
+                if ev.type != "DELETED" and node and meta["namespace"] == self.namespace:
+                    self.bound_at.setdefault(meta["name"], now)
+                    self.nodes[meta["name"]] = node
+
+    def wait(self, names: set[str], timeout: float, during=None) -> None:
+        deadline = time.monotonic() + timeout
+        while not names <= self.bound_at.keys():
+            if during is not None:
+                during(len(self.bound_at))
+            if time.monotonic() > deadline:
+                missing = sorted(names - self.bound_at.keys())
+                raise AssertionError(f"{len(missing)} pods of {self.namespace} not bound after "
+                                     f"{timeout} s, e.g. {missing[:5]}")
+            time.sleep(0.05)
+        self.stop.set()
+        self.thread.join()
+
+
+def run_workload(store: KubeStore, namespace: str, scheduler: str, during=None) -> dict:
+    store._call("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace",
+                                                     "metadata": {"name": namespace}})
+    pods = workload(namespace, scheduler)
+    observer = Observer(store, namespace)
+    start = time.monotonic()
+    assert store.create_many(pods) == []
+    created = time.monotonic()
+    observer.wait({p["metadata"]["name"] for p in pods}, TIMEOUT_S, during)
+    times = sorted(t - start for t in observer.bound_at.values())
+    per_node = Counter(observer.nodes.values())
+    return {"pods": len(pods), "create_s": created - start, "all_bound_s": times[-1],
+            "pods_per_s": len(pods) / times[-1],
+            "p50_s": statistics.median(times), "p99_s": times[int(0.99 * (len(times) - 1))],
+            "nodes_used": len(per_node), "max_per_node": max(per_node.values()),
+            "stdev_per_node": statistics.pstdev([per_node.get(f"kwok-node-{i}", 0) for i in range(NODES)])}
+
+
+def clear_pods(store: KubeStore, namespace: str) -> None:
+    keys = [(f"{namespace}/{p['metadata']['name']}", None) for p in store.list("Pod")[0]
+            if p["metadata"]["namespace"] == namespace]
+    assert store.evict_many(keys) == [None] * len(keys)
+
+
+def assert_invariants(store: KubeStore) -> dict:
+    report = verify_store(store)
+    assert report["ok"] and not report["unparsable"], summary(report) + str(report["unparsable"][:3])
+    return report
+
+
+def full_node(store: KubeStore) -> None:
+    """A 2-cpu node full of a low-priority pod; a high-priority pod that only fits there gets
+    PodScheduled=False/Unschedulable with the shard's diagnosis, written as a status patch."""
+    node = yaml.safe_load(subprocess.run([str(ROOT / ".venv/bin/shardsched"), "fleet", "--nodes", "1", "-o", "yaml"],
+                                         capture_output=True, text=True, check=True).stdout)["items"][0]
+    node["metadata"]["name"] = "kwok-small"
+    node["metadata"]["labels"].update({"kubernetes.io/hostname": "kwok-small", "e2e": "small"})
+    for field in ("allocatable", "capacity"):
+        node["status"][field]["cpu"] = "2"
+    store.create(node)
+    for name, value in (("e2e-low", 10), ("e2e-high", 1000)):
+        store.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                      "metadata": {"name": name}, "value": value})
+
+    def pod(name, priority):
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "e2e-preempt"},
+                "spec": {"schedulerName": "shardsched", "priorityClassName": priority,
+                         "nodeSelector": {"e2e": "small"}, "terminationGracePeriodSeconds": 0,
+                         "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                         "resources": {"requests": {"cpu": "2"}}}]}}
+
+    store._call("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace",
+                                                     "metadata": {"name": "e2e-preempt"}})
+    low = store.create(pod("low", "e2e-low"))
+    deadline = time.monotonic() + 60
+    while not (store.get("Pod", "e2e-preempt/low") or {}).get("spec", {}).get("nodeName"):
+        assert time.monotonic() < deadline, "low-priority pod never bound"
+        time.sleep(0.1)
+    store.create(pod("high", "e2e-high"))
+    while True:
+        high = store.get("Pod", "e2e-preempt/high")
+        conditions = [c for c in (high.get("status") or {}).get("conditions") or [] if c["type"] == "PodScheduled"]
+        if conditions and conditions[0]["status"] == "False":
+            break
+        assert time.monotonic() < deadline, f"high-priority pod not reported: {high.get('status')}"
+        time.sleep(0.1)
+    assert conditions[0]["reason"] == "Unschedulable"
+    assert "1 Insufficient cpu" in conditions[0]["message"], conditions[0]["message"]
+    assert high["spec"]["priority"] == 1000 and not high["spec"].get("nodeName")
+    assert store.get("Pod", "e2e-preempt/low")["metadata"]["uid"] == low["metadata"]["uid"]
+
+
+def kube_scheduler(kube_cluster, workdir: Path) -> subprocess.Popen:
+    cfg = workdir / "kube-scheduler.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        # the defaults (50 qps, burst 100) would make the client, not the scheduler, the limit
+        "clientConnection": {"kubeconfig": str(kube_cluster.kubeconfig), "qps": 5000, "burst": 5000},
+        "leaderElection": {"leaderElect": False}}))
+    log = (workdir / "kube-scheduler.log").open("wb")
+    return subprocess.Popen([str(kube_cluster.bin / "kube-scheduler"), "--config", str(cfg), "--secure-port", "0"],
+                            stdout=log, stderr=subprocess.STDOUT)
+
+
+def test_shardsched_and_kube_scheduler_on_a_real_api_server(kube_cluster, tmp_path):
+    fleet = subprocess.run([str(ROOT / ".venv/bin/shardsched"), "fleet", "--nodes", str(NODES), "-o", "yaml"],
+                           capture_output=True, text=True, check=True).stdout
+    kube_cluster.kubectl("create", "-f", "-", input=fleet)
+    store = KubeStore(str(kube_cluster.kubeconfig))
+    try:
+        deadline = time.monotonic() + 60  # kwok takes each node over: it renews the node's Lease
+        while True:
+            leases = store._call("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+            held = {lease["metadata"]["name"] for lease in leases["items"]}
+            if len(held & {f"kwok-node-{i}" for i in range(NODES)}) == NODES:
+                break
+            assert time.monotonic() < deadline, f"kwok holds only {len(held)}/{NODES} node leases"
+            time.sleep(0.5)
+
+        cfg = config.defaults()
+        cfg["shards"]["count"], cfg["binders"]["count"] = 2, 1
+        for section in ("shards", "binders"):
+            cfg[section]["basePort"] = 0
+            cfg[section]["metricsBasePort"] = 0
+        cfg["dispatcher"].update(port=0, metricsPort=0, shardTimeoutSeconds=2, redispatchAfterSeconds=5)
+        cluster = LocalCluster(cfg, f"kube://{kube_cluster.kubeconfig}", log_dir=str(tmp_path))
+        killed = []
+        try:
+            cluster.start(timeout=60)
+
+            def kill_a_shard(bound):
+                if not killed and bound >= PODS // 4:
+                    cluster.kill("shard", 0)
+                    killed.append(bound)
+
+            ours = run_workload(store, "e2e-shardsched", "shardsched", during=kill_a_shard)
+            assert killed, "the run ended before a shard could be killed"
+            assert_invariants(store)
+            full_node(store)
+            assert_invariants(store)
+        except Exception:
+            for name in sorted(p.name for p in tmp_path.glob("*.log")):
+                print(f"--- {name}\n{(tmp_path / name).read_text(errors='replace')[-3000:]}", file=sys.stderr)
+            raise
+        finally:
+            cluster.stop()
+        clear_pods(store, "e2e-shardsched")
+
+        sched = kube_scheduler(kube_cluster, tmp_path)
+        try:
+            theirs = run_workload(store, "e2e-kube-scheduler", "default-scheduler")
+            assert_invariants(store)
+        finally:
+            sched.terminate()
+            sched.wait(10)
+
+        rows = [("pods", "{:d}"), ("create_s", "{:.2f}"), ("all_bound_s", "{:.2f}"), ("pods_per_s", "{:.0f}"),
+                ("p50_s", "{:.2f}"), ("p99_s", "{:.2f}"), ("nodes_used", "{:d}"), ("max_per_node", "{:d}"),
+                ("stdev_per_node", "{:.2f}")]
+        print(f"\nreal kube-apiserver, {NODES} kwok nodes, {PODS} pods each "
+              f"(shardsched: 2 shards, 1 binder, shard 0 killed at {killed[0]} bound)")
+        print(f"{'':16}{'shardsched':>12}{'kube-scheduler':>16}{'ratio':>8}")
+        for key, fmt in rows:
+            ratio = ours[key] / theirs[key] if theirs[key] else float("nan")
+            print(f"{key:16}{fmt.format(ours[key]):>12}{fmt.format(theirs[key]):>16}{ratio:>8.2f}")
+    finally:
+        for ns in ("e2e-kube-scheduler", "e2e-shardsched", "e2e-preempt"):
+            clear_pods(store, ns)
+        for n in store.list("Node")[0]:
+            store.delete("Node", n["metadata"]["name"])
+        store.close()
