@@ -345,6 +345,11 @@ class KubeStore(ClusterStore):
         (unless it dropped events after `pos` for lack of room: then the reader is too far
         behind). Call with the lock held."""
         w = self._watches.get(kind)
+        if w is not None and w.gone is not None:
+            del self._watches[kind]
+            if pos <= w.progress:  # the server has compacted what this reader needs
+                raise ResourceVersionTooOld(f"resourceVersion {pos} is too old for {kind}: {w.gone}")
+            w = None  # a reader that relisted since: start afresh from its rv
         if w is not None and w.gone is None and w.start <= pos:
             return w
         if w is not None and w.gone is None and w.trimmed and pos < w.start:
@@ -371,9 +376,6 @@ class KubeStore(ClusterStore):
             while True:
                 watches = {k: self._watch(k, pos[k]) for k in wanted}
                 for k, w in watches.items():
-                    if w.gone is not None:
-                        del self._watches[k]
-                        raise ResourceVersionTooOld(f"resourceVersion {pos[k]} is too old for {k}: {w.gone}")
                     if pos[k] < w.start:
                         raise ResourceVersionTooOld(f"resourceVersion {pos[k]} is too old: this client kept the "
                                                     f"last {self.history} {k} events, from {w.start} on")

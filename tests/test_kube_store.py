@@ -1,0 +1,97 @@
+"""What only the `kube` backend has, on the real kube-apiserver of tests/kube_cluster.py:
+410 Gone from the server, watches resumed after the server ends them, PodDisruptionBudgets
+refusing an eviction, Leases as real coordination.k8s.io objects, a dead server.
+(The behaviour every backend shares is tests/test_store_contract.py.)"""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from common.errors import ResourceVersionTooOld, StoreUnavailable
+from common.store import kube_store, open_store
+from common.store.kube_store import KubeStore
+from kube_cluster import free_port, write_kubeconfig
+
+
+@pytest.fixture
+def store(kube_cluster):
+    s = KubeStore(str(kube_cluster.kubeconfig))
+    yield s
+    for p in s.list("Pod")[0]:
+        if p["metadata"]["namespace"] == "default":
+            s.delete("Pod", f"default/{p['metadata']['name']}")
+    for p in s.list("PodDisruptionBudget")[0]:
+        s.delete("PodDisruptionBudget", f"{p['metadata']['namespace']}/{p['metadata']['name']}")
+    s.close()
+
+
+def pod(name, labels=None):
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
+            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}
+
+
+def test_a_compacted_resource_version_is_too_old_and_a_relist_recovers(store):
+    """The server's watch cache starts after rv 1: it answers 410 Gone (an ERROR event)."""
+    with pytest.raises(ResourceVersionTooOld, match="too old"):
+        store.poll("1", timeout=5, kinds=["Pod"])
+    _, rv = store.list("Pod")
+    store.create(pod("after-relist"))
+    assert [e.obj["metadata"]["name"] for e in store.poll(rv, timeout=5, kinds=["Pod"])] == ["after-relist"]
+
+
+def test_watch_resumes_when_the_server_ends_the_stream(store, monkeypatch):
+    """With a 1 s server-side watch timeout the stream ends again and again; resuming from
+    the last resourceVersion seen loses and repeats nothing."""
+    monkeypatch.setattr(kube_store, "_WATCH_S", 1)
+    _, rv = store.list("Pod")
+    seen = []
+    for i in range(6):
+        store.create(pod(f"r{i}"))
+        time.sleep(0.5)
+        events = store.poll(rv, timeout=2, kinds=["Pod"])
+        rv = events[-1].rv
+        seen += [e.obj["metadata"]["name"] for e in events]
+    assert seen == [f"r{i}" for i in range(6)]
+
+
+def test_an_eviction_refused_by_a_disruption_budget_is_an_outcome(store):
+    uid = store.create(pod("guarded", {"app": "guarded"}))["metadata"]["uid"]
+    store.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                  "metadata": {"name": "guard", "namespace": "default"},
+                  "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}}})
+    store.bind("default/guarded", "n1", uid)
+    # play kubelet: the API server lets a Pending pod go regardless of budgets
+    store._call("PATCH", "/api/v1/namespaces/default/pods/guarded/status", content_type="application/merge-patch+json",
+                body={"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
+    assert store.evict_many([("default/guarded", uid)]) == ["DisruptionBudget"]
+    assert store.get("Pod", "default/guarded") is not None
+
+
+def test_leases_are_coordination_leases_and_expire_by_renew_time(store):
+    store.put_lease("binder", "7", "10.0.0.7:7300", ttl_s=15)
+    lease = store._call("GET", f"/apis/coordination.k8s.io/v1/namespaces/{store.lease_namespace}/leases/"
+                               "shardsched-binder-7")
+    assert lease["spec"]["holderIdentity"] == "10.0.0.7:7300"
+    assert lease["spec"]["leaseDurationSeconds"] == 15
+    assert store.list_leases("binder") == {"7": "10.0.0.7:7300"}
+    # another writer (say an older version) renewed it long ago, without our annotation
+    lease["metadata"]["annotations"] = {}
+    lease["spec"]["renewTime"] = "2020-01-01T00:00:00.000000Z"
+    store._call("PUT", f"/apis/coordination.k8s.io/v1/namespaces/{store.lease_namespace}/leases/"
+                       "shardsched-binder-7", body=lease)
+    assert store.list_leases("binder") == {}
+    store.drop_lease("binder", "7")
+    store.drop_lease("binder", "7")  # already gone: no error
+
+
+def test_an_unreachable_server_is_one_clear_error_and_never_hangs(tmp_path, kube_cluster):
+    path = tmp_path / "kubeconfig"
+    write_kubeconfig(path, f"https://127.0.0.1:{free_port()}", kube_cluster.dir / "ca.crt", "token")
+    start = time.monotonic()
+    with pytest.raises(StoreUnavailable, match="cannot reach the API server at https://127.0.0.1"):
+        open_store(f"kube://{path}", request_timeout=2)
+    assert time.monotonic() - start < 10
+    with pytest.raises(StoreUnavailable, match="cannot load kubeconfig"):
+        open_store(f"kube://{tmp_path}/missing")
