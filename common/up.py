@@ -30,10 +30,10 @@ def store_url(args, cfg: dict) -> str:
 
 def run_component(args) -> int:
     """`shardsched dispatcher|shard|binder --config FILE --id N`: one process, until signalled."""
-    from .store import open_store
+    from .store import open_store, store_options
 
     cfg = config_mod.load(args.config)
-    store = open_store(store_url(args, cfg))
+    store = open_store(store_url(args, cfg), **store_options(cfg))
     index = int(args.id)
     if args.cmd == "binder":
         from binder.server import BinderServer
@@ -93,9 +93,9 @@ class LocalCluster:
 
     def wait_ready(self, timeout: float = 30.0) -> dict:
         """Block until every process holds its lease; returns role -> {id: address}."""
-        from .store import open_store
+        from .store import open_store, store_options
 
-        store = open_store(self.url)
+        store = open_store(self.url, **store_options(self.cfg))
         try:
             deadline = time.monotonic() + timeout
             while True:
@@ -153,7 +153,7 @@ class LocalCluster:
 
 def run_up(args) -> int:
     """`shardsched up`: everything on this machine until Ctrl-C or SIGTERM."""
-    from .store import open_store
+    from .store import open_store, store_options
     from .store.embedded import EmbeddedRedis
 
     cfg = config_mod.load(args.config)
@@ -165,7 +165,7 @@ def run_up(args) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     with contextlib.ExitStack() as stack:
         url = args.store or cfg["store"]["url"] or stack.enter_context(EmbeddedRedis()).url
-        store = open_store(url)
+        store = open_store(url, **store_options(cfg))
         stack.callback(store.close)
         if args.nodes:
             errors = store.create_many(fleet_mod.generate(args.nodes, args.profile, args.seed))
@@ -197,12 +197,12 @@ def run_up(args) -> int:
 def run_top(args) -> int:
     """`shardsched top`: the live table, until Ctrl-C (or --iterations refreshes)."""
     from . import top
-    from .store import open_store
+    from .store import open_store, store_options
 
     store = None
     if not args.dispatcher:
         cfg = config_mod.load(args.config)
-        store = open_store(store_url(args, cfg))
+        store = open_store(store_url(args, cfg), **store_options(cfg))
     try:
         top.run(args.dispatcher, store, args.interval, args.iterations)
     finally:

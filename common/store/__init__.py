@@ -3,7 +3,12 @@ from __future__ import annotations
 
 from .base import ClusterStore, WatchEvent
 
-__all__ = ["ClusterStore", "WatchEvent", "open_store"]
+__all__ = ["ClusterStore", "WatchEvent", "open_store", "store_options"]
+
+
+def store_options(cfg: dict) -> dict:
+    """open_store's keyword arguments from a loaded config's `store` section."""
+    return {"kubeconfig": cfg["store"]["kubeconfig"], "request_timeout": cfg["store"]["requestTimeoutSeconds"]}
 
 
 def open_store(url: str, kubeconfig: str | None = None, request_timeout: float = 10.0) -> ClusterStore:
