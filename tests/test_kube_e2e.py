@@ -3,7 +3,9 @@
 One API server (tests/kube_cluster.py), one kwok fleet created the way a user would
 (`shardsched fleet --nodes 200 -o yaml | kubectl create -f -`), kwok running every bound pod.
 Then, one after the other on the same fleet, the same workload of 1,000 pods:
-  * shardsched: dispatcher, two shards and a binder as processes with `--store kube://...`;
+  * shardsched: dispatcher, two shards and a binder as processes with `--store kube://...`,
+    each authenticated as its deploy/ ServiceAccount (a TokenRequest token), so the
+    least-privilege RBAC of deploy/ is proven sufficient by the run itself;
     a shard is killed with -9 mid-run, and a preemption happens on a small dedicated node;
   * kube-scheduler (built from the same Kubernetes release), client QPS limits raised.
 Each run must bind every pod, and `verify`'s invariants must hold on the API server's state
@@ -26,6 +28,7 @@ import yaml
 from common import config
 from common.store.kube_store import KubeStore
 from common.up import LocalCluster
+from kube_cluster import write_kubeconfig
 from common.verify import summary, verify_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -172,6 +175,39 @@ def kube_scheduler(kube_cluster, workdir: Path) -> subprocess.Popen:
                             stdout=log, stderr=subprocess.STDOUT)
 
 
+class ServiceAccountCluster(LocalCluster):
+    """LocalCluster whose processes each use their own role's kubeconfig."""
+
+    def __init__(self, *args, kubeconfigs: dict[str, Path], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.kubeconfigs = kubeconfigs
+
+    def start_one(self, role: str, index: int):
+        url, self.url = self.url, f"kube://{self.kubeconfigs[role]}"
+        try:
+            return super().start_one(role, index)
+        finally:
+            self.url = url
+
+
+def service_account_kubeconfigs(kube_cluster, store: KubeStore, workdir: Path) -> dict[str, Path]:
+    """Apply deploy/'s namespace, ServiceAccounts and RBAC; a kubeconfig per component with a
+    token of its ServiceAccount, in the namespace its Leases live in."""
+    rendered = subprocess.run(["kubectl", "kustomize", str(ROOT / "deploy")], capture_output=True, text=True,
+                              check=True).stdout
+    rbac = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] in (
+        "Namespace", "ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")]
+    kube_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(rbac))
+    out = {}
+    for role in ("dispatcher", "shard", "binder"):
+        token = store._call("POST", f"/api/v1/namespaces/shardsched/serviceaccounts/shardsched-{role}/token",
+                            body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                                  "spec": {"expirationSeconds": 3600}})["status"]["token"]
+        out[role] = workdir / f"{role}.kubeconfig"
+        write_kubeconfig(out[role], kube_cluster.server, kube_cluster.dir / "ca.crt", token, namespace="shardsched")
+    return out
+
+
 def test_shardsched_and_kube_scheduler_on_a_real_api_server(kube_cluster, tmp_path):
     fleet = subprocess.run([str(ROOT / ".venv/bin/shardsched"), "fleet", "--nodes", str(NODES), "-o", "yaml"],
                            capture_output=True, text=True, check=True).stdout
@@ -187,14 +223,18 @@ def test_shardsched_and_kube_scheduler_on_a_real_api_server(kube_cluster, tmp_pa
             assert time.monotonic() < deadline, f"kwok holds only {len(held)}/{NODES} node leases"
             time.sleep(0.5)
 
+        kubeconfigs = service_account_kubeconfigs(kube_cluster, store, tmp_path)
+        admin = tmp_path / "admin.kubeconfig"  # for LocalCluster's own lease checks
+        write_kubeconfig(admin, kube_cluster.server, kube_cluster.dir / "ca.crt", kube_cluster.token,
+                         namespace="shardsched")
         cfg = config.defaults()
-        cfg["store"]["kubeconfig"] = str(kube_cluster.kubeconfig)  # the processes get --store kube://
+        cfg["store"]["kubeconfig"] = str(admin)
         cfg["shards"]["count"], cfg["binders"]["count"] = 2, 1
         for section in ("shards", "binders"):
             cfg[section]["basePort"] = 0
             cfg[section]["metricsBasePort"] = 0
         cfg["dispatcher"].update(port=0, metricsPort=0, shardTimeoutSeconds=2, redispatchAfterSeconds=5)
-        cluster = LocalCluster(cfg, "kube://", log_dir=str(tmp_path))
+        cluster = ServiceAccountCluster(cfg, "kube://", log_dir=str(tmp_path), kubeconfigs=kubeconfigs)
         killed = []
         try:
             cluster.start(timeout=60)
@@ -234,7 +274,7 @@ def test_shardsched_and_kube_scheduler_on_a_real_api_server(kube_cluster, tmp_pa
                 ("p50_s", "{:.2f}"), ("p99_s", "{:.2f}"), ("nodes_used", "{:d}"), ("max_per_node", "{:d}"),
                 ("stdev_per_node", "{:.2f}")]
         print(f"\nreal kube-apiserver, {NODES} kwok nodes, {PODS} pods created by one client as fast as it can "
-              f"(shardsched: 2 shards, 1 binder)")
+              f"(shardsched: 2 shards, 1 binder, each as its deploy/ ServiceAccount)")
         print(f"{'':16}{'shardsched':>12}{'kube-scheduler':>16}{'ratio':>8}{'shard killed':>14}")
         for key, fmt in rows:
             ratio = ours[key] / theirs[key] if theirs[key] else float("nan")
