@@ -32,12 +32,15 @@ CREATE_BATCH = 500
 
 
 class Observer:
-    """Follows pod events and timestamps bindings (a thread of its own)."""
+    """Follows pod events and timestamps bindings (a thread of its own, started by the caller);
+    only pods of `namespace` when one is given."""
 
-    def __init__(self, store, rv: str):
+    def __init__(self, store, rv: str, namespace: str | None = None):
         self.store = store
         self.rv = rv
-        self.bound_at: dict[str, float] = {}
+        self.namespace = namespace
+        self.bound_at: dict[str, float] = {}  # "namespace/name" -> when first seen bound
+        self.nodes: dict[str, str] = {}       # "namespace/name" -> its node
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -47,9 +50,13 @@ class Observer:
             now = time.monotonic()
             for ev in events:
                 self.rv = ev.rv
-                if ev.type != "DELETED" and ev.obj["spec"].get("nodeName"):
-                    key = f"{ev.obj['metadata'].get('namespace', 'default')}/{ev.obj['metadata']['name']}"
+                meta = ev.obj["metadata"]
+                node = ev.obj["spec"].get("nodeName")
+                ns = meta.get("namespace", "default")
+                if ev.type != "DELETED" and node and self.namespace in (None, ns):
+                    key = f"{ns}/{meta['name']}"
                     self.bound_at.setdefault(key, now)
+                    self.nodes[key] = node
 
 
 def create_pods(store, pods: list[dict], rate: float, created_at: dict, progress) -> None:

@@ -12,11 +12,11 @@ from datetime import datetime
 
 from .errors import ObjectError
 from .resources import (
-    BASE_RESOURCES, NUM_SLOTS, PODS, TooManyResources, ZERO, parse_quantity, quantity_to_int,
+    BASE_RESOURCES, NUM_SLOTS, PODS, TooManyResources, parse_quantity, quantity_to_int,
     resource_index,
 )
 from .selectors import (
-    Field, LabelSelector, NodeSelectorTerm, Taint, Toleration, parse_label_selector,
+    Field, LabelSelector, parse_label_selector,
     parse_node_selector_term, parse_taint, parse_toleration,
 )
 

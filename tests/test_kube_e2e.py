@@ -18,13 +18,13 @@ from __future__ import annotations
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
 
 import yaml
 
+from benchmarks import e2e
 from common import config
 from common.store.kube_store import KubeStore
 from common.up import LocalCluster
@@ -53,31 +53,15 @@ def workload(namespace: str, scheduler: str, n: int = PODS) -> list[dict]:
     return pods
 
 
-class Observer:
+class Observer(e2e.Observer):
     """Stamps the moment each pod of `namespace` is first seen bound, from the watch."""
 
     def __init__(self, store: KubeStore, namespace: str):
-        self.store, self.namespace = store, namespace
-        self.rv = store.list("Pod")[1]
-        self.bound_at: dict[str, float] = {}
-        self.nodes: dict[str, str] = {}
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        super().__init__(store, store.list("Pod")[1], namespace)
         self.thread.start()
 
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            events = self.store.poll(self.rv, timeout=0.2, kinds=("Pod",))
-            now = time.monotonic()
-            for ev in events:
-                self.rv = ev.rv
-                meta = ev.obj["metadata"]
-                node = ev.obj["spec"].get("nodeName")
-                if ev.type != "DELETED" and node and meta["namespace"] == self.namespace:
-                    self.bound_at.setdefault(meta["name"], now)
-                    self.nodes[meta["name"]] = node
-
     def wait(self, names: set[str], timeout: float, during=None) -> None:
+        names = {f"{self.namespace}/{n}" for n in names}
         deadline = time.monotonic() + timeout
         while not names <= self.bound_at.keys():
             if during is not None:

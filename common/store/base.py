@@ -80,6 +80,21 @@ def prepare(obj: dict, new: bool = True) -> tuple[str, str, dict]:
     return parsed.kind, parsed.key, out
 
 
+def check_update(current: dict | None, obj: dict, expected_rv: str) -> None:
+    """The API server's preconditions for replacing `current` by `obj` (Conflict if not met):
+    it exists, it is the same object (uid), nobody wrote it since `expected_rv` ("" = any),
+    and a bound pod keeps its node (only pods have spec.nodeName)."""
+    if current is None:
+        raise Conflict("NotFound")
+    if current["metadata"].get("uid") != obj["metadata"]["uid"]:
+        raise Conflict("UIDMismatch")
+    if expected_rv and current["metadata"]["resourceVersion"] != expected_rv:
+        raise Conflict("ResourceVersionMismatch")
+    bound_to = (current.get("spec") or {}).get("nodeName")
+    if bound_to and bound_to != (obj.get("spec") or {}).get("nodeName"):
+        raise Conflict("NodeNameImmutable")
+
+
 def already_exists(kind: str, key: str) -> ObjectError:
     """How bulk creation reports a name that is taken (the rest of the batch goes on)."""
     return ObjectError(f"{kind} {key}", "metadata.name", "already exists")

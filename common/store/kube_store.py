@@ -52,7 +52,8 @@ import orjson
 
 from ..errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavailable
 from ..objects import KINDS, NAMESPACED
-from .base import ClusterStore, WatchEvent, already_exists, check_kind, prepare, prepare_many
+from .base import (ClusterStore, WatchEvent, already_exists, check_kind, check_update, prepare,
+                   prepare_many)
 from .podstatus import apply_patch, now_rfc3339, scheduled_condition
 
 #: kind -> (apiVersion, URL prefix of the group/version, plural)
@@ -485,15 +486,7 @@ class KubeStore(ClusterStore):
 
     def _update(self, kind, key, obj, expected_rv):
         current = self.get(kind, key)
-        if current is None:
-            raise Conflict("NotFound")
-        if current["metadata"].get("uid") != obj["metadata"]["uid"]:
-            raise Conflict("UIDMismatch")
-        if expected_rv and current["metadata"]["resourceVersion"] != expected_rv:
-            raise Conflict("ResourceVersionMismatch")
-        bound_to = (current.get("spec") or {}).get("nodeName")
-        if kind == "Pod" and bound_to and bound_to != (obj.get("spec") or {}).get("nodeName"):
-            raise Conflict("NodeNameImmutable")
+        check_update(current, obj, expected_rv)
         body = dict(obj)
         body["metadata"] = dict(obj["metadata"], resourceVersion=expected_rv or current["metadata"]["resourceVersion"])
         body["apiVersion"] = RESOURCES[kind][0]
@@ -540,21 +533,29 @@ class KubeStore(ClusterStore):
         if uid:
             binding["metadata"]["uid"] = uid
         # The answer is a Status without the pod's new resourceVersion: readers of this
-        # client wait for their watch to show the binding instead (registered first, as the
-        # watch may show it before the answer arrives).
-        self._await("Pod", key, "bound")
+        # client wait for their watch to show the binding instead.
+        def conflict(e: ApiError) -> str:
+            msg = e.message.lower()
+            return "UIDMismatch" if "uid" in msg or "precondition" in msg else "AlreadyBound"
+
+        return self._post_to_pod(key, "binding", binding, "bound", {409: conflict})
+
+    def _post_to_pod(self, key: str, subresource: str, body: dict, awaited: str,
+                     reasons: dict) -> str | None:
+        """POST a pod subresource whose answer carries no resourceVersion: register first
+        that readers must wait for the watch to show `awaited`, then post; an API error is
+        turned into the outcome `reasons[status]` (a string, or a function of the error),
+        404 into "PodNotFound"."""
+        ns, name = _split("Pod", key)
+        self._await("Pod", key, awaited)
         try:
-            self._call("POST", _path("Pod", ns, name) + "/binding", body=binding)
+            self._call("POST", _path("Pod", ns, name) + "/" + subresource, body=body)
         except ApiError as e:
             self._forget("Pod", key)
-            if e.status == 404:
-                return "PodNotFound"
-            if e.status == 409:
-                msg = e.message.lower()
-                if "uid" in msg or "precondition" in msg:
-                    return "UIDMismatch"
-                return "AlreadyBound"
-            raise
+            reason = {404: "PodNotFound", **reasons}.get(e.status)
+            if reason is None:
+                raise
+            return reason(e) if callable(reason) else reason
         return None
 
     def _in_parallel(self, fn, rows: list[tuple]) -> list:
@@ -593,19 +594,8 @@ class KubeStore(ClusterStore):
                 return "PodNotFound"
             if pod["metadata"].get("uid") != uid:
                 return "UIDMismatch"
-        self._await("Pod", key, "deleted")  # the answer carries no resourceVersion either
-        try:
-            self._call("POST", _path("Pod", ns, name) + "/eviction", body=eviction)
-        except ApiError as e:
-            self._forget("Pod", key)
-            if e.status == 404:
-                return "PodNotFound"
-            if e.status == 409:
-                return "UIDMismatch"
-            if e.status == 429:
-                return "DisruptionBudget"
-            raise
-        return None
+        return self._post_to_pod(key, "eviction", eviction, "deleted",
+                                 {409: "UIDMismatch", 429: "DisruptionBudget"})
 
     def evict_many(self, evictions):
         return self._in_parallel(self._evict, list(evictions))

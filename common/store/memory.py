@@ -14,7 +14,8 @@ import orjson
 
 from ..errors import Conflict, ObjectError, ResourceVersionTooOld
 from ..objects import KINDS
-from .base import ClusterStore, WatchEvent, already_exists, check_kind, prepare, prepare_many
+from .base import (ClusterStore, WatchEvent, already_exists, check_kind, check_update, prepare,
+                   prepare_many)
 from .podstatus import apply_patch, bound_patch, nominated_patch, now_rfc3339, scheduled_condition, unschedulable_patch
 
 
@@ -114,15 +115,7 @@ class MemoryStore(ClusterStore):
     def _update(self, kind, key, obj, expected_rv):
         with self._cond:
             current = self._load(kind, key)
-            if current is None:
-                raise Conflict("NotFound")
-            if current["metadata"].get("uid") != obj["metadata"]["uid"]:
-                raise Conflict("UIDMismatch")
-            if expected_rv and current["metadata"]["resourceVersion"] != expected_rv:
-                raise Conflict("ResourceVersionMismatch")
-            bound_to = (current.get("spec") or {}).get("nodeName")
-            if bound_to and bound_to != (obj.get("spec") or {}).get("nodeName"):
-                raise Conflict("NodeNameImmutable")
+            check_update(current, obj, expected_rv)
             return self._write("MODIFIED", kind, key, obj)
 
     def delete(self, kind: str, key: str) -> bool:
