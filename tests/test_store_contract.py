@@ -107,10 +107,11 @@ def names(events):
 
 
 def drain(store, rv):
-    """Every event after rv (nothing is written concurrently)."""
+    """Every event after rv (nothing is written concurrently). Each poll may wait a moment:
+    a kube client sees other clients' writes only once its watch delivers them."""
     out = []
     while True:
-        batch = store.poll(rv, timeout=0)
+        batch = store.poll(rv, timeout=0.3)
         if not batch:
             return out
         out += batch

@@ -54,7 +54,8 @@ from ..errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavaila
 from ..objects import KINDS, NAMESPACED
 from .base import (ClusterStore, WatchEvent, already_exists, check_kind, check_update, prepare,
                    prepare_many)
-from .podstatus import apply_patch, now_rfc3339, scheduled_condition
+from .podstatus import (apply_patch, nominated_already, now_rfc3339,
+                        unschedulable_already, unschedulable_patch)
 
 #: kind -> (apiVersion, URL prefix of the group/version, plural)
 RESOURCES = {
@@ -626,18 +627,15 @@ class KubeStore(ClusterStore):
     def set_nominated_node(self, pod_key: str, node: str | None) -> bool:
         return self._patch_status(
             pod_key, lambda pod: {"status": {"nominatedNodeName": node or None}},
-            lambda pod: (pod.get("status") or {}).get("nominatedNodeName", "") == (node or ""))
+            lambda pod: nominated_already(pod, node))
 
     def set_unschedulable(self, pod_key: str, message: str) -> bool:
         def unchanged(pod):
-            c = scheduled_condition(pod)
-            return c is not None and (c.get("status"), c.get("reason"), c.get("message")) == (
-                "False", "Unschedulable", message)
+            return unschedulable_already(pod, message)
 
         def patch(pod):  # the whole conditions list: a merge patch replaces lists
             status = apply_patch({"status": dict(pod.get("status") or {})},
-                                 {"cond": {"status": "False", "reason": "Unschedulable", "message": message,
-                                           "time": now_rfc3339()}})["status"]
+                                 unschedulable_patch(message, now_rfc3339()))["status"]
             return {"status": {"conditions": status["conditions"]}}
         return self._patch_status(pod_key, patch, unchanged)
 

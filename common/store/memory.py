@@ -16,7 +16,8 @@ from ..errors import Conflict, ObjectError, ResourceVersionTooOld
 from ..objects import KINDS
 from .base import (ClusterStore, WatchEvent, already_exists, check_kind, check_update, prepare,
                    prepare_many)
-from .podstatus import apply_patch, bound_patch, nominated_patch, now_rfc3339, scheduled_condition, unschedulable_patch
+from .podstatus import (apply_patch, bound_patch, nominated_already, nominated_patch, now_rfc3339,
+                        unschedulable_already, unschedulable_patch)
 
 
 class MemoryStore(ClusterStore):
@@ -170,16 +171,12 @@ class MemoryStore(ClusterStore):
             return True
 
     def set_nominated_node(self, pod_key: str, node: str | None) -> bool:
-        return self._patch_pending(
-            pod_key, nominated_patch(node),
-            lambda pod: (pod.get("status") or {}).get("nominatedNodeName", "") == (node or ""))
+        return self._patch_pending(pod_key, nominated_patch(node),
+                                   lambda pod: nominated_already(pod, node))
 
     def set_unschedulable(self, pod_key: str, message: str) -> bool:
-        def unchanged(pod):
-            c = scheduled_condition(pod)
-            return c is not None and (c.get("status"), c.get("reason"), c.get("message")) == (
-                "False", "Unschedulable", message)
-        return self._patch_pending(pod_key, unschedulable_patch(message, now_rfc3339()), unchanged)
+        return self._patch_pending(pod_key, unschedulable_patch(message, now_rfc3339()),
+                                   lambda pod: unschedulable_already(pod, message))
 
     # --- leases ---------------------------------------------------------------------------
 

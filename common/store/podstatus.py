@@ -32,6 +32,17 @@ def unschedulable_patch(message: str, now: str) -> dict:
     return {"cond": {"status": "False", "reason": "Unschedulable", "message": message, "time": now}}
 
 
+def unschedulable_already(pod: dict, message: str) -> bool:
+    """Whether the pod already says PodScheduled=False/Unschedulable with this message."""
+    c = scheduled_condition(pod)
+    return c is not None and (c.get("status"), c.get("reason"), c.get("message")) == (
+        "False", "Unschedulable", message)
+
+
+def nominated_already(pod: dict, node: str | None) -> bool:
+    return (pod.get("status") or {}).get("nominatedNodeName", "") == (node or "")
+
+
 def nominated_patch(node: str | None) -> dict:
     return {"nominated": node or ""}
 
