@@ -58,6 +58,26 @@ class Observer:
                     self.bound_at.setdefault(key, now)
                     self.nodes[key] = node
 
+    def wait_bound(self, keys: set[str], timeout: float, during=None, settle: float | None = None) -> set[str]:
+        """Wait until every "namespace/name" of `keys` is bound, `timeout` seconds pass, or
+        (with `settle`) no binding came for `settle` seconds; then stop following. Returns the
+        keys still unbound. `during(bound)` is called on every look."""
+        deadline = time.monotonic() + timeout
+        last_change, last_bound = time.monotonic(), -1
+        while not keys <= self.bound_at.keys():
+            bound = len(self.bound_at)
+            if during is not None:
+                during(bound)
+            now = time.monotonic()
+            if bound != last_bound:
+                last_change, last_bound = now, bound
+            if now > deadline or (settle is not None and now - last_change > settle):
+                break
+            time.sleep(0.05)
+        self.stop.set()
+        self.thread.join()
+        return keys - self.bound_at.keys()
+
 
 def create_pods(store, pods: list[dict], rate: float, created_at: dict, progress) -> None:
     start = time.monotonic()

@@ -178,12 +178,41 @@ class KubeCluster:
         pytest.fail(f"kube-apiserver not ready after {timeout}s ({last}):\n{self.log_tail('kube-apiserver')}",
                     pytrace=False)
 
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
+                timeout: float = 300) -> subprocess.CompletedProcess:
         done = subprocess.run(["kubectl", "--kubeconfig", str(self.kubeconfig), *args], input=input,
-                              capture_output=True, text=True, timeout=300)
+                              capture_output=True, text=True, timeout=timeout)
         if check and done.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed: {done.stderr or done.stdout}")
         return done
+
+    def create_fleet(self, nodes: int, profile: str = "uniform", timeout: float = 600.0) -> None:
+        """`shardsched fleet --nodes N --profile P -o yaml | kubectl create -f -`, then wait
+        until kwok has taken every node over (it holds the node's Lease)."""
+        fleet = subprocess.run([str(ROOT / ".venv/bin/shardsched"), "fleet", "--nodes", str(nodes),
+                                "--profile", profile, "-o", "yaml"], capture_output=True, text=True, check=True).stdout
+        self.kubectl("create", "-f", "-", input=fleet, timeout=timeout)
+        names = {f"lease.coordination.k8s.io/kwok-node-{i}" for i in range(nodes)}
+        deadline = time.monotonic() + timeout
+        while True:
+            held = set(self.kubectl("get", "leases", "-n", "kube-node-lease", "-o", "name").stdout.split())
+            if names <= held:
+                return
+            assert time.monotonic() < deadline, f"kwok holds only {len(held & names)}/{nodes} node leases"
+            time.sleep(0.5)
+
+    def start_kube_scheduler(self, workdir: Path, qps: int = 5000) -> subprocess.Popen:
+        """kube-scheduler (built from the same release) with its client limits raised."""
+        cfg = workdir / "kube-scheduler.yaml"
+        cfg.write_text(f"""apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+# the defaults (50 qps, burst 100) would make the client, not the scheduler, the limit
+clientConnection: {{kubeconfig: "{self.kubeconfig}", qps: {qps}, burst: {qps}}}
+leaderElection: {{leaderElect: false}}
+""")
+        log = (workdir / "kube-scheduler.log").open("wb")
+        return subprocess.Popen([str(self.bin / "kube-scheduler"), "--config", str(cfg), "--secure-port", "0"],
+                                stdout=log, stderr=subprocess.STDOUT)
 
     def stop(self) -> None:
         for name in reversed(list(self.procs)):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from benchmarks import e2e
+from benchmarks import kube_vs
 from common import config
 from common.store.kube_store import KubeStore
 from common.up import LocalCluster
@@ -53,50 +53,25 @@ def workload(namespace: str, scheduler: str, n: int = PODS) -> list[dict]:
     return pods
 
 
-class Observer(e2e.Observer):
-    """Stamps the moment each pod of `namespace` is first seen bound, from the watch."""
-
-    def __init__(self, store: KubeStore, namespace: str):
-        super().__init__(store, store.list("Pod")[1], namespace)
-        self.thread.start()
-
-    def wait(self, names: set[str], timeout: float, during=None) -> None:
-        names = {f"{self.namespace}/{n}" for n in names}
-        deadline = time.monotonic() + timeout
-        while not names <= self.bound_at.keys():
-            if during is not None:
-                during(len(self.bound_at))
-            if time.monotonic() > deadline:
-                missing = sorted(names - self.bound_at.keys())
-                raise AssertionError(f"{len(missing)} pods of {self.namespace} not bound after "
-                                     f"{timeout} s, e.g. {missing[:5]}")
-            time.sleep(0.05)
-        self.stop.set()
-        self.thread.join()
-
-
 def run_workload(store: KubeStore, namespace: str, scheduler: str, during=None) -> dict:
-    store._call("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace",
-                                                     "metadata": {"name": namespace}})
+    kube_vs.create_namespace(store, namespace)
     pods = workload(namespace, scheduler)
-    observer = Observer(store, namespace)
-    start = time.monotonic()
-    assert store.create_many(pods) == []
-    created = time.monotonic()
-    observer.wait({p["metadata"]["name"] for p in pods}, TIMEOUT_S, during)
-    times = sorted(t - start for t in observer.bound_at.values())
-    per_node = Counter(observer.nodes.values())
-    return {"pods": len(pods), "create_s": created - start, "all_bound_s": times[-1],
+    run = kube_vs.run_pods(store, pods, 0, TIMEOUT_S, during)
+    assert run["errors"] == []
+    if run["missing"]:
+        missing = sorted(run["missing"])
+        raise AssertionError(f"{len(missing)} pods of {namespace} not bound after {TIMEOUT_S} s, e.g. {missing[:5]}")
+    start = run["start"]
+    times = sorted(t - start for t in run["bound_at"].values())
+    per_node = Counter(run["nodes"][k] for k in run["bound_at"])
+    return {"pods": len(pods), "create_s": run["created"] - start, "all_bound_s": times[-1],
             "pods_per_s": len(pods) / times[-1],
             "p50_s": statistics.median(times), "p99_s": times[int(0.99 * (len(times) - 1))],
             "nodes_used": len(per_node), "max_per_node": max(per_node.values()),
             "stdev_per_node": statistics.pstdev([per_node.get(f"kwok-node-{i}", 0) for i in range(NODES)])}
 
 
-def clear_pods(store: KubeStore, namespace: str) -> None:
-    keys = [(f"{namespace}/{p['metadata']['name']}", None) for p in store.list("Pod")[0]
-            if p["metadata"]["namespace"] == namespace]
-    assert store.evict_many(keys) == [None] * len(keys)
+clear_pods = kube_vs.clear_pods
 
 
 def assert_invariants(store: KubeStore) -> dict:
@@ -147,18 +122,6 @@ def full_node(store: KubeStore) -> None:
     assert store.get("Pod", "e2e-preempt/low")["metadata"]["uid"] == low["metadata"]["uid"]
 
 
-def kube_scheduler(kube_cluster, workdir: Path) -> subprocess.Popen:
-    cfg = workdir / "kube-scheduler.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-        # the defaults (50 qps, burst 100) would make the client, not the scheduler, the limit
-        "clientConnection": {"kubeconfig": str(kube_cluster.kubeconfig), "qps": 5000, "burst": 5000},
-        "leaderElection": {"leaderElect": False}}))
-    log = (workdir / "kube-scheduler.log").open("wb")
-    return subprocess.Popen([str(kube_cluster.bin / "kube-scheduler"), "--config", str(cfg), "--secure-port", "0"],
-                            stdout=log, stderr=subprocess.STDOUT)
-
-
 class ServiceAccountCluster(LocalCluster):
     """LocalCluster whose processes each use their own role's kubeconfig."""
 
@@ -193,20 +156,9 @@ def service_account_kubeconfigs(kube_cluster, store: KubeStore, workdir: Path) -
 
 
 def test_shardsched_and_kube_scheduler_on_a_real_api_server(kube_cluster, tmp_path):
-    fleet = subprocess.run([str(ROOT / ".venv/bin/shardsched"), "fleet", "--nodes", str(NODES), "-o", "yaml"],
-                           capture_output=True, text=True, check=True).stdout
-    kube_cluster.kubectl("create", "-f", "-", input=fleet)
+    kube_cluster.create_fleet(NODES)  # kwok takes each node over: it renews the node's Lease
     store = KubeStore(str(kube_cluster.kubeconfig))
     try:
-        deadline = time.monotonic() + 60  # kwok takes each node over: it renews the node's Lease
-        while True:
-            leases = store._call("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
-            held = {lease["metadata"]["name"] for lease in leases["items"]}
-            if len(held & {f"kwok-node-{i}" for i in range(NODES)}) == NODES:
-                break
-            assert time.monotonic() < deadline, f"kwok holds only {len(held)}/{NODES} node leases"
-            time.sleep(0.5)
-
         kubeconfigs = service_account_kubeconfigs(kube_cluster, store, tmp_path)
         admin = tmp_path / "admin.kubeconfig"  # for LocalCluster's own lease checks
         write_kubeconfig(admin, kube_cluster.server, kube_cluster.dir / "ca.crt", kube_cluster.token,
@@ -246,7 +198,7 @@ def test_shardsched_and_kube_scheduler_on_a_real_api_server(kube_cluster, tmp_pa
             cluster.stop()
         clear_pods(store, "e2e-shardsched")
 
-        sched = kube_scheduler(kube_cluster, tmp_path)
+        sched = kube_cluster.start_kube_scheduler(tmp_path)
         try:
             theirs = run_workload(store, "e2e-kube-scheduler", "default-scheduler")
             assert_invariants(store)
