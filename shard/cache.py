@@ -11,6 +11,7 @@ Not thread-safe by design: the scheduling loop applies events between cycles.
 from __future__ import annotations
 
 import time
+from collections import Counter
 
 from common.generation_store import ListStore
 from .node_info import NodeInfo
@@ -25,6 +26,9 @@ class ShardCache:
         self.assumed: dict[str, float] = {}   # pod key -> deadline (clock seconds)
         self.assume_ttl = assume_ttl
         self.clock = clock
+        #: priority -> number of counted pods: preemption is pointless for a pod whose
+        #: priority is not above the lowest one (and costs a full scan to find that out).
+        self.priorities: Counter = Counter()
 
     # --- nodes --------------------------------------------------------------------------------
 
@@ -71,7 +75,7 @@ class ShardCache:
         if name is None:
             return
         info = self.nodes.get(name)
-        info.remove_pod(key)
+        self._uncount(info.remove_pod(key))
         if info.node is None and not info.pods:
             self.nodes.delete(name)
         else:
@@ -84,9 +88,23 @@ class ShardCache:
         info = self.nodes.get(node_name)
         if info is None:
             info = NodeInfo(node_name)
+        self._uncount(info.pods.get(pod.key))
         info.add_pod(pod)
+        self.priorities[pod.priority] += 1
         self.pod_node[pod.key] = node_name
         self._touch(info)
+
+    def _uncount(self, pod) -> None:
+        if pod is not None:
+            left = self.priorities[pod.priority] - 1
+            if left:
+                self.priorities[pod.priority] = left
+            else:
+                del self.priorities[pod.priority]
+
+    def lowest_priority(self) -> float:
+        """The lowest priority of any counted pod (infinity when there are none)."""
+        return min(self.priorities) if self.priorities else float("inf")
 
     # --- assumptions --------------------------------------------------------------------------
 

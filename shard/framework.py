@@ -80,6 +80,21 @@ class PreFilterResult:
         self.node_names = frozenset(node_names)
 
 
+class PostFilterResult:
+    """What a PostFilter (preemption) found: a node and the pods to evict there, or why not.
+
+    `evaluated` and `pruned` count the nodes it dry-ran and the nodes it skipped without one.
+    """
+
+    __slots__ = ("node", "victims", "status", "evaluated", "pruned")
+
+    def __init__(self):
+        self.node = None
+        self.victims: list = []
+        self.status: Status | None = None
+        self.evaluated = self.pruned = 0
+
+
 class Plugin:
     """Base class: subclasses override the extension points they take part in.
 
@@ -107,8 +122,8 @@ class Plugin:
     def filter(self, state, pod, info): raise NotImplementedError
     # Filter (vectorised) -> (pass mask over `rows`, Status for failing rows or callable row->Status)
     def filter_vec(self, state, pod, table, rows): raise NotImplementedError
-    # PostFilter -> (nominated node name or None, Status)
-    def post_filter(self, state, pod, diagnosis): raise NotImplementedError
+    # PostFilter -> PostFilterResult (`result` is the failed cycle's ScheduleResult)
+    def post_filter(self, state, pod, result): raise NotImplementedError
     # PreScore -> None or Status(SKIP)
     def pre_score(self, state, pod, infos): raise NotImplementedError
     # Score (per node) -> int, (vectorised) -> ndarray of scores over rows

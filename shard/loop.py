@@ -15,6 +15,7 @@ from common.errors import ObjectError
 from common.informer import Informer
 from common.objects import parse_object
 from .cache import ShardCache
+from .disruption import refusal
 from .framework import SUCCESS
 from .queue import SchedulingQueue
 from .scheduler import Scheduler
@@ -42,6 +43,7 @@ class ShardLoop:
         self.pods: dict = {}          # every pod we have parsed, by key (pending and bound)
         self.errors: dict[str, ObjectError] = {}
         self.messages: dict[str, str] = {}  # pod key -> last unschedulable message
+        self.evicted_by: dict[str, str] = {}  # victim pod key -> key of the pod that preempted it
         self.informer = Informer(store, KIND_ORDER, self.apply, self._forget_everything)
         #: Server mode: only pods the dispatcher handed to this shard are scheduled here.
         self.dispatched: set[str] | None = None
@@ -50,6 +52,7 @@ class ShardLoop:
         self.commit = None
         self.waiting = WaitingPods(clock)
         self.scheduler.waiting = self.waiting  # Permit plugins allow or reject through it
+        self.scheduler.pdbs = self.pdbs
 
     # --- keeping up with the store ------------------------------------------------------------
 
@@ -69,6 +72,7 @@ class ShardLoop:
         for info_name in [name for name, _ in self.cache.nodes.items()]:
             self.cache.remove_node(info_name)
         self.pods.clear()
+        self.scheduler.nominated.clear()
 
     def apply(self, type_: str, kind: str, obj: dict) -> None:
         if kind == "PriorityClass":
@@ -111,6 +115,7 @@ class ShardLoop:
         meta = obj.get("metadata") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         if type_ == "DELETED":
+            self._nominate(key, None)
             self.pods.pop(key, None)
             self.queue.delete(key)
             self.cache.remove_pod(key)
@@ -122,7 +127,8 @@ class ShardLoop:
             return  # seen already (the dispatcher's copy and the watch carry the same version)
         node_name = (obj.get("spec") or {}).get("nodeName")
         if (not node_name and known is None and self.dispatched is not None
-                and key not in self.dispatched):
+                and key not in self.dispatched
+                and not (obj.get("status") or {}).get("nominatedNodeName")):
             return  # another shard's pending pod: nothing to count until it is bound
         if (node_name and known is not None and not known.node_name
                 and known.uid == meta.get("uid") and self.cache.is_assumed(key)):
@@ -132,6 +138,7 @@ class ShardLoop:
         if pod is None:
             self._report_bad_pod(key, obj)
             return
+        self._nominate(key, None if pod.node_name or pod.deleting else pod)
         self.pods[key] = pod
         if pod.node_name:
             self.queue.delete(key)
@@ -140,6 +147,17 @@ class ShardLoop:
             pass  # our binding is in flight; the watch will bring the bound version
         elif self._ours(pod) and not pod.deleting:
             self.queue.add(pod)
+
+    def _nominate(self, key: str, pod) -> None:
+        """Keep the scheduler's nominated pods: `pod` if it is nominated somewhere, else none."""
+        nominated = self.scheduler.nominated
+        old = self.pods.get(key)
+        if old is not None and old.nominated_node in nominated:
+            nominated[old.nominated_node].pop(key, None)
+            if not nominated[old.nominated_node]:
+                del nominated[old.nominated_node]
+        if pod is not None and pod.nominated_node:
+            nominated.setdefault(pod.nominated_node, {})[key] = pod
 
     def _report_bad_pod(self, key: str, obj: dict) -> None:
         err = self.errors.get(f"Pod {key}")
@@ -184,6 +202,8 @@ class ShardLoop:
     def _commit(self, entry, result) -> None:
         """Assume, Reserve and Permit; then the binding cycle, unless Permit said wait."""
         pod, node, prof, state = entry.pod, result.node, result.profile, result.state
+        if result.victims:
+            self._clear_lower_nominations(pod, node)
         self.cache.assume(pod, node)
         for p in prof.reserve:
             st = p.reserve(state, pod, node)
@@ -223,6 +243,8 @@ class ShardLoop:
         if self.commit is not None:
             self.commit(entry, result)
             return
+        if result.victims and not self._evict_victims(entry, result):
+            return
         for p in prof.bind:
             st = p.bind(state, pod, node)
             if st is None:
@@ -231,6 +253,34 @@ class ShardLoop:
                 self._undo(entry, prof, state, node, f"{p.name}: {st.message()}")
                 return
         self._bound(entry, result)
+
+    def _clear_lower_nominations(self, pod, node: str) -> None:
+        """The preemptor takes the room on `node`: lower-priority pods nominated there lose
+        their claim (they would otherwise keep later pods off the freed space)."""
+        for other in list(self.scheduler.nominated.get(node, {}).values()):
+            if other.priority < pod.priority:
+                self.store.set_nominated_node(other.key, None)
+
+    def _evict_victims(self, entry, result) -> bool:
+        """Without a binder: nominate the pod, evict its victims; False (and undone) on refusal.
+
+        The same PodDisruptionBudget rule as the binder's applies, so `simulate` shows what
+        the distributed scheduler would do.
+        """
+        pod, node = entry.pod, result.node
+        refused = refusal(result.victims, self.scheduler.budgets())
+        if refused is None:
+            self.store.set_nominated_node(pod.key, node)
+            reasons = self.store.evict_many([(v.key, v.uid or None) for v in result.victims])
+            failed = [f"{v.key}: {r}" for v, r in zip(result.victims, reasons) if r not in (None, "PodNotFound")]
+            refused = f"EvictionFailed: {'; '.join(failed)}" if failed else None
+            for v, r in zip(result.victims, reasons):
+                if r is None:
+                    self.evicted_by[v.key] = pod.key
+        if refused is not None:
+            self._undo(entry, result.profile, result.state, node, f"preemption failed: {refused}")
+            return False
+        return True
 
     def _bound(self, entry, result) -> None:
         pod = entry.pod

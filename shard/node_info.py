@@ -59,7 +59,8 @@ class NodeInfo:
             self.host_ports[port] = self.host_ports.get(port, 0) + 1
         if pod.affinity[0] or pod.affinity[1] or pod.anti_affinity[0] or pod.anti_affinity[1]:
             self.affinity_pods[pod.key] = pod
-        self.tree.insert(priority_key(pod), pod.requests)
+        if self.tree is not None:
+            self.tree.insert(priority_key(pod), pod.requests)
 
     def remove_pod(self, key: str):
         pod = self.pods.pop(key, None)
@@ -75,7 +76,8 @@ class NodeInfo:
             else:
                 del self.host_ports[port]
         self.affinity_pods.pop(key, None)
-        self.tree.delete(priority_key(pod))
+        if self.tree is not None:
+            self.tree.delete(priority_key(pod))
         return pod
 
     def clone(self) -> "NodeInfo":
@@ -93,6 +95,16 @@ class NodeInfo:
         c.host_ports = dict(self.host_ports)
         c.affinity_pods = dict(self.affinity_pods) if self.affinity_pods else {}
         c.tree = self.tree
+        return c
+
+    def scratch(self) -> "NodeInfo":
+        """A copy that preemption's dry runs may add pods to and remove pods from.
+
+        It has no splay tree: the snapshot's tree is shared with the cache (see `clone`), and
+        a dry run needs none, since it works on this node's pods directly.
+        """
+        c = self.clone()
+        c.tree = None
         return c
 
     def same_as(self, other: "NodeInfo") -> bool:

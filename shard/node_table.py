@@ -71,7 +71,7 @@ class NodeTable:
         self.alloc = self.requested = self.free = self.nonzero = None
         self.taints = self.prefer_taints = self.unschedulable = self.generation = None
         self._labels: dict[str, tuple[np.ndarray, dict]] = {}
-        self._counts: dict = {}  # selector key -> PodCounts
+        self._counts: dict = {}  # cache key -> RowCache (pod counts, releasable resources)
         self._grow(max(capacity, 16))
 
     def __len__(self) -> int:
@@ -95,7 +95,7 @@ class NodeTable:
         for key, (codes, values) in list(self._labels.items()):
             self._labels[key] = (grown(codes, cap, np.int32), values)
         for pc in self._counts.values():
-            pc.counts = grown(pc.counts, cap, np.int64)
+            pc.values = grown(pc.values, (cap,) + pc.values.shape[1:], np.int64)
             pc.counted_at = grown(pc.counted_at, cap, np.int64)
         self._cap = cap
 
@@ -143,7 +143,7 @@ class NodeTable:
             for codes, _ in self._labels.values():
                 codes[row] = codes[last]
             for pc in self._counts.values():
-                pc.counts[row] = pc.counts[last]
+                pc.values[row] = pc.values[last]
                 pc.counted_at[row] = pc.counted_at[last]
         self.names.pop()
         self.infos.pop()
@@ -163,7 +163,7 @@ class NodeTable:
         for codes, _ in self._labels.values():
             codes[:n] = codes[order]
         for pc in self._counts.values():
-            pc.counts[:n] = pc.counts[order]
+            pc.values[:n] = pc.values[order]
             pc.counted_at[:n] = pc.counted_at[order]
         self.infos = [self.infos[r] for r in order]
         self.names = list(names)
@@ -214,24 +214,36 @@ class NodeTable:
         """Per row, how many of the node's pods satisfy `predicate` (a view over the rows).
 
         Cached under `key` (a hashable description of the predicate, e.g. namespaces plus
-        label selector): rows are recounted only when their generation moved since they were
-        last counted, so a workload's spread or affinity costs one pass the first time and
+        label selector), so a workload's spread or affinity costs one pass the first time and
         then only what changed.
         """
+        return self._per_row(key, (), lambda info: sum(1 for p in info.pods.values() if predicate(p)))
+
+    def releasable(self, priority: int) -> np.ndarray:
+        """Per row, the summed requests of the node's pods below `priority` (rows x slots).
+
+        What preemption could free on each node for a preemptor of that priority: one splay
+        prefix query per node the first time, then only for the nodes that changed.
+        """
+        return self._per_row(("releasable", priority), (NUM_SLOTS,), lambda info: info.tree.sum_below(priority))
+
+    def _per_row(self, key, shape: tuple, compute) -> np.ndarray:
+        """A column of `compute(NodeInfo)` per row, cached under `key`; rows are recomputed
+        only when their generation moved since they were last computed."""
         pc = self._counts.get(key)
         if pc is None:
             if len(self._counts) >= MAX_CACHED_SELECTORS:
                 self._counts.pop(next(iter(self._counts)))
-            pc = self._counts[key] = PodCounts(self._cap)
+            pc = self._counts[key] = RowCache(self._cap, shape)
         else:
             self._counts[key] = self._counts.pop(key)  # most recently used last
         n = len(self.names)
         stale = np.flatnonzero(pc.counted_at[:n] != self.generation[:n])
         infos = self.infos
         for row in stale:
-            pc.counts[row] = sum(1 for p in infos[row].pods.values() if predicate(p))
+            pc.values[row] = compute(infos[row])
         pc.counted_at[stale] = self.generation[stale]
-        return pc.counts[:n]
+        return pc.values[:n]
 
     def domain_counts(self, key: str, per_row: np.ndarray, eligible: np.ndarray | None = None):
         """Sum `per_row` over the rows of each value of label `key` (topology domains).
@@ -267,11 +279,13 @@ class NodeTable:
 MAX_CACHED_SELECTORS = 64
 
 
-class PodCounts:
-    __slots__ = ("counts", "counted_at")
+class RowCache:
+    """One cached per-row column and the generation each row was computed at."""
 
-    def __init__(self, cap: int):
-        self.counts = np.zeros(cap, dtype=np.int64)
+    __slots__ = ("values", "counted_at")
+
+    def __init__(self, cap: int, shape: tuple = ()):
+        self.values = np.zeros((cap,) + shape, dtype=np.int64)
         self.counted_at = np.full(cap, -1, dtype=np.int64)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .plugins.balanced_allocation import NodeResourcesBalancedAllocation
 from .plugins.default_binder import DefaultBinder
+from .plugins.default_preemption import DefaultPreemption
 from .plugins.image_locality import ImageLocality
 from .plugins.inter_pod_affinity import InterPodAffinity
 from .plugins.node_affinity import NodeAffinity
@@ -22,7 +23,7 @@ from .plugins.topology_spread import PodTopologySpread
 REGISTRY = {cls.name: cls for cls in (
     PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
     NodeResourcesFit, NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity,
-    ImageLocality, DefaultBinder,
+    ImageLocality, DefaultPreemption, DefaultBinder,
 )}
 
 #: (plugin, score weight) of the default profile, in kube-scheduler's order.
@@ -30,7 +31,7 @@ DEFAULT_PLUGINS = [
     ("PrioritySort", 0), ("NodeUnschedulable", 0), ("NodeName", 0), ("TaintToleration", 3),
     ("NodeAffinity", 2), ("NodePorts", 0), ("NodeResourcesFit", 1),
     ("NodeResourcesBalancedAllocation", 1), ("PodTopologySpread", 2), ("InterPodAffinity", 2),
-    ("ImageLocality", 1), ("DefaultBinder", 0),
+    ("ImageLocality", 1), ("DefaultPreemption", 0), ("DefaultBinder", 0),
 ]
 
 

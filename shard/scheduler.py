@@ -6,10 +6,17 @@ the per-node filters in Python on the survivors only. It stops as soon as the fe
 threshold is reached; the threshold is re-evaluated after every window because the adaptive
 mode depends on how many nodes were rejected so far.
 
+When no node is feasible, the PostFilter plugins (DefaultPreemption) may still find a node
+by evicting lower-priority pods; the result then carries the victims.
+
+Nominated pods (pending pods that preempted and wait for their victims to go) count as
+already placed on their node for pods of lower or equal priority: such a node passes only if
+the pod fits both with and without them, as in kube-scheduler.
+
 Optimisations that can be switched off (for baselines and ablations): `vectorised`
 (per-node filters for everything, like kube-scheduler), `scheduling_context` (skip nodes
 unchanged since a pod's last failed attempt), `unit_locating` (honour PreFilter node-name
-narrowing), and the snapshot's `full_copy`.
+narrowing), the snapshot's `full_copy`, and `preemption_pruning`.
 """
 from __future__ import annotations
 
@@ -19,7 +26,8 @@ import time
 import numpy as np
 
 from .diagnosis import Diagnosis
-from .framework import SKIP, SUCCESS, CycleState, PreFilterResult, Status, implements
+from .disruption import Budgets
+from .framework import SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status, implements
 from .profile import Profile
 from .snapshot import Snapshot
 from .threshold import Threshold
@@ -32,7 +40,7 @@ class ScheduleResult:
 
     __slots__ = ("pod", "node", "status", "state", "evaluated", "feasible", "diagnosis",
                  "profile", "_message", "nominated", "victims", "skipped_by_context", "phases",
-                 "snapshot_s", "cloned", "threshold")
+                 "snapshot_s", "cloned", "threshold", "pruned", "preemption_status")
 
     def __init__(self, pod, profile, state):
         self.pod, self.profile, self.state = pod, profile, state
@@ -47,6 +55,8 @@ class ScheduleResult:
         self.snapshot_s = 0.0               # set by the loop, which refreshes the snapshot
         self.cloned = 0
         self.threshold = 0
+        self.pruned = 0                     # nodes preemption skipped without a dry run
+        self.preemption_status = None       # why preemption found nothing, if it ran
 
     @property
     def scheduled(self) -> bool:
@@ -56,7 +66,8 @@ class ScheduleResult:
 class Scheduler:
     def __init__(self, cfg: dict, cache, store=None, seed: int = 0, *, vectorised: bool | None = None,
                  scheduling_context: bool | None = None, unit_locating: bool | None = None,
-                 full_snapshot: bool | None = None, zone_order: bool | None = None):
+                 full_snapshot: bool | None = None, zone_order: bool | None = None,
+                 preemption_pruning: bool | None = None):
         """Optimisations default to `shards.optimizations` in the config; keyword arguments
         override them (benchmarks compare both settings on one cache)."""
         opts = cfg["shards"]["optimizations"]
@@ -73,7 +84,12 @@ class Scheduler:
         self.unit_locating = pick(unit_locating, opts["unitLocating"])
         self.snapshot = Snapshot(full=pick(full_snapshot, not opts["incrementalSnapshot"]),
                                  zone_order=pick(zone_order, not opts["swapDeleteNodeList"]))
+        self.preemption_pruning = pick(preemption_pruning, cfg["preemption"]["pruning"])
         self.threshold = Threshold(cfg["threshold"])
+        #: node name -> {pod key: Pod}: pending pods nominated to the node (kept by the loop).
+        self.nominated: dict[str, dict] = {}
+        #: PodDisruptionBudgets by key (kept by the loop); preemption avoids breaking them.
+        self.pdbs: dict = {}
         self.profiles = {p["schedulerName"]: Profile(p) for p in cfg["profiles"]}
         for prof in self.profiles.values():
             prof.attach(self)
@@ -133,14 +149,80 @@ class Scheduler:
         result.threshold = self.threshold.last
         result.feasible = len(feasible)
         if not len(feasible):
-            result.status = Status("Unschedulable")
-            if result.skipped_by_context:
+            result.status = Status(UNSCHEDULABLE)
+            if profile.post_filter and self.cache.lowest_priority() < pod.priority:
+                if result.skipped_by_context:  # preemption needs every node's verdict
+                    return self.schedule(pod, queued, 0, profile)
+                self._post_filter(profile, state, pod, result)
+            elif result.skipped_by_context:
                 result.diagnosis = None  # partial: the message needs a full scan (see explain)
             return result
         result.node = self._select(profile, state, pod, feasible)
         result.phases["Score"] = time.perf_counter() - t2
         result.status = Status(SUCCESS)
         return result
+
+    def _post_filter(self, profile, state, pod, result) -> None:
+        """Run PostFilter (preemption); on success the result gets a node and victims."""
+        t = time.perf_counter()
+        for p in profile.post_filter:
+            out = p.post_filter(state, pod, result)
+            result.pruned += out.pruned
+            if out.node is not None:
+                result.node, result.victims, result.nominated = out.node, out.victims, out.node
+                result.status = Status(SUCCESS)
+                break
+            result.preemption_status = out.status
+        result.phases["PostFilter"] = time.perf_counter() - t
+
+    def budgets(self) -> Budgets:
+        """The PodDisruptionBudgets as preemption spends them, counted over the bound pods."""
+        def bound_pods():
+            return (p for info in self.table.infos for p in info.pods.values())
+        return Budgets(self.pdbs.values(), bound_pods)
+
+    # --- one node, node by node (preemption's dry runs, nominated pods) -----------------------
+
+    def check_node(self, profile, state, pod, info) -> Status | None:
+        """Every filter of the profile on one node, nominated pods included; None = fits."""
+        others = self._nominated_on(pod, info.name)
+        if others:
+            scratch = info.scratch()
+            st = state.clone()
+            for other in others:
+                self.add_to(profile, st, pod, other, scratch)
+            status = self._filter_node(profile, st, pod, scratch)
+            if status is not None:
+                return status
+        return self._filter_node(profile, state, pod, info)
+
+    def _filter_node(self, profile, state, pod, info) -> Status | None:
+        for p in profile.filters:
+            if p.name in state.skip_filter:
+                continue
+            st = p.filter(state, pod, info)
+            if st is not None:
+                st.plugin = p.name
+                return st
+        return None
+
+    def _nominated_on(self, pod, node_name: str) -> list:
+        """Pods nominated to the node that `pod` must leave room for (priority >= its own)."""
+        here = self.nominated.get(node_name)
+        if not here:
+            return []
+        return [p for p in here.values() if p.priority >= pod.priority and p.key != pod.key]
+
+    def add_to(self, profile, state, pod, other, info) -> None:
+        """Count `other` on `info` (a scratch copy), and in the PreFilter state."""
+        info.add_pod(other)
+        for p in profile.add_pod:
+            p.add_pod(state, pod, other, info)
+
+    def remove_from(self, profile, state, pod, other, info) -> None:
+        info.remove_pod(other.key)
+        for p in profile.remove_pod:
+            p.remove_pod(state, pod, other, info)
 
     def _filters(self, profile, state):
         active = [p for p in profile.filters if p.name not in state.skip_filter]
@@ -203,6 +285,8 @@ class Scheduler:
                         if nfound + len(keep) >= target and not vec:
                             break  # the per-node baseline stops node by node, like kube
                 cand = np.array(keep, dtype=np.int64)
+            if self.nominated and len(cand):
+                cand = self._leave_room_for_nominated(profile, state, pod, diag, cand)
             examined += len(base)
             rejected += len(base) - len(cand)
             if len(cand):
@@ -216,6 +300,18 @@ class Scheduler:
             return np.zeros(0, dtype=np.int64)
         feasible = np.concatenate(found)
         return feasible[:max(target, 1)]
+
+    def _leave_room_for_nominated(self, profile, state, pod, diag, cand: np.ndarray) -> np.ndarray:
+        """Re-check the feasible rows whose nodes hold nominated pods, with those pods there."""
+        names = self.table.names
+        keep = np.ones(len(cand), dtype=bool)
+        for i, row in enumerate(cand):
+            if names[row] in self.nominated and self._nominated_on(pod, names[row]):
+                st = self.check_node(profile, state, pod, self.table.infos[row])
+                if st is not None:
+                    keep[i] = False
+                    diag.node_failures[int(row)] = (None, st)
+        return cand[keep]
 
     def _select(self, profile, state, pod, rows: np.ndarray) -> str:
         table = self.table

@@ -135,7 +135,7 @@ def _report(store, loop: ShardLoop, pods: list, errors: list) -> dict:
         d = current.get(key)
         if d is None:  # only an eviction removes a pod during a simulation
             out[key] = {"status": "Evicted", "node": None, "nominatedNode": None,
-                        "message": "", "evictedBy": None}
+                        "message": "", "evictedBy": loop.evicted_by.get(key)}
             continue
         spec, status = d.get("spec") or {}, d.get("status") or {}
         node = spec.get("nodeName")

@@ -1,0 +1,146 @@
+"""DefaultPreemption: when a pod fits nowhere, find lower-priority pods whose eviction lets it in.
+
+kube-scheduler's PostFilter, with one addition that makes it affordable at 20,000 nodes:
+before any dry run, one numpy pass over the node table drops the nodes where the node's free
+resources plus everything its lower-priority pods hold (a prefix sum of each node's priority
+splay tree, cached per priority and refreshed only for nodes that changed) still cannot cover
+the request. A dry run on such a node removes every lower-priority pod and finds the pod does
+not fit, so skipping it never changes the outcome: the same candidates are found in the same
+order, and the same one is chosen.
+
+The rules, as kube-scheduler's:
+* not eligible with `preemptionPolicy: Never`, nor while lower-priority pods on the node it
+  was nominated to by an earlier preemption are still terminating;
+* candidates only among nodes whose rejection preemption could fix (resources, host ports,
+  pod anti-affinity, spread), searched from a random offset until
+  max(minCandidateNodesPercentage% of them, minCandidateNodesAbsolute) candidates are found;
+* the dry run on a node removes every lower-priority pod, checks that the pod fits, then
+  gives back pods while it still fits, those whose eviction would break a
+  PodDisruptionBudget first, each group most important (highest priority, oldest) first;
+* the best candidate has the fewest PDB violations, then the lowest highest-victim priority,
+  the smallest sum of victim priorities, the fewest victims, and the latest start time among
+  its highest-priority victims; a node that needs no victim at all wins outright.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..disruption import Budgets
+from ..framework import Plugin, PostFilterResult, unresolvable, unschedulable
+
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NEVER = "not eligible due to preemptionPolicy=Never"
+TERMINATING = "not eligible due to a terminating pod on the nominated node"
+
+#: Priorities are int32; kube-scheduler shifts them by this before summing so that a sum of
+#: negative priorities still ranks more victims as worse.
+PRIORITY_SHIFT = 2 ** 31
+
+
+class Candidate:
+    __slots__ = ("node", "victims", "pdb_violations")
+
+    def __init__(self, node: str, victims: list, pdb_violations: int):
+        self.node, self.victims, self.pdb_violations = node, victims, pdb_violations
+
+    def rank(self) -> tuple:
+        """Smaller is better (see the module docstring for the order)."""
+        top = self.victims[0].priority  # victims are most important first
+        earliest = min(v.start_time for v in self.victims if v.priority == top)
+        return (self.pdb_violations, top, sum(v.priority + PRIORITY_SHIFT for v in self.victims),
+                len(self.victims), -earliest)
+
+
+class DefaultPreemption(Plugin):
+    name = "DefaultPreemption"
+
+    def post_filter(self, state, pod, result) -> PostFilterResult:
+        out = PostFilterResult()
+        if pod.preemption_policy == "Never":
+            out.status = unresolvable(NEVER)
+            return out
+        sched = self.ctx
+        table = sched.table
+        unfixable = result.diagnosis.unresolvable_rows()
+        if self._victims_still_terminating(sched, pod, unfixable):
+            out.status = unschedulable(TERMINATING)
+            return out
+        possible = np.ones(len(table), dtype=bool)
+        possible[unfixable] = False
+        rows = np.flatnonzero(possible)
+        if not len(rows):
+            out.status = unresolvable(NOT_HELPFUL)
+            return out
+        opts = sched.cfg["preemption"]
+        wanted = min(len(rows), max(len(rows) * opts["minCandidateNodesPercentage"] // 100,
+                                    opts["minCandidateNodesAbsolute"]))
+        offset = sched.rng.randrange(len(rows))
+        rows = np.concatenate((rows[offset:], rows[:offset]))
+        if sched.preemption_pruning:
+            keep = can_make_room(table, pod, rows)
+            out.pruned = len(rows) - int(keep.sum())
+            rows = rows[keep]
+        budgets = sched.budgets()
+        candidates = []
+        for row in rows:
+            out.evaluated += 1
+            cand = self.dry_run(sched, result.profile, state, pod, table.infos[row], budgets)
+            if cand is None:
+                continue
+            if not cand.victims:
+                candidates = [cand]
+                break
+            candidates.append(cand)
+            if len(candidates) >= wanted:
+                break
+        if not candidates:
+            out.status = unschedulable(NO_VICTIMS)
+            return out
+        best = min(candidates, key=lambda c: () if not c.victims else c.rank())
+        out.node, out.victims = best.node, best.victims
+        return out
+
+    @staticmethod
+    def dry_run(sched, profile, state, pod, info, budgets: Budgets) -> Candidate | None:
+        """The victims on one node, or None when even evicting every lower pod is not enough."""
+        lower = [p for p in info.pods.values() if p.priority < pod.priority]
+        scratch = info.scratch()
+        st = state.clone()
+        for v in lower:
+            sched.remove_from(profile, st, pod, v, scratch)
+        if sched.check_node(profile, st, pod, scratch) is not None:
+            return None
+        lower.sort(key=lambda p: (-p.priority, p.start_time))
+        budgets = budgets.copy()
+        violating, other = [], []
+        for v in lower:
+            (violating if budgets.violates(v) else other).append(v)
+        victims, broken = [], 0
+        for group, breaks in ((violating, 1), (other, 0)):
+            for v in group:
+                sched.add_to(profile, st, pod, v, scratch)
+                if sched.check_node(profile, st, pod, scratch) is not None:
+                    sched.remove_from(profile, st, pod, v, scratch)
+                    victims.append(v)
+                    broken += breaks
+        return Candidate(info.name, victims, broken)
+
+    @staticmethod
+    def _victims_still_terminating(sched, pod, unfixable) -> bool:
+        """An earlier preemption of this pod is still under way on its nominated node."""
+        if not pod.nominated_node:
+            return False
+        row = sched.table.row_of.get(pod.nominated_node)
+        if row is None or (unfixable == row).any():
+            return False
+        return any(p.deleting and p.priority < pod.priority for p in sched.table.infos[row].pods.values())
+
+
+def can_make_room(table, pod, rows: np.ndarray) -> np.ndarray:
+    """Mask over `rows`: nodes whose free resources plus all they hold below the pod's
+    priority cover its request (pod count included). The others cannot be candidates."""
+    req = np.asarray(pod.requests, dtype=np.int64)
+    cols = np.flatnonzero(req)
+    room = table.free[rows][:, cols] + table.releasable(pod.priority)[rows][:, cols]
+    return (room >= req[cols]).all(axis=1)
