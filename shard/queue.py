@@ -112,7 +112,8 @@ class SchedulingQueue:
     # --- after an attempt ---------------------------------------------------------------------
 
     def _backoff_for(self, attempts: int) -> float:
-        return min(self.initial_backoff * (2 ** max(attempts - 1, 0)), self.max_backoff)
+        # The exponent is capped: a pod retried for days must not overflow a float.
+        return min(self.initial_backoff * (2 ** min(max(attempts - 1, 0), 62)), self.max_backoff)
 
     def requeue_backoff(self, entry: QueuedPod) -> None:
         """A failed attempt that may succeed soon (error, binding conflict)."""
