@@ -12,6 +12,7 @@ from common.errors import ObjectError
 from common.objects import parse_object
 from common.resources import fits, resource_name, vadd
 from shard.cache import ShardCache
+from shard.disruption import Budgets, refusal
 from shard.plugins.node_ports import conflicts
 
 from .partition import binder_for
@@ -24,6 +25,7 @@ class BinderView:
         self.cache = ShardCache(assume_ttl)
         self.pending: dict[str, str] = {}   # pending pod key -> uid, as the watch shows it
         self.claimed: set[str] = set()      # victims of decisions in flight
+        self.pdbs: dict = {}                # PodDisruptionBudgets by key
         self.errors: dict[str, ObjectError] = {}
 
     # --- following the store --------------------------------------------------------------
@@ -37,6 +39,9 @@ class BinderView:
             node = self._parse(obj)
             if node is not None:
                 self.cache.set_node(node)
+            return
+        if kind == "PodDisruptionBudget":
+            self._apply_pdb(type_, obj)
             return
         if kind != "Pod":
             return
@@ -53,6 +58,31 @@ class BinderView:
         pod = self._own_binding(key, meta.get("uid"), node_name, obj) or self._parse(obj)
         if pod is not None:
             self.cache.set_pod(pod)
+
+    def _apply_pdb(self, type_: str, obj: dict) -> None:
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        pdb = None if type_ == "DELETED" else self._parse(obj)
+        if pdb is None:
+            self.pdbs.pop(key, None)
+        else:
+            self.pdbs[key] = pdb
+
+    def _counted(self, key: str):
+        name = self.cache.pod_node.get(key)
+        return self.cache.nodes[name].pods.get(key) if name is not None else None
+
+    def _bound_pods(self):
+        return (p for _, info in self.cache.nodes.items() for p in info.pods.values())
+
+    def _budget_refusal(self, info, victims) -> str | None:
+        """Evicting `victims` (with the victims already claimed in flight) breaks a budget?"""
+        budgets = Budgets(self.pdbs.values(), self._bound_pods)
+        for key in self.claimed:
+            pod = self._counted(key)
+            if pod is not None:
+                budgets.violates(pod)
+        return refusal([info.pods[key] for key, _ in victims], budgets)
 
     def _own_binding(self, key: str, uid, node_name: str, obj: dict):
         """The pod of a binding this binder committed, reused rather than parsed again."""
@@ -96,6 +126,10 @@ class BinderView:
             if key in self.claimed:
                 return f"VictimClaimed: {key}"
             freed = victim.requests if freed is None else vadd(freed, victim.requests)
+        if victims and self.pdbs:
+            why = self._budget_refusal(info, victims)
+            if why is not None:
+                return why
         free = info.free if freed is None else vadd(info.free, freed)
         if not fits(pod.requests, free):
             short = [resource_name(i) for i, (r, f) in enumerate(zip(pod.requests, free)) if r > f]

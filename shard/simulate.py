@@ -86,16 +86,16 @@ def simulate(paths, cfg: dict, seed: int = 0) -> tuple[dict, int]:
             pods.append(obj.key)
     clock = _VirtualClock()
     loop = ShardLoop(cfg, store, seed=seed, accept_default=True, clock=clock)
-    loop.queue.initial_backoff = loop.queue.max_backoff = 0.0
     loop.start()
     _run_until_stable(loop, clock)
     return _report(store, loop, pods, errors), (1 if errors else 0)
 
 
 class _VirtualClock:
-    """Simulated time: it stands still while pods are scheduled (assumptions never expire,
-    backoffs are zero) and jumps forward only when nothing else can happen, so that pods
-    held at Permit time out instead of hanging the simulation."""
+    """Simulated time. It stands still during a pass over the queue (assumptions never
+    expire, and a pod that failed waits in backoff for the next pass instead of spinning),
+    moves on by the longest backoff between passes, and jumps far ahead when only time can
+    release pods held at Permit, so that they time out instead of hanging the simulation."""
 
     def __init__(self):
         self.now = 0.0
@@ -105,23 +105,22 @@ class _VirtualClock:
 
 
 def _run_until_stable(loop: ShardLoop, clock: _VirtualClock) -> None:
+    """Passes over the queue until one changes nothing in the store."""
     while True:
-        progress = False
-        while True:
-            result = loop.schedule_next()
-            if result is None:
-                break
+        changed = 0
+        while loop.schedule_next() is not None:
             loop.release_waiting()
-            loop.sync()
-            progress |= result.scheduled
+            changed += loop.sync()
         loop.release_waiting()
-        loop.sync()
+        changed += loop.sync()
         if loop.waiting.pods:  # only time can release them now
             clock.now += 1e9
             loop.release_waiting()
-            loop.queue.flush()
-        if not progress or not loop.queue.move_all_to_active():
+            changed += loop.sync()
+        if not changed:
             break
+        clock.now += loop.queue.max_backoff
+        loop.queue.move_all_to_active()
 
 
 def _report(store, loop: ShardLoop, pods: list, errors: list) -> dict:
