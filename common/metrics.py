@@ -73,9 +73,12 @@ class ShardMetrics:
             self.snapshot_cloned.labels(s).inc(result.cloned)
         if result.skipped_by_context:
             self.context_skipped.labels(s).inc(result.skipped_by_context)
-        if result.victims:
+        if "PostFilter" in result.phases:  # preemption ran, whether or not it found victims
             self.preemption_attempts.labels(s).inc()
-            self.preemption_victims.labels(s).observe(len(result.victims))
+            if result.victims:
+                self.preemption_victims.labels(s).observe(len(result.victims))
+            if result.pruned:
+                self.pruned.labels(s).inc(result.pruned)
 
     def queues(self, lengths: dict[str, int]) -> None:
         for queue, n in lengths.items():
