@@ -6,7 +6,7 @@ Then, one after the other on the same fleet, the same workload of 1,000 pods:
   * shardsched: dispatcher, two shards and a binder as processes with `--store kube://...`,
     each authenticated as its deploy/ ServiceAccount (a TokenRequest token), so the
     least-privilege RBAC of deploy/ is proven sufficient by the run itself;
-    a shard is killed with -9 mid-run, and a preemption happens on a small dedicated node;
+    a shard is killed with -9 mid-run, and a pod preempts another on a small dedicated node;
   * kube-scheduler (built from the same Kubernetes release), client QPS limits raised.
 Each run must bind every pod, and `verify`'s invariants must hold on the API server's state
 (no overcommitted node, no host-port clash, no pod on a node it may not use, none bound
@@ -81,8 +81,10 @@ def assert_invariants(store: KubeStore) -> dict:
 
 
 def full_node(store: KubeStore) -> None:
-    """A 2-cpu node full of a low-priority pod; a high-priority pod that only fits there gets
-    PodScheduled=False/Unschedulable with the shard's diagnosis, written as a status patch."""
+    """A 2-cpu node full of a low-priority pod. A high-priority pod that only fits there
+    preempts it: the low pod is evicted through the Eviction API and the high one bound to
+    the node. A pod too big for the node even after preemption gets PodScheduled=False /
+    Unschedulable with the shard's diagnosis, written as a status patch."""
     node = yaml.safe_load(subprocess.run([str(ROOT / ".venv/bin/shardsched"), "fleet", "--nodes", "1", "-o", "yaml"],
                                          capture_output=True, text=True, check=True).stdout)["items"][0]
     node["metadata"]["name"] = "kwok-small"
@@ -94,32 +96,42 @@ def full_node(store: KubeStore) -> None:
         store.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                       "metadata": {"name": name}, "value": value})
 
-    def pod(name, priority):
+    def pod(name, priority, cpu="2"):
         return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "e2e-preempt"},
                 "spec": {"schedulerName": "shardsched", "priorityClassName": priority,
                          "nodeSelector": {"e2e": "small"}, "terminationGracePeriodSeconds": 0,
                          "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                                         "resources": {"requests": {"cpu": "2"}}}]}}
+                                         "resources": {"requests": {"cpu": cpu}}}]}}
+
+    def get(name):
+        return store.get("Pod", f"e2e-preempt/{name}") or {}
+
+    def wait(what, done):
+        deadline = time.monotonic() + 60
+        while not done():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.1)
 
     store._call("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace",
                                                      "metadata": {"name": "e2e-preempt"}})
     low = store.create(pod("low", "e2e-low"))
-    deadline = time.monotonic() + 60
-    while not (store.get("Pod", "e2e-preempt/low") or {}).get("spec", {}).get("nodeName"):
-        assert time.monotonic() < deadline, "low-priority pod never bound"
-        time.sleep(0.1)
+    wait("low-priority pod never bound", lambda: get("low").get("spec", {}).get("nodeName"))
     store.create(pod("high", "e2e-high"))
-    while True:
-        high = store.get("Pod", "e2e-preempt/high")
-        conditions = [c for c in (high.get("status") or {}).get("conditions") or [] if c["type"] == "PodScheduled"]
-        if conditions and conditions[0]["status"] == "False":
-            break
-        assert time.monotonic() < deadline, f"high-priority pod not reported: {high.get('status')}"
-        time.sleep(0.1)
-    assert conditions[0]["reason"] == "Unschedulable"
-    assert "1 Insufficient cpu" in conditions[0]["message"], conditions[0]["message"]
-    assert high["spec"]["priority"] == 1000 and not high["spec"].get("nodeName")
-    assert store.get("Pod", "e2e-preempt/low")["metadata"]["uid"] == low["metadata"]["uid"]
+    wait("high-priority pod never bound", lambda: get("high").get("spec", {}).get("nodeName"))
+    assert get("high")["spec"]["nodeName"] == "kwok-small"
+    wait("victim not evicted", lambda: get("low").get("metadata", {}).get("uid") != low["metadata"]["uid"]
+         or get("low")["metadata"].get("deletionTimestamp"))
+
+    store.create(pod("huge", "e2e-high", cpu="4"))
+
+    def reported():
+        return [c for c in (get("huge").get("status") or {}).get("conditions") or []
+                if c["type"] == "PodScheduled" and c["status"] == "False"]
+    wait(f"oversized pod not reported: {get('huge').get('status')}", reported)
+    condition = reported()[0]
+    assert condition["reason"] == "Unschedulable"
+    assert "1 Insufficient cpu" in condition["message"], condition["message"]
+    assert not get("huge")["spec"].get("nodeName") and get("high")["spec"]["nodeName"] == "kwok-small"
 
 
 class ServiceAccountCluster(LocalCluster):
