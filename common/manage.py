@@ -1,0 +1,390 @@
+"""`shardsched create|delete|get|verify`: kubectl-like management of an existing store.
+
+These commands act on a store that something else runs (`shardsched up`, a Redis server,
+an API server), so unlike `fleet` they never start a throwaway embedded redis-server: with
+no `--store` and no `store.url` in `--config` they stop with a usage error (exit 2). The
+store is found by the same `store_url` as `up`, `top` and the single-component commands.
+
+Exit codes follow the CLI's: 0 success, 1 some objects were rejected / not found / the
+store breaks an invariant, 2 usage errors, unreadable files, unreachable store.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+from datetime import datetime
+
+import orjson
+import yaml
+
+from . import config as config_mod
+from .errors import ObjectError
+from .objects import object_key, parse_node, parse_object, parse_pod, parse_priority_class
+from .resources import CPU, MEMORY, PODS, format_amount, resource_name, vadd
+from .verify import TERMINAL, summary, verify_store
+
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+
+#: kind -> (apiVersion, kubectl's resource name in "created"/"deleted" lines)
+KINDS = {
+    "PriorityClass": ("scheduling.k8s.io/v1", "priorityclass.scheduling.k8s.io"),
+    "Node": ("v1", "node"),
+    "PodDisruptionBudget": ("policy/v1", "poddisruptionbudget.policy"),
+    "Pod": ("v1", "pod"),
+}
+#: Creation order within one input (stable otherwise): a pod never appears before the
+#: PriorityClass it names or the node it is pinned to, so a running scheduler never sees it
+#: half-defined.
+CREATE_ORDER = tuple(KINDS)
+#: Command-line spellings of the kinds `get` and `delete` take.
+ALIASES = {"pod": "Pod", "pods": "Pod", "po": "Pod", "node": "Node", "nodes": "Node", "no": "Node"}
+NO_STORE_HELP = ("store URL; required here (or store.url in --config): these commands act on an "
+                 "existing store and never start an embedded redis-server")
+
+
+class UsageError(Exception):
+    """Unreadable or empty input: exit 2, nothing is created."""
+
+
+def fail(message: str, code: int) -> int:
+    print(f"shardsched: error: {message}", file=sys.stderr)
+    return code
+
+
+@contextlib.contextmanager
+def opened_store(args):
+    """The store of --store / --config's store.url, resolved exactly as `up` and `top` do
+    (a missing URL raises ValueError, which the CLI reports as a usage error)."""
+    from .store import open_store, store_options
+    from .up import store_url
+
+    cfg = config_mod.load(args.config)
+    store = open_store(store_url(args, cfg), **store_options(cfg))
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+# --- create -------------------------------------------------------------------------------
+
+def read_documents(path: str) -> list:
+    """The objects in `path` ('-' = stdin): JSON, or YAML with one or more documents; a
+    `kind: List` (or any *List with items) contributes its items."""
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{path}: {getattr(e, 'strerror', None) or e}") from None
+    docs = _parse_text(text, path)
+    out = []
+    for doc in docs:
+        if isinstance(doc, dict) and str(doc.get("kind") or "").endswith("List") \
+                and isinstance(doc.get("items"), list):
+            out.extend(doc["items"])
+        elif doc is not None:
+            out.append(doc)
+    if not out:
+        raise UsageError(f"{path}: no objects to create")
+    return out
+
+
+def _parse_text(text: str, path: str) -> list:
+    """JSON first (PyYAML's YAML 1.1 misreads some valid JSON), then YAML."""
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            doc = orjson.loads(text)
+            return doc if isinstance(doc, list) else [doc]
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        return list(yaml.safe_load_all(text))
+    except yaml.YAMLError as e:
+        raise UsageError(f"{path}: neither JSON nor valid YAML: {e}") from None
+
+
+def check_document(doc, classes: dict):
+    """Validate one object as the API server would before storing it: the store's own
+    parse, the kind's apiVersion, and (Priority admission) a pod's priorityClassName.
+    Returns the parsed object; raises ObjectError naming the object and field."""
+    obj = parse_object(doc, classes)
+    api_version = doc.get("apiVersion")
+    want = KINDS[obj.kind][0]
+    if api_version is not None and api_version != want:
+        raise ObjectError(f"{obj.kind} {obj.key}", "apiVersion", f"must be {want} for {obj.kind}, got {api_version!r}")
+    return obj
+
+
+def stored_classes(store) -> dict:
+    """PriorityClasses already in the store, by name, for the priorityClassName check."""
+    classes = {}
+    for d in store.list("PriorityClass")[0]:
+        with contextlib.suppress(ObjectError):
+            pc = parse_priority_class(d)
+            classes[pc.name] = pc
+    return classes
+
+
+def admit(docs: list, classes: dict) -> tuple[list, list]:
+    """Split input into (creatable (kind, key, doc), ObjectErrors), in CREATE_ORDER.
+
+    Accepted PriorityClasses of this input count for its pods; a second object with the same
+    kind and key is rejected here, as the API server would reject its create.
+    """
+    order = {k: i for i, k in enumerate(CREATE_ORDER)}
+    docs = sorted(docs, key=lambda d: order.get(d.get("kind") if isinstance(d, dict) else None, len(order)))
+    accepted, errors, seen = [], [], set()
+    for doc in docs:
+        try:
+            obj = check_document(doc, classes)
+        except ObjectError as e:
+            errors.append(e)
+            continue
+        if (obj.kind, obj.key) in seen:
+            errors.append(ObjectError(f"{obj.kind} {obj.key}", "metadata.name",
+                                      "already exists (given twice in the input)"))
+            continue
+        seen.add((obj.kind, obj.key))
+        if obj.kind == "PriorityClass":
+            classes.setdefault(obj.name, obj)
+        doc = doc if doc.get("apiVersion") else {"apiVersion": KINDS[obj.kind][0], **doc}
+        accepted.append((obj.kind, obj.key, doc))
+    return accepted, errors
+
+
+def _display_name(kind: str, key: str) -> str:
+    """kubectl names objects without their namespace: pod/web-1."""
+    return f"{KINDS[kind][1]}/{key.rsplit('/', 1)[-1]}"
+
+
+def cmd_create(args) -> int:
+    """`create -f FILE`: every valid object is created even when others are rejected."""
+    try:
+        docs = read_documents(args.file)
+    except UsageError as e:
+        return fail(str(e), EXIT_USAGE)
+    with opened_store(args) as store:
+        accepted, errors = admit(docs, stored_classes(store))
+        refused = store.create_many([doc for _, _, doc in accepted]) if accepted else []
+    failed = {e.obj for e in refused}
+    errors += refused
+    for kind, key, _ in accepted:
+        if f"{kind} {key}" not in failed:
+            print(f"{_display_name(kind, key)} created")
+    for e in errors:
+        print(f"shardsched: error: {e}", file=sys.stderr)
+    return EXIT_REJECTED if errors else EXIT_OK
+
+
+# --- delete -------------------------------------------------------------------------------
+
+def delete_key(kind: str, name: str) -> str:
+    """Store key of a command-line name: pods are NS/NAME (NAME alone = namespace default)."""
+    parts = name.split("/")
+    if not all(parts) or len(parts) > (2 if kind == "Pod" else 1):
+        raise UsageError(f"bad {kind} name {name!r}: use " + ("NAMESPACE/NAME or NAME" if kind == "Pod" else "NAME"))
+    return name if kind != "Pod" or len(parts) == 2 else f"default/{name}"
+
+
+def cmd_delete(args) -> int:
+    """`delete pod NS/NAME...` / `delete node NAME...`: exit 1 when any was not found.
+    Deleting a node leaves its pods bound to it (as the API server does without a
+    controller), which `verify` then reports."""
+    kind = ALIASES[args.kind]
+    try:
+        keys = [delete_key(kind, n) for n in args.names]
+    except UsageError as e:
+        return fail(str(e), EXIT_USAGE)
+    code = EXIT_OK
+    with opened_store(args) as store:
+        for key in keys:
+            if store.delete(kind, key):
+                print(f'{KINDS[kind][1]} "{key.rsplit("/", 1)[-1]}" deleted')
+            else:
+                code = fail(f"{kind} {key} not found", EXIT_REJECTED)
+    return code
+
+
+# --- get ----------------------------------------------------------------------------------
+
+def age(created: str | None, now: float) -> str:
+    """kubectl's AGE column (apimachinery's HumanDuration, abridged)."""
+    if not created:
+        return "<unknown>"
+    try:
+        s = int(now - datetime.fromisoformat(str(created).replace("Z", "+00:00")).timestamp())
+    except ValueError:
+        return "<unknown>"
+    m, h, d = s // 60, s // 3600, s // 86400
+    if s < 120:
+        return f"{max(s, 0)}s"
+    if m < 10:
+        return f"{m}m{s % 60}s" if s % 60 else f"{m}m"
+    if h < 3:
+        return f"{m}m"
+    if h < 8:
+        return f"{h}h{m % 60}m" if m % 60 else f"{h}h"
+    if h < 48:
+        return f"{h}h"
+    if d < 8:
+        return f"{d}d{h % 24}h" if h % 24 else f"{d}d"
+    return f"{d}d" if d < 730 else f"{d // 365}y"
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    """kubectl's plain layout: left-aligned columns three spaces apart, no borders."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["   ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    return "\n".join(lines)
+
+
+def _parsed_pods(pod_docs: list, classes: dict | None) -> list:
+    """Pods with their priority resolved from `classes` (None: spec.priority or 0, cheaper);
+    one whose class is gone still shows, with its spec values."""
+    out = []
+    for d in pod_docs:
+        try:
+            out.append(parse_pod(d, classes))
+        except ObjectError:
+            with contextlib.suppress(ObjectError):
+                out.append(parse_pod(d))
+    return out
+
+
+def pod_rows(pods: list, wide: bool, now: float) -> tuple[list, list]:
+    header = ["NAMESPACE", "NAME", "STATUS", "NODE", "AGE"]
+    if wide:
+        header += ["NOMINATED NODE", "PRIORITY", "CPU", "MEMORY"]
+    rows = []
+    for p in sorted(pods, key=lambda p: p.key):
+        status = "Terminating" if p.deleting else p.phase
+        row = [p.namespace, p.name, status, p.node_name or "<none>",
+               age(p.raw["metadata"].get("creationTimestamp"), now)]
+        if wide:
+            row += [p.nominated_node or "<none>", str(p.priority),
+                    format_amount("cpu", p.requests[CPU]), format_amount("memory", p.requests[MEMORY])]
+        rows.append(row)
+    return header, rows
+
+
+def node_status(node) -> str:
+    """kubectl's STATUS: the Ready condition (Unknown when absent), then SchedulingDisabled."""
+    conditions = (node.raw.get("status") or {}).get("conditions") or []
+    ready = next((c.get("status") for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"), None)
+    status = {"True": "Ready", "False": "NotReady"}.get(ready, "Unknown")
+    return status + (",SchedulingDisabled" if node.unschedulable else "")
+
+
+def node_rows(nodes: list, pods: list, wide: bool, now: float) -> tuple[list, list]:
+    """Resource columns read requested/allocatable, summed over non-terminal bound pods."""
+    used: dict[str, tuple] = {}
+    for p in pods:
+        if p.node_name and p.phase not in TERMINAL:
+            used[p.node_name] = vadd(used[p.node_name], p.requests) if p.node_name in used else p.requests
+    header = ["NAME", "STATUS", "CPU", "MEMORY", "PODS", "AGE"]
+    if wide:
+        header += ["ZONE", "EXTENDED", "TAINTS"]
+    rows = []
+    for n in sorted(nodes, key=lambda n: n.name):
+        u = used.get(n.name, (0,) * len(n.allocatable))
+        cell = [f"{format_amount(resource_name(i), u[i])}/{format_amount(resource_name(i), n.allocatable[i])}"
+                for i in range(len(u))]
+        row = [n.name, node_status(n), cell[0], cell[1], cell[PODS],
+               age(n.raw["metadata"].get("creationTimestamp"), now)]
+        if wide:
+            extended = [f"{resource_name(i)}={cell[i]}" for i in range(PODS + 1, len(u)) if n.allocatable[i] or u[i]]
+            row += [n.labels.get("topology.kubernetes.io/zone", "<none>"), ",".join(extended) or "<none>",
+                    ",".join(f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
+                             for t in n.taints) or "<none>"]
+        rows.append(row)
+    return header, rows
+
+
+def cmd_get(args) -> int:
+    """`get pods|nodes`: a table, or with -o json|yaml a `kind: List` of the stored objects
+    unchanged (so `create -f` takes it back)."""
+    kind = ALIASES[args.kind]
+    with opened_store(args) as store:
+        items, rv = store.list(kind)
+        if args.output in ("json", "yaml"):
+            items.sort(key=lambda d: object_key(kind, d["metadata"].get("namespace", ""), d["metadata"]["name"]))
+            doc = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": rv}, "items": items}
+            sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
+                             if args.output == "json" else yaml.safe_dump(doc, sort_keys=False))
+            return EXIT_OK
+        wide, now = args.output == "wide", time.time()
+        if kind == "Pod":
+            header, rows = pod_rows(_parsed_pods(items, stored_classes(store) if wide else None), wide, now)
+        else:
+            header, rows = node_rows(_parse_all(items, parse_node), _parsed_pods(store.list("Pod")[0], None), wide, now)
+    if not rows:
+        print("No resources found.", file=sys.stderr)
+    else:
+        print(table(header, rows))
+    return EXIT_OK
+
+
+def _parse_all(docs: list, parse) -> list:
+    """Stored objects that parse; another client may have written one we cannot read."""
+    out = []
+    for d in docs:
+        with contextlib.suppress(ObjectError):
+            out.append(parse(d))
+    return out
+
+
+# --- verify -------------------------------------------------------------------------------
+
+def cmd_verify(args) -> int:
+    """`verify`: common.verify's invariants over the store; every violation on its own line
+    (not just the first few, as in the benchmark summary). An object that does not parse
+    could hide a violation, so it fails the check too."""
+    with opened_store(args) as store:
+        report = verify_store(store)
+    ok = not report["violations"] and not report["unparsable"]
+    if args.json:
+        keys = ("nodes", "bound", "pending", "violations", "unparsable")
+        print(orjson.dumps({"ok": ok, **{k: report[k] for k in keys}}, option=orjson.OPT_INDENT_2).decode())
+    else:
+        print(summary(report).split("\n", 1)[0])
+        for v in report["violations"]:
+            print(f"  {v['kind']}: {v['object']}: {v['message']}")
+        for e in report["unparsable"]:
+            print(f"  unparsable: {e['object']}: {e['field']}: {e['message']}")
+    return EXIT_OK if ok else EXIT_REJECTED
+
+
+# --- registration -------------------------------------------------------------------------
+
+def _store_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", help=NO_STORE_HELP)
+    p.add_argument("--config", help="configuration file whose store.url (and store.kubeconfig) to use")
+
+
+def add_commands(sub) -> None:
+    """Register create, delete, get and verify on the CLI's subparsers."""
+    c = sub.add_parser("create", help="create Nodes, Pods, PDBs and PriorityClasses from a file (like kubectl)")
+    c.add_argument("-f", "--filename", dest="file", required=True, metavar="FILE",
+                   help="YAML (one or more documents, or kind: List) or JSON; '-' reads stdin")
+    _store_args(c)
+    c.set_defaults(func=cmd_create)
+    d = sub.add_parser("delete", help="delete pods (NS/NAME) or nodes (NAME) from the store")
+    d.add_argument("kind", choices=sorted(ALIASES))
+    d.add_argument("names", nargs="+", metavar="NAME", help="NS/NAME for pods (NAME = default/NAME)")
+    _store_args(d)
+    d.set_defaults(func=cmd_delete)
+    g = sub.add_parser("get", help="list pods or nodes as a table, or as a kind: List")
+    g.add_argument("kind", choices=sorted(ALIASES))
+    g.add_argument("-o", "--output", choices=("wide", "json", "yaml"), help="wide table or the stored objects")
+    _store_args(g)
+    g.set_defaults(func=cmd_get)
+    v = sub.add_parser("verify", help="check the store's invariants (capacity, host ports, taints, "
+                                      "affinity, missing nodes, double binding)")
+    v.add_argument("--json", action="store_true", help="print {ok, bound, pending, violations, ...} as JSON")
+    _store_args(v)
+    v.set_defaults(func=cmd_verify)
