@@ -124,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from . import up
     up.add_commands(sub)
+    from . import manage
+    manage.add_commands(sub)
     from benchmarks import e2e
     e2e.add_command(sub)
     return p
