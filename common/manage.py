@@ -22,7 +22,7 @@ import yaml
 from . import config as config_mod
 from .errors import ObjectError
 from .objects import object_key, parse_node, parse_object, parse_pod, parse_priority_class
-from .resources import CPU, MEMORY, PODS, format_amount, resource_name, vadd
+from .resources import CPU, MEMORY, PODS, format_amount, known_resources, resource_name, vadd
 from .verify import TERMINAL, summary, verify_store
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
@@ -293,11 +293,11 @@ def node_rows(nodes: list, pods: list, wide: bool, now: float) -> tuple[list, li
     for n in sorted(nodes, key=lambda n: n.name):
         u = used.get(n.name, (0,) * len(n.allocatable))
         cell = [f"{format_amount(resource_name(i), u[i])}/{format_amount(resource_name(i), n.allocatable[i])}"
-                for i in range(len(u))]
+                for i in range(len(known_resources()))]
         row = [n.name, node_status(n), cell[0], cell[1], cell[PODS],
                age(n.raw["metadata"].get("creationTimestamp"), now)]
         if wide:
-            extended = [f"{resource_name(i)}={cell[i]}" for i in range(PODS + 1, len(u)) if n.allocatable[i] or u[i]]
+            extended = [f"{resource_name(i)}={cell[i]}" for i in range(PODS + 1, len(cell)) if n.allocatable[i] or u[i]]
             row += [n.labels.get("topology.kubernetes.io/zone", "<none>"), ",".join(extended) or "<none>",
                     ",".join(f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
                              for t in n.taints) or "<none>"]
@@ -321,7 +321,8 @@ def cmd_get(args) -> int:
         if kind == "Pod":
             header, rows = pod_rows(_parsed_pods(items, stored_classes(store) if wide else None), wide, now)
         else:
-            header, rows = node_rows(_parse_all(items, parse_node), _parsed_pods(store.list("Pod")[0], None), wide, now)
+            pods = _parsed_pods(store.list("Pod")[0], None)
+            header, rows = node_rows(_parse_all(items, parse_node), pods, wide, now)
     if not rows:
         print("No resources found.", file=sys.stderr)
     else:
