@@ -1,12 +1,12 @@
 """InterPodAffinity: required and preferred pod affinity and anti-affinity, both ways.
 
-Filter (kube-scheduler's rules):
-* existing pods' required anti-affinity: a node fails if a pod in its topology domain has a
-  term matching the incoming pod ("didn't satisfy existing pods anti-affinity rules");
-* the pod's required anti-affinity: fails if a matching pod is in the node's domain;
+Filter (kube-scheduler's rules, checked in this order; the first failure is the reason):
 * the pod's required affinity: every term needs a matching pod in the node's domain (a node
   without the topology label fails); when no pod anywhere matches and the pod matches its
-  own terms, it may go anywhere (the first pod of a group).
+  own terms, it may go anywhere (the first pod of a group);
+* the pod's required anti-affinity: fails if a matching pod is in the node's domain;
+* existing pods' required anti-affinity: a node fails if a pod in its topology domain has a
+  term matching the incoming pod ("didn't satisfy existing pods anti-affinity rules").
 
 Score: the pod's preferred terms (+/- weight per matching pod in the domain), existing pods'
 preferred terms towards it, and existing pods' required affinity (hardPodAffinityWeight),
@@ -119,19 +119,21 @@ class InterPodAffinity(Plugin):
         return ok
 
     def filter(self, state, pod, info):
+        # kube-scheduler's order: the pod's affinity, its anti-affinity, then existing pods'
+        # anti-affinity; the first failure decides the reason and the status code.
         fs = state[FILTER_STATE]
         table = self.ctx.table
         row = table.row_of[info.name]
+        for codes, sums in fs.affinity:
+            if not codes[row] or ((fs.affinity_any or not fs.self_match) and not sums[codes[row]]):
+                return unresolvable(AFFINITY)
+        for codes, sums in fs.anti:
+            if codes[row] and sums[codes[row]]:
+                return unschedulable(ANTI)
         for key, arr in fs.forbidden.items():
             code = table.label_column(key)[0][row]
             if code and code < len(arr) and arr[code]:
                 return unschedulable(EXISTING_ANTI)
-        for codes, sums in fs.anti:
-            if codes[row] and sums[codes[row]]:
-                return unschedulable(ANTI)
-        for codes, sums in fs.affinity:
-            if not codes[row] or ((fs.affinity_any or not fs.self_match) and not sums[codes[row]]):
-                return unresolvable(AFFINITY)
         return None
 
     def add_pod(self, state, pod, added, info) -> None:

@@ -119,6 +119,7 @@ class PodTopologySpread(Plugin):
         return ok
 
     def _judge(self, state, rows):
+        """Per row, the status of the first constraint it fails (kube stops there too)."""
         out = []
         for row in rows:
             status = None
@@ -129,6 +130,7 @@ class PodTopologySpread(Plugin):
                     break
                 if h.sums[code] + h.self_match - h.min > h.constraint.max_skew:
                     status = unschedulable(REASON)
+                    break
             out.append(status)
         return out
 

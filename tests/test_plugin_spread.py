@@ -1,0 +1,207 @@
+"""PodTopologySpread: hard constraints filter by skew, soft ones score, system defaults for
+controller-owned pods; after kube-scheduler's podtopologyspread filtering/scoring tests.
+
+Topology used throughout: zone z1 = {a, b}, zone z2 = {x, y}; `pods(...)` places pods with
+label app=web (the selector of every constraint below) on the named nodes.
+"""
+from __future__ import annotations
+
+import pytest
+
+from builders import Cluster, make_config, node, pod, spread, toleration
+
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+WEB = {"app": "web"}
+SKEW = "node(s) didn't match pod topology spread constraints"
+MISSING = "node(s) didn't match pod topology spread constraints (missing required label)"
+
+
+def zones(extra=()):
+    return [node("a", labels={ZONE: "z1"}), node("b", labels={ZONE: "z1"}),
+            node("x", labels={ZONE: "z2"}), node("y", labels={ZONE: "z2"}), *extra]
+
+
+def pods(*nodes, labels=WEB, ns="default", **kw):
+    return [pod(f"e{i}-{n}", labels=labels, node_name=n, ns=ns, **kw) for i, n in enumerate(nodes)]
+
+
+def web(*constraints, labels=WEB, **kw):
+    return pod("new", labels=labels, spread=constraints, **kw)
+
+
+# --- filter ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("existing, constraint, labels, fits", [
+    # no pods yet: every node is at skew 1
+    ((), spread(1, ZONE, WEB), WEB, {"a", "b", "x", "y"}),
+    # z1 has 2, z2 has 1: placing in z1 makes 3 - 1 = 2 > 1
+    (("a", "b", "x"), spread(1, ZONE, WEB), WEB, {"x", "y"}),
+    # maxSkew 2 allows it
+    (("a", "b", "x"), spread(2, ZONE, WEB), WEB, {"a", "b", "x", "y"}),
+    # the incoming pod does not match the selector itself: it adds nothing to the skew
+    (("a", "b", "x"), spread(1, ZONE, WEB), {"app": "other"}, {"a", "b", "x", "y"}),
+    # per node: a has 1, the others 0
+    (("a",), spread(1, HOST, WEB), WEB, {"b", "x", "y"}),
+    (("a", "a", "b"), spread(1, HOST, WEB), WEB, {"x", "y"}),
+])
+def test_spread_filter_skew(existing, constraint, labels, fits):
+    c = Cluster(zones(), pods(*existing))
+    out = c.filter("PodTopologySpread", web(constraint, labels=labels))
+    assert {n for n, o in out.items() if o is None} == fits
+    for n, o in out.items():
+        if n not in fits:
+            assert o == ("Unschedulable", SKEW)
+
+
+def test_spread_filter_node_without_topology_label_is_unresolvable():
+    c = Cluster(zones([node("bare")]), pods("a"))
+    out = c.filter("PodTopologySpread", web(spread(1, ZONE, WEB)))
+    assert out["bare"] == ("UnschedulableAndUnresolvable", MISSING)
+    assert out["x"] is None
+
+
+def test_spread_filter_counts_only_same_namespace_live_matching_pods():
+    existing = (pods("a", "a", ns="other")                    # another namespace
+                + pods("b", labels={"app": "db"})             # not selected
+                + [dict(pod("gone", labels=WEB, node_name="b"),
+                        metadata={"name": "gone", "namespace": "default", "labels": WEB,
+                                  "deletionTimestamp": "2026-01-01T00:00:00Z"})])  # terminating
+    c = Cluster(zones(), existing)
+    assert c.passing("PodTopologySpread", web(spread(1, HOST, WEB))) == {"a", "b", "x", "y"}
+
+
+def test_spread_filter_all_constraints_must_hold():
+    c = Cluster(zones(), pods("a", "x", "x"))
+    # zone: z1 1, z2 2 -> z2 fails; host: a 1, x 2 -> a and x fail -> only b
+    p = web(spread(1, ZONE, WEB), spread(1, HOST, WEB))
+    assert c.passing("PodTopologySpread", p) == {"b"}
+
+
+def test_spread_filter_first_failing_constraint_gives_the_reason():
+    """kube stops at the first constraint a node fails: a skew failure on the first
+    constraint is reported even when the node also lacks the second one's label."""
+    c = Cluster([node("a", labels={ZONE: "z1", "rack": "r1"}), node("b", labels={ZONE: "z1"}),
+                 node("x", labels={ZONE: "z2", "rack": "r2"}), node("y", labels={ZONE: "z2"})],
+                pods("a", "a"))
+    out = c.filter("PodTopologySpread", web(spread(1, ZONE, WEB), spread(1, "rack", WEB)))
+    # z1 holds 2, z2 0: b fails the zone skew first, though it has no rack label either
+    assert out == {"a": ("Unschedulable", SKEW), "b": ("Unschedulable", SKEW), "x": None,
+                   "y": ("UnschedulableAndUnresolvable", MISSING)}
+
+
+def test_spread_min_domains():
+    """With fewer domains than minDomains the global minimum counts as 0."""
+    c = Cluster(zones(), pods("a", "x"))
+    assert c.passing("PodTopologySpread", web(spread(1, ZONE, WEB))) == {"a", "b", "x", "y"}
+    assert c.passing("PodTopologySpread", web(spread(1, ZONE, WEB, minDomains=2))) == {"a", "b", "x", "y"}
+    assert c.passing("PodTopologySpread", web(spread(1, ZONE, WEB, minDomains=3))) == set()
+
+
+def test_spread_node_affinity_policy():
+    """Honor (default): domains of nodes the pod's node affinity excludes do not count for the
+    minimum; Ignore: they do (empty zone z3 then pins the minimum at 0)."""
+    c = Cluster(zones([node("z", labels={ZONE: "z3"})]), pods("a", "b", "x"))
+    p = web(spread(1, ZONE, WEB),
+            affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["z1", "z2"]}]}]}}})
+    # min 1 over z1, z2; z (excluded by the affinity, which NodeAffinity enforces) has 0
+    assert c.passing("PodTopologySpread", p) == {"x", "y", "z"}
+    p = web(spread(1, ZONE, WEB, nodeAffinityPolicy="Ignore"),
+            affinity=p["spec"]["affinity"])
+    assert c.passing("PodTopologySpread", p) == {"z"}               # min 0 (z3)
+
+
+def test_spread_node_taints_policy():
+    """Ignore (default): a tainted empty zone still counts; Honor: only if tolerated."""
+    c = Cluster(zones([node("z", labels={ZONE: "z3"}, taints=["t=1:NoSchedule"])]), pods("a", "x"))
+    assert c.passing("PodTopologySpread", web(spread(1, ZONE, WEB))) == {"z"}
+    # Honor: min 1 over z1, z2 (z itself is left to TaintToleration)
+    assert c.passing("PodTopologySpread", web(spread(1, ZONE, WEB, nodeTaintsPolicy="Honor"))) == {"a", "b", "x", "y", "z"}
+    tolerant = web(spread(1, ZONE, WEB, nodeTaintsPolicy="Honor"), tolerations=[toleration("t")])
+    assert c.passing("PodTopologySpread", tolerant) == {"z"}
+
+
+def test_spread_match_label_keys():
+    """matchLabelKeys adds the incoming pod's value of those labels to the selector: pods of
+    another revision do not count."""
+    old = pods("a", "b", labels={"app": "web", "rev": "1"})
+    c = Cluster(zones(), old)
+    p = web(spread(1, ZONE, WEB, matchLabelKeys=["rev"]), labels={"app": "web", "rev": "2"})
+    assert c.passing("PodTopologySpread", p) == {"a", "b", "x", "y"}
+    p = web(spread(1, ZONE, WEB, matchLabelKeys=["rev"]), labels={"app": "web", "rev": "1"})
+    assert c.passing("PodTopologySpread", p) == {"x", "y"}
+
+
+def test_spread_soft_constraints_do_not_filter():
+    c = Cluster(zones(), pods("a", "a", "b"))
+    assert c.passing("PodTopologySpread", web(spread(1, ZONE, WEB, hard=False))) == {"a", "b", "x", "y"}
+
+
+# --- score ----------------------------------------------------------------------------------
+
+def test_spread_score_prefers_the_emptier_domain():
+    c = Cluster(zones(), pods("a", "b", "x"))
+    # weight log(2 + 2); raw z1 = round(2 * 1.386) = 3, z2 = round(1.386) = 1
+    # normalised 100 * (max + min - s) / max: z1 = 100 * 1 / 3 = 33, z2 = 100
+    assert c.score("PodTopologySpread", web(spread(1, ZONE, WEB, hard=False))) == {"a": 33, "b": 33, "x": 100, "y": 100}
+
+
+def test_spread_score_ignores_nodes_missing_the_label():
+    c = Cluster(zones([node("bare")]), pods("a"))
+    out = c.score("PodTopologySpread", web(spread(1, ZONE, WEB, hard=False)))
+    assert out["bare"] == 0
+    assert out["x"] == 100 and out["a"] < 100
+
+
+def test_spread_score_hostname_counts_per_node():
+    c = Cluster(zones(), pods("a", "a", "b"))
+    out = c.score("PodTopologySpread", web(spread(1, HOST, WEB, hard=False)))
+    assert out["x"] == out["y"] == 100
+    assert out["a"] < out["b"] < 100
+
+
+@pytest.mark.parametrize("owner, defaulted", [
+    ("ReplicaSet/web-1", True), ("StatefulSet/web", True), ("ReplicationController/web", True),
+    ("Job/web", False), (None, False),
+])
+def test_spread_system_default_constraints(owner, defaulted):
+    """Pods owned by a ReplicaSet/StatefulSet/ReplicationController without constraints of
+    their own get hostname maxSkew 3 and zone maxSkew 5 (ScheduleAnyway)."""
+    c = Cluster(zones(), pods("a", "a", "x"))
+    out = c.score("PodTopologySpread", pod("new", labels=WEB, owner=owner))
+    if not defaulted:
+        assert out == {"a": 0, "b": 0, "x": 0, "y": 0}
+        return
+    # hostname weight log(4 + 2), zone weight log(2 + 2):
+    # a: 2*1.792 + 2 + 2*1.386 + 4 = 12.36 -> 12;  b: 0 + 2 + 2.77 + 4 = 8.77 -> 9
+    # x: 1.792 + 2 + 1.386 + 4 = 9.18 -> 9;        y: 2 + 1.386 + 4 = 7.39 -> 7
+    # normalised 100 * (12 + 7 - s) / 12
+    assert out == {"a": 58, "b": 83, "x": 83, "y": 100}
+
+
+def test_spread_default_constraints_list():
+    """defaultingType List: the pluginConfig's defaultConstraints replace the system ones."""
+    cfg = make_config(plugin_config={"PodTopologySpread": {
+        "defaultingType": "List",
+        "defaultConstraints": [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway"}]}})
+    c = Cluster(zones(), pods("a", "a", "x"), cfg=cfg)
+    # zone only: z1 round(2 * 1.386) = 3, z2 round(1.386) = 1 -> z1 33, z2 100
+    out = c.score("PodTopologySpread", pod("new", labels=WEB, owner="ReplicaSet/web-1"))
+    assert out == {"a": 33, "b": 33, "x": 100, "y": 100}
+
+
+def test_spread_hard_constraint_places_pods_evenly():
+    """Through whole cycles: six replicas with zone maxSkew 1 over two zones end 3/3."""
+    c = Cluster(zones())
+    placed = []
+    for i in range(6):
+        p = pod(f"r{i}", labels=WEB, spread=[spread(1, ZONE, WEB)])
+        result = c.schedule(p)
+        assert result.scheduled
+        placed.append(result.node)
+        p["spec"]["nodeName"] = result.node
+        c.add_pod(p)
+        z1 = sum(n in ("a", "b") for n in placed)
+        assert abs(z1 - (len(placed) - z1)) <= 1
+    assert sum(n in ("a", "b") for n in placed) == 3
