@@ -2,13 +2,15 @@
 
 Score = (1 - standard deviation of the requested/allocatable fractions) * 100, counting the
 pod as placed, over args.resources (cpu and memory by default); fractions are capped at 1.
+Like kube-scheduler, best-effort pods (requesting none of those resources) are not scored, and
+extended resources the pod does not request are left out.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from common.resources import resource_index
-from ..framework import Plugin
+from common.resources import BASE_RESOURCES, resource_index
+from ..framework import SKIP, Plugin, Status
 from .scoring import MAX_NODE_SCORE
 
 STATE = "NodeResourcesBalancedAllocation"
@@ -23,14 +25,21 @@ class NodeResourcesBalancedAllocation(Plugin):
         self.cols = [resource_index(r["name"]) for r in resources]
 
     def pre_score(self, state, pod, rows):
-        state[STATE] = np.array([pod.requests[c] for c in self.cols], dtype=np.int64)
+        req = np.array([pod.requests[c] for c in self.cols], dtype=np.int64)
+        if not req.any():
+            # kube-scheduler skips best-effort pods: scoring them by the existing load alone
+            # would draw every one of them to the same most balanced node.
+            return Status(SKIP)
+        # An extended resource the pod does not ask for is left out, as in kube-scheduler.
+        use = np.array([c < len(BASE_RESOURCES) or r > 0 for c, r in zip(self.cols, req)], dtype=bool)
+        state[STATE] = (req, use)
         return None
 
     def score_vec(self, state, pod, table, rows):
-        req = state[STATE]
+        req, use = state[STATE]
         alloc = table.alloc[rows][:, self.cols]
         used = table.requested[rows][:, self.cols] + req
-        has = alloc > 0
+        has = (alloc > 0) & use
         frac = np.where(has, np.minimum(used / np.where(has, alloc, 1), 1.0), 0.0)
         count = has.sum(axis=1)
         mean = frac.sum(axis=1) / np.maximum(count, 1)

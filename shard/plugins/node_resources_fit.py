@@ -47,8 +47,10 @@ class NodeResourcesFit(Plugin):
         self.resources = [(resource_index(r["name"]), int(r.get("weight", 1))) for r in resources]
         shape = (strategy.get("requestedToCapacityRatio") or {}).get("shape") or [
             {"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]
-        self.shape_x = np.array([p["utilization"] for p in shape], dtype=np.float64)
-        self.shape_y = np.array([p["score"] * MAX_NODE_SCORE // 10 for p in shape], dtype=np.float64)
+        points = [(int(p["utilization"]), int(p["score"]) * (MAX_NODE_SCORE // 10)) for p in shape]
+        #: RequestedToCapacityRatio's score for every utilisation 0..100 (kube's integer
+        #: broken-linear function, so interpolation truncates exactly as kube-scheduler's does).
+        self.shape_lut = np.array([broken_linear(points, u) for u in range(101)], dtype=np.int64)
         ignored = set(self.args.get("ignoredResources") or [])
         self.ignored = [resource_index(n) for n in ignored]
 
@@ -99,8 +101,28 @@ class NodeResourcesFit(Plugin):
             elif self.strategy == "MostAllocated":
                 s = np.minimum(requested, cap) * MAX_NODE_SCORE // safe
             else:
-                util = np.minimum(requested * 100 // safe, 100).astype(np.float64)
-                s = np.interp(util, self.shape_x, self.shape_y).astype(np.int64)
+                util = np.where(requested > cap, 100, np.minimum(requested * 100 // safe, 100))
+                s = self.shape_lut[util]
+                has = has & (s > 0)  # kube weighs only the resources that scored above zero
             total += np.where(has, s * w, 0)
             weights += np.where(has, w, 0)
+        if self.strategy == "RequestedToCapacityRatio":  # rounded to nearest (Go's math.Round)
+            return np.where(weights > 0, (2 * total + weights) // (2 * np.maximum(weights, 1)), 0)
         return np.where(weights > 0, total // np.maximum(weights, 1), 0)
+
+
+def _go_div(a: int, b: int) -> int:
+    """Integer division truncating toward zero, as Go's `/` on integers."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def broken_linear(points, p: int) -> int:
+    """kube-scheduler's helper.BuildBrokenLinearFunction at utilisation `p`."""
+    for i, (u, score) in enumerate(points):
+        if p <= u:
+            if i == 0:
+                return points[0][1]
+            u0, s0 = points[i - 1]
+            return s0 + _go_div((score - s0) * (p - u0), u - u0)
+    return points[-1][1]
