@@ -18,6 +18,7 @@ class Diagnosis:
         self.node_failures: dict[int, tuple] = {}  # row -> (plugin, Status)
         self.pre_filter_status = None              # a PreFilter rejection applies to all nodes
         self._narrowed: tuple | None = None        # (plugin, rows) a PreFilterResult kept
+        self._narrowed_by: list[str] = []          # every plugin whose PreFilterResult narrowed
 
     def narrow(self, plugin, kept: np.ndarray) -> None:
         """A PreFilterResult limited the scan to `kept` rows; the rest count as its rejections.
@@ -26,6 +27,8 @@ class Diagnosis:
         DaemonSet pod pinned to one node must not pay a pass over every row.
         """
         self._narrowed = (plugin, kept)
+        if plugin.name not in self._narrowed_by:
+            self._narrowed_by.append(plugin.name)
 
     @property
     def excluded(self) -> tuple | None:
@@ -44,9 +47,10 @@ class Diagnosis:
                 counts[r] += self.total_nodes
             return counts
         excluded = self.excluded
-        if excluded is not None:
-            plugin, rows = excluded
-            counts.update(_reasons_of(plugin, state, pod, table, rows))
+        if excluded is not None and len(excluded[1]):
+            # kube-scheduler gives nodes left out by PreFilter results one reason naming the
+            # plugins (Go's %v of a sorted list): "node(s) didn't satisfy plugin(s) [NodeName]".
+            counts[f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(self._narrowed_by))}]"] += len(excluded[1])
         for plugin, rows in self.vec_failures:
             if len(rows):
                 counts.update(_reasons_of(plugin, state, pod, table, rows))

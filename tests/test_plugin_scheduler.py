@@ -1,0 +1,203 @@
+"""Whole scheduling cycles with the default profile: the vectorised and per-node filter forms
+agree, kube-scheduler's unschedulable message, the scheduling context (unchanged nodes skipped
+on retry) and unit locating (pinned pods go straight to their node)."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from builders import (
+    Cluster, expr, make_config, node, node_affinity, pod, pod_affinity, pod_term, spread, toleration,
+)
+
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+
+
+# --- vectorised vs per-node -----------------------------------------------------------------
+
+def _mixed_nodes(rng):
+    out = []
+    for i in range(40):
+        taints = []
+        if i % 7 == 0:
+            taints.append("dedicated=gpu:NoSchedule")
+        if i % 5 == 0:
+            taints.append("soft=yes:PreferNoSchedule")
+        out.append(node(f"n{i:02d}", cpu=str(rng.choice([2, 4, 8])), memory=rng.choice(["4Gi", "16Gi"]),
+                        labels={ZONE: f"z{i % 3}", "disk": rng.choice(["ssd", "hdd"]), "gen": str(i % 6)},
+                        taints=taints, unschedulable=(i == 13),
+                        images={"app:v1": 400 * 1024 * 1024} if i % 4 == 0 else None))
+    return out
+
+
+def _mixed_pods(rng):
+    """Pods that exercise every default filter and score, some of which cannot fit."""
+    kinds = [
+        lambda i: pod(f"plain{i}", cpu="500m", memory="512Mi", labels={"app": "plain"}, images=["app:v1"]),
+        lambda i: pod(f"gpu{i}", cpu="1", tolerations=[toleration("dedicated", "gpu")],
+                      node_selector={"disk": "ssd"}),
+        lambda i: pod(f"aff{i}", cpu="250m", affinity=node_affinity(
+            [expr("gen", "Gt", 2), expr(ZONE, "In", "z0", "z1")], [expr("disk", "In", "hdd")],
+            preferred=[(5, [expr("disk", "In", "ssd")])])),
+        lambda i: pod(f"port{i}", cpu="100m", ports=[(8080, "TCP")]),
+        lambda i: pod(f"spread{i}", cpu="200m", labels={"app": "s"},
+                      spread=[spread(1, ZONE, {"app": "s"}), spread(2, HOST, {"app": "s"}, hard=False)]),
+        lambda i: pod(f"anti{i}", cpu="200m", labels={"app": "a"},
+                      affinity=pod_affinity(anti_required=[pod_term({"app": "a"}, ZONE)],
+                                            preferred=[(3, pod_term({"app": "plain"}, HOST))])),
+        lambda i: pod(f"huge{i}", cpu="6", memory="12Gi"),
+        lambda i: pod(f"rs{i}", cpu="300m", labels={"app": "rs"}, owner="ReplicaSet/rs-1"),
+    ]
+    return [rng.choice(kinds)(i) for i in range(80)]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_vectorised_and_per_node_filters_schedule_alike(seed):
+    """The same pods on the same cluster with the same seed land on the same nodes (or fail
+    with the same message) whether filters run vectorised or node by node."""
+    rng = random.Random(seed)
+    nodes, pods = _mixed_nodes(rng), _mixed_pods(rng)
+    fast = Cluster(nodes, seed=seed, vectorised=True)
+    slow = Cluster(nodes, seed=seed, vectorised=False)
+    scheduled = failed = 0
+    for p in pods:
+        a, b = fast.schedule(p), slow.schedule(p)
+        assert a.node == b.node, p["metadata"]["name"]
+        if a.scheduled:
+            scheduled += 1
+            p["spec"]["nodeName"] = a.node
+            fast.add_pod(p)
+            slow.add_pod(p)
+        else:
+            failed += 1
+            assert fast.sched.explain(a) == slow.sched.explain(b)
+    assert scheduled and failed  # both paths were exercised
+
+
+# --- the unschedulable message --------------------------------------------------------------
+
+def test_message_counts_reasons_per_node():
+    c = Cluster([node("small", cpu="1"), node("g1", taints=["dedicated=gpu:NoSchedule"]),
+                 node("g2", taints=["dedicated=gpu:NoSchedule"])])
+    assert c.explain(pod("p", cpu="2")) == (
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}.")
+
+
+def test_message_lists_every_reason_of_a_node_and_sorts_as_strings():
+    """One node short of cpu and memory counts for both; reasons sort as strings, so "10 ..."
+    comes before "2 ..." as in kube-scheduler."""
+    c = Cluster([node("n", cpu="1", memory="1Gi")])
+    assert c.explain(pod("p", cpu="2", memory="2Gi")) == (
+        "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory.")
+    nodes = [node(f"t{i}", taints=["a=b:NoExecute"]) for i in range(10)] + [node("s1", cpu="1"), node("s2", cpu="1")]
+    assert Cluster(nodes).explain(pod("p", cpu="2")) == (
+        "0/12 nodes are available: 10 node(s) had untolerated taint {a: b}, 2 Insufficient cpu.")
+
+
+def test_message_for_unschedulable_nodes_and_affinity():
+    c = Cluster([node("off", unschedulable=True), node("z", labels={ZONE: "z9"}),
+                 node("ok", labels={ZONE: "z1"}, cpu="1")])
+    p = pod("p", cpu="2", affinity=node_affinity([expr(ZONE, "In", "z1")]))
+    assert c.explain(p) == ("0/3 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match "
+                            "Pod's node affinity/selector, 1 node(s) were unschedulable.")
+
+
+# --- scheduling context ---------------------------------------------------------------------
+
+def _small_nodes(n=10):
+    return [node(f"n{i}", cpu="1") for i in range(n)]
+
+
+def test_scheduling_context_skips_unchanged_nodes_on_retry():
+    c = Cluster(_small_nodes())
+    big = pod("big", cpu="2")
+    first = c.schedule(big)
+    assert not first.scheduled and first.evaluated == 10 and first.skipped_by_context == 0
+    gen = c.cache.nodes.generation
+    c.add_node(node("n3", cpu="4"))                 # one node grows
+    retry = c.schedule(big, last_generation=gen)
+    assert retry.node == "n3"
+    assert retry.skipped_by_context == 9 and retry.evaluated == 1
+
+
+def test_scheduling_context_failed_retry_still_explains_every_node():
+    c = Cluster(_small_nodes())
+    big = pod("big", cpu="2")
+    c.schedule(big)
+    gen = c.cache.nodes.generation
+    c.add_node(node("n3", cpu="1500m"))              # changed, still too small
+    retry = c.schedule(big, last_generation=gen)
+    assert not retry.scheduled and retry.skipped_by_context == 9
+    assert c.sched.explain(retry) == "0/10 nodes are available: 10 Insufficient cpu."
+
+
+@pytest.mark.parametrize("constraint", [
+    {"spread": [spread(1, ZONE, {"app": "x"})]},
+    {"affinity": pod_affinity(anti_required=[pod_term({"app": "x"}, HOST)])},
+    {"affinity": pod_affinity(required=[pod_term({"app": "x"}, HOST)])},
+])
+def test_scheduling_context_not_used_for_cross_node_constraints(constraint):
+    """Whether one node fits such a pod depends on pods elsewhere, so no node is skipped."""
+    nodes = [node(f"n{i}", cpu="1", labels={ZONE: "z1"}) for i in range(10)]
+    c = Cluster(nodes)
+    big = pod("big", cpu="2", labels={"app": "x"}, **constraint)
+    c.schedule(big)
+    gen = c.cache.nodes.generation
+    c.add_node(node("n3", cpu="4", labels={ZONE: "z1"}))
+    retry = c.schedule(big, last_generation=gen)
+    assert retry.skipped_by_context == 0 and retry.evaluated == 10
+
+
+def test_scheduling_context_can_be_switched_off():
+    c = Cluster(_small_nodes(), scheduling_context=False)
+    big = pod("big", cpu="2")
+    c.schedule(big)
+    gen = c.cache.nodes.generation
+    c.add_node(node("n3", cpu="4"))
+    retry = c.schedule(big, last_generation=gen)
+    assert retry.node == "n3" and retry.skipped_by_context == 0 and retry.evaluated == 10
+
+
+# --- unit locating --------------------------------------------------------------------------
+
+def _pinned(name="n7", cpu="1"):
+    """A DaemonSet-style pod: required node affinity on metadata.name."""
+    return pod("ds", cpu=cpu, affinity=node_affinity({"matchFields": [expr("metadata.name", "In", name)]}))
+
+
+@pytest.mark.parametrize("p", [_pinned(), pod("named", cpu="1", node_name="n7")], ids=["matchFields", "nodeName"])
+def test_unit_locating_checks_only_the_pinned_node(p):
+    nodes = [node(f"n{i}", cpu="4") for i in range(50)]
+    located = Cluster(nodes).schedule(p)
+    assert located.node == "n7" and located.evaluated == 1
+    scanned = Cluster(nodes, unit_locating=False).schedule(p)
+    assert scanned.node == "n7" and scanned.evaluated == 50
+
+
+def test_unit_locating_message_names_the_narrowing_plugin():
+    """kube-scheduler: nodes a PreFilter result left out count as "didn't satisfy plugin(s)"."""
+    nodes = [node(f"n{i}", cpu="4") for i in range(50)]
+    c = Cluster(nodes)
+    assert c.explain(_pinned(cpu="8")) == (
+        "0/50 nodes are available: 1 Insufficient cpu, 49 node(s) didn't satisfy plugin(s) [NodeAffinity].")
+    assert c.explain(_pinned(name="gone")) == (
+        "0/50 nodes are available: 50 node(s) didn't satisfy plugin(s) [NodeAffinity].")
+    # without unit locating every node is filtered and gives its own reason
+    c = Cluster(nodes, unit_locating=False)
+    assert c.explain(_pinned(cpu="8")) == (
+        "0/50 nodes are available: 1 Insufficient cpu, 49 node(s) didn't match Pod's node affinity/selector.")
+
+
+# --- threshold inside the cycle -------------------------------------------------------------
+
+def test_kube_threshold_stops_the_scan_early():
+    """With 500 feasible nodes the kube rule looks for max(100, 500 * 46%) = 230 of them."""
+    nodes = [node(f"n{i:03d}") for i in range(500)]
+    vec = Cluster(nodes, cfg=make_config("kube")).schedule(pod("p"))
+    assert vec.scheduled and vec.feasible == 230 and vec.threshold == 230
+    per_node = Cluster(nodes, cfg=make_config("kube"), vectorised=False).schedule(pod("p"))
+    assert per_node.scheduled and per_node.feasible == 230  # node by node, like kube
+    every = Cluster(nodes, cfg=make_config("all")).schedule(pod("p"))
+    assert every.feasible == 500
