@@ -105,7 +105,7 @@ def _parse_text(text: str, path: str) -> list:
     try:
         return list(yaml.safe_load_all(text))
     except yaml.YAMLError as e:
-        raise UsageError(f"{path}: neither JSON nor valid YAML: {e}") from None
+        raise UsageError(f"{path}: not valid YAML or JSON: {e}") from None
 
 
 def check_document(doc, classes: dict):

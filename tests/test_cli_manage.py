@@ -1,0 +1,341 @@
+"""`shardsched create|delete|get|verify` against a real redis-server.
+
+The commands need a store another process can see, so the memory store will not do: the
+module runs its own embedded redis-server, emptied before every test. Most tests call
+`common.cli.main` in-process (capsys captures the output); one runs the installed
+`shardsched` script to check the exit codes a shell sees.
+"""
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+import redis as redis_py
+import yaml
+
+from common.cli import main
+from common.store import open_store
+from common.store.embedded import EmbeddedRedis
+
+SHARDSCHED = Path(sys.executable).with_name("shardsched")
+
+
+@pytest.fixture(scope="module")
+def server():
+    with EmbeddedRedis() as s:
+        yield s
+
+
+@pytest.fixture
+def url(server):
+    """An empty store on the module's redis-server."""
+    redis_py.Redis.from_url(server.url).flushdb()
+    return server.url
+
+
+@pytest.fixture
+def store(url):
+    s = open_store(url)
+    yield s
+    s.close()
+
+
+def run(capsys, *argv, stdin: str | None = None, monkeypatch=None) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `shardsched ARGV` run in this process."""
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    try:
+        code = main(list(argv))
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def node(name: str, cpu: str = "4", taints=None, unschedulable=False, ready: bool | None = True,
+         zone: str | None = None, gpus: str | None = None) -> dict:
+    alloc = {"cpu": cpu, "memory": "8Gi", "pods": "10", **({"nvidia.com/gpu": gpus} if gpus else {})}
+    status = {"allocatable": alloc}
+    if ready is not None:
+        status["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
+    spec = {"unschedulable": True} if unschedulable else {}
+    if taints:
+        spec["taints"] = taints
+    meta = {"name": name, "labels": {"topology.kubernetes.io/zone": zone} if zone else {}}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec, "status": status}
+
+
+def pod(name: str, ns: str = "default", cpu: str = "500m", node_name: str | None = None,
+        host_port: int | None = None, priority_class: str | None = None, tolerations=None) -> dict:
+    container = {"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}}
+    if host_port:
+        container["ports"] = [{"containerPort": 8080, "hostPort": host_port}]
+    spec = {"containers": [container]}
+    if node_name:
+        spec["nodeName"] = node_name
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if tolerations:
+        spec["tolerations"] = tolerations
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def priority_class(name: str, value: int) -> dict:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+            "value": value}
+
+
+def pdb(name: str) -> dict:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}}
+
+
+def write_yaml(path: Path, *docs) -> str:
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    return str(path)
+
+
+def names(store, kind: str) -> set[str]:
+    return {d["metadata"]["name"] for d in store.list(kind)[0]}
+
+
+# --- create ---------------------------------------------------------------------------------
+
+def test_create_multi_document_yaml_and_a_json_list(capsys, url, store, tmp_path):
+    multi = write_yaml(tmp_path / "multi.yaml", pod("web-1", priority_class="high"), node("n1"),
+                       priority_class("high", 1000), pdb("web"))
+    code, out, err = run(capsys, "create", "-f", multi, "--store", url)
+    assert (code, err) == (0, "")
+    # created in dependency order: the class and the node before the pod that uses them
+    assert out.splitlines() == ["priorityclass.scheduling.k8s.io/high created", "node/n1 created",
+                                "poddisruptionbudget.policy/web created", "pod/web-1 created"]
+    as_list = tmp_path / "list.json"
+    as_list.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List",
+                                      "items": [node("n2"), pod("web-2", ns="team")]}))
+    code, out, _ = run(capsys, "create", "-f", str(as_list), "--store", url)
+    assert code == 0
+    assert out.splitlines() == ["node/n2 created", "pod/web-2 created"]
+    assert names(store, "Node") == {"n1", "n2"}
+    assert {d["metadata"]["namespace"] + "/" + d["metadata"]["name"] for d in store.list("Pod")[0]} == {
+        "default/web-1", "team/web-2"}
+    assert names(store, "PriorityClass") == {"high"} and names(store, "PodDisruptionBudget") == {"web"}
+
+
+def test_create_duplicate_names_the_object_and_creates_the_rest(capsys, url, store, tmp_path):
+    first = write_yaml(tmp_path / "a.yaml", pod("web-1"))
+    assert run(capsys, "create", "-f", first, "--store", url)[0] == 0
+    again = write_yaml(tmp_path / "b.yaml", pod("web-1"), pod("web-2"), pod("web-2"))
+    code, out, err = run(capsys, "create", "-f", again, "--store", url)
+    assert code == 1
+    assert out.splitlines() == ["pod/web-2 created"]
+    assert sorted(err.splitlines()) == [
+        "shardsched: error: Pod default/web-1: metadata.name: already exists",
+        "shardsched: error: Pod default/web-2: metadata.name: already exists (given twice in the input)"]
+    assert names(store, "Pod") == {"web-1", "web-2"}
+
+
+def test_create_invalid_objects_name_object_and_field_while_valid_ones_are_created(capsys, url, store, tmp_path):
+    bad_cpu = pod("bad-cpu", cpu="lots")
+    wrong_api = dict(node("n9"), apiVersion="v2")
+    path = write_yaml(tmp_path / "mixed.yaml", node("n1"), bad_cpu, pod("good"), wrong_api,
+                      pod("no-class", priority_class="missing"))
+    code, out, err = run(capsys, "create", "-f", path, "--store", url)
+    assert code == 1
+    assert out.splitlines() == ["node/n1 created", "pod/good created"]
+    assert "Pod default/bad-cpu: spec.containers[0].resources.requests.cpu: invalid quantity 'lots'" in err
+    assert "Node n9: apiVersion: must be v1 for Node, got 'v2'" in err
+    assert "Pod default/no-class: spec.priorityClassName: no PriorityClass named 'missing'" in err
+    assert names(store, "Node") == {"n1"} and names(store, "Pod") == {"good"}
+
+
+def test_create_usage_errors_create_nothing(capsys, url, store, tmp_path):
+    code, _, err = run(capsys, "create", "-f", str(tmp_path / "absent.yaml"), "--store", url)
+    assert code == 2 and "absent.yaml: No such file or directory" in err
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("kind: Pod\n  metadata: [\n")
+    code, _, err = run(capsys, "create", "-f", str(broken), "--store", url)
+    assert code == 2 and "broken.yaml: not valid YAML or JSON" in err
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("---\n")
+    code, _, err = run(capsys, "create", "-f", str(empty), "--store", url)
+    assert code == 2 and "no objects to create" in err
+    assert store.list("Pod")[0] == [] and store.list("Node")[0] == []
+
+
+def test_no_store_is_a_usage_error_and_config_store_url_is_used(capsys, url, store, tmp_path, monkeypatch):
+    for argv in (["get", "pods"], ["verify"], ["delete", "pod", "a"]):
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and "needs a store: give --store URL or store.url in the config" in err
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump({"apiVersion": "shardsched.io/v1alpha1", "kind": "ShardschedConfiguration",
+                                   "store": {"url": url}}))
+    code, out, _ = run(capsys, "create", "-f", "-", "--config", str(cfg),
+                       stdin=yaml.safe_dump(node("n1")), monkeypatch=monkeypatch)
+    assert (code, out) == (0, "node/n1 created\n")
+    assert names(store, "Node") == {"n1"}
+
+
+# --- get ------------------------------------------------------------------------------------
+
+def test_get_json_is_the_stored_list_and_round_trips_through_create(capsys, url, store, tmp_path, monkeypatch):
+    path = write_yaml(tmp_path / "a.yaml", node("n1", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}]),
+                      pod("b", node_name="n1"), pod("a", ns="z"), pod("a"))
+    assert run(capsys, "create", "-f", path, "--store", url)[0] == 0
+    for kind, arg in (("Pod", "pods"), ("Node", "nodes")):
+        code, out, _ = run(capsys, "get", arg, "-o", "json", "--store", url)
+        doc = orjson.loads(out)
+        assert code == 0 and (doc["apiVersion"], doc["kind"]) == ("v1", "List")
+        stored = sorted(store.list(kind)[0], key=lambda d: (d["metadata"].get("namespace", ""), d["metadata"]["name"]))
+        assert doc["items"] == stored
+    _, pods_json, _ = run(capsys, "get", "pods", "-o", "json", "--store", url)
+    assert [d["metadata"]["namespace"] + "/" + d["metadata"]["name"] for d in orjson.loads(pods_json)["items"]] == [
+        "default/a", "default/b", "z/a"]
+    _, nodes_json, _ = run(capsys, "get", "nodes", "-o", "json", "--store", url)
+
+    redis_py.Redis.from_url(url).flushdb()
+    for text in (nodes_json, pods_json):
+        assert run(capsys, "create", "-f", "-", "--store", url, stdin=text, monkeypatch=monkeypatch)[0] == 0
+
+    def without_rv(doc):
+        for item in doc["items"]:
+            del item["metadata"]["resourceVersion"]
+        return doc["items"]
+
+    assert without_rv(orjson.loads(run(capsys, "get", "pods", "-o", "json", "--store", url)[1])) == \
+        without_rv(orjson.loads(pods_json))
+    assert without_rv(orjson.loads(run(capsys, "get", "nodes", "-o", "json", "--store", url)[1])) == \
+        without_rv(orjson.loads(nodes_json))
+
+
+def rows(out: str) -> list[list[str]]:
+    """Table cells, split on the runs of spaces between columns."""
+    import re
+    return [re.split(r"\s{2,}", line.strip()) for line in out.splitlines()]
+
+
+def test_get_pods_table_and_wide_columns(capsys, url, store, tmp_path):
+    path = write_yaml(tmp_path / "a.yaml", priority_class("high", 1000), node("n1"),
+                      pod("web", priority_class="high", node_name="n1", cpu="1500m"), pod("wait", ns="team"))
+    assert run(capsys, "create", "-f", path, "--store", url)[0] == 0
+    assert store.set_nominated_node("team/wait", "n1")
+    code, out, _ = run(capsys, "get", "pods", "--store", url)
+    table = rows(out)
+    assert code == 0 and table[0] == ["NAMESPACE", "NAME", "STATUS", "NODE", "AGE"]
+    assert [r[:4] for r in table[1:]] == [["default", "web", "Pending", "n1"], ["team", "wait", "Pending", "<none>"]]
+    assert all(r[4].endswith("s") for r in table[1:])
+    code, out, _ = run(capsys, "get", "pods", "-o", "wide", "--store", url)
+    table = rows(out)
+    assert table[0] == ["NAMESPACE", "NAME", "STATUS", "NODE", "AGE", "NOMINATED NODE", "PRIORITY", "CPU", "MEMORY"]
+    assert [r[5:] for r in table[1:]] == [["<none>", "1000", "1500m", "256Mi"], ["n1", "0", "500m", "256Mi"]]
+
+
+def test_get_nodes_table_and_wide_columns(capsys, url, store, tmp_path):
+    taint = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
+    path = write_yaml(tmp_path / "a.yaml", node("a", zone="zone-a", gpus="2"),
+                      node("b", unschedulable=True, taints=[taint]), node("c", ready=None), node("d", ready=False),
+                      pod("p1", node_name="a"), pod("p2", node_name="a", cpu="1"))
+    assert run(capsys, "create", "-f", path, "--store", url)[0] == 0
+    code, out, _ = run(capsys, "get", "nodes", "--store", url)
+    table = rows(out)
+    assert code == 0 and table[0] == ["NAME", "STATUS", "CPU", "MEMORY", "PODS", "AGE"]
+    assert [r[:5] for r in table[1:]] == [
+        ["a", "Ready", "1500m/4", "512Mi/8Gi", "2/10"],
+        ["b", "Ready,SchedulingDisabled", "0/4", "0/8Gi", "0/10"],
+        ["c", "Unknown", "0/4", "0/8Gi", "0/10"],
+        ["d", "NotReady", "0/4", "0/8Gi", "0/10"]]
+    code, out, _ = run(capsys, "get", "nodes", "-o", "wide", "--store", url)
+    table = rows(out)
+    assert table[0][6:] == ["ZONE", "EXTENDED", "TAINTS"]
+    assert table[1][6:] == ["zone-a", "nvidia.com/gpu=0/2", "<none>"]
+    assert table[2][6:] == ["<none>", "<none>", "dedicated=infra:NoSchedule"]
+
+
+def test_get_empty_store_says_so(capsys, url):
+    code, out, err = run(capsys, "get", "pods", "--store", url)
+    assert (code, out, err) == (0, "", "No resources found.\n")
+
+
+# --- delete ---------------------------------------------------------------------------------
+
+def test_delete_pods_and_nodes_and_not_found(capsys, url, store, tmp_path):
+    path = write_yaml(tmp_path / "a.yaml", node("n1"), pod("web", ns="team"), pod("solo"))
+    assert run(capsys, "create", "-f", path, "--store", url)[0] == 0
+    code, out, err = run(capsys, "delete", "pod", "team/web", "solo", "--store", url)
+    assert (code, out, err) == (0, 'pod "web" deleted\npod "solo" deleted\n', "")
+    assert store.list("Pod")[0] == []
+    code, out, err = run(capsys, "delete", "pod", "team/web", "--store", url)
+    assert (code, out) == (1, "") and "Pod team/web not found" in err
+    code, out, _ = run(capsys, "delete", "node", "n1", "--store", url)
+    assert (code, out) == (0, 'node "n1" deleted\n') and store.list("Node")[0] == []
+    code, _, err = run(capsys, "delete", "node", "n1", "--store", url)
+    assert code == 1 and "Node n1 not found" in err
+    code, _, err = run(capsys, "delete", "node", "a/b", "--store", url)
+    assert code == 2 and "bad Node name 'a/b'" in err
+
+
+# --- verify ---------------------------------------------------------------------------------
+
+def test_verify_clean_store(capsys, url, tmp_path):
+    taint = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
+    path = write_yaml(tmp_path / "a.yaml", node("n1", taints=[taint]), node("n2"),
+                      pod("a", node_name="n1", tolerations=[{"key": "dedicated", "operator": "Exists"}]),
+                      pod("b", node_name="n2", host_port=80), pod("c", node_name="n1", host_port=80,
+                                                                   tolerations=[{"operator": "Exists"}]),
+                      pod("pending"))
+    assert run(capsys, "create", "-f", path, "--store", url)[0] == 0
+    code, out, _ = run(capsys, "verify", "--store", url)
+    assert (code, out) == (0, "nodes 2, bound 3, pending 1, violations 0\n")
+    code, out, _ = run(capsys, "verify", "--json", "--store", url)
+    assert code == 0
+    assert orjson.loads(out) == {"ok": True, "nodes": 2, "bound": 3, "pending": 1, "violations": [],
+                                 "unparsable": []}
+
+
+def test_verify_lists_every_violation(capsys, url, tmp_path):
+    taint = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
+    path = write_yaml(tmp_path / "a.yaml", node("small", cpu="1"), node("ports"), node("tainted", taints=[taint]),
+                      pod("big-1", node_name="small", cpu="600m"), pod("big-2", node_name="small", cpu="600m"),
+                      pod("web-1", node_name="ports", host_port=80), pod("web-2", node_name="ports", host_port=80),
+                      pod("lost", node_name="gone"), pod("intruder", node_name="tainted"))
+    assert run(capsys, "create", "-f", path, "--store", url)[0] == 0
+    code, out, _ = run(capsys, "verify", "--store", url)
+    lines = out.splitlines()
+    assert code == 1
+    assert lines[0] == "nodes 3, bound 6, pending 0, violations 4 (host-port 1, missing-node 1, overcommit 1, taint 1)"
+    clash = [line for line in lines if line.startswith("  host-port: ")]
+    assert len(clash) == 1 and clash[0].endswith("already in use on ports")
+    assert clash[0].startswith(("  host-port: Pod default/web-1: ", "  host-port: Pod default/web-2: "))
+    assert sorted(set(lines[1:]) - set(clash)) == [
+        "  missing-node: Pod default/lost: bound to node gone, which does not exist",
+        "  overcommit: Node small: bound pods request more cpu than allocatable",
+        "  taint: Pod default/intruder: does not tolerate dedicated=infra:NoSchedule of tainted"]
+    code, out, _ = run(capsys, "verify", "--json", "--store", url)
+    report = orjson.loads(out)
+    assert code == 1 and report["ok"] is False and (report["bound"], report["pending"]) == (6, 0)
+    assert sorted(v["kind"] for v in report["violations"]) == ["host-port", "missing-node", "overcommit", "taint"]
+    assert {v["object"] for v in report["violations"]} >= {"Pod default/lost", "Node small", "Pod default/intruder"}
+
+
+# --- as a shell sees it ---------------------------------------------------------------------
+
+def test_exit_codes_of_the_installed_script(url, tmp_path):
+    def sh(*argv, stdin=None):
+        return subprocess.run([str(SHARDSCHED), *argv], input=stdin, capture_output=True, text=True, timeout=60)
+
+    manifest = yaml.safe_dump_all([node("n1"), pod("web", node_name="n1")])
+    done = sh("create", "-f", "-", "--store", url, stdin=manifest)
+    assert (done.returncode, done.stdout) == (0, "node/n1 created\npod/web created\n")
+    done = sh("create", "-f", "-", "--store", url, stdin=manifest)
+    assert done.returncode == 1 and "Pod default/web: metadata.name: already exists" in done.stderr
+    assert sh("verify", "--store", url).returncode == 0
+    assert sh("create", "-f", str(tmp_path / "absent.yaml"), "--store", url).returncode == 2
+    assert sh("get", "pods").returncode == 2
+    unreachable = sh("get", "pods", "--store", "redis://127.0.0.1:1/0")
+    assert unreachable.returncode == 2 and "Traceback" not in unreachable.stderr
+    assert sh("delete", "pod", "default/web", "--store", url).returncode == 0
+    assert sh("delete", "pod", "default/web", "--store", url).returncode == 1
+    assert sh("get", "pods", "-o", "bogus", "--store", url).returncode == 2
