@@ -1,6 +1,7 @@
 """The scheduling queue: activeQ, backoffQ and the unschedulable pool.
 
-* activeQ: a heap ordered by the profile's QueueSort plugin (priority, then arrival).
+* activeQ: a heap ordered by the profile's QueueSort plugin (priority, then arrival; a pod
+  that failed an attempt counts as arriving again when it is requeued, as in kube-scheduler).
 * backoffQ: pods that failed and wait out an exponential backoff (initial * 2^(attempts-1),
   capped at the maximum) before they go back to activeQ.
 * unschedulable pool: pods no node could take. They move back (through backoffQ if their
@@ -119,7 +120,9 @@ class SchedulingQueue:
         """A failed attempt that may succeed soon (error, binding conflict)."""
         if self._entries.get(entry.pod.key) is not entry:
             return
-        entry.backoff_until = self.clock() + self._backoff_for(entry.attempts)
+        now = self.clock()
+        entry.queued_at = now  # re-added: kube refreshes the timestamp PrioritySort compares
+        entry.backoff_until = now + self._backoff_for(entry.attempts)
         self._where[entry.pod.key] = "backoff"
         heapq.heappush(self._backoff, (entry.backoff_until, next(self._seq), entry))
 
@@ -128,6 +131,7 @@ class SchedulingQueue:
         if self._entries.get(entry.pod.key) is not entry:
             return
         now = self.clock()
+        entry.queued_at = now
         entry.backoff_until = now + self._backoff_for(entry.attempts)
         entry.unschedulable_since = now
         entry.last_generation = generation

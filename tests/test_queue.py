@@ -1,0 +1,168 @@
+"""The scheduling queue: activeQ order, backoff (1s doubling to 10s), the unschedulable pool
+(moved back on cluster events, or after unschedulableMaxSeconds), updates and deletions.
+
+Time is a fake clock the tests move by hand, so nothing depends on wall-clock timing.
+"""
+from __future__ import annotations
+
+import pytest
+
+from builders import Cluster, pod
+from common.objects import parse_pod
+from shard.queue import SchedulingQueue
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def queue(clock):
+    less = Cluster().plugin("PrioritySort").less
+    return SchedulingQueue(less, initial_backoff=1.0, max_backoff=10.0, unschedulable_max=300.0, clock=clock)
+
+
+def p(name, priority=0, **kw):
+    return parse_pod(pod(name, priority=priority, **kw))
+
+
+def drain(queue) -> list[str]:
+    out = []
+    while (e := queue.pop()) is not None:
+        out.append(e.pod.name)
+    return out
+
+
+def test_active_queue_pops_by_priority_then_arrival(queue, clock):
+    for name, prio in [("low", 1), ("high-a", 5), ("mid", 3), ("high-b", 5), ("zero", 0)]:
+        queue.add(p(name, prio))
+        clock.now += 0.001
+    assert drain(queue) == ["high-a", "high-b", "mid", "low", "zero"]
+
+
+def test_equal_priority_and_equal_time_keep_insertion_order(queue):
+    for i in range(20):
+        queue.add(p(f"p{i:02d}"))
+    assert drain(queue) == [f"p{i:02d}" for i in range(20)]
+
+
+def test_backoff_doubles_from_one_second_to_ten(queue):
+    assert [queue._backoff_for(n) for n in range(1, 8)] == [1, 2, 4, 8, 10, 10, 10]
+
+
+def test_backoff_holds_a_failed_pod_until_it_expires(queue, clock):
+    queue.add(p("a"))
+    for attempt, wait in enumerate([1, 2, 4, 8, 10, 10], start=1):
+        entry = queue.pop()
+        assert entry is not None and entry.attempts == attempt
+        queue.requeue_backoff(entry)
+        assert queue.lengths() == {"active": 0, "backoff": 1, "unschedulable": 0}
+        assert queue.next_ready_in() == pytest.approx(wait)
+        clock.now += wait - 0.01
+        assert queue.pop() is None  # not yet
+        clock.now += 0.01
+
+
+def test_backoff_does_not_block_other_pods(queue, clock):
+    queue.add(p("a", 10))
+    queue.requeue_backoff(queue.pop())
+    queue.add(p("b", 0))
+    assert drain(queue) == ["b"]
+    clock.now += 1
+    assert drain(queue) == ["a"]
+
+
+def test_unschedulable_pool_waits_for_an_event(queue, clock):
+    queue.add(p("a"))
+    queue.requeue_unschedulable(queue.pop(), generation=7)
+    assert queue.lengths()["unschedulable"] == 1
+    clock.now += 60  # long past its 1s backoff: still parked without an event
+    assert queue.pop() is None
+    assert queue.move_all_to_active() == 1
+    entry = queue.pop()
+    assert entry.pod.name == "a" and entry.last_generation == 7 and entry.attempts == 2
+
+
+def test_event_before_backoff_expiry_goes_through_backoff(queue, clock):
+    queue.add(p("a"))
+    queue.requeue_unschedulable(queue.pop())
+    clock.now += 0.5
+    queue.move_all_to_active()
+    assert queue.lengths() == {"active": 0, "backoff": 1, "unschedulable": 0}
+    assert queue.pop() is None
+    clock.now += 0.5
+    assert drain(queue) == ["a"]
+
+
+def test_unschedulable_pod_retried_after_max_time(queue, clock):
+    queue.add(p("a"))
+    queue.requeue_unschedulable(queue.pop())
+    clock.now += 299
+    assert queue.pop() is None
+    clock.now += 2
+    assert drain(queue) == ["a"]
+
+
+def test_updated_pod_leaves_the_unschedulable_pool(queue):
+    """A new version of a parked pod (its spec changed) deserves a new attempt at once."""
+    queue.add(p("a"))
+    queue.requeue_unschedulable(queue.pop())
+    queue.add(p("a", 3))
+    entry = queue.pop()
+    assert entry is not None and entry.pod.priority == 3
+
+
+def test_update_of_a_queued_pod_keeps_one_entry(queue):
+    queue.add(p("a", 1))
+    queue.add(p("a", 2))
+    assert len(queue) == 1
+    assert [e.pod.priority for e in iter(queue.pop, None)] == [2]
+
+
+def test_delete_and_done_forget_pods_wherever_they_are(queue, clock):
+    for name in ("act", "back", "unsched", "done"):
+        queue.add(p(name))
+    entries = {e.pod.name: e for e in iter(queue.pop, None)}
+    queue.requeue_backoff(entries["back"])
+    queue.requeue_unschedulable(entries["unsched"])
+    queue.add(p("act2"))
+    queue.delete("default/act2")
+    queue.delete("default/back")
+    queue.delete("default/unsched")
+    queue.done("default/done")
+    # "act" is in flight (popped, no outcome yet): still known, in no sub-queue
+    assert "default/act" in queue and len(queue) == 1
+    assert queue.lengths() == {"active": 0, "backoff": 0, "unschedulable": 0}
+    queue.done("default/act")
+    assert len(queue) == 0
+    clock.now += 1000
+    assert queue.move_all_to_active() == 0
+    assert queue.pop() is None
+    # a stale entry handed back after deletion is ignored
+    queue.requeue_backoff(entries["back"])
+    queue.requeue_unschedulable(entries["unsched"])
+    assert len(queue) == 0
+
+
+def test_requeued_pod_counts_as_a_new_arrival(queue, clock):
+    """kube refreshes a pod's queue timestamp when a failed attempt puts it back, so among
+    equal priorities a pod that keeps failing does not stay ahead of later arrivals."""
+    queue.add(p("first", 9))
+    clock.now += 1
+    queue.add(p("second", 9))
+    clock.now += 1
+    first = queue.pop()
+    assert first.pod.name == "first"
+    queue.requeue_backoff(first)           # failed at t+2: now it arrived after "second"
+    queue.add(p("low", 1))
+    clock.now += 1
+    assert drain(queue) == ["second", "first", "low"]
