@@ -8,6 +8,7 @@ module runs its own embedded redis-server, emptied before every test. Most tests
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -90,7 +91,8 @@ def priority_class(name: str, value: int) -> dict:
 
 
 def pdb(name: str) -> dict:
-    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": "default"},
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": "default"},
             "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}}
 
 
@@ -213,7 +215,6 @@ def test_get_json_is_the_stored_list_and_round_trips_through_create(capsys, url,
 
 def rows(out: str) -> list[list[str]]:
     """Table cells, split on the runs of spaces between columns."""
-    import re
     return [re.split(r"\s{2,}", line.strip()) for line in out.splitlines()]
 
 
