@@ -1,0 +1,280 @@
+"""`shardsched simulate`: scenarios through shard.simulate.simulate() on manifests written to
+tmp_path, and the CLI (exit codes 0/1/2, the JSON document's shape, --seed, --config).
+
+No preemption scenarios here: every pod that cannot fit is either the lowest priority of its
+scenario or has nobody of lower priority to displace.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from builders import expr, node, node_affinity, pod, pod_affinity, pod_term, spread, toleration
+from common import config as config_mod
+from shard.simulate import UsageError, simulate
+
+ROOT = Path(__file__).resolve().parent.parent
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+POD_FIELDS = {"status", "node", "nominatedNode", "message", "evictedBy"}
+ERROR_FIELDS = {"object", "field", "message"}
+
+
+def write(tmp_path: Path, name: str, docs, as_list: bool = False) -> str:
+    path = tmp_path / name
+    if as_list:
+        text = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": list(docs)})
+    else:
+        text = yaml.safe_dump_all(list(docs))
+    path.write_text(text)
+    return str(path)
+
+
+def run(tmp_path, docs, seed: int = 0, cfg: dict | None = None):
+    doc, code = simulate([write(tmp_path, "in.yaml", docs)], cfg or config_mod.load(None), seed)
+    check_shape(doc)
+    return doc, code
+
+
+def check_shape(doc: dict) -> None:
+    assert set(doc) == {"pods", "errors"}
+    for key, entry in doc["pods"].items():
+        assert "/" in key and set(entry) == POD_FIELDS, key
+        assert entry["status"] in ("Bound", "Unschedulable", "Evicted")
+        assert (entry["node"] is not None) == (entry["status"] == "Bound")
+    for err in doc["errors"]:
+        assert set(err) == ERROR_FIELDS
+
+
+def filter_message(message: str) -> str:
+    """The filter part of an unschedulable message (kube appends " preemption: ..." when its
+    PostFilter ran; what preemption says is not these tests' business)."""
+    return message.split(" preemption:", 1)[0]
+
+
+def placements(doc) -> dict:
+    return {k: v["node"] for k, v in doc["pods"].items()}
+
+
+# --- scenarios ------------------------------------------------------------------------------
+
+def test_message_format_like_kube_scheduler(tmp_path):
+    docs = [node("small", cpu="1"), node("g1", taints=["dedicated=gpu:NoSchedule"]),
+            node("g2", taints=["dedicated=gpu:NoSchedule"]), pod("p", cpu="2")]
+    doc, code = run(tmp_path, docs)
+    assert code == 0 and doc["errors"] == []
+    entry = doc["pods"]["default/p"]
+    assert entry["status"] == "Unschedulable" and entry["node"] is None and entry["evictedBy"] is None
+    assert filter_message(entry["message"]) == (
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}.")
+
+
+def test_taints_and_tolerations(tmp_path):
+    docs = [node("plain"), node("gpu", labels={"pool": "gpu"}, taints=["dedicated=gpu:NoSchedule"]),
+            pod("tolerant", node_selector={"pool": "gpu"}, tolerations=[toleration("dedicated", "gpu", "NoSchedule")]),
+            pod("intolerant", node_selector={"pool": "gpu"}),
+            pod("anywhere")]
+    doc, _ = run(tmp_path, docs)
+    assert doc["pods"]["default/tolerant"]["node"] == "gpu"
+    assert doc["pods"]["default/anywhere"]["node"] == "plain"     # the only node it tolerates
+    assert filter_message(doc["pods"]["default/intolerant"]["message"]) == (
+        "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
+        "1 node(s) had untolerated taint {dedicated: gpu}.")
+
+
+def test_node_affinity_operators(tmp_path):
+    nodes = [node(f"g{i}", labels={"gen": str(i), **({"ssd": "yes"} if i % 2 else {})}) for i in range(1, 6)]
+    want = {
+        "gt4": ([expr("gen", "Gt", 4)], "g5"),
+        "lt2": ([expr("gen", "Lt", 2)], "g1"),
+        "in3": ([expr("gen", "In", "3")], "g3"),
+        "notin": ([expr("gen", "NotIn", "1", "2", "3", "5")], "g4"),
+        "exists": ([expr("ssd", "Exists"), expr("gen", "Gt", 3)], "g5"),
+        "absent": ([expr("ssd", "DoesNotExist"), expr("gen", "Lt", 3)], "g2"),
+    }
+    pods = [pod(name, affinity=node_affinity(terms)) for name, (terms, _) in want.items()]
+    pods.append(pod("none", affinity=node_affinity([expr("gen", "Gt", 5)])))
+    doc, _ = run(tmp_path, nodes + pods)
+    for name, (_, target) in want.items():
+        assert doc["pods"][f"default/{name}"]["node"] == target, name
+    assert filter_message(doc["pods"]["default/none"]["message"]) == (
+        "0/5 nodes are available: 5 node(s) didn't match Pod's node affinity/selector.")
+
+
+def test_host_ports(tmp_path):
+    docs = [node("n1"), node("n2")] + [pod(f"web{i}", ports=[(8080, "TCP")]) for i in range(3)] + [
+        pod("udp", ports=[(8080, "UDP")])]
+    doc, _ = run(tmp_path, docs)
+    bound = [doc["pods"][f"default/web{i}"]["node"] for i in range(3)]
+    assert sorted(n for n in bound if n) == ["n1", "n2"]
+    loser = next(f"default/web{i}" for i in range(3) if not bound[i])
+    assert filter_message(doc["pods"][loser]["message"]) == (
+        "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports.")
+    assert doc["pods"]["default/udp"]["status"] == "Bound"       # another protocol
+
+
+def test_spread_skew(tmp_path):
+    """Two replicas already run in z1; six more with zone maxSkew 1 end 4/4."""
+    nodes = [node(n, labels={ZONE: z}) for n, z in (("a", "z1"), ("b", "z1"), ("x", "z2"), ("y", "z2"))]
+    running = [pod(f"old{i}", labels={"app": "web"}, node_name="a") for i in range(2)]
+    new = [pod(f"web{i}", labels={"app": "web"}, spread=[spread(1, ZONE, {"app": "web"})]) for i in range(6)]
+    doc, _ = run(tmp_path, nodes + running + new)
+    assert doc["pods"]["default/old0"] == {"status": "Bound", "node": "a", "nominatedNode": None,
+                                           "message": "", "evictedBy": None}
+    zones = [("z1" if doc["pods"][f"default/web{i}"]["node"] in ("a", "b") else "z2") for i in range(6)]
+    assert zones[:2] == ["z2", "z2"]          # the first two must even out z2
+    assert zones.count("z1") == 2 and zones.count("z2") == 4
+
+
+def test_anti_affinity_symmetry(tmp_path):
+    guard = pod("guard", labels={"app": "guard"}, node_name="n1",
+                affinity=pod_affinity(anti_required=[pod_term({"app": "db"}, HOST)]))
+    docs = [node("n1", cpu="8"), node("n2", cpu="2"), guard,
+            pod("db1", cpu="1", labels={"app": "db"}), pod("db2", cpu="4", labels={"app": "db"}),
+            pod("web", cpu="4", labels={"app": "web"})]
+    for seed in (0, 1, 2):
+        doc, _ = run(tmp_path, docs, seed=seed)
+        assert doc["pods"]["default/db1"]["node"] == "n2"
+        assert doc["pods"]["default/web"]["node"] == "n1"
+        assert filter_message(doc["pods"]["default/db2"]["message"]) == (
+            "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't satisfy existing pods anti-affinity rules.")
+
+
+def test_higher_priority_pending_pod_gets_the_last_slot(tmp_path):
+    """The queue pops by priority: the later, higher-priority pod takes the only slot (and the
+    lower one has nobody of lower priority to preempt)."""
+    late_high = pod("late-high", cpu="1")
+    late_high["spec"]["priorityClassName"] = "urgent"
+    docs = [node("only", cpu="1"),
+            pod("early-low", cpu="1", priority=1),
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "urgent"},
+             "value": 1000},
+            late_high]
+    doc, code = run(tmp_path, docs)
+    assert code == 0
+    assert doc["pods"]["default/late-high"]["node"] == "only"
+    assert doc["pods"]["default/early-low"]["status"] == "Unschedulable"
+    assert filter_message(doc["pods"]["default/early-low"]["message"]) == (
+        "0/1 nodes are available: 1 Insufficient cpu.")
+
+
+def test_malformed_objects_are_reported_and_the_rest_runs(tmp_path):
+    bad_pod = pod("bad", cpu="lots")
+    bad_node = node("broken", memory="-1Gi")
+    unknown = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}
+    dup = pod("ok")
+    no_class = pod("noclass")
+    no_class["spec"]["priorityClassName"] = "nope"
+    docs = [node("n1"), bad_node, pod("ok"), bad_pod, unknown, dup, no_class]
+    doc, code = run(tmp_path, docs)
+    assert code == 1
+    errors = {(e["object"], e["field"]) for e in doc["errors"]}
+    assert ("Pod default/bad", "spec.containers[0].resources.requests.cpu") in errors
+    assert ("Node broken", "status.allocatable.memory") in errors
+    assert ("Deployment d", "kind") in errors
+    assert ("Pod default/ok", "metadata.name") in errors           # the duplicate
+    assert ("Pod default/noclass", "spec.priorityClassName") in errors
+    assert len(doc["errors"]) == 5
+    assert doc["pods"]["default/ok"]["node"] == "n1"                # the rest was simulated
+    assert "default/bad" not in doc["pods"]
+
+
+def test_list_and_multi_document_files(tmp_path):
+    nodes = write(tmp_path, "nodes.yaml", [node("n1"), node("n2")], as_list=True)
+    pods = write(tmp_path, "pods.yaml", [pod("a"), pod("b")])
+    more = tmp_path / "more.yaml"
+    more.write_text("---\n" + yaml.safe_dump({"apiVersion": "v1", "kind": "List",
+                                               "items": [pod("c")]}) + "---\n---\n" + yaml.safe_dump(pod("d")))
+    doc, code = simulate([nodes, pods, str(more)], config_mod.load(None), 0)
+    assert code == 0
+    assert sorted(doc["pods"]) == ["default/a", "default/b", "default/c", "default/d"]
+    assert all(v["status"] == "Bound" for v in doc["pods"].values())
+
+
+def test_default_scheduler_pods_are_simulated_and_other_schedulers_left(tmp_path):
+    docs = [node("n1"), pod("dflt", scheduler="default-scheduler"), pod("foreign", scheduler="someone-else")]
+    doc, _ = run(tmp_path, docs)
+    assert doc["pods"]["default/dflt"]["node"] == "n1"
+    assert doc["pods"]["default/foreign"]["status"] == "Unschedulable"
+
+
+def test_same_seed_same_result_and_seed_matters(tmp_path):
+    docs = [node(f"n{i:02d}") for i in range(20)] + [pod(f"p{i}") for i in range(10)]
+    first, _ = run(tmp_path, docs, seed=7)
+    again, _ = run(tmp_path, docs, seed=7)
+    other, _ = run(tmp_path, docs, seed=8)
+    assert first == again
+    assert placements(first) != placements(other)  # ties are broken by the seed
+
+
+def test_unreadable_input_is_a_usage_error(tmp_path):
+    with pytest.raises(UsageError):
+        simulate([str(tmp_path / "missing.yaml")], config_mod.load(None), 0)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("kind: Pod\n  metadata: [unclosed\n")
+    with pytest.raises(UsageError):
+        simulate([str(broken)], config_mod.load(None), 0)
+
+
+# --- the CLI --------------------------------------------------------------------------------
+
+def cli(*args, console_script: bool = False):
+    cmd = ([str(Path(sys.executable).parent / "shardsched")] if console_script
+           else [sys.executable, "-m", "common.cli"])
+    proc = subprocess.run(cmd + ["simulate", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_cli_exit_0_and_json(tmp_path):
+    path = write(tmp_path, "ok.yaml", [node("n1"), pod("a"), pod("b", cpu="64")])
+    code, out, _ = cli(path)
+    assert code == 0
+    doc = json.loads(out)
+    check_shape(doc)
+    assert doc["pods"]["default/a"] == {"status": "Bound", "node": "n1", "nominatedNode": None,
+                                        "message": "", "evictedBy": None}
+    assert doc["pods"]["default/b"]["status"] == "Unschedulable"
+    assert filter_message(doc["pods"]["default/b"]["message"]) == "0/1 nodes are available: 1 Insufficient cpu."
+
+
+def test_cli_exit_1_on_rejected_objects(tmp_path):
+    path = write(tmp_path, "bad.yaml", [node("n1"), pod("bad", cpu="lots"), pod("good")])
+    code, out, _ = cli(path, console_script=True)
+    assert code == 1
+    doc = json.loads(out)
+    check_shape(doc)
+    assert doc["errors"] == [{"object": "Pod default/bad", "field": "spec.containers[0].resources.requests.cpu",
+                              "message": "invalid quantity 'lots'"}]
+    assert doc["pods"]["default/good"]["node"] == "n1"
+
+
+def test_cli_exit_2_on_unreadable_files_and_bad_flags(tmp_path):
+    code, out, err = cli(str(tmp_path / "missing.yaml"))
+    assert code == 2 and out == "" and "missing.yaml" in err
+    code, _, _ = cli(write(tmp_path, "ok.yaml", [node("n1")]), "--seed", "notanumber")
+    assert code == 2
+
+
+def test_cli_seed_and_config(tmp_path):
+    """Same --seed, same output; --config reaches the scheduler (MostAllocated packs pods)."""
+    docs = [node(f"n{i}", cpu="4", memory="4Gi") for i in range(4)] + [pod(f"p{i}", cpu="1", memory="1Gi")
+                                                                       for i in range(3)]
+    path = write(tmp_path, "in.yaml", docs)
+    a = cli(path, "--seed", "3")
+    b = cli(path, "--seed", "3")
+    assert a[0] == 0 and a[1] == b[1]
+    spread_out = {v["node"] for v in json.loads(a[1])["pods"].values()}
+    assert len(spread_out) == 3                              # LeastAllocated spreads them
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({"profiles": [{"schedulerName": "shardsched", "pluginConfig": [
+        {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}]}))
+    code, out, _ = cli(path, "--seed", "3", "--config", str(cfg))
+    assert code == 0
+    assert len({v["node"] for v in json.loads(out)["pods"].values()}) == 1   # packed on one node
