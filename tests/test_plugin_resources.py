@@ -244,3 +244,12 @@ def test_image_locality_implicit_latest_tag():
 def test_image_locality_no_image_anywhere_skips():
     c = Cluster([node("n1", images={"other:1": 800 * MI})])
     assert c.score("ImageLocality", pod("p", images=["app:v1"])) == {"n1": 0}
+
+
+def test_image_locality_counts_init_containers():
+    """kube scores init containers' images too, and the ceiling grows with every container."""
+    p = pod("p", images=["pause"])
+    p["spec"]["initContainers"] = [{"name": "init", "image": "tools:1"}]
+    c = Cluster([node("n1", images={"tools:1": 500 * MI}), node("n2")])
+    # 500MB * 1/2 = 250MB over two containers: (250-23)*100/(2000-23) = 11
+    assert c.score("ImageLocality", p) == {"n1": 11, "n2": 0}
