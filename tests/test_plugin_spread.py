@@ -205,3 +205,17 @@ def test_spread_hard_constraint_places_pods_evenly():
         z1 = sum(n in ("a", "b") for n in placed)
         assert abs(z1 - (len(placed) - z1)) <= 1
     assert sum(n in ("a", "b") for n in placed) == 3
+
+
+def test_spread_system_defaults_honour_node_affinity():
+    """Default constraints use nodeAffinityPolicy Honor: pods on nodes the incoming pod's
+    nodeSelector excludes do not count, so here every feasible node scores the same."""
+    nodes = [node("a", labels={ZONE: "z1", "disk": "ssd"}), node("b", labels={ZONE: "z1", "disk": "hdd"}),
+             node("x", labels={ZONE: "z2", "disk": "ssd"}), node("y", labels={ZONE: "z2", "disk": "ssd"})]
+    c = Cluster(nodes, pods("b", "b"))
+    p = pod("new", labels=WEB, owner="ReplicaSet/web-1", node_selector={"disk": "ssd"})
+    assert c.score("PodTopologySpread", p, nodes=["a", "x", "y"]) == {"a": 100, "x": 100, "y": 100}
+    # without the selector the two pods on b count for z1
+    p = pod("new", labels=WEB, owner="ReplicaSet/web-1")
+    out = c.score("PodTopologySpread", p, nodes=["a", "x", "y"])
+    assert out["a"] < out["x"] == out["y"] == 100

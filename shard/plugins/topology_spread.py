@@ -57,6 +57,13 @@ def _eligible(table, pod, constraints) -> np.ndarray:
     return ok
 
 
+def _affinity_mask(table, pod) -> np.ndarray | None:
+    """Rows passing the pod's nodeSelector and required node affinity (None: every row)."""
+    if not (pod.node_selector or pod.required_node_terms):
+        return None
+    return NodeAffinity().filter_vec(None, pod, table, slice(0, len(table)))
+
+
 class _Hard:
     __slots__ = ("constraint", "codes", "sums", "min", "self_match")
 
@@ -174,7 +181,13 @@ class PodTopologySpread(Plugin):
         if not soft:
             return Status(SKIP)
         table = self.ctx.table
-        eligible = _eligible(table, pod, soft) if require_all else None
+        if require_all:
+            eligible = _eligible(table, pod, soft)
+        else:
+            # System defaults do not require the topology labels, but they honour the pod's
+            # node affinity (kube's nodeAffinityPolicy default): pods on nodes the pod could
+            # never use do not count.
+            eligible = _affinity_mask(table, pod)
         parts = []
         ignored = np.zeros(len(rows), dtype=bool)
         for c in soft:
