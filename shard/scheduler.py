@@ -33,6 +33,21 @@ from .snapshot import Snapshot
 from .threshold import Threshold
 
 WINDOW = 512
+MAX_WINDOW = 8192
+
+
+def _growing(segments):
+    """(start, stop) windows over consecutive row segments, each window twice the last up
+    to MAX_WINDOW: small first, since most cycles stop within the first window, then larger,
+    so a scan that must see every node (a pod that fits nowhere) pays for few numpy passes."""
+    size = WINDOW
+    for lo, hi in segments:
+        a = lo
+        while a < hi:
+            b = min(a + size, hi)
+            yield a, b
+            a = b
+            size = min(size * 2, MAX_WINDOW)
 
 
 class ScheduleResult:
@@ -248,12 +263,11 @@ class Scheduler:
         if rows_hint is not None:
             start = self.rng.randrange(len(rows_hint)) if len(rows_hint) > WINDOW else 0
             ordered = np.concatenate((rows_hint[start:], rows_hint[:start]))
-            windows = (ordered[a:a + WINDOW] for a in range(0, len(ordered), WINDOW))
+            windows = (ordered[a:b] for a, b in _growing([(0, len(ordered))]))
         else:
             # Lazily: most cycles stop within the first window or two.
             start = self.rng.randrange(n)
-            windows = (slice(a, min(a + WINDOW, end)) for a, end in ((start, n), (0, start))
-                       for a in range(a, end, WINDOW))
+            windows = (slice(a, b) for a, b in _growing([(start, n), (0, start)]))
         found: list[np.ndarray] = []
         nfound = examined = rejected = 0
         target = self.threshold.target(n, 0, 0, queued)

@@ -142,5 +142,6 @@ def can_make_room(table, pod, rows: np.ndarray) -> np.ndarray:
     priority cover its request (pod count included). The others cannot be candidates."""
     req = np.asarray(pod.requests, dtype=np.int64)
     cols = np.flatnonzero(req)
-    room = table.free[rows][:, cols] + table.releasable(pod.priority)[rows][:, cols]
-    return (room >= req[cols]).all(axis=1)
+    n = len(table)
+    room = table.free[:n, cols] + table.releasable(pod.priority)[:, cols]  # every row: cheaper
+    return (room >= req[cols]).all(axis=1)[rows]                           # than gathering rows
