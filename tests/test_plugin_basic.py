@@ -261,3 +261,16 @@ def test_node_ports_prefilter_skips_pods_without_host_ports():
     c = Cluster([node("n1")])
     st = c.pre_filter("NodePorts", pod("p"))
     assert isinstance(st, Status) and st.code == SKIP
+
+
+def test_taint_toleration_score_beyond_63_distinct_prefer_taints():
+    """PreferNoSchedule taints past the bitmask's 63 bits share the overflow bit: nodes with
+    two of them still count two (the harness also checks vectorised == per-node), and
+    tolerated ones do not count. 80 distinct taints: whatever the row order, some overflow."""
+    nodes = [node(f"n{i}", taints=[f"a{i}=v:PreferNoSchedule", f"b{i}=v:PreferNoSchedule"]) for i in range(40)]
+    c = Cluster(nodes + [node("clean")])
+    raw = c.score("TaintToleration", pod("p"), normalize=False)
+    assert raw == {**{f"n{i}": 2 for i in range(40)}, "clean": 0}
+    tolerant = pod("p", tolerations=[toleration(f"a{i}") for i in range(40)] + [toleration("b7")])
+    raw = c.score("TaintToleration", tolerant, normalize=False)
+    assert raw == {**{f"n{i}": 1 for i in range(40)}, "n7": 0, "clean": 0}

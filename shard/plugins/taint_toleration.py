@@ -74,7 +74,15 @@ class TaintToleration(Plugin):
 
     def score_vec(self, state, pod, table, rows):
         _, tolerated, _ = state[STATE]
-        return np.bitwise_count(table.prefer_taints[rows] & ~tolerated).astype(np.int64)
+        bits = table.prefer_taints[rows]
+        scores = np.bitwise_count(bits & ~tolerated).astype(np.int64)
+        overflow = np.flatnonzero((bits & OVERFLOW_BIT) != 0)
+        if len(overflow):  # taints past the 63 bits share one bit: count those rows one by one
+            infos = table.infos
+            for i in overflow:
+                row = rows.start + i if isinstance(rows, slice) else rows[i]
+                scores[i] = self.score(state, pod, infos[row])
+        return scores
 
     def normalize(self, state, pod, scores) -> None:
         default_normalize(scores, reverse=True)
