@@ -201,3 +201,14 @@ def test_kube_threshold_stops_the_scan_early():
     assert per_node.scheduled and per_node.feasible == 230  # node by node, like kube
     every = Cluster(nodes, cfg=make_config("all")).schedule(pod("p"))
     assert every.feasible == 500
+
+
+def test_message_names_each_nodes_first_untolerated_taint():
+    """Nodes with the same taints in another order: each reports its own first one (the
+    vectorised reasons must not lump nodes with equal taint masks together)."""
+    nodes = [node(f"n{i}", taints=["a=1:NoSchedule", "b=2:NoSchedule"][:: 1 if i % 2 else -1]) for i in range(10)]
+    c = Cluster(nodes)
+    out = c.filter("TaintToleration", pod("p"))  # also compares reasons_vec with the per-node reasons
+    assert sum(o[1].endswith("{a: 1}") for o in out.values()) == 5
+    assert c.explain(pod("p")) == ("0/10 nodes are available: 5 node(s) had untolerated taint {a: 1}, "
+                                   "5 node(s) had untolerated taint {b: 2}.")

@@ -55,16 +55,29 @@ class TaintToleration(Plugin):
         return ok
 
     def reasons_vec(self, state, pod, table, rows):
-        """Reasons for failing `rows` (absolute indices): one taint lookup per distinct mask."""
+        """Reasons for failing `rows` (absolute indices).
+
+        The reason names a node's *first* untolerated taint in the node's own order. Rows whose
+        mask leaves exactly one taint untolerated share it, one lookup per distinct mask; with
+        several, nodes with the same taints in another order differ, so those rows are looked
+        at one by one (once per distinct taint list)."""
+        tolerated, _, _ = state[STATE]
         counts = Counter()
         bits = table.taints[rows]
-        masks, first, sizes = np.unique(bits, return_index=True, return_counts=True)
-        for mask, f, n in zip(masks, first, sizes):
-            group = [rows[f]] if not mask & OVERFLOW_BIT else rows[bits == mask]
-            weight = int(n) if not mask & OVERFLOW_BIT else 1
-            for row in group:
-                t = first_untolerated(table.infos[row].node.taints, pod.tolerations)
-                counts[_reason(t)] += weight
+        masks, sizes = np.unique(bits, return_counts=True)
+        infos = table.infos
+        for mask, n in zip(masks, sizes):
+            untolerated = int(mask & ~tolerated & ~OVERFLOW_BIT)
+            if not mask & OVERFLOW_BIT and untolerated and not untolerated & (untolerated - 1):
+                counts[_reason(table.taint_bits.taints[untolerated.bit_length() - 1])] += int(n)
+                continue
+            seen = {}
+            for row in rows[bits == mask]:
+                taints = infos[row].node.taints
+                reason = seen.get(taints)
+                if reason is None:
+                    reason = seen[taints] = _reason(first_untolerated(taints, pod.tolerations))
+                counts[reason] += 1
         return counts
 
     def score(self, state, pod, info) -> int:
