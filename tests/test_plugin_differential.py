@@ -80,3 +80,26 @@ def test_vectorised_forms_agree_with_per_node_forms(seed):
             c.filter(name, p)
         for name in SCORERS:
             c.score(name, p)
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_vectorised_and_per_node_cycles_agree(seed):
+    """Whole cycles on random clusters: same seed, same node, or the same unschedulable
+    message (filters run in the profile's order either way, so every rejected node is
+    blamed on the same plugin)."""
+    rng = random.Random(seed)
+    nodes = [random_node(rng, i) for i in range(rng.randint(1, 30))]
+    names = [n["metadata"]["name"] for n in nodes]
+    running = [random_pod(rng, f"e{j}", rng.choice(names)) for j in range(rng.randint(0, 20))]
+    fast = Cluster(nodes, running, seed=seed, vectorised=True)
+    slow = Cluster(nodes, running, seed=seed, vectorised=False)
+    for k in range(8):
+        p = random_pod(rng, f"p{k}")
+        a, b = fast.schedule(p), slow.schedule(p)
+        assert a.node == b.node
+        if a.scheduled:
+            p["spec"]["nodeName"] = a.node
+            fast.add_pod(p)
+            slow.add_pod(p)
+        else:
+            assert fast.sched.explain(a) == slow.sched.explain(b)

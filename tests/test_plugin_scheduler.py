@@ -212,3 +212,12 @@ def test_message_names_each_nodes_first_untolerated_taint():
     assert sum(o[1].endswith("{a: 1}") for o in out.values()) == 5
     assert c.explain(pod("p")) == ("0/10 nodes are available: 5 node(s) had untolerated taint {a: 1}, "
                                    "5 node(s) had untolerated taint {b: 2}.")
+
+
+@pytest.mark.parametrize("vectorised", [True, False])
+def test_message_blames_the_first_filter_in_profile_order(vectorised):
+    """NodePorts comes before NodeResourcesFit in kube's profile: a node short of both its
+    port and cpu counts once, for the port, whichever way the filters run."""
+    c = Cluster([node("n1", cpu="1")], [pod("old", node_name="n1", ports=[8080])], vectorised=vectorised)
+    assert c.explain(pod("p", cpu="2", ports=[8080])) == (
+        "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports.")
