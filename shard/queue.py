@@ -15,6 +15,23 @@ import itertools
 import time
 
 
+_NOT_SCHEDULING = ("resourceVersion", "generation", "managedFields", "finalizers")
+
+
+def _changed(old, new) -> bool:
+    """Whether an update changed what scheduling looks at (kube's isPodUpdated: anything but
+    status, resourceVersion, generation, managedFields and finalizers)."""
+    a, b = getattr(old, "raw", None), getattr(new, "raw", None)
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return True
+
+    def view(d):
+        meta = d.get("metadata") if isinstance(d.get("metadata"), dict) else {}
+        return d.get("spec"), {k: v for k, v in meta.items() if k not in _NOT_SCHEDULING}
+
+    return view(a) != view(b)
+
+
 class QueuedPod:
     """A pod in the queue with its scheduling history (attempts, backoff, last generation)."""
 
@@ -78,8 +95,12 @@ class SchedulingQueue:
         """A new pending pod, or a newer version of one already queued."""
         entry = self._entries.get(pod.key)
         if entry is not None:
+            if _changed(entry.pod, pod):
+                # A changed pod (tolerations added, say) may fit nodes that did not change:
+                # the scheduling context must not skip them on its next attempt.
+                entry.last_generation = 0
             entry.pod = pod
-            if self._where[pod.key] == "unschedulable":  # its spec changed: worth a new try
+            if self._where.get(pod.key) == "unschedulable":  # worth a new try
                 del self._unschedulable[pod.key]
                 self._push_active(entry)
             return

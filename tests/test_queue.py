@@ -166,3 +166,31 @@ def test_requeued_pod_counts_as_a_new_arrival(queue, clock):
     queue.add(p("low", 1))
     clock.now += 1
     assert drain(queue) == ["second", "first", "low"]
+
+
+def test_changed_pod_forgets_its_scheduling_context(queue):
+    """A pod whose spec changed while parked (a toleration added) must be checked against
+    every node again: its last generation is cleared. A status-only update keeps it."""
+    original = pod("a")
+    queue.add(parse_pod(original))
+    queue.requeue_unschedulable(queue.pop(), generation=42)
+    status_only = dict(original, status={"phase": "Pending", "conditions": [{"type": "PodScheduled"}]},
+                       metadata={**original["metadata"], "resourceVersion": "9"})
+    queue.add(parse_pod(status_only))
+    assert queue.pop().last_generation == 42
+    queue.requeue_unschedulable(queue._entries["default/a"], generation=43)
+    tolerant = pod("a", tolerations=[{"operator": "Exists"}])
+    queue.add(parse_pod(tolerant))
+    assert queue.pop().last_generation == 0
+
+
+def test_update_of_a_pod_in_flight(queue):
+    """An update may arrive between pop and the attempt's outcome: it is absorbed, and the
+    outcome then parks the newest version."""
+    queue.add(p("a", 1))
+    entry = queue.pop()
+    queue.add(p("a", 1, labels={"v": "2"}))
+    assert queue.lengths() == {"active": 0, "backoff": 0, "unschedulable": 0}
+    queue.requeue_unschedulable(entry)
+    queue.move_all_to_active()
+    assert entry.pod.labels == {"v": "2"}
