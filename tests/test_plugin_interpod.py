@@ -169,3 +169,14 @@ def test_interpod_anti_affinity_spreads_replicas_through_cycles():
         c.add_pod(p)
     msg = c.explain(pod("r4", labels={"app": "r"}, affinity=anti))
     assert msg == ("0/4 nodes are available: 4 node(s) didn't match pod anti-affinity rules.")
+
+
+def test_interpod_terminating_pods_still_count():
+    """kube counts pods being deleted for inter-pod (anti-)affinity: they still run."""
+    leaving = pod("leaving", labels={"app": "db"}, node_name="n3")
+    leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    c = cluster(leaving)
+    anti = pod("p", affinity=pod_affinity(anti_required=[pod_term({"app": "db"}, HOST)]))
+    assert c.passing("InterPodAffinity", anti) == {"n1", "n2", "n4"}
+    aff = pod("p", affinity=pod_affinity(required=[pod_term({"app": "db"}, HOST)]))
+    assert c.passing("InterPodAffinity", aff) == {"n3"}

@@ -30,13 +30,15 @@ FILTER_STATE = "InterPodAffinity/filter"
 SCORE_STATE = "InterPodAffinity/score"
 
 
+# Terminating pods count, as in kube-scheduler: they still run until they are gone, so a pod
+# with anti-affinity must not land beside one (PodTopologySpread, unlike this, skips them).
 def _term_counts(table, term) -> np.ndarray:
-    return table.pod_counts(("term", term.key), lambda p: not p.deleting and term.matches(p))
+    return table.pod_counts(("term", term.key), term.matches)
 
 
 def _all_terms_counts(table, terms) -> np.ndarray:
     key = ("all", tuple(t.key for t in terms))
-    return table.pod_counts(key, lambda p: not p.deleting and all(t.matches(p) for t in terms))
+    return table.pod_counts(key, lambda p: all(t.matches(p) for t in terms))
 
 
 class _FilterState:
