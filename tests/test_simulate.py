@@ -278,3 +278,17 @@ def test_cli_seed_and_config(tmp_path):
     code, out, _ = cli(path, "--seed", "3", "--config", str(cfg))
     assert code == 0
     assert len({v["node"] for v in json.loads(out)["pods"].values()}) == 1   # packed on one node
+
+
+def test_daemonset_style_pods_go_to_their_node(tmp_path):
+    """Pods pinned with matchFields metadata.name (what the DaemonSet controller writes) land
+    on their node; one whose node is full gets kube's message for the nodes left out."""
+    docs = [node("n1"), node("n2", cpu="1"), node("n3")]
+    for target, cpu in (("n1", "1"), ("n2", "2"), ("n3", "1")):
+        docs.append(pod(f"ds-{target}", cpu=cpu, owner="DaemonSet/ds", affinity=node_affinity(
+            {"matchFields": [expr("metadata.name", "In", target)]})))
+    doc, code = run(tmp_path, docs)
+    assert code == 0
+    assert doc["pods"]["default/ds-n1"]["node"] == "n1" and doc["pods"]["default/ds-n3"]["node"] == "n3"
+    assert filter_message(doc["pods"]["default/ds-n2"]["message"]) == (
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeAffinity].")
