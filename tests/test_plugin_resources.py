@@ -253,3 +253,11 @@ def test_image_locality_counts_init_containers():
     c = Cluster([node("n1", images={"tools:1": 500 * MI}), node("n2")])
     # 500MB * 1/2 = 250MB over two containers: (250-23)*100/(2000-23) = 11
     assert c.score("ImageLocality", p) == {"n1": 11, "n2": 0}
+
+
+def test_balanced_allocation_matches_kubes_floating_point():
+    """For two resources kube computes |f1 - f2| / 2, which is not always bit-equal to the
+    general standard deviation, and the score is truncated: fractions 1.0 (capped) and 0.32
+    give 66 in kube, where the square root of the variance lands just below and gives 65."""
+    c = Cluster([node("n1", cpu="1", memory="100")], [pod("hog", cpu="2", memory="30", node_name="n1")])
+    assert c.score("NodeResourcesBalancedAllocation", pod("p", cpu="1", memory="2")) == {"n1": 66}
