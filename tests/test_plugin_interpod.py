@@ -180,3 +180,12 @@ def test_interpod_terminating_pods_still_count():
     assert c.passing("InterPodAffinity", anti) == {"n1", "n2", "n4"}
     aff = pod("p", affinity=pod_affinity(required=[pod_term({"app": "db"}, HOST)]))
     assert c.passing("InterPodAffinity", aff) == {"n3"}
+
+
+def test_interpod_normalisation_uses_kubes_float_arithmetic():
+    """kube normalises with float64(100) * (float64(s - min) / float64(max - min)), truncated:
+    a raw 29 between 0 and 100 becomes 28 (100 * 0.29 = 28.999999999999996)."""
+    c = Cluster(nodes(), [pod("a", labels={"app": "a"}, node_name="n1"), pod("b", labels={"app": "b"}, node_name="n2")])
+    aff = pod_affinity(preferred=[(100, pod_term({"app": "a"}, HOST)), (29, pod_term({"app": "b"}, HOST))])
+    assert c.score("InterPodAffinity", pod("p", affinity=aff), normalize=False) == {"n1": 100, "n2": 29, "n3": 0, "n4": 0}
+    assert c.score("InterPodAffinity", pod("p", affinity=aff)) == {"n1": 100, "n2": 28, "n3": 0, "n4": 0}

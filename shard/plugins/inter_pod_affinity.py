@@ -217,4 +217,6 @@ class InterPodAffinity(Plugin):
         if hi == lo:
             scores[:] = 0
         else:
-            scores[:] = MAX_NODE_SCORE * (scores - lo) // (hi - lo)
+            # kube-scheduler's float64 arithmetic, truncated: 100 * (29 / 100) is 28.999...
+            # there, so 28, where integer arithmetic would give 29.
+            scores[:] = (float(MAX_NODE_SCORE) * ((scores - lo) / float(hi - lo))).astype(np.int64)
