@@ -221,3 +221,36 @@ def test_message_blames_the_first_filter_in_profile_order(vectorised):
     c = Cluster([node("n1", cpu="1")], [pod("old", node_name="n1", ports=[8080])], vectorised=vectorised)
     assert c.explain(pod("p", cpu="2", ports=[8080])) == (
         "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports.")
+
+
+def test_scheduling_context_through_the_shard_loop():
+    """End to end in one shard loop on the memory store: the queue remembers the generation
+    of a pod's failed attempt, a node event requeues it, and the retry filters only the node
+    that changed (the nine others are skipped) and binds the pod there."""
+    from common.store.memory import MemoryStore
+    from shard.loop import ShardLoop
+
+    class Clock:
+        now = 1000.0
+
+        def __call__(self):
+            return self.now
+
+    clock = Clock()
+    store = MemoryStore()
+    for i in range(10):
+        store.create(node(f"n{i}", cpu="1"))
+    store.create(pod("big", cpu="2"))
+    loop = ShardLoop(make_config("all"), store, clock=clock)
+    loop.start()
+    first = loop.schedule_next()
+    assert not first.scheduled and first.evaluated == 10
+    clock.now += 60
+    assert loop.schedule_next() is None            # parked until a cluster event
+    assert loop.queue._entries["default/big"].last_generation > 0
+    store.delete("Node", "n4")
+    store.create(node("n4", cpu="4"))              # the node comes back bigger
+    loop.sync()
+    retry = loop.schedule_next()
+    assert retry is not None and retry.node == "n4"
+    assert retry.skipped_by_context == 9 and retry.evaluated == 1
