@@ -219,3 +219,27 @@ def test_spread_system_defaults_honour_node_affinity():
     p = pod("new", labels=WEB, owner="ReplicaSet/web-1")
     out = c.score("PodTopologySpread", p, nodes=["a", "x", "y"])
     assert out["a"] < out["x"] == out["y"] == 100
+
+
+def test_spread_score_weights_count_only_domains_of_live_candidates():
+    """A node missing one of the pod's topology keys is ignored for every constraint, so its
+    zone does not count towards the zone weight: kube's weights here are log(3 + 2) for the
+    zones (z1, z2, z3; not b's z4) and log(2 + 2) for the racks."""
+    nodes = [node("a", labels={ZONE: "z1", "rack": "r1"}), node("b", labels={ZONE: "z4"}),
+             node("x", labels={ZONE: "z2", "rack": "r1"}), node("y", labels={ZONE: "z3", "rack": "r2"})]
+    c = Cluster(nodes, pods("a", "a", "a"))
+    p = web(spread(1, ZONE, WEB, hard=False), spread(1, "rack", WEB, hard=False))
+    # raw: a = 3 * 1.609 + 3 * 1.386 = 8.99 -> 9; x = 3 * 1.386 = 4.16 -> 4; y = 0
+    # normalised 100 * (9 + 0 - s) / 9: a 0, x 55, y 100; b ignored: 0
+    assert c.score("PodTopologySpread", p) == {"a": 0, "b": 0, "x": 55, "y": 100}
+
+
+def test_spread_score_system_defaults_count_missing_zone_as_a_domain():
+    """Under system defaults a node without the zone label is kube's "" domain for the zone
+    weight: zones z1, z2 and "" make log(3 + 2)."""
+    nodes = [node("a", labels={ZONE: "z1"}), node("x", labels={ZONE: "z2"}), node("bare")]
+    c = Cluster(nodes, pods("a", "a", "a", "a", "a", "a"))
+    out = c.score("PodTopologySpread", pod("new", labels=WEB, owner="ReplicaSet/web-1"), normalize=False)
+    # hostname weight log(3 + 2) = 1.609, zone weight log(3 + 2) = 1.609
+    # a: 6 * 1.609 + 2 + 6 * 1.609 + 4 = 25.31 -> 25; x: 2 + 4 = 6; bare: 2 (no zone label)
+    assert out == {"a": 25, "x": 6, "bare": 2}

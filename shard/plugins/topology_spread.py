@@ -188,7 +188,7 @@ class PodTopologySpread(Plugin):
             # node affinity (kube's nodeAffinityPolicy default): pods on nodes the pod could
             # never use do not count.
             eligible = _affinity_mask(table, pod)
-        parts = []
+        columns = []
         ignored = np.zeros(len(rows), dtype=bool)
         for c in soft:
             counts = _counts(table, pod, c)
@@ -196,7 +196,15 @@ class PodTopologySpread(Plugin):
             cand = codes[rows]
             if require_all:
                 ignored |= cand == 0
-            size = len(np.unique(cand[cand != 0]))
+            columns.append((c, counts, sums, cand))
+        # kube's normalizing weight log(size + 2): size counts the topology values of the
+        # candidates that are not ignored (a node missing a key of the pod's own constraints
+        # is ignored for all of them; under system defaults a missing label is the "" value),
+        # and for the hostname key it is the number of those candidates.
+        live = ~ignored
+        parts = []
+        for c, counts, sums, cand in columns:
+            size = int(live.sum()) if c.topology_key == HOSTNAME else len(np.unique(cand[live]))
             weight = math.log(size + 2)
             per_row = counts[rows] if c.topology_key == HOSTNAME else sums[cand]
             parts.append((cand, per_row, weight, c.max_skew))
@@ -208,7 +216,7 @@ class PodTopologySpread(Plugin):
         total = np.zeros(len(rows), dtype=np.float64)
         for cand, per_row, weight, max_skew in parts:
             total += np.where(cand != 0, per_row * weight + (max_skew - 1), 0.0)
-        return np.round(total).astype(np.int64)
+        return np.floor(total + 0.5).astype(np.int64)  # Go's math.Round (half away from zero)
 
     def normalize(self, state, pod, scores) -> None:
         _, ignored = state[SCORE_STATE]
