@@ -243,3 +243,20 @@ def test_spread_score_system_defaults_count_missing_zone_as_a_domain():
     # hostname weight log(3 + 2) = 1.609, zone weight log(3 + 2) = 1.609
     # a: 6 * 1.609 + 2 + 6 * 1.609 + 4 = 25.31 -> 25; x: 2 + 4 = 6; bare: 2 (no zone label)
     assert out == {"a": 25, "x": 6, "bare": 2}
+
+
+def test_spread_inclusion_policies_apply_per_constraint():
+    """Each constraint counts with its own nodeAffinityPolicy: the zone constraint honours the
+    pod's node selector, the rack one ignores it, so the empty rack r3 of the excluded node z
+    pins the rack minimum at 0 and every rack holding a pod is at the limit."""
+    nodes = [node("a", labels={ZONE: "z1", "rack": "r1", "disk": "ssd"}),
+             node("b", labels={ZONE: "z1", "rack": "r2", "disk": "ssd"}),
+             node("x", labels={ZONE: "z2", "rack": "r1", "disk": "ssd"}),
+             node("z", labels={ZONE: "z3", "rack": "r3"})]
+    c = Cluster(nodes, pods("a", "b"))
+    p = web(spread(5, ZONE, WEB), spread(1, "rack", WEB, nodeAffinityPolicy="Ignore"),
+            node_selector={"disk": "ssd"})
+    assert c.passing("PodTopologySpread", p) == {"z"}
+    # both honouring the selector: r3 does not count, the rack minimum is 1
+    p = web(spread(5, ZONE, WEB), spread(1, "rack", WEB), node_selector={"disk": "ssd"})
+    assert c.passing("PodTopologySpread", p) == {"a", "b", "x", "z"}

@@ -42,19 +42,30 @@ def _counts(table, pod, constraint) -> np.ndarray:
                             lambda p: p.namespace == ns and not p.deleting and sel.matches(p.labels))
 
 
-def _eligible(table, pod, constraints) -> np.ndarray:
-    """Rows whose domains count: they have every topology key and pass the node policies."""
+def _eligible(table, pod, constraints) -> list:
+    """Per constraint, the rows whose pods count: they have every constraint's topology key
+    (kube requires all of them) and pass that constraint's own node inclusion policies."""
     n = len(table)
-    ok = np.ones(n, dtype=bool)
+    base = np.ones(n, dtype=bool)
     for c in constraints:
-        ok &= table.label_column(c.topology_key)[0][:n] != 0
-    if any(c.honor_affinity for c in constraints) and (pod.node_selector or pod.required_node_terms):
-        ok &= NodeAffinity().filter_vec(None, pod, table, slice(0, n))
-    if any(c.honor_taints for c in constraints):
-        infos = table.infos
-        for row in np.flatnonzero(ok & (table.taints[:n] != 0)):
-            ok[row] = first_untolerated(infos[row].node.taints, pod.tolerations) is None
-    return ok
+        base &= table.label_column(c.topology_key)[0][:n] != 0
+    affinity = tolerated = None
+    out = []
+    for c in constraints:
+        ok = base
+        if c.honor_affinity and (pod.node_selector or pod.required_node_terms):
+            if affinity is None:
+                affinity = NodeAffinity().filter_vec(None, pod, table, slice(0, n))
+            ok = ok & affinity
+        if c.honor_taints:
+            if tolerated is None:
+                tolerated = np.ones(n, dtype=bool)
+                infos = table.infos
+                for row in np.flatnonzero(base & (table.taints[:n] != 0)):
+                    tolerated[row] = first_untolerated(infos[row].node.taints, pod.tolerations) is None
+            ok = ok & tolerated
+        out.append(ok)
+    return out
 
 
 def _affinity_mask(table, pod) -> np.ndarray | None:
@@ -97,9 +108,8 @@ class PodTopologySpread(Plugin):
         if not hard:
             return Status(SKIP)
         table = self.ctx.table
-        eligible = _eligible(table, pod, hard)
         out = _HardState()
-        for c in hard:
+        for c, eligible in zip(hard, _eligible(table, pod, hard)):
             h = _Hard()
             h.constraint = c
             h.codes, h.sums = table.domain_counts(c.topology_key, _counts(table, pod, c), eligible)
@@ -182,15 +192,15 @@ class PodTopologySpread(Plugin):
             return Status(SKIP)
         table = self.ctx.table
         if require_all:
-            eligible = _eligible(table, pod, soft)
+            eligibles = _eligible(table, pod, soft)
         else:
             # System defaults do not require the topology labels, but they honour the pod's
             # node affinity (kube's nodeAffinityPolicy default): pods on nodes the pod could
             # never use do not count.
-            eligible = _affinity_mask(table, pod)
+            eligibles = [_affinity_mask(table, pod)] * len(soft)
         columns = []
         ignored = np.zeros(len(rows), dtype=bool)
-        for c in soft:
+        for c, eligible in zip(soft, eligibles):
             counts = _counts(table, pod, c)
             codes, sums = table.domain_counts(c.topology_key, counts, eligible)
             cand = codes[rows]
