@@ -30,6 +30,7 @@ from pathlib import Path
 from common import config as config_mod
 from common import fleet as fleet_mod
 from common.store.kube_store import KubeStore
+from common.verify import verify_store
 
 from . import e2e, harness
 from .workloads import WORKLOADS
@@ -176,8 +177,6 @@ def warm_up(store: KubeStore, side: str, timeout: float = 120.0) -> None:
 
 
 def measure(store: KubeStore, side: str, args, meter: CpuMeter) -> dict:
-    from common.verify import verify_store
-
     warm_up(store, side)
     create_namespace(store, f"vs-{side}")
     pods = side_pods(args.workload, args.pods, args.seed, args.nodes, side)
