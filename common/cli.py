@@ -87,7 +87,7 @@ def cmd_simulate(args) -> int:
     try:
         cfg = config_mod.load(args.config)
     except config_mod.ConfigError as e:
-        fail(str(e))
+        fail(str(e), EXIT_USAGE if e.unreadable else EXIT_REJECTED)
     try:
         doc, code = simulate(args.files, cfg, args.seed)
     except UsageError as e:

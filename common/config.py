@@ -18,10 +18,13 @@ KIND = "ShardschedConfiguration"
 
 
 class ConfigError(ValueError):
-    def __init__(self, path: str, message: str):
+    def __init__(self, path: str, message: str, unreadable: bool = False):
         super().__init__(f"config: {path}: {message}")
         self.path = path
         self.message = message
+        #: The file could not be read or parsed at all (a usage error), as opposed to a
+        #: readable file with invalid content (a rejected object).
+        self.unreadable = unreadable
 
 
 @dataclass
@@ -269,9 +272,9 @@ def load(path: str | None) -> dict:
         with open(path) as fh:
             doc = yaml.safe_load(fh)
     except OSError as e:
-        raise ConfigError(path, f"cannot read: {e.strerror}") from None
+        raise ConfigError(path, f"cannot read: {e.strerror}", unreadable=True) from None
     except yaml.YAMLError as e:
-        raise ConfigError(path, f"not valid YAML: {e}") from None
+        raise ConfigError(path, f"not valid YAML: {e}", unreadable=True) from None
     return validate(doc)
 
 

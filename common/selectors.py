@@ -5,6 +5,8 @@ never by re-reading the Kubernetes dicts.
 """
 from __future__ import annotations
 
+import re
+
 from .errors import ObjectError
 
 LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -142,6 +144,17 @@ def _expressions(f: Field, d: dict, name: str, operators: tuple, only_key: str |
     return out
 
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def label_int(value) -> int | None:
+    """A label value as Gt/Lt read it: a plain decimal integer (Python's int() would also take
+    '1_0', ' 5' or non-ASCII digits, which Kubernetes rejects), else None."""
+    if isinstance(value, str) and _INTEGER.fullmatch(value):
+        return int(value)
+    return None
+
+
 def _check_values(f: Field, op: str, values: list) -> None:
     if op in ("In", "NotIn") and not values:
         raise f.at("values").error(f"must be non-empty for operator {op}")
@@ -150,10 +163,8 @@ def _check_values(f: Field, op: str, values: list) -> None:
     if op in ("Gt", "Lt"):
         if len(values) != 1:
             raise f.at("values").error(f"must have exactly one value for operator {op}")
-        try:
-            int(values[0])
-        except ValueError:
-            raise f.at("values").at(0).error(f"must be an integer for operator {op}") from None
+        if label_int(values[0]) is None:
+            raise f.at("values").at(0).error(f"must be an integer for operator {op}")
 
 
 # --- node selector terms (node affinity) -----------------------------------------------------
@@ -172,12 +183,8 @@ class NodeSelectorTerm:
             return False  # an empty term matches no objects
         for key, op, values in self.expressions:
             if op == "Gt" or op == "Lt":
-                raw = labels.get(key)
-                if raw is None:
-                    return False
-                try:
-                    n = int(raw)
-                except ValueError:
+                n = label_int(labels.get(key))
+                if n is None:
                     return False
                 if (op == "Gt" and not n > values) or (op == "Lt" and not n < values):
                     return False

@@ -196,7 +196,7 @@ class ShardLoop:
             self._commit(entry, result)
         else:
             self.messages[pod.key] = self.scheduler.explain(result)
-            self.queue.requeue_unschedulable(entry, self.cache.nodes.generation)
+            self.queue.requeue_unschedulable(entry, self.cache.nodes.generation if result.context_safe else 0)
         return result
 
     def _commit(self, entry, result) -> None:

@@ -28,12 +28,22 @@ import numpy as np
 from .diagnosis import Diagnosis
 from .disruption import Budgets
 from .framework import SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status, implements
+from .plugins.inter_pod_affinity import FILTER_STATE as INTER_POD_FILTER_STATE
 from .profile import Profile
 from .snapshot import Snapshot
 from .threshold import Threshold
 
 WINDOW = 512
+HOSTNAME = "kubernetes.io/hostname"
 MAX_WINDOW = 8192
+
+
+def _existing_anti_affinity_beyond_node(state) -> bool:
+    """Running pods' required anti-affinity over a domain wider than one node (a zone) keeps
+    the pod off nodes that did not change themselves: such a failure can be cured by a pod
+    leaving another node of the zone, so the scheduling context must not skip them."""
+    fs = state.get(INTER_POD_FILTER_STATE)
+    return fs is not None and any(key != HOSTNAME for key in fs.forbidden)
 
 
 def _growing(segments):
@@ -55,7 +65,7 @@ class ScheduleResult:
 
     __slots__ = ("pod", "node", "status", "state", "evaluated", "feasible", "diagnosis",
                  "profile", "_message", "nominated", "victims", "skipped_by_context", "phases",
-                 "snapshot_s", "cloned", "threshold", "pruned", "preemption_status")
+                 "snapshot_s", "cloned", "threshold", "pruned", "preemption_status", "context_safe")
 
     def __init__(self, pod, profile, state):
         self.pod, self.profile, self.state = pod, profile, state
@@ -72,6 +82,9 @@ class ScheduleResult:
         self.threshold = 0
         self.pruned = 0                     # nodes preemption skipped without a dry run
         self.preemption_status = None       # why preemption found nothing, if it ran
+        #: Whether a retry may skip nodes unchanged since this attempt (scheduling context):
+        #: not when the pod's fate depends on pods elsewhere.
+        self.context_safe = True
 
     @property
     def scheduled(self) -> bool:
@@ -152,10 +165,10 @@ class Scheduler:
                 return result
         if n == 0:
             result.status = Status("UnschedulableAndUnresolvable", "no nodes available to schedule pods")
-            result._message = "0/0 nodes are available: no nodes available to schedule pods."
+            result._message = "no nodes available to schedule pods"  # kube's words for an empty cluster
             return result
-        skip_unchanged = (self.scheduling_context and last_generation > 0
-                          and not pod.has_cross_node_constraints())
+        result.context_safe = not (pod.has_cross_node_constraints() or _existing_anti_affinity_beyond_node(state))
+        skip_unchanged = self.scheduling_context and last_generation > 0 and result.context_safe
         t1 = time.perf_counter()
         feasible = self._scan(profile, state, pod, diag, result, queued, rows_hint,
                               last_generation if skip_unchanged else 0)
@@ -286,7 +299,7 @@ class Scheduler:
             if per_node and len(cand):
                 keep = []
                 infos = table.infos
-                for row in cand:
+                for i, row in enumerate(cand):
                     info = infos[row]
                     for p in per_node:
                         st = p.filter(state, pod, info)
@@ -297,7 +310,8 @@ class Scheduler:
                     else:
                         keep.append(row)
                         if nfound + len(keep) >= target and not vec:
-                            break  # the per-node baseline stops node by node, like kube
+                            base = base[:i + 1]  # the per-node baseline stops node by node,
+                            break                # like kube: the rest was not examined
                 cand = np.array(keep, dtype=np.int64)
             if self.nominated and len(cand):
                 cand = self._leave_room_for_nominated(profile, state, pod, diag, cand)
@@ -360,7 +374,8 @@ class Scheduler:
         pod = result.pod
         if result.diagnosis is None:
             redo = self.schedule(pod, profile=result.profile)
-            if redo.scheduled:  # the cluster changed since: it fits now
+            if redo.scheduled:  # a node skipped as unchanged fits: retry without skipping
+                result.context_safe = False
                 return "the pod fits now and will be retried"
             result.diagnosis, result.state = redo.diagnosis, redo.state
         diag = result.diagnosis

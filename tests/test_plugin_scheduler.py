@@ -254,3 +254,51 @@ def test_scheduling_context_through_the_shard_loop():
     retry = loop.schedule_next()
     assert retry is not None and retry.node == "n4"
     assert retry.skipped_by_context == 9 and retry.evaluated == 1
+
+
+def test_zone_wide_anti_affinity_of_a_running_pod_disables_the_scheduling_context():
+    """A guard pod on n2 keeps app=db pods out of zone z1. The db pod's failed attempt must
+    not let its retry skip n1 (unchanged) once the guard, on another node, is gone."""
+    zone = {ZONE: "z1"}
+    guard = pod("guard", cpu="100m", node_name="n2",
+                affinity=pod_affinity(anti_required=[pod_term({"app": "db"}, ZONE)]))
+    c = Cluster([node("n1", cpu="4", labels=zone), node("n2", cpu="1", labels=zone)], [guard])
+    db = pod("db", cpu="2", labels={"app": "db"})
+    first = c.schedule(db)
+    assert not first.scheduled and not first.context_safe
+    gen = c.cache.nodes.generation
+    c.cache.remove_pod("default/guard")
+    retry = c.schedule(db, last_generation=0 if not first.context_safe else gen)
+    assert retry.node == "n1"
+
+
+def test_a_retry_that_skipped_a_fitting_node_is_retried_without_the_context():
+    """If the explanation's full re-run finds the pod fits after all, the next retry must not
+    skip unchanged nodes again."""
+    c = Cluster([node("n1", cpu="4"), node("n2", cpu="1")])
+    big = pod("big", cpu="2")
+    result = c.schedule(big, last_generation=c.cache.nodes.generation)  # n1 skipped as unchanged
+    assert not result.scheduled and result.skipped_by_context == 2
+    assert c.sched.explain(result) == "the pod fits now and will be retried"
+    assert not result.context_safe
+
+
+def test_per_node_scan_counts_only_the_nodes_it_examined():
+    """kube mode node by node stops after 230 feasible nodes of 500: 230 were evaluated."""
+    nodes = [node(f"n{i:03d}") for i in range(500)]
+    result = Cluster(nodes, cfg=make_config("kube"), vectorised=False).schedule(pod("p"))
+    assert result.feasible == 230 and result.evaluated == 230
+
+
+def test_empty_cluster_message_is_kubes():
+    c = Cluster([])
+    assert c.explain(pod("p")) == "no nodes available to schedule pods"
+
+
+@pytest.mark.parametrize("value", ["1_0", " 5", "٣", "5.0"])
+def test_gt_reads_only_plain_decimal_label_values(value):
+    """Python's int() takes '1_0', ' 5' and Arabic-Indic digits; Kubernetes does not."""
+    c = Cluster([node("n1", labels={"gen": value}), node("n2", labels={"gen": "10"})])
+    result = c.schedule(pod("p", affinity=node_affinity([expr("gen", "Gt", 3)])))
+    assert result.node == "n2"
+    assert c.filter("NodeAffinity", pod("p", affinity=node_affinity([expr("gen", "Gt", 3)])))["n1"] is not None

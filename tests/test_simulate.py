@@ -292,3 +292,15 @@ def test_daemonset_style_pods_go_to_their_node(tmp_path):
     assert doc["pods"]["default/ds-n1"]["node"] == "n1" and doc["pods"]["default/ds-n3"]["node"] == "n3"
     assert filter_message(doc["pods"]["default/ds-n2"]["message"]) == (
         "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeAffinity].")
+
+
+def test_cli_invalid_config_is_rejected_and_unreadable_config_is_usage(tmp_path):
+    """A readable config with a wrong field exits 1 naming the field (as `config validate`);
+    a config file that cannot be read or parsed is a usage error (2)."""
+    path = write(tmp_path, "in.yaml", [node("n1")])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("threshold:\n  mode: sometimes\n")
+    code, _, err = cli(path, "--config", str(bad))
+    assert code == 1 and "threshold.mode" in err
+    code, _, err = cli(path, "--config", str(tmp_path / "missing.yaml"))
+    assert code == 2 and "cannot read" in err

@@ -11,6 +11,7 @@ from collections import Counter
 
 import numpy as np
 
+from common.selectors import label_int
 from ..framework import SKIP, Plugin, PreFilterResult, Status, unresolvable
 from .scoring import default_normalize
 
@@ -32,10 +33,9 @@ def _numbers(values: dict) -> np.ndarray:
     """Label value codes -> integer value (NaN where not an integer), for Gt/Lt."""
     nums = np.full(len(values) + 1, np.nan)
     for v, code in values.items():
-        try:
-            nums[code] = int(v)
-        except ValueError:
-            pass
+        n = label_int(v)
+        if n is not None:
+            nums[code] = n
     return nums
 
 
