@@ -144,16 +144,23 @@ def figures(run: dict, pods: int) -> dict:
     latencies = [run["bound_at"][k] - run["created_at"][k] for k in run["bound_at"] if k in run["created_at"]]
     lo, hi = int(0.1 * (n - 1)), int(0.9 * (n - 1))
     per_node = Counter(run["nodes"][k] for k in run["bound_at"])
+    since_start = e2e.per_second([run["start"]] + bound)  # the start counted once in the first second
+    since_start[0] -= 1
     return {
         "pods": pods, "bound": n,
         "created_in_s": round(run["created"] - run["start"], 2),
         "creation_rate": round(pods / (run["created"] - run["start"]), 1),
+        "first_bound_s": round(bound[0] - run["start"], 2) if bound else None,
         "last_bound_s": round(bound[-1] - run["start"], 2) if bound else None,
         "pods_per_s": round(n / (bound[-1] - run["start"]), 1) if bound else 0.0,
         "steady_pods_per_s": round((hi - lo) / (bound[hi] - bound[lo]), 1) if n > 10 and bound[hi] > bound[lo] else None,
         "throughput_per_second_window": e2e.throughput(bound),
         **{f"latency_{q}_s": round(harness.percentile(latencies, q), 3) if latencies else None for q in (50, 90, 99)},
         "nodes_used": len(per_node), "max_pods_per_node": max(per_node.values(), default=0),
+        "series": {"bound_per_second_since_start": since_start,
+                   "latency_s_by_creation": [round(run["bound_at"][k] - t, 3) for k, t in
+                                             sorted(run["created_at"].items(), key=lambda kv: kv[1])
+                                             if k in run["bound_at"]]},
     }
 
 
@@ -221,7 +228,7 @@ def shardsched_cluster(kubeconfig: Path, args, log_dir: str):
 def table(doc: dict) -> dict:
     ours, theirs = doc["shardsched"], doc["kube-scheduler"]
     rows = {}
-    for key in ("pods", "bound", "created_in_s", "creation_rate", "last_bound_s", "pods_per_s",
+    for key in ("pods", "bound", "created_in_s", "creation_rate", "first_bound_s", "last_bound_s", "pods_per_s",
                 "steady_pods_per_s", "latency_50_s", "latency_90_s", "latency_99_s", "nodes_used",
                 "max_pods_per_node", "verify_ok"):
         a, b = ours[key], theirs[key]
