@@ -110,10 +110,6 @@ class BinderServer(Component, rpc.BinderServicer):
             if to_bind else []
         for (d, pod, victims), reason in zip(to_bind, results):
             released.append((pod.key, victims, reason is None))
-            if reason is not None and victims:
-                # Its victims are gone but it was not bound: its nomination keeps the freed
-                # room from lower-priority pods until its shard tries again.
-                self.store.set_nominated_node(pod.key, d.node)
             if reason is None:
                 self.counters["bound"] += 1
                 outcomes.append(pb.Outcome(pod_key=d.pod_key, node=d.node, bound=True,

@@ -76,7 +76,8 @@ def test_each_component_is_allowed_what_it_needs_and_no_more(kube_cluster):
         "shard": [("watch", "nodes"), ("watch", "pods"), ("list", "poddisruptionbudgets.policy"),
                   ("watch", "priorityclasses.scheduling.k8s.io"), ("patch", "pods/status"),
                   ("create", *lease), ("patch", *lease)],
-        "binder": [("watch", "nodes"), ("list", "pods"), ("create", "pods/binding"),
+        "binder": [("watch", "nodes"), ("list", "pods"), ("watch", "poddisruptionbudgets.policy"),
+                   ("create", "pods/binding"),
                    ("create", "pods/eviction"), ("patch", *lease), ("delete", *lease)],
     }
     denied = {
