@@ -55,7 +55,7 @@ def print_table(title: str, results: dict) -> None:
         t.add_column(c, justify="right")
     for name, r in results.items():
         t.add_row(name, *(str(r.get(c, "")) for c in columns))
-    Console().print(t)
+    Console(width=max(Console().width, 160)).print(t)  # figures unclipped in logs and pipes
 
 
 def write_json(path: str | None, doc: dict) -> None:

@@ -47,9 +47,10 @@ def _existing_anti_affinity_beyond_node(state) -> bool:
 
 
 def _growing(segments):
-    """(start, stop) windows over consecutive row segments, each window twice the last up
-    to MAX_WINDOW: small first, since most cycles stop within the first window, then larger,
+    """(start, stop) windows over consecutive row segments: two of WINDOW rows, since most
+    cycles stop within the first window or two, then each twice the last up to MAX_WINDOW,
     so a scan that must see every node (a pod that fits nowhere) pays for few numpy passes."""
+    sizes = iter((WINDOW,))  # the second window is as small as the first
     size = WINDOW
     for lo, hi in segments:
         a = lo
@@ -57,7 +58,7 @@ def _growing(segments):
             b = min(a + size, hi)
             yield a, b
             a = b
-            size = min(size * 2, MAX_WINDOW)
+            size = next(sizes, min(size * 2, MAX_WINDOW))
 
 
 class ScheduleResult:

@@ -37,20 +37,25 @@ class NodeResourcesBalancedAllocation(Plugin):
 
     def score_vec(self, state, pod, table, rows):
         req, use = state[STATE]
-        alloc = table.alloc[rows][:, self.cols]
-        used = table.requested[rows][:, self.cols] + req
+        pick = np.ix_(rows, self.cols)  # only the scored columns of the candidate rows
+        alloc = table.alloc[pick]
+        used = table.requested[pick] + req
         has = (alloc > 0) & use
         frac = np.where(has, np.minimum(used / np.where(has, alloc, 1), 1.0), 0.0)
         count = has.sum(axis=1)
-        mean = frac.sum(axis=1) / np.maximum(count, 1)
-        var = (np.where(has, (frac - mean[:, None]) ** 2, 0.0)).sum(axis=1) / np.maximum(count, 1)
-        std = np.sqrt(var)
-        if frac.shape[1] >= 2:
-            # kube-scheduler takes |f1 - f2| / 2 for exactly two resources; the same value in
-            # exact arithmetic, but not always in floating point, and scores are truncated.
-            order = np.argsort(~has, axis=1, kind="stable")  # present columns first, in order
-            f1 = np.take_along_axis(frac, order[:, :1], axis=1)[:, 0]
-            f2 = np.take_along_axis(frac, order[:, 1:2], axis=1)[:, 0]
-            std = np.where(count == 2, np.abs((f1 - f2) / 2), std)
+        if frac.shape[1] == 2:
+            # kube-scheduler takes |f1 - f2| / 2 for exactly two resources; the standard
+            # deviation is the same in exact arithmetic, but not always in floating point, and
+            # scores are truncated. Two columns is the default (cpu, memory): the fast path.
+            std = np.abs(frac[:, 0] - frac[:, 1]) / 2
+        else:
+            mean = frac.sum(axis=1) / np.maximum(count, 1)
+            var = (np.where(has, (frac - mean[:, None]) ** 2, 0.0)).sum(axis=1) / np.maximum(count, 1)
+            std = np.sqrt(var)
+            if frac.shape[1] > 2:
+                order = np.argsort(~has, axis=1, kind="stable")  # present columns first, in order
+                f1 = np.take_along_axis(frac, order[:, :1], axis=1)[:, 0]
+                f2 = np.take_along_axis(frac, order[:, 1:2], axis=1)[:, 0]
+                std = np.where(count == 2, np.abs((f1 - f2) / 2), std)
         std = np.where(count < 2, 0.0, std)
         return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)

@@ -48,7 +48,9 @@ def term_mask(term, table, rows) -> np.ndarray:
         codes, vmap = table.label_column(key)
         c = codes[rows]
         if op == "In" or op == "NotIn":
-            hit = np.isin(c, [vmap[v] for v in values if v in vmap])
+            wanted = np.zeros(len(vmap) + 1, dtype=bool)  # by label code: one gather, no sort
+            wanted[[vmap[v] for v in values if v in vmap]] = True
+            hit = wanted[c]
             mask &= hit if op == "In" else ~hit
         elif op == "Exists":
             mask &= c != 0
@@ -59,8 +61,9 @@ def term_mask(term, table, rows) -> np.ndarray:
             with np.errstate(invalid="ignore"):
                 mask &= (nums > values) if op == "Gt" else (nums < values)
     for op, names in term.fields:
-        targets = [table.row_of[nm] for nm in names if nm in table.row_of]
-        hit = np.isin(np.arange(len(table.names))[rows], targets)
+        targets = np.zeros(len(table.names), dtype=bool)
+        targets[[table.row_of[nm] for nm in names if nm in table.row_of]] = True
+        hit = targets[rows]
         mask &= hit if op == "In" else ~hit
     return mask
 

@@ -87,7 +87,7 @@ class NodeResourcesFit(Plugin):
 
     def score_vec(self, state, pod, table, rows):
         fs = state[STATE]
-        n = len(table.alloc[rows])
+        n = len(rows)
         total = np.zeros(n, dtype=np.int64)
         weights = np.zeros(n, dtype=np.int64)
         for col, w in self.resources:
