@@ -35,9 +35,10 @@ def markdown(doc: dict) -> str:
 
 
 def ablation_markdown(rows: list[dict]) -> str:
-    out = ["| variant | throughput (pods/s) | p99 latency (ms) | throughput vs full |",
-           "|---|---:|---:|---:|"]
-    out += [f"| {r['variant']} | {r['throughput']} | {r['p99_ms']} | {r['ratio']} |" for r in rows]
+    out = ["| variant | throughput (pods/s) | p99 latency (ms) | throughput vs full | pods bound | verify |",
+           "|---|---:|---:|---:|---:|---|"]
+    out += [f"| {r['variant']} | {r['throughput']} | {r['p99_ms']} | {r['ratio']} | {r['scheduled']} | "
+            f"{'ok' if r['verify_ok'] else 'FAILED'} |" for r in rows]
     return "\n".join(out)
 
 
