@@ -19,6 +19,8 @@ from common.objects import parse_object
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
+from shard.disruption import VICTIMS_TERMINATING
+
 from .view import BinderView
 
 
@@ -101,9 +103,11 @@ class BinderServer(Component, rpc.BinderServicer):
         to_bind, outcomes, released = [], [], []
         for d, pod, victims in passed:
             failed = [f"{k}: {evicted[k]}" for k, _ in victims if evicted[k] not in (None, "PodNotFound")]
-            if failed:
+            terminating = [] if failed else self._still_there(victims)
+            if failed or terminating:
                 released.append((pod.key, victims, False))
-                outcomes.append(self._rejected(d, f"EvictionFailed: {'; '.join(failed)}"))
+                outcomes.append(self._rejected(d, f"EvictionFailed: {'; '.join(failed)}" if failed else
+                                               f"{VICTIMS_TERMINATING}: {', '.join(terminating)}"))
             else:
                 to_bind.append((d, pod, victims))
         results = self.store.bind_many([(pod.key, d.node, pod.uid or None) for d, pod, _ in to_bind]) \
@@ -120,6 +124,14 @@ class BinderServer(Component, rpc.BinderServicer):
             for key, victims, bound in released:
                 self.view.release(key, victims, bound)
         return outcomes
+
+    def _still_there(self, victims) -> list[str]:
+        """Victims the store still holds after their eviction: on a real cluster an evicted
+        pod terminates gracefully, and the preemptor is bound only once they are gone (its
+        shard nominates it to the node meanwhile and retries)."""
+        return [key for key, uid in victims
+                if (obj := self.store.get("Pod", key)) is not None
+                and (not uid or (obj.get("metadata") or {}).get("uid") == uid)]
 
     def _rejected(self, d, reason: str):
         self.counters["rejected"] += 1

@@ -9,6 +9,9 @@ allows `maxUnavailable` (percentages of the healthy pods, minAvailable rounded u
 """
 from __future__ import annotations
 
+#: A binder's answer to a preemption whose victims were evicted but are still terminating.
+VICTIMS_TERMINATING = "VictimsTerminating"
+
 
 def allowed(pdb, pods) -> int:
     """Disruptions `pdb` allows now; `pods` are the bound pods of the cluster."""

@@ -15,7 +15,7 @@ from common.errors import ObjectError
 from common.informer import Informer
 from common.objects import parse_object
 from .cache import ShardCache
-from .disruption import refusal
+from .disruption import VICTIMS_TERMINATING, refusal
 from .framework import SUCCESS
 from .queue import SchedulingQueue
 from .scheduler import Scheduler
@@ -293,8 +293,12 @@ class ShardLoop:
         """Server mode: a binder's outcome for a decision `commit` sent."""
         if bound:
             self._bound(entry, result)
-        else:
-            self._undo(entry, result.profile, result.state, result.node, f"binding rejected: {reason}")
+            return
+        if reason.startswith(VICTIMS_TERMINATING):
+            # Its victims are on their way out: the nomination keeps their room from pods of
+            # lower priority, and the retry binds the pod once they are gone.
+            self.store.set_nominated_node(entry.pod.key, result.node)
+        self._undo(entry, result.profile, result.state, result.node, f"binding rejected: {reason}")
 
     def drop(self, key: str) -> None:
         """Stop scheduling a pod (bound elsewhere, gone, or handed to another shard)."""

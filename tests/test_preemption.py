@@ -12,6 +12,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from binder.view import BinderView
+from common.store.memory import MemoryStore
 from common.objects import parse_object
 from shard.cache import ShardCache
 from shard.scheduler import Scheduler
@@ -288,3 +289,72 @@ def test_binder_refuses_gone_or_claimed_victims_and_broken_budgets():
     guarded.reserve(one, "n1", victims[:1])  # the budget's one disruption is now in flight
     two = parse_object(pod("two", "1", priority=100))
     assert guarded.check(two, "n1", victims[1:]).startswith("DisruptionBudget")
+
+
+# --- victims that terminate gracefully (a real cluster's evictions) -------------------------------
+
+class GracefulStore(MemoryStore):
+    """Evictions mark the pod terminating instead of deleting it, as an API server does."""
+
+    def evict_many(self, evictions):
+        out = []
+        for key, _ in evictions:
+            obj = self.get("Pod", key)
+            if obj is None:
+                out.append("PodNotFound")
+                continue
+            obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+            self.delete("Pod", key)
+            self.create(obj)
+            out.append(None)
+        return out
+
+
+def test_preemptor_is_bound_only_once_its_victims_are_gone():
+    """The binder evicts, sees the victim still terminating, and answers VictimsTerminating
+    instead of binding; the shard then nominates the pod to the node. Once the victim is
+    gone, the same decision binds."""
+    from binder.server import BinderServer
+    from proto import shardsched_pb2 as pb
+    import orjson
+
+    store = GracefulStore()
+    store.create(node("n1", cpu="2"))
+    store.create(running("low", "n1", "2", 1))
+    high = pod("high", "2", priority=100)
+    store.create(high)
+    binder = BinderServer(make_config(), store, 0, port=0, metrics_port=None)
+    binder.informer.start()
+    decision = pb.Decision(pod_key="default/high", pod_uid="uid-default-high", node="n1",
+                           victims=[pb.Victim(key="default/low", uid="uid-default-low")],
+                           pod_json=orjson.dumps(high))
+    [outcome] = binder.decide(pb.DecisionBatch(decisions=[decision]))
+    assert not outcome.bound and outcome.reason == "VictimsTerminating: default/low"
+    assert store.get("Pod", "default/low")["metadata"]["deletionTimestamp"]
+    assert not store.get("Pod", "default/high")["spec"].get("nodeName")
+
+    store.delete("Pod", "default/low")  # the node agent finished it
+    binder.informer.sync()
+    decision.ClearField("victims")
+    [outcome] = binder.decide(pb.DecisionBatch(decisions=[decision]))
+    assert outcome.bound and store.get("Pod", "default/high")["spec"]["nodeName"] == "n1"
+
+
+def test_shard_nominates_a_preemptor_whose_victims_are_terminating():
+    from shard.loop import ShardLoop
+
+    store = MemoryStore()
+    store.create(node("n1", cpu="2"))
+    store.create(running("low", "n1", "2", 1))
+    store.create(pod("high", "2", priority=100))
+    loop = ShardLoop(make_config(), store)
+    sent = []
+    loop.commit = lambda entry, result: sent.append((entry, result))
+    loop.start()
+    result = loop.schedule_next()
+    assert result.node == "n1" and [v.key for v in result.victims] == ["default/low"]
+    entry, result = sent[0]
+    loop.finish_binding(entry, result, False, "VictimsTerminating: default/low")
+    assert store.get("Pod", "default/high")["status"]["nominatedNodeName"] == "n1"
+    loop.sync()
+    assert "default/high" in loop.scheduler.nominated["n1"]
