@@ -151,8 +151,10 @@ def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: flo
                     bar(created=len(created_at), scheduled=bound)
                     if bound != last_bound:
                         last_change, last_bound = time.monotonic(), bound
-                    if not creator.is_alive() and (bound >= len(manifests)
-                                                   or time.monotonic() - last_change > settle_s):
+                    # Settled: no new binding for settle_s, once bindings have started (a slow
+                    # variant may need longer than that for its first one; the deadline bounds it).
+                    if not creator.is_alive() and (bound >= len(manifests) or (
+                            bound and time.monotonic() - last_change > settle_s)):
                         break
             observer.stop.set()
             observer.thread.join()
