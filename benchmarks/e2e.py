@@ -201,6 +201,11 @@ ABLATIONS = {
 }
 
 
+#: A slow variant sends its decisions in bursts far apart (a pass of cycles at a full
+#: snapshot copy each takes tens of seconds), so it is not taken as settled as soon.
+VARIANT_SETTLE_S = 60.0
+
+
 def ablation(cfg: dict, full: dict, args) -> list[dict]:
     """The same workload and fleet with each optimisation switched off in turn.
 
@@ -213,7 +218,7 @@ def ablation(cfg: dict, full: dict, args) -> list[dict]:
         variant = copy.deepcopy(cfg)
         switch_off(variant)
         doc = run(variant, args.nodes, args.profile, args.pods, args.workload, args.rate, args.seed,
-                  timeout_s=args.variant_seconds, quiet=args.quiet)
+                  settle_s=VARIANT_SETTLE_S, timeout_s=args.variant_seconds, quiet=args.quiet)
         rows.append(_row(name, doc, full))
     return rows
 
