@@ -201,11 +201,6 @@ ABLATIONS = {
 }
 
 
-#: A slow variant sends its decisions in bursts far apart (a pass of cycles at a full
-#: snapshot copy each takes tens of seconds), so it is not taken as settled as soon.
-VARIANT_SETTLE_S = 60.0
-
-
 def ablation(cfg: dict, full: dict, args) -> list[dict]:
     """The same workload and fleet with each optimisation switched off in turn.
 
@@ -218,16 +213,19 @@ def ablation(cfg: dict, full: dict, args) -> list[dict]:
         variant = copy.deepcopy(cfg)
         switch_off(variant)
         doc = run(variant, args.nodes, args.profile, args.pods, args.workload, args.rate, args.seed,
-                  settle_s=VARIANT_SETTLE_S, timeout_s=args.variant_seconds, quiet=args.quiet)
+                  # never settled early: a slow variant (a pass of cycles at a full snapshot
+                  # copy each takes minutes) binds in bursts far apart
+                  settle_s=args.variant_seconds, timeout_s=args.variant_seconds, quiet=args.quiet)
         rows.append(_row(name, doc, full))
     return rows
 
 
 def _row(name: str, doc: dict, full: dict) -> dict:
     tp = doc["throughput_pods_per_s"]["average"]
-    if doc["timed_out"]:
-        # Stopped by --variant-seconds: the pods bound over the whole run, not over the short
-        # span between its first and last binding, which would flatter it.
+    if doc["timed_out"] or doc["scheduled"] < full["scheduled"]:
+        # Stopped before it bound what the full configuration did: the pods bound over the
+        # whole run, not over the short span between its first and last binding, which would
+        # flatter it.
         tp = round(doc["scheduled"] / doc["elapsed_s"], 1) if doc["elapsed_s"] else 0.0
     base = full["throughput_pods_per_s"]["average"]
     return {"variant": name, "throughput": tp, "p99_ms": doc["e2e_latency_ms"]["p99"],
