@@ -21,6 +21,11 @@ class Profile:
         self.pre_score = at("pre_score")
         self.scorers = [p for p in self.plugins
                         if p.weight and (implements(p, "score") or implements(p, "score_vec"))]
+        #: (plugin, has a vectorised score, has NormalizeScore), worked out once, not per cycle.
+        self.score_forms = [(p, implements(p, "score_vec"), implements(p, "normalize")) for p in self.scorers]
+        #: The filters split into vectorised and per-node forms (see Scheduler._filters).
+        self.vec_filters = [p for p in self.filters if implements(p, "filter_vec")]
+        self.node_filters = [p for p in self.filters if not implements(p, "filter_vec")]
         self.reserve = at("reserve")
         self.unreserve = at("unreserve")
         self.permit = at("permit")

@@ -27,7 +27,7 @@ import numpy as np
 
 from .diagnosis import Diagnosis
 from .disruption import Budgets
-from .framework import SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status, implements
+from .framework import SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status
 from .plugins.inter_pod_affinity import FILTER_STATE as INTER_POD_FILTER_STATE
 from .profile import Profile
 from .snapshot import Snapshot
@@ -254,12 +254,11 @@ class Scheduler:
             p.remove_pod(state, pod, other, info)
 
     def _filters(self, profile, state):
-        active = [p for p in profile.filters if p.name not in state.skip_filter]
+        skip = state.skip_filter
         if not self.vectorised:
-            return [], active
-        vec = [p for p in active if implements(p, "filter_vec")]
-        per_node = [p for p in active if not implements(p, "filter_vec")]
-        return vec, per_node
+            return [], [p for p in profile.filters if p.name not in skip]
+        return ([p for p in profile.vec_filters if p.name not in skip],
+                [p for p in profile.node_filters if p.name not in skip])
 
     def _scan(self, profile, state, pod, diag, result, queued, rows_hint, skip_before) -> np.ndarray:
         table = self.table
@@ -351,15 +350,15 @@ class Scheduler:
             st = p.pre_score(state, pod, rows)
             if st is not None and st.code == SKIP:
                 state.skip_score.add(p.name)
-        for p in profile.scorers:
+        for p, vectorised, normalizes in profile.score_forms:
             if p.name in state.skip_score:
                 continue
-            if implements(p, "score_vec"):
+            if vectorised:
                 s = np.asarray(p.score_vec(state, pod, table, rows), dtype=np.int64)
             else:
                 infos = table.infos
                 s = np.fromiter((p.score(state, pod, infos[r]) for r in rows), dtype=np.int64, count=len(rows))
-            if implements(p, "normalize"):
+            if normalizes:
                 p.normalize(state, pod, s)
             total += s * p.weight
         best = np.flatnonzero(total == total.max())
