@@ -83,16 +83,16 @@ class PreFilterResult:
 class PostFilterResult:
     """What a PostFilter (preemption) found: a node and the pods to evict there, or why not.
 
-    `evaluated` and `pruned` count the nodes it dry-ran and the nodes it skipped without one.
+    `pruned` counts the nodes it skipped without a dry run (a metric).
     """
 
-    __slots__ = ("node", "victims", "status", "evaluated", "pruned")
+    __slots__ = ("node", "victims", "status", "pruned")
 
     def __init__(self):
         self.node = None
         self.victims: list = []
         self.status: Status | None = None
-        self.evaluated = self.pruned = 0
+        self.pruned = 0
 
 
 class Plugin:

@@ -66,7 +66,7 @@ class ScheduleResult:
 
     __slots__ = ("pod", "node", "status", "state", "evaluated", "feasible", "diagnosis",
                  "profile", "_message", "nominated", "victims", "skipped_by_context", "phases",
-                 "snapshot_s", "cloned", "threshold", "pruned", "preemption_status", "context_safe")
+                 "snapshot_s", "cloned", "threshold", "pruned", "context_safe")
 
     def __init__(self, pod, profile, state):
         self.pod, self.profile, self.state = pod, profile, state
@@ -82,7 +82,6 @@ class ScheduleResult:
         self.cloned = 0
         self.threshold = 0
         self.pruned = 0                     # nodes preemption skipped without a dry run
-        self.preemption_status = None       # why preemption found nothing, if it ran
         #: Whether a retry may skip nodes unchanged since this attempt (scheduling context):
         #: not when the pod's fate depends on pods elsewhere.
         self.context_safe = True
@@ -201,7 +200,6 @@ class Scheduler:
                 result.node, result.victims, result.nominated = out.node, out.victims, out.node
                 result.status = Status(SUCCESS)
                 break
-            result.preemption_status = out.status
         result.phases["PostFilter"] = time.perf_counter() - t
 
     def budgets(self) -> Budgets:

@@ -84,7 +84,6 @@ class DefaultPreemption(Plugin):
         budgets = sched.budgets()
         candidates = []
         for row in rows:
-            out.evaluated += 1
             cand = self.dry_run(sched, result.profile, state, pod, table.infos[row], budgets)
             if cand is None:
                 continue
