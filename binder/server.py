@@ -19,7 +19,7 @@ from common.objects import parse_object
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
-from shard.disruption import VICTIMS_TERMINATING
+from shard.disruption import VICTIMS_TERMINATING, eviction_failures
 
 from .view import BinderView
 
@@ -102,12 +102,12 @@ class BinderServer(Component, rpc.BinderServicer):
         evicted = dict(zip((k for k, _ in evictions), self.store.evict_many(evictions))) if evictions else {}
         to_bind, outcomes, released = [], [], []
         for d, pod, victims in passed:
-            failed = [f"{k}: {evicted[k]}" for k, _ in victims if evicted[k] not in (None, "PodNotFound")]
-            terminating = [] if failed else self._still_there(victims)
-            if failed or terminating:
+            refused = eviction_failures((k for k, _ in victims), (evicted[k] for k, _ in victims))
+            if refused is None and (terminating := self._still_there(victims)):
+                refused = f"{VICTIMS_TERMINATING}: {', '.join(terminating)}"
+            if refused is not None:
                 released.append((pod.key, victims, False))
-                outcomes.append(self._rejected(d, f"EvictionFailed: {'; '.join(failed)}" if failed else
-                                               f"{VICTIMS_TERMINATING}: {', '.join(terminating)}"))
+                outcomes.append(self._rejected(d, refused))
             else:
                 to_bind.append((d, pod, victims))
         results = self.store.bind_many([(pod.key, d.node, pod.uid or None) for d, pod, _ in to_bind]) \

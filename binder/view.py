@@ -68,18 +68,11 @@ class BinderView:
         else:
             self.pdbs[key] = pdb
 
-    def _counted(self, key: str):
-        name = self.cache.pod_node.get(key)
-        return self.cache.nodes[name].pods.get(key) if name is not None else None
-
-    def _bound_pods(self):
-        return (p for _, info in self.cache.nodes.items() for p in info.pods.values())
-
     def _budget_refusal(self, info, victims) -> str | None:
         """Evicting `victims` (with the victims already claimed in flight) breaks a budget?"""
-        budgets = Budgets(self.pdbs.values(), self._bound_pods)
+        budgets = Budgets(self.pdbs.values(), self.cache.counted_pods)
         for key in self.claimed:
-            pod = self._counted(key)
+            pod = self.cache.counted(key)
             if pod is not None:
                 budgets.violates(pod)
         return refusal([info.pods[key] for key, _ in victims], budgets)

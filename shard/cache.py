@@ -94,6 +94,15 @@ class ShardCache:
         self.pod_node[pod.key] = node_name
         self._touch(info)
 
+    def counted(self, key: str):
+        """The pod counted under `key` (bound or assumed), or None."""
+        name = self.pod_node.get(key)
+        return None if name is None else self.nodes.get(name).pods.get(key)
+
+    def counted_pods(self):
+        """Every pod counted on a node."""
+        return (p for _, info in self.nodes.items() for p in info.pods.values())
+
     def _uncount(self, pod) -> None:
         if pod is not None:
             left = self.priorities[pod.priority] - 1

@@ -66,3 +66,10 @@ def refusal(victims, budgets: Budgets) -> str | None:
         if budgets.violates(v):
             return f"DisruptionBudget: evicting {v.key} would violate a PodDisruptionBudget"
     return None
+
+
+def eviction_failures(keys, reasons) -> str | None:
+    """"EvictionFailed: ..." for the evictions the store refused, or None. A victim already
+    gone (PodNotFound) is no failure: the room it held is free either way."""
+    failed = [f"{k}: {r}" for k, r in zip(keys, reasons) if r not in (None, "PodNotFound")]
+    return f"EvictionFailed: {'; '.join(failed)}" if failed else None

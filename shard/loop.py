@@ -15,7 +15,7 @@ from common.errors import ObjectError
 from common.informer import Informer
 from common.objects import parse_object
 from .cache import ShardCache
-from .disruption import VICTIMS_TERMINATING, refusal
+from .disruption import VICTIMS_TERMINATING, eviction_failures, refusal
 from .framework import SUCCESS
 from .queue import SchedulingQueue
 from .scheduler import Scheduler
@@ -272,8 +272,7 @@ class ShardLoop:
         if refused is None:
             self.store.set_nominated_node(pod.key, node)
             reasons = self.store.evict_many([(v.key, v.uid or None) for v in result.victims])
-            failed = [f"{v.key}: {r}" for v, r in zip(result.victims, reasons) if r not in (None, "PodNotFound")]
-            refused = f"EvictionFailed: {'; '.join(failed)}" if failed else None
+            refused = eviction_failures((v.key for v in result.victims), reasons)
             for v, r in zip(result.victims, reasons):
                 if r is None:
                     self.evicted_by[v.key] = pod.key

@@ -46,6 +46,16 @@ def _existing_anti_affinity_beyond_node(state) -> bool:
     return fs is not None and any(key != HOSTNAME for key in fs.forbidden)
 
 
+def _first_failure(plugins, state, pod, info):
+    """(plugin, Status) of the first per-node filter that rejects the node, or None."""
+    for p in plugins:
+        st = p.filter(state, pod, info)
+        if st is not None:
+            st.plugin = p.name
+            return p, st
+    return None
+
+
 def _growing(segments):
     """(start, stop) windows over consecutive row segments: two of WINDOW rows, since most
     cycles stop within the first window or two, then each twice the last up to MAX_WINDOW,
@@ -204,9 +214,7 @@ class Scheduler:
 
     def budgets(self) -> Budgets:
         """The PodDisruptionBudgets as preemption spends them, counted over the bound pods."""
-        def bound_pods():
-            return (p for info in self.table.infos for p in info.pods.values())
-        return Budgets(self.pdbs.values(), bound_pods)
+        return Budgets(self.pdbs.values(), self.cache.counted_pods)
 
     # --- one node, node by node (preemption's dry runs, nominated pods) -----------------------
 
@@ -224,14 +232,9 @@ class Scheduler:
         return self._filter_node(profile, state, pod, info)
 
     def _filter_node(self, profile, state, pod, info) -> Status | None:
-        for p in profile.filters:
-            if p.name in state.skip_filter:
-                continue
-            st = p.filter(state, pod, info)
-            if st is not None:
-                st.plugin = p.name
-                return st
-        return None
+        skip = state.skip_filter
+        failure = _first_failure([p for p in profile.filters if p.name not in skip], state, pod, info)
+        return None if failure is None else failure[1]
 
     def _nominated_on(self, pod, node_name: str) -> list:
         """Pods nominated to the node that `pod` must leave room for (priority >= its own)."""
@@ -298,13 +301,9 @@ class Scheduler:
                 keep = []
                 infos = table.infos
                 for i, row in enumerate(cand):
-                    info = infos[row]
-                    for p in per_node:
-                        st = p.filter(state, pod, info)
-                        if st is not None:
-                            st.plugin = p.name
-                            diag.node_failures[int(row)] = (p, st)
-                            break
+                    failure = _first_failure(per_node, state, pod, infos[row])
+                    if failure is not None:
+                        diag.node_failures[int(row)] = failure
                     else:
                         keep.append(row)
                         if nfound + len(keep) >= target and not vec:

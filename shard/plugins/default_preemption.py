@@ -87,16 +87,16 @@ class DefaultPreemption(Plugin):
             cand = self.dry_run(sched, result.profile, state, pod, table.infos[row], budgets)
             if cand is None:
                 continue
-            if not cand.victims:
-                candidates = [cand]
-                break
+            if not cand.victims:  # fits once its nominated pods are accounted for: take it
+                out.node = cand.node
+                return out
             candidates.append(cand)
             if len(candidates) >= wanted:
                 break
         if not candidates:
             out.status = unschedulable(NO_VICTIMS)
             return out
-        best = min(candidates, key=lambda c: () if not c.victims else c.rank())
+        best = min(candidates, key=Candidate.rank)
         out.node, out.victims = best.node, best.victims
         return out
 
