@@ -12,8 +12,7 @@ from datetime import datetime
 
 from .errors import ObjectError
 from .resources import (
-    BASE_RESOURCES, NUM_SLOTS, PODS, TooManyResources, parse_quantity, quantity_to_int,
-    resource_index,
+    BASE_RESOURCES, NUM_SLOTS, PODS, TooManyResources, parse_amount, resource_index,
 )
 from .selectors import (
     Field, LabelSelector, parse_label_selector,
@@ -51,10 +50,11 @@ def _describe(d, kind: str) -> tuple[str, str, dict]:
 
 
 def _metadata(d: dict, f: Field, kind: str):
-    meta = f.at("metadata").dict(d.get("metadata"), required=True)
-    name = f.at("metadata.name").str(meta.get("name"), required=True)
-    ns = f.at("metadata.namespace").str(meta.get("namespace"), default="default") if kind in NAMESPACED else ""
-    labels = f.at("metadata.labels").str_map(meta.get("labels"))
+    meta = f.get_dict(d, "metadata", required=True)
+    mf = f.at("metadata")
+    name = mf.get_str(meta, "name", required=True)
+    ns = mf.get_str(meta, "namespace", default="default") if kind in NAMESPACED else ""
+    labels = mf.get_str_map(meta, "labels")
     return meta, ns, name, labels
 
 
@@ -62,14 +62,13 @@ def parse_resource_list(value, f: Field, allow_negative: bool = False) -> dict[s
     """{"cpu": "100m", ...} -> {"cpu": 100, ...} in integer units; rejects junk and negatives."""
     out = {}
     for name, raw in f.dict(value).items():
-        rf = f.at(name)
         try:
-            q = parse_quantity(raw)
+            amount, negative = parse_amount(name, raw)
         except ValueError as e:
-            raise rf.error(str(e)) from None
-        if q < 0 and not allow_negative:
-            raise rf.error(f"must not be negative, got {raw!r}")
-        out[name] = quantity_to_int(name, q)
+            raise f.at(name).error(str(e)) from None
+        if negative and not allow_negative:
+            raise f.at(name).error(f"must not be negative, got {raw!r}")
+        out[name] = amount
     return out
 
 
@@ -198,6 +197,8 @@ def _spread_constraint(value, f: Field, labels: dict) -> SpreadConstraint:
 def _host_ports(containers, f: Field) -> tuple:
     ports = []
     for i, c in enumerate(containers):
+        if c.get("ports") is None:
+            continue
         cf = f.at(i).at("ports")
         for j, p in enumerate(cf.list(c.get("ports"))):
             pf = cf.at(j)
@@ -214,10 +215,14 @@ def _host_ports(containers, f: Field) -> tuple:
 
 
 def _container_requests(c: dict, f: Field) -> dict[str, int]:
-    res = f.at("resources").dict(c.get("resources"))
-    reqs = parse_resource_list(res.get("requests"), f.at("resources.requests"))
-    for name, amount in parse_resource_list(res.get("limits"), f.at("resources.limits")).items():
-        reqs.setdefault(name, amount)  # API defaulting: a limit alone is also the request
+    res = f.get_dict(c, "resources")
+    if not res:
+        return {}
+    rf = f.at("resources")
+    reqs = parse_resource_list(res.get("requests"), rf.at("requests"))
+    if res.get("limits"):
+        for name, amount in parse_resource_list(res["limits"], rf.at("limits")).items():
+            reqs.setdefault(name, amount)  # API defaulting: a limit alone is also the request
     return reqs
 
 
@@ -239,13 +244,14 @@ def effective_requests(spec: dict, f: Field) -> dict[str, int]:
     sum and stay running while later init containers run; the result is the max of the sum
     and every init container's peak; then pod overhead is added.
     """
-    containers = f.at("containers").list(spec.get("containers"))
+    containers = f.get_list(spec, "containers")
     total: dict[str, int] = {}
     for i, c in enumerate(containers):
-        _add(total, _container_requests(f.at("containers").at(i).dict(c), f.at("containers").at(i)))
+        cf = f.at("containers").at(i)
+        _add(total, _container_requests(cf.dict(c), cf))
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
-    inits = f.at("initContainers").list(spec.get("initContainers"))
+    inits = f.get_list(spec, "initContainers")
     for i, c in enumerate(inits):
         cf = f.at("initContainers").at(i)
         c = cf.dict(c)
@@ -259,7 +265,8 @@ def effective_requests(spec: dict, f: Field) -> dict[str, int]:
             _add(peak, sidecars)
         _max(init_peak, peak)
     _max(total, init_peak)
-    _add(total, parse_resource_list(spec.get("overhead"), f.at("overhead")))
+    if spec.get("overhead") is not None:
+        _add(total, parse_resource_list(spec["overhead"], f.at("overhead")))
     return total
 
 
@@ -319,34 +326,35 @@ def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
     ns, name, _ = _describe(d, "Pod")
     f = Field(f"Pod {ns}/{name}")
     meta, ns, name, labels = _metadata(d, f, "Pod")
-    spec = f.at("spec").dict(d.get("spec"), required=True)
+    mf = f.at("metadata")
+    spec = f.get_dict(d, "spec", required=True)
     sf = f.at("spec")
-    status = f.at("status").dict(d.get("status"))
+    status = f.get_dict(d, "status")
     p = Pod()
     p.namespace, p.name, p.key = ns, name, f"{ns}/{name}"
-    p.uid = f.at("metadata.uid").str(meta.get("uid"))
+    p.uid = mf.get_str(meta, "uid")
     p.labels = labels
-    p.annotations = f.at("metadata.annotations").str_map(meta.get("annotations"))
+    p.annotations = mf.get_str_map(meta, "annotations")
     refs = []
-    for i, r in enumerate(f.at("metadata.ownerReferences").list(meta.get("ownerReferences"))):
-        rf = f.at("metadata.ownerReferences").at(i)
+    for i, r in enumerate(mf.get_list(meta, "ownerReferences")):
+        rf = mf.at("ownerReferences").at(i)
         r = rf.dict(r)
-        refs.append(OwnerRef(rf.at("kind").str(r.get("kind"), required=True),
-                             rf.at("name").str(r.get("name"), required=True),
-                             rf.at("uid").str(r.get("uid")), bool(r.get("controller"))))
+        refs.append(OwnerRef(rf.get_str(r, "kind", required=True), rf.get_str(r, "name", required=True),
+                             rf.get_str(r, "uid"), bool(r.get("controller"))))
     p.owner_refs = tuple(refs)
-    containers = sf.at("containers").list(spec.get("containers"))
-    if not containers:
-        raise sf.at("containers").error("must have at least one container")
+    containers = sf.get_list(spec, "containers")
     cf = sf.at("containers")
+    if not containers:
+        raise cf.error("must have at least one container")
     for i, c in enumerate(containers):
-        cf.at(i).dict(c)
+        if c.__class__ is not dict:
+            cf.at(i).dict(c)
     p.images = tuple(c["image"] for c in containers if isinstance(c.get("image"), str))
-    p.node_name = sf.at("nodeName").str(spec.get("nodeName"))
-    p.scheduler_name = sf.at("schedulerName").str(spec.get("schedulerName"), default="default-scheduler")
-    p.priority_class_name = sf.at("priorityClassName").str(spec.get("priorityClassName"))
-    p.priority = sf.at("priority").int(spec.get("priority"))
-    policy = sf.at("preemptionPolicy").str(spec.get("preemptionPolicy"))
+    p.node_name = sf.get_str(spec, "nodeName")
+    p.scheduler_name = sf.get_str(spec, "schedulerName", default="default-scheduler")
+    p.priority_class_name = sf.get_str(spec, "priorityClassName")
+    p.priority = sf.get_int(spec, "priority")
+    policy = sf.get_str(spec, "preemptionPolicy")
     if policy and policy not in ("PreemptLowerPriority", "Never"):
         raise sf.at("preemptionPolicy").error(f"must be PreemptLowerPriority or Never, got {policy!r}")
     p.preemption_policy = policy
@@ -358,16 +366,16 @@ def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
     p.requests = p.requests[:PODS] + (1,) + p.requests[PODS + 1:]  # every pod takes one pod slot
     p.host_ports = _host_ports(containers, cf)
     p.tolerations = tuple(parse_toleration(t, sf.at("tolerations").at(i))
-                          for i, t in enumerate(sf.at("tolerations").list(spec.get("tolerations"))))
-    p.node_selector = sf.at("nodeSelector").str_map(spec.get("nodeSelector"))
-    aff = sf.at("affinity").dict(spec.get("affinity"))
+                          for i, t in enumerate(sf.get_list(spec, "tolerations")))
+    p.node_selector = sf.get_str_map(spec, "nodeSelector")
+    aff = sf.get_dict(spec, "affinity")
     af = sf.at("affinity")
-    na = af.at("nodeAffinity").dict(aff.get("nodeAffinity"))
+    na = af.get_dict(aff, "nodeAffinity")
     naf = af.at("nodeAffinity")
     req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
     if req is not None:
         rf = naf.at("requiredDuringSchedulingIgnoredDuringExecution")
-        terms = rf.at("nodeSelectorTerms").list(rf.dict(req).get("nodeSelectorTerms"))
+        terms = rf.get_list(rf.dict(req), "nodeSelectorTerms")
         if not terms:
             raise rf.at("nodeSelectorTerms").error("must have at least one term")
         p.required_node_terms = tuple(parse_node_selector_term(t, rf.at("nodeSelectorTerms").at(i))
@@ -376,26 +384,25 @@ def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
         p.required_node_terms = None
     preferred = []
     pf = naf.at("preferredDuringSchedulingIgnoredDuringExecution")
-    for i, w in enumerate(pf.list(na.get("preferredDuringSchedulingIgnoredDuringExecution"))):
+    for i, w in enumerate(naf.get_list(na, "preferredDuringSchedulingIgnoredDuringExecution")):
         wf = pf.at(i)
         w = wf.dict(w)
-        weight = wf.at("weight").int(w.get("weight"), minimum=1)
+        weight = wf.get_int(w, "weight", minimum=1)
         if weight is None or weight > 100:
             raise wf.at("weight").error("must be between 1 and 100")
         preferred.append((weight, parse_node_selector_term(w.get("preference"), wf.at("preference"))))
     p.preferred_node_terms = tuple(preferred)
-    p.affinity = (_affinity_terms(af.at("podAffinity").dict(aff.get("podAffinity")), af.at("podAffinity"), ns)
+    p.affinity = (_affinity_terms(af.get_dict(aff, "podAffinity"), af.at("podAffinity"), ns)
                   if aff.get("podAffinity") else EMPTY_AFFINITY)
-    p.anti_affinity = (_affinity_terms(af.at("podAntiAffinity").dict(aff.get("podAntiAffinity")),
-                                       af.at("podAntiAffinity"), ns)
+    p.anti_affinity = (_affinity_terms(af.get_dict(aff, "podAntiAffinity"), af.at("podAntiAffinity"), ns)
                        if aff.get("podAntiAffinity") else EMPTY_AFFINITY)
     p.spread_constraints = tuple(
         _spread_constraint(c, sf.at("topologySpreadConstraints").at(i), labels)
-        for i, c in enumerate(sf.at("topologySpreadConstraints").list(spec.get("topologySpreadConstraints"))))
-    p.creation_time = parse_time(meta.get("creationTimestamp"), f.at("metadata.creationTimestamp"))
-    p.start_time = parse_time(status.get("startTime"), f.at("status.startTime")) or p.creation_time
-    p.phase = f.at("status.phase").str(status.get("phase"), default="Pending")
-    p.nominated_node = f.at("status.nominatedNodeName").str(status.get("nominatedNodeName"))
+        for i, c in enumerate(sf.get_list(spec, "topologySpreadConstraints")))
+    p.creation_time = parse_time(meta.get("creationTimestamp"), mf.at("creationTimestamp"))
+    p.start_time = parse_time(status.get("startTime"), f.at("status").at("startTime")) or p.creation_time
+    p.phase = f.at("status").get_str(status, "phase", default="Pending")
+    p.nominated_node = f.at("status").get_str(status, "nominatedNodeName")
     p.deleting = bool(meta.get("deletionTimestamp"))
     p.resource_version = str(meta.get("resourceVersion") or "")
     p.raw = d

@@ -96,6 +96,26 @@ def quantity_to_int(name: str, q: Decimal) -> int:
     return max(-_INT64_MAX, min(_INT64_MAX, n))
 
 
+@lru_cache(maxsize=65536, typed=True)
+def _amount(name: str, value) -> tuple[int, bool]:
+    q = parse_quantity(value)
+    return quantity_to_int(name, q), q < 0
+
+
+def parse_amount(name: str, value) -> tuple[int, bool]:
+    """`value` as an integer amount of resource `name`, and whether the quantity is negative.
+
+    Memoised by (name, value): a cluster's pods repeat a handful of request values, and the
+    Decimal arithmetic was a large share of parsing a pod. Raises ValueError like
+    parse_quantity; unhashable values (a list where a quantity belongs) skip the memo.
+    """
+    try:
+        return _amount(name, value)
+    except TypeError:
+        q = parse_quantity(value)
+        return quantity_to_int(name, q), q < 0
+
+
 def vector_from_map(amounts: dict[str, int]) -> tuple[int, ...]:
     """Dense vector from {resource name: integer amount}."""
     v = [0] * NUM_SLOTS

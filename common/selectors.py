@@ -15,18 +15,32 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
 class Field:
-    """Where we are inside an object: raises ObjectError with the path when input is bad."""
+    """Where we are inside an object: raises ObjectError with the path when input is bad.
 
-    __slots__ = ("obj", "path")
+    The path is spelled out only when an error is raised: every pod event is parsed by
+    several processes and almost none fails, so building path strings up front was a large
+    share of parsing. The `get_*` methods read `d[key]` and create the child Field only when
+    the value is not the plain well-formed case.
+    """
 
-    def __init__(self, obj: str, path: str = ""):
+    __slots__ = ("obj", "name", "parent")
+
+    def __init__(self, obj: str, path: str = "", parent: "Field | None" = None):
         self.obj = obj
-        self.path = path
+        self.name = path
+        self.parent = parent
+
+    @property
+    def path(self) -> str:
+        if self.parent is None:
+            return self.name
+        head = self.parent.path
+        if isinstance(self.name, int):
+            return f"{head}[{self.name}]"
+        return f"{head}.{self.name}" if head else self.name
 
     def at(self, name) -> "Field":
-        if isinstance(name, int):
-            return Field(self.obj, f"{self.path}[{name}]")
-        return Field(self.obj, f"{self.path}.{name}" if self.path else name)
+        return Field(self.obj, name, self)
 
     def error(self, message: str) -> ObjectError:
         return ObjectError(self.obj, self.path or "<root>", message)
@@ -71,6 +85,40 @@ class Field:
             if not isinstance(v, str):
                 raise self.at(k).error(f"must be a string, got {type(v).__name__}")
         return d
+
+    # --- d[key], checked, with the child Field made only when needed -----------------------
+
+    def get_dict(self, d: dict, key: str, required: bool = False) -> dict:
+        value = d.get(key)
+        if value.__class__ is dict:
+            return value
+        return self.at(key).dict(value, required)
+
+    def get_list(self, d: dict, key: str) -> list:
+        value = d.get(key)
+        if value is None:
+            return []
+        if value.__class__ is list:
+            return value
+        return self.at(key).list(value)
+
+    def get_str(self, d: dict, key: str, required: bool = False, default: str = "") -> str:
+        value = d.get(key)
+        if value.__class__ is str and value:
+            return value
+        return self.at(key).str(value, required, default)
+
+    def get_int(self, d: dict, key: str, default=None, minimum=None):
+        value = d.get(key)
+        if value is None:
+            return default
+        return self.at(key).int(value, default, minimum)
+
+    def get_str_map(self, d: dict, key: str) -> dict[str, str]:
+        value = d.get(key)
+        if value is None:
+            return {}
+        return self.at(key).str_map(value)
 
 
 # --- label selectors -------------------------------------------------------------------------
