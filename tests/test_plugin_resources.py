@@ -5,9 +5,14 @@ image_locality tests are built on (worked out by hand in the comments).
 """
 from __future__ import annotations
 
+import math
+import random
+
 import pytest
 
 from builders import MI, Cluster, make_config, node, pod
+from common.resources import BASE_RESOURCES, CPU, MEMORY
+from shard.node_info import nonzero_request
 
 UNSCHEDULABLE = "Unschedulable"
 FOO = "example.com/foo"
@@ -261,3 +266,99 @@ def test_balanced_allocation_matches_kubes_floating_point():
     give 66 in kube, where the square root of the variance lands just below and gives 65."""
     c = Cluster([node("n1", cpu="1", memory="100")], [pod("hog", cpu="2", memory="30", node_name="n1")])
     assert c.score("NodeResourcesBalancedAllocation", pod("p", cpu="1", memory="2")) == {"n1": 66}
+
+
+# --- the vectorised resource scores against kube's per-node formulas ---------------------------
+
+def _fit_reference(strategy: str, resources, lut, pod_, info) -> int:
+    """kube's resourceAllocationScorer for one node, written out node by node: a resource
+    with no capacity is left out, an extended one counts only when the pod asks for it,
+    cpu and memory use the non-zero requests."""
+    total = weights = 0
+    for col, w in resources:
+        if col not in (CPU, MEMORY) and not pod_.requests[col]:
+            continue
+        cap = info.node.allocatable[col]
+        if col in (CPU, MEMORY):
+            req = info.nonzero[col] + nonzero_request(pod_)[col]
+        else:
+            req = info.requested[col] + pod_.requests[col]
+        if cap == 0:
+            continue
+        if strategy == "LeastAllocated":
+            s = 0 if req > cap else (cap - req) * 100 // cap
+        elif strategy == "MostAllocated":
+            s = min(req, cap) * 100 // cap
+        else:
+            s = int(lut[100 if req > cap else min(req * 100 // cap, 100)])
+            if s <= 0:
+                continue
+        total += s * w
+        weights += w
+    if not weights:
+        return 0
+    if strategy == "RequestedToCapacityRatio":
+        return (2 * total + weights) // (2 * weights)
+    return total // weights
+
+
+def _balanced_reference(cols, pod_, info) -> int:
+    fractions = []
+    for col in cols:
+        cap = info.node.allocatable[col]
+        if cap == 0 or (col >= len(BASE_RESOURCES) and not pod_.requests[col]):
+            continue
+        fractions.append(min((info.requested[col] + pod_.requests[col]) / cap, 1.0))
+    if len(fractions) < 2:
+        std = 0.0
+    elif len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    else:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+    return int((1 - std) * 100)
+
+
+RESOURCE_ARGS = [
+    {},  # LeastAllocated on cpu and memory; BalancedAllocation on cpu and memory
+    {"NodeResourcesFit": {"scoringStrategy": {"type": "MostAllocated", "resources": [
+        {"name": "cpu", "weight": 2}, {"name": "memory", "weight": 1}]}}},
+    {"NodeResourcesFit": {"scoringStrategy": {"type": "LeastAllocated", "resources": [
+        {"name": "memory", "weight": 1}, {"name": "cpu", "weight": 3}, {"name": FOO, "weight": 2}]}},
+     "NodeResourcesBalancedAllocation": {"resources": [{"name": "cpu"}, {"name": "memory"}, {"name": FOO}]}},
+    {"NodeResourcesFit": {"scoringStrategy": {
+        "type": "RequestedToCapacityRatio",
+        "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}],
+        "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}}},
+     "NodeResourcesBalancedAllocation": {"resources": [{"name": "memory"}, {"name": "cpu"}]}},
+]
+
+
+@pytest.mark.parametrize("args", range(len(RESOURCE_ARGS)))
+@pytest.mark.parametrize("seed", range(25))
+def test_vectorised_resource_scores_match_kube_formulas(seed, args):
+    """The vectorised scores take a shortcut when every row has capacity for every scored
+    resource. Random clusters with some nodes lacking cpu, memory or the extended resource
+    (allocatable 0) check both that shortcut and the general path, node by node."""
+    rng = random.Random(seed)
+    nodes = [node(f"n{i}", cpu=rng.choice(["0", "1", "4", "8"]) if rng.random() < 0.3 else "4",
+                  memory=rng.choice(["0", "2Gi"]) if rng.random() < 0.2 else rng.choice(["2Gi", "16Gi"]),
+                  extra={FOO: rng.choice([0, 2, 8])})
+             for i in range(rng.randint(1, 20))]
+    names = [n["metadata"]["name"] for n in nodes]
+    running = [pod(f"e{j}", cpu=rng.choice([None, "500m", "2"]), memory=rng.choice([None, "1Gi"]),
+                   node_name=rng.choice(names)) for j in range(rng.randint(0, 15))]
+    c = Cluster(nodes, running, cfg=make_config(plugin_config=RESOURCE_ARGS[args]))
+    fit, balanced = c.plugin("NodeResourcesFit"), c.plugin("NodeResourcesBalancedAllocation")
+    infos = {name: c.table.infos[c.table.row_of[name]] for name in names}
+    for k in range(5):
+        extra = {FOO: rng.choice([1, 3])} if rng.random() < 0.5 else None
+        p = pod(f"p{k}", cpu=rng.choice([None, "100m", "2", "6"]), memory=rng.choice([None, "1Gi", "10Gi"]),
+                extra=extra)
+        parsed = _parsed(p)
+        assert c.score("NodeResourcesFit", p, normalize=False) == {
+            name: _fit_reference(fit.strategy, fit.resources, fit.shape_lut, parsed, info)
+            for name, info in infos.items()}
+        if any(parsed.requests[col] for col in balanced.cols):  # else PreScore skips it
+            assert c.score("NodeResourcesBalancedAllocation", p, normalize=False) == {
+                name: _balanced_reference(balanced.cols, parsed, info) for name, info in infos.items()}

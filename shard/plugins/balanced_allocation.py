@@ -23,6 +23,8 @@ class NodeResourcesBalancedAllocation(Plugin):
         super().__init__(args, weight)
         resources = self.args.get("resources") or [{"name": "cpu"}, {"name": "memory"}]
         self.cols = [resource_index(r["name"]) for r in resources]
+        #: exactly two base resources (the default cpu and memory): always scored, fast path
+        self.two_base = len(self.cols) == 2 and all(c < len(BASE_RESOURCES) for c in self.cols)
 
     def pre_score(self, state, pod, rows):
         req = np.array([pod.requests[c] for c in self.cols], dtype=np.int64)
@@ -37,9 +39,13 @@ class NodeResourcesBalancedAllocation(Plugin):
 
     def score_vec(self, state, pod, table, rows):
         req, use = state[STATE]
-        pick = np.ix_(rows, self.cols)  # only the scored columns of the candidate rows
-        alloc = table.alloc[pick]
-        used = table.requested[pick] + req
+        alloc = table.alloc[rows][:, self.cols]  # only the scored columns of the candidate rows
+        used = table.requested[rows][:, self.cols] + req
+        if self.two_base and (alloc > 0).all():
+            # cpu and memory on every row: kube's |f1 - f2| / 2 without masks (the common case)
+            frac = np.minimum(used / alloc, 1.0)
+            std = np.abs(frac[:, 0] - frac[:, 1]) / 2
+            return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
         has = (alloc > 0) & use
         frac = np.where(has, np.minimum(used / np.where(has, alloc, 1), 1.0), 0.0)
         count = has.sum(axis=1)

@@ -25,12 +25,13 @@ def reason(col: int) -> str:
 
 
 class FitState:
-    __slots__ = ("req", "cols", "nonzero")
+    __slots__ = ("req", "cols", "nonzero", "scored")
 
     def __init__(self, pod):
         self.req = np.array(pod.requests, dtype=np.int64)
         self.cols = np.flatnonzero(self.req)  # only requested resources are checked
         self.nonzero = nonzero_request(pod)
+        self.scored = None  # see NodeResourcesFit._score_columns
 
 
 class NodeResourcesFit(Plugin):
@@ -78,37 +79,65 @@ class NodeResourcesFit(Plugin):
 
     # --- scoring ----------------------------------------------------------------------------
 
-    def _requested_and_capacity(self, state, table, rows, col):
-        fs = state[STATE]
-        if col == CPU or col == MEMORY:
-            k = 0 if col == CPU else 1
-            return table.nonzero[rows, k] + fs.nonzero[k], table.alloc[rows, col]
-        return table.requested[rows, col] + fs.req[col], table.alloc[rows, col]
+    def _score_columns(self, fs):
+        """The columns this pod is scored on, worked out once per pod.
+
+        cpu and memory always count, and are read from the table's non-zero columns (as kube
+        does); any other resource counts only when the pod asks for it.
+        """
+        if fs.scored is None:
+            nonzero = [(0 if col == CPU else 1, col, w) for col, w in self.resources if col in (CPU, MEMORY)]
+            others = [(col, w) for col, w in self.resources
+                      if col < NUM_SLOTS and col not in (CPU, MEMORY) and fs.req[col]]
+            k = [i for i, _, _ in nonzero]
+            fs.scored = (
+                None if k == [0, 1] else np.array(k, dtype=np.int64),  # None: both, in order
+                np.array([fs.nonzero[i] for i in k], dtype=np.int64),
+                np.array([col for col, _ in others], dtype=np.int64),
+                fs.req[[col for col, _ in others]],
+                np.array([col for _, col, _ in nonzero] + [col for col, _ in others], dtype=np.int64),
+                np.array([w for _, _, w in nonzero] + [w for _, w in others], dtype=np.int64),
+            )
+        return fs.scored
 
     def score_vec(self, state, pod, table, rows):
+        """All scored resources of all rows in one set of array operations (the per-resource
+        loop this replaced cost a third of a scheduling cycle in numpy call overhead)."""
         fs = state[STATE]
-        n = len(rows)
-        total = np.zeros(n, dtype=np.int64)
-        weights = np.zeros(n, dtype=np.int64)
-        for col, w in self.resources:
-            if col >= NUM_SLOTS or (col not in (CPU, MEMORY) and not fs.req[col]):
-                continue  # extended resources count only when the pod asks for them
-            requested, cap = self._requested_and_capacity(state, table, rows, col)
-            has = cap > 0
-            safe = np.where(has, cap, 1)
+        nonzero_k, nonzero_req, other_cols, other_req, cap_cols, weights = self._score_columns(fs)
+        if not len(weights):
+            return np.zeros(len(rows), dtype=np.int64)
+        parts = []
+        if len(nonzero_req):
+            nz = table.nonzero[rows]
+            parts.append((nz if nonzero_k is None else nz[:, nonzero_k]) + nonzero_req)
+        if len(other_cols):
+            parts.append(table.requested[rows][:, other_cols] + other_req)
+        requested = parts[0] if len(parts) == 1 else np.hstack(parts)
+        cap = table.alloc[rows][:, cap_cols]
+        if self.strategy != "RequestedToCapacityRatio" and (weights > 0).all() and (cap > 0).all():
+            # Every resource of every row counts: no masks needed (the common case).
             if self.strategy == "LeastAllocated":
-                s = np.where(requested > cap, 0, (cap - requested) * MAX_NODE_SCORE // safe)
-            elif self.strategy == "MostAllocated":
-                s = np.minimum(requested, cap) * MAX_NODE_SCORE // safe
+                s = np.maximum((cap - requested) * MAX_NODE_SCORE // cap, 0)
             else:
-                util = np.where(requested > cap, 100, np.minimum(requested * 100 // safe, 100))
-                s = self.shape_lut[util]
-                has = has & (s > 0)  # kube weighs only the resources that scored above zero
-            total += np.where(has, s * w, 0)
-            weights += np.where(has, w, 0)
+                s = np.minimum(requested, cap) * MAX_NODE_SCORE // cap
+            return s @ weights // weights.sum()
+        has = cap > 0
+        safe = np.where(has, cap, 1)
+        if self.strategy == "LeastAllocated":
+            s = np.where(requested > cap, 0, (cap - requested) * MAX_NODE_SCORE // safe)
+        elif self.strategy == "MostAllocated":
+            s = np.minimum(requested, cap) * MAX_NODE_SCORE // safe
+        else:
+            util = np.where(requested > cap, 100, np.minimum(requested * 100 // safe, 100))
+            s = self.shape_lut[util]
+            has &= s > 0  # kube weighs only the resources that scored above zero
+        weighed = has * weights
+        total = (s * weighed).sum(axis=1)
+        weight_sum = weighed.sum(axis=1)
         if self.strategy == "RequestedToCapacityRatio":  # rounded to nearest (Go's math.Round)
-            return np.where(weights > 0, (2 * total + weights) // (2 * np.maximum(weights, 1)), 0)
-        return np.where(weights > 0, total // np.maximum(weights, 1), 0)
+            return np.where(weight_sum > 0, (2 * total + weight_sum) // (2 * np.maximum(weight_sum, 1)), 0)
+        return np.where(weight_sum > 0, total // np.maximum(weight_sum, 1), 0)
 
 
 def _go_div(a: int, b: int) -> int:
