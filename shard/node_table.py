@@ -30,6 +30,8 @@ class TaintBits:
         self.effects = effects
         self.bit_of: dict[tuple, int] = {}
         self.taints: list = []
+        #: Some row was given the overflow bit (until then, no row needs a node-by-node look).
+        self.overflowed = False
 
     def mask(self, taints) -> int:
         m = 0
@@ -41,6 +43,7 @@ class TaintBits:
             if bit is None:
                 if len(self.taints) >= MAX_TAINT_BITS:
                     m |= 1 << 63
+                    self.overflowed = True
                     continue
                 bit = self.bit_of[k] = len(self.taints)
                 self.taints.append(t)

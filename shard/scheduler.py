@@ -287,16 +287,16 @@ class Scheduler:
         target = self.threshold.target(n, 0, 0, queued)
         for rows in windows:
             base = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
-            alive = np.ones(len(base), dtype=bool)
+            alive = None  # rows that passed every filter so far (None: all of them)
             for p in vec:
-                if not alive.any():
-                    break
                 ok = p.filter_vec(state, pod, table, rows)
-                failed = alive & ~ok
+                failed = ~ok if alive is None else alive & ~ok
+                alive = ok if alive is None else alive & ok  # never in place: ok may be a view
                 if failed.any():
                     diag.vec_failures.append((p, base[failed]))
-                alive &= ok
-            cand = base[alive]
+                    if not alive.any():
+                        break
+            cand = base if alive is None else base[alive]
             if per_node and len(cand):
                 keep = []
                 infos = table.infos

@@ -45,6 +45,8 @@ class TaintToleration(Plugin):
         tolerated, _, _ = state[STATE]
         bits = table.taints[rows]
         ok = (bits & ~tolerated) == 0
+        if not table.taint_bits.overflowed:
+            return ok
         overflow = np.flatnonzero((bits & OVERFLOW_BIT) != 0)
         if len(overflow):  # more distinct taints than bits: decide those rows one by one
             infos = table.infos
@@ -89,6 +91,8 @@ class TaintToleration(Plugin):
         _, tolerated, _ = state[STATE]
         bits = table.prefer_taints[rows]
         scores = np.bitwise_count(bits & ~tolerated).astype(np.int64)
+        if not table.prefer_bits.overflowed:
+            return scores
         overflow = np.flatnonzero((bits & OVERFLOW_BIT) != 0)
         if len(overflow):  # taints past the 63 bits share one bit: count those rows one by one
             infos = table.infos
