@@ -12,7 +12,8 @@ turn [] into {} and round large integers. State records hold strings only, which
 round-trips exactly. Python folds `p` into the object when it reads it.
 
 Stream entries: prev (the id of the entry before it), t (ADDED|MODIFIED|DELETED), k (kind),
-n (key), o (object JSON), p (patch JSON, when there is one). The entry id is the event's rv.
+n (key), o (object JSON), p (patch JSON, when there is one), always in this order: readers
+take the fields by position. The entry id is the event's rv.
 """
 
 _EMIT = """
@@ -148,24 +149,6 @@ for i = 4, #ARGV, 3 do
   end
 end
 return out
-"""
-
-# KEYS: stream. ARGV: since (an id "ms-seq"), count.
-# Returns TOO_OLD if any entry after `since` was trimmed, else the entries after it. Every
-# entry names its predecessor (prev), so the oldest retained entry tells exactly which event
-# was trimmed last: history is missing iff that event is newer than `since`. (Redis's own
-# max-deleted-entry-id is not moved by MAXLEN trimming, so it cannot tell.)
-READ = """
-local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)[1]
-if not first then return {} end
-local function parse(id)
-  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
-  return tonumber(ms), tonumber(seq)
-end
-local sm, ss = parse(ARGV[1])
-local pm, ps = parse(first[2][2])  -- prev is always the first field
-if sm < pm or (sm == pm and ss < ps) then return 'TOO_OLD' end
-return redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', ARGV[2])
 """
 
 # KEYS: a role's lease index (a set of ids). ARGV: the prefix of that role's lease keys.

@@ -19,7 +19,7 @@ from redis.retry import Retry
 
 from ..errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavailable
 from . import redis_scripts
-from .base import ClusterStore, WatchEvent, already_exists, check_kind, prepare, prepare_many
+from .base import ClusterStore, WatchEvent, already_exists, check_kind, prepare, prepare_many, rv_order
 from .podstatus import apply_patch, now_rfc3339, scheduled_condition
 
 _CHUNK = 1000            # objects per script call: bounds how long one call blocks Redis
@@ -85,13 +85,14 @@ class RedisStore(ClusterStore):
         self._r = redis.Redis.from_url(
             url, socket_connect_timeout=3, socket_timeout=_BLOCK_S + 8,
             retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2))
+        # Stream entries stay flat lists (read by position in _read), not a dict each.
+        self._r.set_response_callback("XRANGE", lambda response, **options: response)
         self._history = history
         self._stream = f"{prefix}events"
         self._prefix = prefix
         self._put = self._r.register_script(redis_scripts.PUT)
         self._delete = self._r.register_script(redis_scripts.DELETE)
         self._patch = self._r.register_script(redis_scripts.PATCH)
-        self._read_script = self._r.register_script(redis_scripts.READ)
         self._leases = self._r.register_script(redis_scripts.LEASES)
         self._check_server()
 
@@ -141,23 +142,44 @@ class RedisStore(ClusterStore):
             raise ValueError(f"not a redis resourceVersion: {since_rv!r}")
         deadline = time.monotonic() + timeout
         while True:
-            entries = self._read_script(keys=[self._stream], args=[since, max_events])
-            if entries == b"TOO_OLD":
+            entries = self._entries_after(since, max_events)
+            if entries is None:
                 raise ResourceVersionTooOld(f"resourceVersion {since_rv} is too old: the event stream was trimmed past it")
             remaining = deadline - time.monotonic()
             if entries or remaining <= 0:
                 break
-            # Only wait here; the next script call does the (atomic) too-old check and read.
+            # Only wait here; the next read does the (atomic) too-old check.
             self._r.xread({self._stream: since}, count=1, block=max(1, int(min(remaining, _BLOCK_S) * 1000)))
         events = []
+        wanted = None if kinds is None else {k.encode() for k in kinds}
         for id_, flat in entries:
-            fields = dict(zip(flat[::2], flat[1::2]))
-            kind = fields[b"k"].decode()
-            if kinds is None or kind in kinds:
+            # prev, t, k, n, o[, p] in this order (redis_scripts._EMIT): read by position,
+            # since every process reads every event.
+            kind = flat[5]
+            if wanted is None or kind in wanted:
                 rv = id_.decode()
-                patch = orjson.loads(fields[b"p"]) if b"p" in fields else None
-                events.append(WatchEvent(fields[b"t"].decode(), kind, _merged(fields[b"o"], patch, rv), rv))
+                patch = orjson.loads(flat[11]) if len(flat) > 10 else None
+                events.append(WatchEvent(flat[3].decode(), kind.decode(), _merged(flat[9], patch, rv), rv))
         return events, (entries[-1][0].decode() if entries else None)
+
+    def _entries_after(self, since: str, count: int) -> list | None:
+        """The raw stream entries after `since`, or None if any of them was trimmed.
+
+        Every entry names its predecessor (prev), so the oldest retained entry tells exactly
+        which event was trimmed last: history is missing iff that event is newer than
+        `since`. (Redis's own max-deleted-entry-id is not moved by MAXLEN trimming.) Both
+        ranges are read in one MULTI, with plain XRANGE: a Lua script returning thousands of
+        entries cost Redis a second conversion of every one of them.
+        """
+        pipe = self._r.pipeline(transaction=True)
+        pipe.execute_command("XRANGE", self._stream, "-", "+", "COUNT", 1)
+        pipe.execute_command("XRANGE", self._stream, "(" + since, "+", "COUNT", count)
+        first, entries = pipe.execute()
+        if not first:
+            return []
+        if rv_order(since) < rv_order(first[0][1][1].decode()):
+            return None
+        return entries
 
     # --- generic writes -------------------------------------------------------------------
 
