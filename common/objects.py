@@ -299,6 +299,17 @@ class Pod:
         """Whether one node's feasibility depends on pods elsewhere (affinity, spread)."""
         return bool(self.affinity[0] or self.anti_affinity[0] or any(c.hard for c in self.spread_constraints))
 
+    def counts_like(self, other: "Pod") -> bool:
+        """Whether a node holding `other` instead of this pod looks the same to a scheduling
+        cycle: the same requests, ports, priority and age, labels and (anti-)affinity terms.
+        True for a bound_copy; a re-parsed pod's affinity terms are new objects, so it is
+        counted anew (correct, just not free)."""
+        return (self.uid == other.uid and self.requests == other.requests
+                and self.host_ports == other.host_ports and self.priority == other.priority
+                and self.start_time == other.start_time and self.deleting == other.deleting
+                and self.labels == other.labels and self.affinity == other.affinity
+                and self.anti_affinity == other.anti_affinity)
+
     def bound_copy(self, d: dict) -> "Pod":
         """This pod as `d`, the event of its own binding, shows it, without parsing it again.
 

@@ -66,8 +66,29 @@ class ShardCache:
         if not pod.node_name or pod.phase in TERMINAL_PHASES:
             self.remove_pod(pod.key)
             return
-        self.assumed.pop(pod.key, None)  # the binding arrived: the assumption is confirmed
+        if self.assumed.pop(pod.key, None) is not None and self._confirmed(pod):
+            return  # the binding of our assumption arrived
         self._place(pod, pod.node_name)
+
+    def _confirmed(self, pod) -> bool:
+        """Swap in the bound version of a pod assumed on the same node, if it counts exactly
+        as the assumed one did (see Pod.counts_like); False means it must be placed anew.
+
+        Nothing a cycle reads changes, so the node keeps its generation: no snapshot clone,
+        no node-table row rewrite, and pending pods' scheduling contexts stay valid. Before,
+        every confirmation re-counted the pod and marked its node changed.
+        """
+        name = self.pod_node.get(pod.key)
+        if name != pod.node_name:
+            return False
+        info = self.nodes.get(name)
+        old = info.pods.get(pod.key)
+        if old is None or not old.counts_like(pod):
+            return False
+        info.pods[pod.key] = pod
+        if pod.key in info.affinity_pods:
+            info.affinity_pods[pod.key] = pod
+        return True
 
     def remove_pod(self, key: str) -> None:
         self.assumed.pop(key, None)

@@ -223,6 +223,34 @@ def test_assumption_expires_after_ttl_and_confirmation_stops_expiry():
     assert not cache.is_assumed("default/b")
 
 
+def test_confirmed_binding_keeps_the_node_generation_and_a_changed_pod_is_recounted():
+    """The watch's version of our own binding (a bound copy of the assumed pod) is swapped
+    in without marking the node changed; a bound version that counts differently (new
+    labels) is placed anew, and the node's generation moves."""
+    cache = ShardCache()
+    cache.set_node(make_node("n0", 4))
+    pending = make_pod("a", None, 100, 0)
+    cache.assume(pending, "n0")
+    generation = cache.nodes.generation_of("n0")
+    bound = pending.bound_copy({"spec": {"nodeName": "n0"}, "status": {"phase": "Running"},
+                                "metadata": {"resourceVersion": "7"}})
+    cache.set_pod(bound)
+    assert cache.nodes.generation_of("n0") == generation
+    assert cache.nodes["n0"].pods["default/a"] is bound
+    assert not cache.is_assumed("default/a")
+    assert cache.nodes["n0"].requested[0] == 100
+
+    other = make_pod("b", None, 100, 0)
+    cache.assume(other, "n0")
+    generation = cache.nodes.generation_of("n0")
+    relabelled = make_pod("b", "n0", 100, 0)
+    relabelled.labels = {"app": "changed"}
+    cache.set_pod(relabelled)
+    assert cache.nodes.generation_of("n0") > generation
+    assert cache.nodes["n0"].pods["default/b"] is relabelled
+    assert cache.nodes["n0"].requested[0] == 200
+
+
 def test_zone_tree_interleaves_zones_and_reordered_table_stays_consistent():
     from shard.zone_tree import ZoneTree, zone_of
 
