@@ -17,7 +17,11 @@ DEFAULT_MEMORY = 200 * 1024 * 1024
 
 def nonzero_request(pod) -> tuple[int, int]:
     """(cpu, memory) used for scoring: zero requests count as the defaults above."""
-    return (pod.requests[CPU] or DEFAULT_MILLI_CPU, pod.requests[MEMORY] or DEFAULT_MEMORY)
+    return nonzero_amounts(pod.requests)
+
+
+def nonzero_amounts(requests: tuple) -> tuple[int, int]:
+    return (requests[CPU] or DEFAULT_MILLI_CPU, requests[MEMORY] or DEFAULT_MEMORY)
 
 
 def priority_key(pod) -> tuple:

@@ -14,7 +14,7 @@ import numpy as np
 
 from common.resources import CPU, MEMORY, NUM_SLOTS, PODS, resource_index, resource_name
 from ..framework import Plugin, unschedulable
-from ..node_info import nonzero_request
+from ..node_info import nonzero_amounts
 from .scoring import MAX_NODE_SCORE
 
 STATE = "NodeResourcesFit"
@@ -34,14 +34,33 @@ def _request_arrays(requests: tuple) -> tuple:
     return req, cols, req[cols]
 
 
+@lru_cache(maxsize=4096)
+def _score_columns(resources: tuple, requests: tuple) -> tuple:
+    """The columns a pod with `requests` is scored on, as arrays, shared by pods with equal
+    requests (read-only): cpu and memory always count and are read from the table's
+    non-zero columns (as kube does); any other resource counts only when the pod asks for it.
+
+    Returns (which non-zero columns, None for both in order; the pod's non-zero amounts;
+    other columns; the pod's amounts of them; capacity columns; weights).
+    """
+    nonzero = [(0 if col == CPU else 1, col, w) for col, w in resources if col in (CPU, MEMORY)]
+    others = [(col, w) for col, w in resources if col < NUM_SLOTS and col not in (CPU, MEMORY) and requests[col]]
+    k = [i for i, _, _ in nonzero]
+    pod_nonzero = nonzero_amounts(requests)
+    return (None if k == [0, 1] else np.array(k, dtype=np.int64),
+            np.array([pod_nonzero[i] for i in k], dtype=np.int64),
+            np.array([col for col, _ in others], dtype=np.int64),
+            np.array([requests[col] for col, _ in others], dtype=np.int64),
+            np.array([col for _, col, _ in nonzero] + [col for col, _ in others], dtype=np.int64),
+            np.array([w for _, _, w in nonzero] + [w for _, w in others], dtype=np.int64))
+
+
 class FitState:
-    __slots__ = ("req", "cols", "req_cols", "nonzero", "scored")
+    __slots__ = ("req", "cols", "req_cols")
 
     def __init__(self, pod):
         # only requested resources are checked
         self.req, self.cols, self.req_cols = _request_arrays(pod.requests)
-        self.nonzero = nonzero_request(pod)
-        self.scored = None  # see NodeResourcesFit._score_columns
 
 
 class NodeResourcesFit(Plugin):
@@ -55,7 +74,7 @@ class NodeResourcesFit(Plugin):
         if self.strategy not in STRATEGIES:
             raise ValueError(f"NodeResourcesFit: scoringStrategy.type must be one of {', '.join(STRATEGIES)}")
         resources = strategy.get("resources") or [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
-        self.resources = [(resource_index(r["name"]), int(r.get("weight", 1))) for r in resources]
+        self.resources = tuple((resource_index(r["name"]), int(r.get("weight", 1))) for r in resources)
         shape = (strategy.get("requestedToCapacityRatio") or {}).get("shape") or [
             {"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]
         points = [(int(p["utilization"]), int(p["score"]) * (MAX_NODE_SCORE // 10)) for p in shape]
@@ -90,32 +109,12 @@ class NodeResourcesFit(Plugin):
 
     # --- scoring ----------------------------------------------------------------------------
 
-    def _score_columns(self, fs):
-        """The columns this pod is scored on, worked out once per pod.
-
-        cpu and memory always count, and are read from the table's non-zero columns (as kube
-        does); any other resource counts only when the pod asks for it.
-        """
-        if fs.scored is None:
-            nonzero = [(0 if col == CPU else 1, col, w) for col, w in self.resources if col in (CPU, MEMORY)]
-            others = [(col, w) for col, w in self.resources
-                      if col < NUM_SLOTS and col not in (CPU, MEMORY) and fs.req[col]]
-            k = [i for i, _, _ in nonzero]
-            fs.scored = (
-                None if k == [0, 1] else np.array(k, dtype=np.int64),  # None: both, in order
-                np.array([fs.nonzero[i] for i in k], dtype=np.int64),
-                np.array([col for col, _ in others], dtype=np.int64),
-                fs.req[[col for col, _ in others]],
-                np.array([col for _, col, _ in nonzero] + [col for col, _ in others], dtype=np.int64),
-                np.array([w for _, _, w in nonzero] + [w for _, w in others], dtype=np.int64),
-            )
-        return fs.scored
-
     def score_vec(self, state, pod, table, rows):
         """All scored resources of all rows in one set of array operations (the per-resource
         loop this replaced cost a third of a scheduling cycle in numpy call overhead)."""
         fs = state[STATE]
-        nonzero_k, nonzero_req, other_cols, other_req, cap_cols, weights = self._score_columns(fs)
+        nonzero_k, nonzero_req, other_cols, other_req, cap_cols, weights = _score_columns(
+            self.resources, pod.requests)
         if not len(weights):
             return np.zeros(len(rows), dtype=np.int64)
         parts = []
