@@ -7,8 +7,9 @@ The original dict stays in `raw` so stores and reports can round-trip it unchang
 from __future__ import annotations
 
 import copy
-
 from datetime import datetime
+
+import orjson
 
 from .errors import ObjectError
 from .resources import (
@@ -353,6 +354,53 @@ def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
         refs.append(OwnerRef(rf.get_str(r, "kind", required=True), rf.get_str(r, "name", required=True),
                              rf.get_str(r, "uid"), bool(r.get("controller"))))
     p.owner_refs = tuple(refs)
+    (p.images, p.scheduler_name, p.priority_class_name, p.priority, p.preemption_policy, p.requests,
+     p.host_ports, p.tolerations, p.node_selector, p.required_node_terms, p.preferred_node_terms,
+     p.affinity, p.anti_affinity, p.spread_constraints) = _spec_fields(spec, sf, ns, labels)
+    p.node_name = sf.get_str(spec, "nodeName")
+    if priority_classes is not None:
+        resolve_priority(p, priority_classes, sf)
+    elif p.priority is None:  # no classes known (e.g. store validation): lenient default
+        p.priority = SYSTEM_PRIORITY_CLASSES.get(p.priority_class_name, 0)
+    p.creation_time = parse_time(meta.get("creationTimestamp"), mf.at("creationTimestamp"))
+    p.start_time = parse_time(status.get("startTime"), f.at("status").at("startTime")) or p.creation_time
+    p.phase = f.at("status").get_str(status, "phase", default="Pending")
+    p.nominated_node = f.at("status").get_str(status, "nominatedNodeName")
+    p.deleting = bool(meta.get("deletionTimestamp"))
+    p.resource_version = str(meta.get("resourceVersion") or "")
+    p.raw = d
+    return p
+
+
+_SPEC_MEMO: dict = {}
+_SPEC_MEMO_SIZE = 4096
+
+
+def _spec_fields(spec: dict, sf: Field, ns: str, labels: dict) -> tuple:
+    """What parse_pod reads from the spec (all but nodeName), memoised by the spec's JSON.
+
+    Pods of one Deployment, Job or benchmark share their spec, and every pod is parsed by
+    several processes (the store's validation, its shard, other shards once it is bound,
+    the binder), so most parses repeat one another. The namespace is part of the key
+    (affinity terms default to it), and so are the labels when there are spread constraints
+    (matchLabelKeys reads them). Only specs that parsed cleanly are remembered: a bad one is
+    parsed again, and its error names its own pod. The values are shared and never modified.
+    """
+    try:
+        body = orjson.dumps(spec if "nodeName" not in spec else {k: v for k, v in spec.items() if k != "nodeName"})
+        key = (ns, body, orjson.dumps(labels) if spec.get("topologySpreadConstraints") else None)
+    except TypeError:  # not JSON-serialisable (odd YAML input): just parse it
+        return _parse_spec(spec, sf, ns, labels)
+    fields = _SPEC_MEMO.get(key)
+    if fields is None:
+        fields = _parse_spec(spec, sf, ns, labels)
+        if len(_SPEC_MEMO) >= _SPEC_MEMO_SIZE:
+            _SPEC_MEMO.clear()
+        _SPEC_MEMO[key] = fields
+    return fields
+
+
+def _parse_spec(spec: dict, sf: Field, ns: str, labels: dict) -> tuple:
     containers = sf.get_list(spec, "containers")
     cf = sf.at("containers")
     if not containers:
@@ -360,39 +408,32 @@ def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
     for i, c in enumerate(containers):
         if c.__class__ is not dict:
             cf.at(i).dict(c)
-    p.images = tuple(c["image"] for c in containers if isinstance(c.get("image"), str))
-    p.node_name = sf.get_str(spec, "nodeName")
-    p.scheduler_name = sf.get_str(spec, "schedulerName", default="default-scheduler")
-    p.priority_class_name = sf.get_str(spec, "priorityClassName")
-    p.priority = sf.get_int(spec, "priority")
+    images = tuple(c["image"] for c in containers if isinstance(c.get("image"), str))
+    scheduler_name = sf.get_str(spec, "schedulerName", default="default-scheduler")
+    priority_class_name = sf.get_str(spec, "priorityClassName")
+    priority = sf.get_int(spec, "priority")
     policy = sf.get_str(spec, "preemptionPolicy")
     if policy and policy not in ("PreemptLowerPriority", "Never"):
         raise sf.at("preemptionPolicy").error(f"must be PreemptLowerPriority or Never, got {policy!r}")
-    p.preemption_policy = policy
-    if priority_classes is not None:
-        resolve_priority(p, priority_classes, sf)
-    elif p.priority is None:  # no classes known (e.g. store validation): lenient default
-        p.priority = SYSTEM_PRIORITY_CLASSES.get(p.priority_class_name, 0)
-    p.requests = _vector(effective_requests(spec, sf), sf)
-    p.requests = p.requests[:PODS] + (1,) + p.requests[PODS + 1:]  # every pod takes one pod slot
-    p.host_ports = _host_ports(containers, cf)
-    p.tolerations = tuple(parse_toleration(t, sf.at("tolerations").at(i))
-                          for i, t in enumerate(sf.get_list(spec, "tolerations")))
-    p.node_selector = sf.get_str_map(spec, "nodeSelector")
+    requests = _vector(effective_requests(spec, sf), sf)
+    requests = requests[:PODS] + (1,) + requests[PODS + 1:]  # every pod takes one pod slot
+    host_ports = _host_ports(containers, cf)
+    tolerations = tuple(parse_toleration(t, sf.at("tolerations").at(i))
+                        for i, t in enumerate(sf.get_list(spec, "tolerations")))
+    node_selector = sf.get_str_map(spec, "nodeSelector")
     aff = sf.get_dict(spec, "affinity")
     af = sf.at("affinity")
     na = af.get_dict(aff, "nodeAffinity")
     naf = af.at("nodeAffinity")
     req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+    required_terms = None
     if req is not None:
         rf = naf.at("requiredDuringSchedulingIgnoredDuringExecution")
         terms = rf.get_list(rf.dict(req), "nodeSelectorTerms")
         if not terms:
             raise rf.at("nodeSelectorTerms").error("must have at least one term")
-        p.required_node_terms = tuple(parse_node_selector_term(t, rf.at("nodeSelectorTerms").at(i))
-                                      for i, t in enumerate(terms))
-    else:
-        p.required_node_terms = None
+        required_terms = tuple(parse_node_selector_term(t, rf.at("nodeSelectorTerms").at(i))
+                               for i, t in enumerate(terms))
     preferred = []
     pf = naf.at("preferredDuringSchedulingIgnoredDuringExecution")
     for i, w in enumerate(naf.get_list(na, "preferredDuringSchedulingIgnoredDuringExecution")):
@@ -402,22 +443,14 @@ def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
         if weight is None or weight > 100:
             raise wf.at("weight").error("must be between 1 and 100")
         preferred.append((weight, parse_node_selector_term(w.get("preference"), wf.at("preference"))))
-    p.preferred_node_terms = tuple(preferred)
-    p.affinity = (_affinity_terms(af.get_dict(aff, "podAffinity"), af.at("podAffinity"), ns)
-                  if aff.get("podAffinity") else EMPTY_AFFINITY)
-    p.anti_affinity = (_affinity_terms(af.get_dict(aff, "podAntiAffinity"), af.at("podAntiAffinity"), ns)
-                       if aff.get("podAntiAffinity") else EMPTY_AFFINITY)
-    p.spread_constraints = tuple(
-        _spread_constraint(c, sf.at("topologySpreadConstraints").at(i), labels)
-        for i, c in enumerate(sf.get_list(spec, "topologySpreadConstraints")))
-    p.creation_time = parse_time(meta.get("creationTimestamp"), mf.at("creationTimestamp"))
-    p.start_time = parse_time(status.get("startTime"), f.at("status").at("startTime")) or p.creation_time
-    p.phase = f.at("status").get_str(status, "phase", default="Pending")
-    p.nominated_node = f.at("status").get_str(status, "nominatedNodeName")
-    p.deleting = bool(meta.get("deletionTimestamp"))
-    p.resource_version = str(meta.get("resourceVersion") or "")
-    p.raw = d
-    return p
+    affinity = (_affinity_terms(af.get_dict(aff, "podAffinity"), af.at("podAffinity"), ns)
+                if aff.get("podAffinity") else EMPTY_AFFINITY)
+    anti_affinity = (_affinity_terms(af.get_dict(aff, "podAntiAffinity"), af.at("podAntiAffinity"), ns)
+                     if aff.get("podAntiAffinity") else EMPTY_AFFINITY)
+    spread = tuple(_spread_constraint(c, sf.at("topologySpreadConstraints").at(i), labels)
+                   for i, c in enumerate(sf.get_list(spec, "topologySpreadConstraints")))
+    return (images, scheduler_name, priority_class_name, priority, policy, requests, host_ports,
+            tolerations, node_selector, required_terms, tuple(preferred), affinity, anti_affinity, spread)
 
 
 def resolve_priority(p: Pod, priority_classes: dict, f: Field | None = None) -> None:

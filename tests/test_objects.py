@@ -629,6 +629,33 @@ def test_spread_constraint_match_label_keys():
     assert p.has_cross_node_constraints()
 
 
+def test_pods_sharing_a_spec_share_its_parse_but_not_what_differs():
+    """Pods with one spec reuse one parse of it (the values are the same objects), yet each
+    keeps its own node, its namespace's affinity default, its labels' matchLabelKeys
+    selector, and a bad spec is reported with its own pod's name every time."""
+    spec = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "db"}}}]}},
+        "tolerations": [{"operator": "Exists"}]}
+    a, b = parse_pod(pod("a", spec=spec)), parse_pod(pod("b", spec={**spec, "nodeName": "n7"}))
+    assert a.tolerations is b.tolerations and a.requests is b.requests
+    assert (a.node_name, b.node_name) == ("", "n7")
+    elsewhere = parse_pod(pod("c", namespace="shop", spec=spec))
+    assert a.affinity[0][0].namespaces == frozenset(["default"])
+    assert elsewhere.affinity[0][0].namespaces == frozenset(["shop"])
+
+    spread = _spread(matchLabelKeys=["rev"])
+    r6 = parse_pod(pod("r6", labels={"app": "web", "rev": "6"}, spec=spread)).spread_constraints[0]
+    r7 = parse_pod(pod("r7", labels={"app": "web", "rev": "7"}, spec=spread)).spread_constraints[0]
+    assert r6.selector.matches({"app": "web", "rev": "6"}) and not r6.selector.matches({"app": "web", "rev": "7"})
+    assert r7.selector.matches({"app": "web", "rev": "7"})
+
+    bad = {"priority": "high"}
+    for name in ("x", "y"):
+        with pytest.raises(ObjectError) as e:
+            parse_pod(pod(name, spec=bad))
+        assert e.value.obj == f"Pod default/{name}" and e.value.field == "spec.priority"
+
+
 # --- e) nodes -----------------------------------------------------------------------------------
 
 def test_allocatable_falls_back_to_capacity():
