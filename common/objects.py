@@ -221,7 +221,7 @@ def _container_requests(c: dict, f: Field) -> dict[str, int]:
         return {}
     rf = f.at("resources")
     reqs = parse_resource_list(res.get("requests"), rf.at("requests"))
-    if res.get("limits"):
+    if res.get("limits") is not None:
         for name, amount in parse_resource_list(res["limits"], rf.at("limits")).items():
             reqs.setdefault(name, amount)  # API defaulting: a limit alone is also the request
     return reqs
@@ -303,8 +303,8 @@ class Pod:
     def counts_like(self, other: "Pod") -> bool:
         """Whether a node holding `other` instead of this pod looks the same to a scheduling
         cycle: the same requests, ports, priority and age, labels and (anti-)affinity terms.
-        True for a bound_copy; a re-parsed pod's affinity terms are new objects, so it is
-        counted anew (correct, just not free)."""
+        True for a bound_copy. Affinity terms compare by identity: a pod parsed again from a
+        changed spec has new ones, so it is counted anew (correct, just not free)."""
         return (self.uid == other.uid and self.requests == other.requests
                 and self.host_ports == other.host_ports and self.priority == other.priority
                 and self.start_time == other.start_time and self.deleting == other.deleting
