@@ -391,6 +391,8 @@ def _spec_fields(spec: dict, sf: Field, ns: str, labels: dict) -> tuple:
         key = (ns, body, orjson.dumps(labels) if spec.get("topologySpreadConstraints") else None)
     except TypeError:  # not JSON-serialisable (odd YAML input): just parse it
         return _parse_spec(spec, sf, ns, labels)
+    if b"null" in body:  # orjson writes YAML's .nan and .inf as null too: keep them apart
+        return _parse_spec(spec, sf, ns, labels)
     fields = _SPEC_MEMO.get(key)
     if fields is None:
         fields = _parse_spec(spec, sf, ns, labels)

@@ -655,6 +655,13 @@ def test_pods_sharing_a_spec_share_its_parse_but_not_what_differs():
             parse_pod(pod(name, spec=bad))
         assert e.value.obj == f"Pod default/{name}" and e.value.field == "spec.priority"
 
+    # YAML's .nan serialises like null: a spec with priority null, parsed first, must not
+    # let a NaN priority through
+    assert parse_pod(pod("null", spec={"priority": None})).priority == 0
+    with pytest.raises(ObjectError) as e:
+        parse_pod(pod("nan", spec={"priority": float("nan")}))
+    assert e.value.field == "spec.priority"
+
 
 # --- e) nodes -----------------------------------------------------------------------------------
 
