@@ -11,6 +11,7 @@ import numpy as np
 
 from common.resources import BASE_RESOURCES, resource_index
 from ..framework import SKIP, Plugin, Status
+from ..node_table import column_index, gather
 from .scoring import MAX_NODE_SCORE
 
 STATE = "NodeResourcesBalancedAllocation"
@@ -23,6 +24,7 @@ class NodeResourcesBalancedAllocation(Plugin):
         super().__init__(args, weight)
         resources = self.args.get("resources") or [{"name": "cpu"}, {"name": "memory"}]
         self.cols = [resource_index(r["name"]) for r in resources]
+        self.col_index = column_index(self.cols)
         #: exactly two base resources (the default cpu and memory): always scored, fast path
         self.two_base = len(self.cols) == 2 and all(c < len(BASE_RESOURCES) for c in self.cols)
 
@@ -39,9 +41,9 @@ class NodeResourcesBalancedAllocation(Plugin):
 
     def score_vec(self, state, pod, table, rows):
         req, use = state[STATE]
-        alloc = table.alloc[rows][:, self.cols]  # only the scored columns of the candidate rows
-        used = table.requested[rows][:, self.cols] + req
-        if self.two_base and (alloc > 0).all():
+        alloc = gather(table.alloc, rows)[:, self.col_index]  # the scored columns of the rows
+        used = gather(table.requested, rows)[:, self.col_index] + req
+        if self.two_base and alloc.min(initial=1) > 0:
             # cpu and memory on every row: kube's |f1 - f2| / 2 without masks (the common case)
             frac = np.minimum(used / alloc, 1.0)
             std = np.abs(frac[:, 0] - frac[:, 1]) / 2

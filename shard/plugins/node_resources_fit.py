@@ -15,6 +15,7 @@ import numpy as np
 from common.resources import CPU, MEMORY, NUM_SLOTS, PODS, resource_index, resource_name
 from ..framework import Plugin, unschedulable
 from ..node_info import nonzero_amounts
+from ..node_table import column_index, gather
 from .scoring import MAX_NODE_SCORE
 
 STATE = "NodeResourcesFit"
@@ -40,19 +41,20 @@ def _score_columns(resources: tuple, requests: tuple) -> tuple:
     requests (read-only): cpu and memory always count and are read from the table's
     non-zero columns (as kube does); any other resource counts only when the pod asks for it.
 
-    Returns (which non-zero columns, None for both in order; the pod's non-zero amounts;
-    other columns; the pod's amounts of them; capacity columns; weights).
+    Returns (which non-zero columns; the pod's non-zero amounts; other columns; the pod's
+    amounts of them; capacity columns; weights; whether all weights are positive; their sum).
     """
     nonzero = [(0 if col == CPU else 1, col, w) for col, w in resources if col in (CPU, MEMORY)]
     others = [(col, w) for col, w in resources if col < NUM_SLOTS and col not in (CPU, MEMORY) and requests[col]]
     k = [i for i, _, _ in nonzero]
     pod_nonzero = nonzero_amounts(requests)
-    return (None if k == [0, 1] else np.array(k, dtype=np.int64),
+    weights = np.array([w for _, _, w in nonzero] + [w for _, w in others], dtype=np.int64)
+    return (column_index(k),
             np.array([pod_nonzero[i] for i in k], dtype=np.int64),
-            np.array([col for col, _ in others], dtype=np.int64),
+            column_index([col for col, _ in others]),
             np.array([requests[col] for col, _ in others], dtype=np.int64),
-            np.array([col for _, col, _ in nonzero] + [col for col, _ in others], dtype=np.int64),
-            np.array([w for _, _, w in nonzero] + [w for _, w in others], dtype=np.int64))
+            column_index([col for _, col, _ in nonzero] + [col for col, _ in others]),
+            weights, bool((weights > 0).all()), int(weights.sum()))
 
 
 class FitState:
@@ -113,25 +115,24 @@ class NodeResourcesFit(Plugin):
         """All scored resources of all rows in one set of array operations (the per-resource
         loop this replaced cost a third of a scheduling cycle in numpy call overhead)."""
         fs = state[STATE]
-        nonzero_k, nonzero_req, other_cols, other_req, cap_cols, weights = _score_columns(
-            self.resources, pod.requests)
+        (nonzero_cols, nonzero_req, other_cols, other_req, cap_cols, weights, positive,
+         weight_total) = _score_columns(self.resources, pod.requests)
         if not len(weights):
             return np.zeros(len(rows), dtype=np.int64)
         parts = []
         if len(nonzero_req):
-            nz = table.nonzero[rows]
-            parts.append((nz if nonzero_k is None else nz[:, nonzero_k]) + nonzero_req)
-        if len(other_cols):
-            parts.append(table.requested[rows][:, other_cols] + other_req)
+            parts.append(gather(table.nonzero, rows)[:, nonzero_cols] + nonzero_req)
+        if len(other_req):
+            parts.append(gather(table.requested, rows)[:, other_cols] + other_req)
         requested = parts[0] if len(parts) == 1 else np.hstack(parts)
-        cap = table.alloc[rows][:, cap_cols]
-        if self.strategy != "RequestedToCapacityRatio" and (weights > 0).all() and (cap > 0).all():
+        cap = gather(table.alloc, rows)[:, cap_cols]
+        if self.strategy != "RequestedToCapacityRatio" and positive and cap.min(initial=1) > 0:
             # Every resource of every row counts: no masks needed (the common case).
             if self.strategy == "LeastAllocated":
                 s = np.maximum((cap - requested) * MAX_NODE_SCORE // cap, 0)
             else:
                 s = np.minimum(requested, cap) * MAX_NODE_SCORE // cap
-            return s @ weights // weights.sum()
+            return s @ weights // weight_total
         has = cap > 0
         safe = np.where(has, cap, 1)
         if self.strategy == "LeastAllocated":

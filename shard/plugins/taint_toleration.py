@@ -10,7 +10,7 @@ from collections import Counter
 import numpy as np
 
 from ..framework import Plugin, unresolvable
-from ..node_table import OVERFLOW_BIT
+from ..node_table import OVERFLOW_BIT, gather
 from .scoring import default_normalize
 
 STATE = "TaintToleration"
@@ -43,7 +43,7 @@ class TaintToleration(Plugin):
 
     def filter_vec(self, state, pod, table, rows):
         tolerated, _, _ = state[STATE]
-        bits = table.taints[rows]
+        bits = gather(table.taints, rows)
         ok = (bits & ~tolerated) == 0
         if not table.taint_bits.overflowed:
             return ok
@@ -89,7 +89,7 @@ class TaintToleration(Plugin):
 
     def score_vec(self, state, pod, table, rows):
         _, tolerated, _ = state[STATE]
-        bits = table.prefer_taints[rows]
+        bits = gather(table.prefer_taints, rows)
         scores = np.bitwise_count(bits & ~tolerated).astype(np.int64)
         if not table.prefer_bits.overflowed:
             return scores
