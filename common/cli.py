@@ -15,13 +15,11 @@ import yaml
 
 from . import config as config_mod
 from . import fleet as fleet_mod
-from .errors import StoreUnavailable
-
-EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+from .errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, StoreUnavailable, print_error
 
 
 def fail(message: str, code: int = EXIT_USAGE):
-    print(f"shardsched: error: {message}", file=sys.stderr)
+    print_error(message)
     raise SystemExit(code)
 
 
@@ -82,7 +80,8 @@ def cmd_config(args) -> int:
 
 
 def cmd_simulate(args) -> int:
-    from shard.simulate import UsageError, dumps, simulate
+    from shard.simulate import dumps, simulate
+    from .manifests import UsageError
 
     try:
         cfg = config_mod.load(args.config)

@@ -20,12 +20,11 @@ import orjson
 import yaml
 
 from . import config as config_mod
-from .errors import ObjectError
-from .objects import object_key, parse_node, parse_object, parse_pod, parse_priority_class
+from .errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, ObjectError, print_error
+from .manifests import UsageError, read_documents
+from .objects import CREATE_ORDER, object_key, parse_node, parse_object, parse_pod, parse_priority_class
 from .resources import CPU, MEMORY, PODS, format_amount, known_resources, resource_name, vadd
 from .verify import TERMINAL, summary, verify_store
-
-EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
 #: kind -> (apiVersion, kubectl's resource name in "created"/"deleted" lines)
 KINDS = {
@@ -34,22 +33,14 @@ KINDS = {
     "PodDisruptionBudget": ("policy/v1", "poddisruptionbudget.policy"),
     "Pod": ("v1", "pod"),
 }
-#: Creation order within one input (stable otherwise): a pod never appears before the
-#: PriorityClass it names or the node it is pinned to, so a running scheduler never sees it
-#: half-defined.
-CREATE_ORDER = tuple(KINDS)
 #: Command-line spellings of the kinds `get` and `delete` take.
 ALIASES = {"pod": "Pod", "pods": "Pod", "po": "Pod", "node": "Node", "nodes": "Node", "no": "Node"}
 NO_STORE_HELP = ("store URL; required here (or store.url in --config): these commands act on an "
                  "existing store and never start an embedded redis-server")
 
 
-class UsageError(Exception):
-    """Unreadable or empty input: exit 2, nothing is created."""
-
-
 def fail(message: str, code: int) -> int:
-    print(f"shardsched: error: {message}", file=sys.stderr)
+    print_error(message)
     return code
 
 
@@ -69,44 +60,6 @@ def opened_store(args):
 
 
 # --- create -------------------------------------------------------------------------------
-
-def read_documents(path: str) -> list:
-    """The objects in `path` ('-' = stdin): JSON, or YAML with one or more documents; a
-    `kind: List` (or any *List with items) contributes its items."""
-    try:
-        if path == "-":
-            text = sys.stdin.read()
-        else:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{path}: {getattr(e, 'strerror', None) or e}") from None
-    docs = _parse_text(text, path)
-    out = []
-    for doc in docs:
-        if isinstance(doc, dict) and str(doc.get("kind") or "").endswith("List") \
-                and isinstance(doc.get("items"), list):
-            out.extend(doc["items"])
-        elif doc is not None:
-            out.append(doc)
-    if not out:
-        raise UsageError(f"{path}: no objects to create")
-    return out
-
-
-def _parse_text(text: str, path: str) -> list:
-    """JSON first (PyYAML's YAML 1.1 misreads some valid JSON), then YAML."""
-    if text.lstrip()[:1] in ("{", "["):
-        try:
-            doc = orjson.loads(text)
-            return doc if isinstance(doc, list) else [doc]
-        except orjson.JSONDecodeError:
-            pass
-    try:
-        return list(yaml.safe_load_all(text))
-    except yaml.YAMLError as e:
-        raise UsageError(f"{path}: not valid YAML or JSON: {e}") from None
-
 
 def check_document(doc, classes: dict):
     """Validate one object as the API server would before storing it: the store's own
@@ -166,6 +119,8 @@ def cmd_create(args) -> int:
     """`create -f FILE`: every valid object is created even when others are rejected."""
     try:
         docs = read_documents(args.file)
+        if not docs:
+            raise UsageError(f"{args.file}: no objects to create")
     except UsageError as e:
         return fail(str(e), EXIT_USAGE)
     with opened_store(args) as store:
@@ -177,7 +132,7 @@ def cmd_create(args) -> int:
         if f"{kind} {key}" not in failed:
             print(f"{_display_name(kind, key)} created")
     for e in errors:
-        print(f"shardsched: error: {e}", file=sys.stderr)
+        print_error(str(e))
     return EXIT_REJECTED if errors else EXIT_OK
 
 

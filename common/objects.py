@@ -21,6 +21,9 @@ from .selectors import (
 )
 
 KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass")
+#: The kinds in dependency order, for creating and for listing: a pod never comes before the
+#: PriorityClass it names or the node it is pinned to, so no reader sees it half-defined.
+CREATE_ORDER = ("PriorityClass", "Node", "PodDisruptionBudget", "Pod")
 NAMESPACED = {"Pod", "PodDisruptionBudget"}
 #: kube-apiserver's built-in classes, present on every cluster.
 SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}

@@ -13,15 +13,13 @@ import time
 
 from common.errors import ObjectError
 from common.informer import Informer
-from common.objects import parse_object
+from common.objects import CREATE_ORDER, parse_object
 from .cache import ShardCache
 from .disruption import VICTIMS_TERMINATING, eviction_failures, refusal
 from .framework import SUCCESS
 from .queue import SchedulingQueue
 from .scheduler import Scheduler
 from .waiting import Wait, WaitingPods
-
-KIND_ORDER = ("PriorityClass", "Node", "PodDisruptionBudget", "Pod")
 
 
 class ShardLoop:
@@ -44,7 +42,7 @@ class ShardLoop:
         self.errors: dict[str, ObjectError] = {}
         self.messages: dict[str, str] = {}  # pod key -> last unschedulable message
         self.evicted_by: dict[str, str] = {}  # victim pod key -> key of the pod that preempted it
-        self.informer = Informer(store, KIND_ORDER, self.apply, self._forget_everything)
+        self.informer = Informer(store, CREATE_ORDER, self.apply, self._forget_everything)
         #: Server mode: only pods the dispatcher handed to this shard are scheduled here.
         self.dispatched: set[str] | None = None
         #: Server mode: sends a decision to a binder instead of running the Bind plugins;

@@ -9,38 +9,12 @@ should simulate without edits.
 from __future__ import annotations
 
 import orjson
-import yaml
 
 from common.errors import Conflict, ObjectError
-from common.objects import parse_object
+from common.manifests import read_documents
+from common.objects import CREATE_ORDER, parse_object
 from common.store.memory import MemoryStore
 from .loop import ShardLoop
-
-CREATE_ORDER = ("PriorityClass", "Node", "PodDisruptionBudget", "Pod")
-
-
-class UsageError(Exception):
-    """Unreadable input: exit status 2."""
-
-
-def read_manifests(paths) -> list:
-    docs = []
-    for path in paths:
-        try:
-            with open(path) as fh:
-                loaded = list(yaml.safe_load_all(fh))
-        except OSError as e:
-            raise UsageError(f"{path}: {e.strerror}") from None
-        except yaml.YAMLError as e:
-            raise UsageError(f"{path}: not valid YAML: {e}") from None
-        for doc in loaded:
-            if doc is None:
-                continue
-            if isinstance(doc, dict) and doc.get("kind") == "List":
-                docs.extend(doc.get("items") or [])
-            else:
-                docs.append(doc)
-    return docs
 
 
 def _describe(doc) -> str:
@@ -54,7 +28,7 @@ def _describe(doc) -> str:
 
 def simulate(paths, cfg: dict, seed: int = 0) -> tuple[dict, int]:
     """Returns (the JSON document, exit status 0 or 1)."""
-    docs = read_manifests(paths)
+    docs = [doc for path in paths for doc in read_documents(path)]
     errors = []
     accepted = []
     classes = {}
