@@ -26,7 +26,7 @@ run: setup
 test: setup kube-bins
 	$(BIN)/pytest
 
-# The real components of the end-to-end tests (tests/kube_cluster.py): etcd from Debian,
+# The real components of the end-to-end tests and kube_vs (benchmarks/kube_cluster.py): etcd from Debian,
 # kubectl (kustomize and the manifest checks), and kube-apiserver, kube-scheduler and kwok
 # built from the Go module proxy into .cache/kube-bin/<versions>/, once per machine.
 # k8s.io/kubernetes cannot be `go install`ed (its go.mod replaces the k8s.io staging modules

@@ -14,18 +14,17 @@ events and records when each pod is bound. Reported:
 from __future__ import annotations
 
 import copy
-import os
 import threading
 import time
 
-from common import config as config_mod
 from common import fleet as fleet_mod
+from common import top
+from common.local_cluster import LocalCluster
 from common.store import open_store
 from common.store.embedded import EmbeddedRedis
-from common import top
-from common.up import LocalCluster
+from common.verify import verify_store
 
-from . import harness, report
+from . import harness
 from .workloads import WORKLOADS
 
 CREATE_BATCH = 500
@@ -120,8 +119,6 @@ def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: flo
         settle_s: float = 10.0, timeout_s: float = 1800.0, quiet: bool = False,
         live: bool = False) -> dict:
     """One measured run; returns the report (the JSON document)."""
-    from common.verify import verify_store
-
     with EmbeddedRedis() as server:
         store = open_store(server.url)
         t = time.monotonic()
@@ -231,55 +228,3 @@ def _row(name: str, doc: dict, full: dict) -> dict:
     return {"variant": name, "throughput": tp, "p99_ms": doc["e2e_latency_ms"]["p99"],
             "ratio": round(tp / base, 2) if base else None, "scheduled": doc["scheduled"],
             "verify_ok": doc["verify"]["ok"]}
-
-
-def main(args) -> int:
-    cfg = config_mod.load(args.config)
-    cfg["shards"]["count"] = args.shards
-    if args.binders is not None:
-        cfg["binders"]["count"] = args.binders
-    for section in ("shards", "binders"):
-        cfg[section]["basePort"] = 0  # never collide with a running `shardsched up`
-        cfg[section]["metricsBasePort"] = 0
-    cfg["dispatcher"]["port"] = cfg["dispatcher"]["metricsPort"] = 0
-    doc = run(cfg, args.nodes, args.profile, args.pods, args.workload, args.rate, args.seed,
-              quiet=args.quiet, live=args.live)
-    harness.print_bench(doc)
-    if args.ablation:
-        doc["ablation"] = ablation(cfg, doc, args)
-        harness.print_table("ablation (ratio = throughput / full configuration's)",
-                            {r["variant"]: {k: v for k, v in r.items() if k != "variant"}
-                             for r in doc["ablation"]})
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    harness.write_json(args.json, doc)
-    with open(os.path.splitext(args.json)[0] + ".md", "w") as fh:
-        fh.write(report.markdown(doc))
-    if args.plot:
-        for path in report.plot(doc, args.plot):
-            print(f"wrote {path}")
-    ok = doc["verify"]["ok"] and all(r["verify_ok"] for r in doc.get("ablation", []))
-    return 0 if ok else 1
-
-
-def add_command(sub) -> None:
-    b = sub.add_parser("bench", help="run the whole stack on an embedded Redis and measure it")
-    b.add_argument("--nodes", type=int, default=20000)
-    b.add_argument("--profile", choices=fleet_mod.PROFILES, default="mixed")
-    b.add_argument("--pods", type=int, default=50000)
-    b.add_argument("--workload", choices=sorted(WORKLOADS), default="basic")
-    b.add_argument("--shards", type=int, default=2)
-    b.add_argument("--binders", type=int)
-    b.add_argument("--rate", type=float, default=0.0, help="pods created per second (0 = as fast as possible)")
-    b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--config", help="configuration file (default: built-in defaults)")
-    b.add_argument("--json", default="bench.json",
-                   help="write the report here (default bench.json), and a Markdown summary beside it")
-    b.add_argument("--ablation", action="store_true",
-                   help="also run the workload with each optimisation switched off in turn")
-    b.add_argument("--variant-seconds", type=float, default=180.0,
-                   help="with --ablation: longest run of one variant (default 180)")
-    b.add_argument("--plot", metavar="DIR", help="write PNG charts into DIR")
-    b.add_argument("--quiet", action="store_true", help="no progress bar")
-    b.add_argument("--live", action="store_true",
-                   help="show the live table of shards and binders (as `shardsched top`) while it runs")
-    b.set_defaults(func=main)

@@ -2,7 +2,7 @@
 
     python -m benchmarks.kube_vs [--nodes 5000] [--pods N] [--shards N] [--rate R] [--json FILE]
 
-One control plane from tests/kube_cluster.py (etcd, kube-apiserver, kwok; `make kube-bins`
+One control plane from benchmarks/kube_cluster.py (etcd, kube-apiserver, kwok; `make kube-bins`
 builds them), one fresh kwok fleet (`shardsched fleet --nodes N --profile P -o yaml |
 kubectl create -f -`), then the same pods (a `shardsched bench` workload, the same count and
 shapes, created at the same rate by this process) scheduled twice, first by shardsched
@@ -32,10 +32,9 @@ from common import fleet as fleet_mod
 from common.store.kube_store import KubeStore
 from common.verify import verify_store
 
-from . import e2e, harness
+from . import e2e, harness, kube_cluster
 from .workloads import WORKLOADS
 
-ROOT = Path(__file__).resolve().parent.parent
 #: Create calls in flight at once.
 CREATORS = 16
 SIDES = ("shardsched", "kube-scheduler")
@@ -93,13 +92,6 @@ def clear_pods(store: KubeStore, namespace: str) -> None:
 
 
 # --- the benchmark ----------------------------------------------------------------------------
-
-def _kube_cluster():
-    """tests/kube_cluster.py, imported the way the tests' conftest imports it."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    import kube_cluster
-    return kube_cluster
-
 
 def _cpu_s(pid: int) -> float:
     """CPU seconds (user + system) a process has used so far."""
@@ -213,7 +205,7 @@ def _progress(side: str, total: int):
 
 
 def shardsched_cluster(kubeconfig: Path, args, log_dir: str):
-    from common.up import LocalCluster
+    from common.local_cluster import LocalCluster
 
     cfg = config_mod.defaults()
     cfg["store"]["kubeconfig"] = str(kubeconfig)
@@ -257,10 +249,9 @@ def main(argv=None) -> int:
                    help="stop waiting once no pod was bound for this many seconds")
     args = p.parse_args(argv)
 
-    kc = _kube_cluster()
     with tempfile.TemporaryDirectory(prefix="kube-vs-") as tmp:
         work = Path(tmp)
-        cluster = kc.KubeCluster(work, kc.kube_bin_dir())
+        cluster = kube_cluster.KubeCluster(work, kube_cluster.kube_bin_dir())
         store = None
         try:
             cluster.start()

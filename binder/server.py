@@ -12,14 +12,13 @@ import threading
 import orjson
 
 from common.component import Component, metrics_port_for, port_for
-from common.metrics import BinderMetrics
+from common.disruption import VICTIMS_TERMINATING, eviction_failures
 from common.errors import ObjectError
 from common.informer import Informer
+from common.metrics import BinderMetrics
 from common.objects import parse_object
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
-
-from shard.disruption import VICTIMS_TERMINATING, eviction_failures
 
 from .view import BinderView
 
@@ -146,3 +145,8 @@ class BinderServer(Component, rpc.BinderServicer):
         self.start(self.watch_forever)
         self.stop_event.wait()
         self.shutdown()
+
+
+def build(cfg: dict, store, args) -> BinderServer:
+    """The component `python -m binder` runs (see common.runner)."""
+    return BinderServer(cfg, store, int(args.id), port=args.port, metrics_port=args.metrics_port)

@@ -2,27 +2,27 @@
 
 Shards decide against snapshots that may be a few events old and race with each other, so
 the binder re-checks each decision against the freshest state it has: the store's watch
-plus the commits it has made itself and not yet seen come back (kept as assumptions in a
-ShardCache, exactly as a shard keeps its own). A decision that passes is counted at once, so
+plus the commits it has made itself and not yet seen come back (kept as assumptions in
+common.accounting's PodAccounting, exactly as a shard keeps its own, but without the
+shard's splay trees and generations, which the binder never reads). A decision that passes is counted at once, so
 two decisions in one batch cannot both take the last slot of a node.
 """
 from __future__ import annotations
 
+from common.accounting import PodAccounting
+from common.disruption import Budgets, refusal
 from common.errors import ObjectError
-from common.objects import parse_object
+from common.objects import parse_object, raw_pod_key
+from common.partition import binder_for
+from common.predicates import host_ports_conflict
 from common.resources import fits, resource_name, vadd
-from shard.cache import ShardCache
-from shard.disruption import Budgets, refusal
-from shard.plugins.node_ports import conflicts
-
-from .partition import binder_for
 
 
 class BinderView:
     def __init__(self, index: int = 0, binders: int = 1, assume_ttl: float = 30.0):
         self.index = index
         self.binders = binders
-        self.cache = ShardCache(assume_ttl)
+        self.cache = PodAccounting(assume_ttl)
         self.pending: dict[str, str] = {}   # pending pod key -> uid, as the watch shows it
         self.claimed: set[str] = set()      # victims of decisions in flight
         self.pdbs: dict = {}                # PodDisruptionBudgets by key
@@ -45,7 +45,7 @@ class BinderView:
             return
         if kind != "Pod":
             return
-        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        key = raw_pod_key(obj)
         if type_ == "DELETED":
             self.pending.pop(key, None)
             self.cache.remove_pod(key)
@@ -60,8 +60,7 @@ class BinderView:
             self.cache.set_pod(pod)
 
     def _apply_pdb(self, type_: str, obj: dict) -> None:
-        meta = obj.get("metadata") or {}
-        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        key = raw_pod_key(obj)  # a PDB's key has the same namespace/name form
         pdb = None if type_ == "DELETED" else self._parse(obj)
         if pdb is None:
             self.pdbs.pop(key, None)
@@ -132,7 +131,7 @@ class BinderView:
             for key, _ in victims:
                 for port in info.pods[key].host_ports:
                     in_use[port] -= 1
-            if conflicts(pod.host_ports, {p: n for p, n in in_use.items() if n > 0}):
+            if host_ports_conflict(pod.host_ports, {p: n for p, n in in_use.items() if n > 0}):
                 return f"HostPortConflict on {node_name}"
         return None
 

@@ -8,6 +8,7 @@ goodbye message needed.
 from __future__ import annotations
 
 import gc
+import logging
 import signal
 import threading
 import time
@@ -16,9 +17,14 @@ from concurrent import futures
 
 import grpc
 
-from . import metrics
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
+
+from . import metrics
+from .errors import StoreUnavailable
+from .logs import ErrorLog
+
+log = logging.getLogger(__name__)
 
 #: Messages may carry thousands of pods; gRPC's 4 MiB default is too small for that.
 MAX_MESSAGE = 256 * 1024 * 1024
@@ -61,6 +67,8 @@ class Component(rpc.ComponentServicer):
         self.counters: Counter = Counter()
         self.stop_event = threading.Event()
         self.server: grpc.Server | None = None
+        self.errors = ErrorLog(logging.getLogger(f"{__name__}.{self.role}"))
+        self._lease_held = False
 
     @property
     def address(self) -> str:
@@ -100,27 +108,48 @@ class Component(rpc.ComponentServicer):
         self.server = server
         if self.registry is not None:
             self.metrics_address = metrics.serve(self.registry, self.host, self.metrics_port)
+        log.info("%s %s serving gRPC on %s%s", self.role, self.id, self.address,
+                 f", metrics on {self.metrics_address}" if self.metrics_address else "")
 
     def renew_lease(self) -> None:
         self.store.put_lease(self.role, self.id, self.address, self.lease_ttl)
+        if not self._lease_held:
+            self._lease_held = True
+            log.info("%s %s holds its lease (ttl %.1f s)", self.role, self.id, self.lease_ttl)
 
     def leases_forever(self) -> None:
         """Renew the lease a few times per TTL until stopped (runs on its own thread)."""
         while not self.stop_event.wait(self.lease_ttl / 4):
             try:
                 self.renew_lease()
-            except Exception:  # the store may be down for a moment: keep trying
+            except Exception as e:  # the store may be down for a moment: keep trying
                 self.counters["lease_errors"] += 1
+                if self._lease_held:
+                    self._lease_held = False
+                    log.warning("%s %s cannot renew its lease: %s", self.role, self.id, e)
 
     def loop_forever(self, step) -> None:
-        """Call `step` until stopped. A failing step (the store unreachable for a moment) is
-        counted and retried: the store is the source of truth and every loop resumes from
-        the last event it applied, so nothing is lost by trying again."""
+        """Call `step` until stopped. A failing step is logged (each distinct error once,
+        with its traceback), counted and retried after a pause: the store is the source of
+        truth and every loop resumes from the last event it applied, so nothing is lost by
+        trying again. A store outage is expected now and then and says so; anything else is
+        a bug, logged as an error."""
+        outage = False
         while not self.stop_event.is_set():
             try:
                 step()
-            except Exception:
+                if outage:
+                    outage = False
+                    log.info("store reachable again")
+            except StoreUnavailable as e:
                 self.counters["loop_errors"] += 1
+                if not outage:
+                    outage = True
+                    log.warning("store unavailable, retrying: %s", e)
+                self.stop_event.wait(0.2)
+            except Exception as e:
+                self.counters["loop_errors"] += 1
+                self.errors.error(f"{self.role} {self.id} loop step failed", e)
                 self.stop_event.wait(0.2)
 
     def start(self, *background) -> None:
@@ -139,13 +168,14 @@ class Component(rpc.ComponentServicer):
         return threads
 
     def shutdown(self) -> None:
+        log.info("%s %s shutting down", self.role, self.id)
         self.stop_event.set()
         if self.server is not None:
             self.server.stop(grace=1.0)
         try:
             self.store.drop_lease(self.role, self.id)
-        except Exception:
-            pass  # the lease expires by itself
+        except Exception as e:
+            log.warning("could not drop the lease (it expires by itself): %s", e)
 
 
 def settle_heap() -> None:
@@ -172,3 +202,9 @@ def stop_on_signals(component: Component) -> None:
 
 def channel(address: str) -> grpc.Channel:
     return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+
+
+def status_of(address: str, timeout: float = 5.0):
+    """The Status reply of the process listening at `address` (raises grpc.RpcError)."""
+    with channel(address) as ch:
+        return rpc.ComponentStub(ch).Status(pb.StatusRequest(), timeout=timeout)

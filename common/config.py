@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from . import plugin_names
+
 API_VERSION = "shardsched.io/v1alpha1"
 KIND = "ShardschedConfiguration"
 
@@ -234,9 +236,7 @@ def _merge(schema: dict, value, path: str) -> dict:
 
 
 def _cross_checks(cfg: dict) -> None:
-    from shard.registry import known_plugins  # the plugin registry lives with the shard
-
-    known = known_plugins()
+    known = plugin_names.KNOWN
     for i, prof in enumerate(cfg["profiles"]):
         for section in ("enabled", "disabled"):
             for j, entry in enumerate(prof["plugins"][section]):

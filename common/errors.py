@@ -5,16 +5,6 @@ scheduler can report *which* object and *which* field was wrong, and keep servin
 """
 from __future__ import annotations
 
-import sys
-
-#: Exit statuses of the shardsched commands: done; some input rejected (the rest was done);
-#: unusable input or arguments (nothing was done).
-EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
-
-
-def print_error(message: str) -> None:
-    print(f"shardsched: error: {message}", file=sys.stderr)
-
 
 class ObjectError(ValueError):
     """A Kubernetes object (or config document) that cannot be accepted.

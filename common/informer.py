@@ -8,10 +8,14 @@ and rebuilt from a fresh list: a relist is always correct, just not cheap.
 """
 from __future__ import annotations
 
+import logging
+import time
 from typing import Callable, Iterable
 
 from .errors import ResourceVersionTooOld
 from .store.base import rv_order
+
+log = logging.getLogger(__name__)
 
 
 class Informer:
@@ -28,9 +32,9 @@ class Informer:
         self.on_event = on_event
         self.on_relist = on_relist
         self.rv: str | None = None
-        self.relists = 0
 
     def start(self) -> None:
+        t = time.monotonic()
         listed = []
         rv = None
         for kind in self.kinds:
@@ -42,6 +46,8 @@ class Informer:
             for obj in objs:
                 self.on_event("ADDED", kind, obj)
         self.rv = rv
+        log.info("listed %s in %.2f s (resourceVersion %s)",
+                 ", ".join(f"{len(objs)} {kind}" for kind, objs in listed), time.monotonic() - t, rv)
 
     def sync(self, timeout: float = 0.0, max_events: int = 10000) -> int:
         """Apply the events since the last sync (waiting up to `timeout` for the first)."""
@@ -49,7 +55,7 @@ class Informer:
             events = self.store.poll(self.rv, timeout=timeout, max_events=max_events,
                                      kinds=self.kinds)
         except ResourceVersionTooOld:
-            self.relists += 1
+            log.warning("watch history after %s is gone: relisting %s", self.rv, ", ".join(self.kinds))
             if self.on_relist is not None:
                 self.on_relist()
             self.start()

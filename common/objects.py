@@ -27,11 +27,22 @@ CREATE_ORDER = ("PriorityClass", "Node", "PodDisruptionBudget", "Pod")
 NAMESPACED = {"Pod", "PodDisruptionBudget"}
 #: kube-apiserver's built-in classes, present on every cluster.
 SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+#: Pods of one group carry this label (scheduler-plugins' coscheduling); the dispatcher keeps
+#: them on one shard.
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+#: Phases of pods that hold nothing on their node any more.
+TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
 def object_key(kind: str, namespace: str, name: str) -> str:
     return f"{namespace}/{name}" if kind in NAMESPACED else name
+
+
+def raw_pod_key(obj: dict) -> str:
+    """"namespace/name" of a pod dict as a watch delivers it, without parsing the pod (the
+    dispatcher, the binder and the shard read it from every event)."""
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
 
 
 def parse_time(value, f: Field) -> float:
@@ -284,10 +295,6 @@ class Pod:
         "creation_time", "start_time", "phase", "nominated_node", "deleting", "resource_version",
         "raw",
     )
-
-    @property
-    def pod_group(self) -> str | None:
-        return self.labels.get(POD_GROUP_LABEL)
 
     @property
     def bound(self) -> bool:

@@ -13,24 +13,16 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from proto import shardsched_pb2 as pb
-from proto import shardsched_pb2_grpc as rpc
-
-from .component import channel
+from .component import status_of
 
 COLUMNS = ("process", "pods/s", "active", "backoff", "unschedulable", "in flight", "attempts",
            "bound", "conflicts", "threshold", "p99 cycle ms", "uptime s")
 
 
-def status(address: str, timeout: float = 2.0):
-    with channel(address) as ch:
-        return rpc.ComponentStub(ch).Status(pb.StatusRequest(), timeout=timeout)
-
-
 def discover(dispatcher: str | None, store) -> list[tuple[str, str, str]]:
     """(role, id, address) of every shard and binder."""
     if dispatcher:
-        return [(p.role, p.id, p.address) for p in status(dispatcher).peers]
+        return [(p.role, p.id, p.address) for p in status_of(dispatcher, 2.0).peers]
     return [(role, id_, address) for role in ("shard", "binder")
             for id_, address in sorted(store.list_leases(role).items())]
 
@@ -42,7 +34,7 @@ def table(rows: list[tuple[str, str, str]], previous: dict, elapsed: float) -> T
     for role, id_, address in rows:
         name = f"{role} {id_}"
         try:
-            s = status(address)
+            s = status_of(address, 2.0)
         except grpc.RpcError:
             t.add_row(name, *(["-"] * (len(COLUMNS) - 2)), "down")
             continue

@@ -11,14 +11,11 @@ from __future__ import annotations
 from collections import Counter
 
 from .errors import ObjectError
-from .objects import parse_node, parse_pod
+from .objects import TERMINAL_PHASES, parse_node, parse_pod
+from .predicates import HARD_EFFECTS, host_ports_conflict, node_matches
 from .resources import resource_name, vadd
 from .selectors import tolerated
-from shard.plugins.node_affinity import node_matches
-from shard.plugins.node_ports import conflicts
 
-TERMINAL = ("Succeeded", "Failed")
-HARD_EFFECTS = ("NoSchedule", "NoExecute")
 SHOWN = 20  # violations listed in the summary
 
 
@@ -35,7 +32,7 @@ def verify(nodes, pods) -> dict:
     uids: dict[str, str] = {}
     bound = pending = 0
     for p in pods:
-        if p.phase in TERMINAL:
+        if p.phase in TERMINAL_PHASES:
             continue
         if not p.node_name:
             pending += 1
@@ -52,7 +49,7 @@ def verify(nodes, pods) -> dict:
             continue
         used[node.name] = vadd(used[node.name], p.requests) if node.name in used else p.requests
         in_use = ports.setdefault(node.name, {})
-        if p.host_ports and conflicts(p.host_ports, in_use):
+        if p.host_ports and host_ports_conflict(p.host_ports, in_use):
             bad("host-port", where, f"host port {p.host_ports} already in use on {node.name}")
         for port in p.host_ports:
             in_use[port] = in_use.get(port, 0) + 1

@@ -15,22 +15,24 @@ What it does:
 """
 from __future__ import annotations
 
+import logging
 import queue
 import random
-import threading
 import time
 
 import orjson
 
-from common.component import Component, channel, metrics_port_for
-from common.metrics import DispatcherMetrics
+from common.component import Component, metrics_port_for
 from common.informer import Informer
+from common.links import StreamLink
+from common.metrics import DispatcherMetrics
+from common.objects import POD_GROUP_LABEL, TERMINAL_PHASES, raw_pod_key
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
-POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+log = logging.getLogger(__name__)
+
 MEMBERSHIP_EVERY_S = 0.5
-TERMINAL = ("Succeeded", "Failed")
 
 
 class Pending:
@@ -43,42 +45,17 @@ class Pending:
         self.avoid: str | None = None  # the shard that gave it back or sat on it too long
 
 
-class ShardLink:
-    """The Dispatch stream to one shard; its reports go to the dispatcher's inbox."""
+class ShardLink(StreamLink):
+    """The Dispatch stream to one shard; `held` are the pods dispatched to it and not yet
+    bound or revoked; its reports go to the dispatcher's inbox."""
 
     def __init__(self, id_: str, address: str, inbox):
+        super().__init__("shard", f"shard {id_}", address,
+                         lambda ch, requests: rpc.ShardStub(ch).Dispatch(requests), inbox)
         self.id = id_
-        self.address = address
-        self.held: set[str] = set()   # pods dispatched to it and not yet bound or revoked
-        self.alive = True
-        self._out: queue.SimpleQueue = queue.SimpleQueue()
-        self._channel = channel(address)
-        self._responses = rpc.ShardStub(self._channel).Dispatch(self._requests())
-        self._inbox = inbox
-        threading.Thread(target=self._receive, daemon=True, name=f"shard-link-{id_}").start()
-
-    def _requests(self):
-        while True:
-            batch = self._out.get()
-            if batch is None:
-                return
-            yield batch
-
-    def _receive(self) -> None:
-        try:
-            for report in self._responses:
-                self._inbox.put(("report", self, report))
-        except Exception:
-            pass  # the shard died or closed the stream; reported just below
-        self._inbox.put(("shard_down", self, None))
 
     def send(self, pods: list, revoked: list[str]) -> None:
-        self._out.put(pb.PodBatch(pods=pods, revoked=revoked))
-
-    def close(self) -> None:
-        self.alive = False
-        self._out.put(None)
-        self._channel.close()
+        super().send(pb.PodBatch(pods=pods, revoked=revoked))
 
 
 class Dispatcher(Component):
@@ -99,6 +76,9 @@ class Dispatcher(Component):
         self.rng = random.Random(seed)
         self.pending: dict[str, Pending] = {}
         self.unsent: dict[str, None] = {}        # pending keys waiting for a shard, in order
+        #: Pending keys dispatched to a shard, oldest dispatch first: the re-dispatch check
+        #: stops at the first one that is not overdue.
+        self.sent: dict[str, None] = {}
         self.revoke: dict[str, list[str]] = {}   # shard id -> keys it must drop
         self.shards: dict[str, ShardLink] = {}
         self.groups: dict[str, str] = {}         # pod group -> shard id
@@ -123,9 +103,9 @@ class Dispatcher(Component):
     def _apply(self, type_: str, kind: str, obj: dict) -> None:
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
-        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        key = raw_pod_key(obj)
         done = (type_ == "DELETED" or spec.get("nodeName") or meta.get("deletionTimestamp")
-                or (obj.get("status") or {}).get("phase") in TERMINAL
+                or (obj.get("status") or {}).get("phase") in TERMINAL_PHASES
                 or (spec.get("schedulerName") or "default-scheduler") not in self.names)
         known = self.pending.get(key)
         if done:
@@ -145,6 +125,7 @@ class Dispatcher(Component):
     def _forget(self, p: Pending, revoke: bool) -> None:
         del self.pending[p.key]
         self.unsent.pop(p.key, None)
+        self.sent.pop(p.key, None)
         link = self.shards.get(p.shard) if p.shard else None
         if link is not None:
             link.held.discard(p.key)
@@ -152,8 +133,17 @@ class Dispatcher(Component):
                 self.revoke.setdefault(link.id, []).append(p.key)
 
     def _relist(self) -> None:
+        log.info("relisting pods: forgetting %d pending pods", len(self.pending))
         for p in list(self.pending.values()):
             self._forget(p, revoke=True)
+
+    def _unassign(self, p: Pending, avoid: str | None = None) -> None:
+        """Back to the pods waiting for a shard (avoiding `avoid` next time, if given)."""
+        self.sent.pop(p.key, None)
+        p.shard = None
+        if avoid is not None:
+            p.avoid = avoid
+        self.unsent[p.key] = None
 
     # --- shards -----------------------------------------------------------------------------
 
@@ -168,6 +158,7 @@ class Dispatcher(Component):
                 self._shard_down(link)
         for id_, address in leases.items():
             if id_ not in self.shards:
+                log.info("shard %s joined at %s", id_, address)
                 self.shards[id_] = ShardLink(id_, address, self.inbox)
                 self.counters["shards_joined"] += 1
                 self.metrics.shard_up.labels(id_).set(1)
@@ -177,6 +168,7 @@ class Dispatcher(Component):
     def _shard_down(self, link: ShardLink) -> None:
         link.close()
         if self.shards.get(link.id) is link:
+            log.warning("shard %s lost; re-dispatching its %d pods", link.id, len(link.held))
             del self.shards[link.id]
             self.counters["shards_lost"] += 1
             self.metrics.shard_up.labels(link.id).set(0)
@@ -185,8 +177,7 @@ class Dispatcher(Component):
         for key in link.held:
             p = self.pending.get(key)
             if p is not None:
-                p.shard = None
-                self.unsent[key] = None
+                self._unassign(p)
         for group, id_ in list(self.groups.items()):
             if id_ == link.id:
                 del self.groups[group]
@@ -196,8 +187,7 @@ class Dispatcher(Component):
             p = self.pending.get(key)
             if p is not None and p.shard == link.id:
                 link.held.discard(key)
-                p.shard, p.avoid = None, link.id
-                self.unsent[key] = None
+                self._unassign(p, avoid=link.id)
                 self.counters["returned"] += 1
 
     def _drain(self) -> None:
@@ -206,9 +196,9 @@ class Dispatcher(Component):
                 what, link, payload = self.inbox.get_nowait()
             except queue.Empty:
                 return
-            if what == "report":
+            if payload is not None:
                 self._take_back(link, payload.returned)
-            elif what == "shard_down" and self.shards.get(link.id) is link:
+            elif self.shards.get(link.id) is link:
                 self._shard_down(link)
 
     # --- dispatching ------------------------------------------------------------------------
@@ -220,15 +210,21 @@ class Dispatcher(Component):
             return
         self._overdue_at = now
         deadline = now - self.redispatch_after
-        for p in self.pending.values():
-            if p.shard is not None and p.sent_at < deadline:
-                old = self.shards.get(p.shard)
-                if old is not None:
-                    old.held.discard(p.key)
-                    self.revoke.setdefault(old.id, []).append(p.key)
-                p.shard, p.avoid = None, p.shard
-                self.unsent[p.key] = None
-                self.counters["redispatched"] += 1
+        overdue = []
+        for key in self.sent:
+            p = self.pending[key]
+            if p.sent_at >= deadline:
+                break
+            overdue.append(p)
+        for p in overdue:
+            old = self.shards.get(p.shard)
+            if old is not None:
+                old.held.discard(p.key)
+                self.revoke.setdefault(old.id, []).append(p.key)
+            self._unassign(p, avoid=p.shard)
+        if overdue:
+            self.counters["redispatched"] += len(overdue)
+            log.info("re-dispatching %d pods unbound for %.0f s", len(overdue), self.redispatch_after)
 
     def _pick(self, p: Pending, live: list[ShardLink]) -> ShardLink:
         if p.group is not None:
@@ -254,6 +250,7 @@ class Dispatcher(Component):
                 p = self.pending[key]
                 link = self._pick(p, live)
                 p.shard, p.sent_at = link.id, now
+                self.sent[key] = None
                 link.held.add(key)
                 batches.setdefault(link.id, []).append(pb.PendingPod(key=key, uid=p.uid, json=p.json))
                 sent += 1
@@ -281,3 +278,8 @@ class Dispatcher(Component):
         for link in list(self.shards.values()):
             link.close()
         self.shutdown()
+
+
+def build(cfg: dict, store, args) -> Dispatcher:
+    """The component `python -m dispatcher` runs (see common.runner)."""
+    return Dispatcher(cfg, store, port=args.port, seed=args.seed, metrics_port=args.metrics_port)

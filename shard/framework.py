@@ -1,16 +1,17 @@
 """The scheduling framework: extension points, plugin statuses and the per-cycle state.
 
-Plugins implement only the extension points they need; the framework looks at which methods
-a plugin class overrides and builds one ordered list per extension point. Filters and scores
+Plugins implement only the extension points they need; a Profile looks at which methods a
+plugin class overrides and builds one ordered list per extension point. Filters and scores
 may come in two forms:
 
-* a vectorised form (`filter_vec`, `score_vec`) over a numpy array of node-table rows, which
-  the scheduler runs first, one numpy pass per plugin;
+* a vectorised form (`filter_vec`, `score_vec`) over the node-table rows of a window (a
+  slice or an index array), which the scheduler runs first, one numpy pass per plugin;
 * a per-node form (`filter`, `score`) over one NodeInfo, run in Python only on the rows that
-  survived the vectorised filters.
+  survived the vectorised filters, and everywhere when vectorised filters are switched off.
 
-A plugin that has a vectorised form is never asked for the per-node one in the same cycle,
-unless the vectorised form says it cannot decide for some rows (it returns them as "undecided").
+A plugin that has a vectorised filter is not asked for the per-node one in the same scan;
+the per-node form serves node-by-node checks (preemption's dry runs, nominated pods).
+Plugins reach the rest of the scheduler only through their Handle (see handle.py).
 """
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ UNSCHEDULABLE = "Unschedulable"
 #: Unschedulable and preemption cannot help (node affinity, taints, unschedulable node...).
 UNRESOLVABLE = "UnschedulableAndUnresolvable"
 ERROR = "Error"
-WAIT = "Wait"
 SKIP = "Skip"
 
 
@@ -30,10 +30,6 @@ class Status:
         self.code = code
         self.reasons = reasons
         self.plugin = plugin
-
-    @property
-    def ok(self) -> bool:
-        return self.code == SUCCESS or self.code == SKIP
 
     def message(self) -> str:
         return ", ".join(self.reasons)
@@ -98,19 +94,19 @@ class PostFilterResult:
 class Plugin:
     """Base class: subclasses override the extension points they take part in.
 
-    `name` is the registry name; `weight` the score weight from the profile; `args` the
-    plugin's pluginConfig args. `ctx` gives access to the shard's snapshot, cache-wide
-    indexes and config (set by the framework before the first cycle).
+    `name` is the registry name (common.plugin_names); `handle` what the plugin may use of
+    the scheduler (its profile's Handle); `args` the plugin's pluginConfig args; `weight`
+    its score weight in the profile.
     """
 
     name = ""
     #: What a filter failure of this plugin means for preemption: can removing pods help?
     resolvable_by_preemption = False
 
-    def __init__(self, args: dict | None = None, weight: int = 1):
+    def __init__(self, handle, args: dict | None = None, weight: int = 1):
+        self.handle = handle
         self.args = args or {}
         self.weight = weight
-        self.ctx = None
 
     # QueueSort
     def less(self, a, b) -> bool: raise NotImplementedError
@@ -120,7 +116,7 @@ class Plugin:
     def remove_pod(self, state, pod, removed, info) -> None: raise NotImplementedError
     # Filter (per node) -> None when the node passes, else Status
     def filter(self, state, pod, info): raise NotImplementedError
-    # Filter (vectorised) -> (pass mask over `rows`, Status for failing rows or callable row->Status)
+    # Filter (vectorised) -> pass mask over `rows`; `reasons_vec` (optional) explains failures
     def filter_vec(self, state, pod, table, rows): raise NotImplementedError
     # PostFilter -> PostFilterResult (`result` is the failed cycle's ScheduleResult)
     def post_filter(self, state, pod, result): raise NotImplementedError
@@ -134,17 +130,12 @@ class Plugin:
     # Reserve / Unreserve
     def reserve(self, state, pod, node_name: str): raise NotImplementedError
     def unreserve(self, state, pod, node_name: str) -> None: raise NotImplementedError
-    # Permit -> None (allow), Status(UNSCHEDULABLE) (deny) or (WAIT, timeout seconds)
+    # Permit -> None (allow), Status(UNSCHEDULABLE) (deny) or waiting.Wait(timeout seconds)
     def permit(self, state, pod, node_name: str): raise NotImplementedError
     # PreBind / Bind / PostBind
     def pre_bind(self, state, pod, node_name: str): raise NotImplementedError
     def bind(self, state, pod, node_name: str): raise NotImplementedError
     def post_bind(self, state, pod, node_name: str) -> None: raise NotImplementedError
-
-
-EXTENSION_POINTS = ("less", "pre_filter", "add_pod", "remove_pod", "filter", "filter_vec",
-                    "post_filter", "pre_score", "score", "score_vec", "normalize", "reserve",
-                    "unreserve", "permit", "pre_bind", "bind", "post_bind")
 
 
 def implements(plugin: Plugin, point: str) -> bool:

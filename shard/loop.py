@@ -1,56 +1,132 @@
 """One shard's scheduling loop over a cluster store, without any networking.
 
 It lists and watches the store, keeps the cache and the scheduling queue current, and runs
-cycles: pop a pod, schedule it, assume it and bind it with the profile's Bind plugins.
-`shardsched simulate` drives it on the memory store; the shard server wraps the same loop.
+cycles: pop a pod, schedule it, assume it, run Reserve and Permit, then hand the decision to
+its committer. Two collaborators, given at construction, make the difference between the
+shard server and `shardsched simulate`:
 
-Bad objects never stop it: a pod that cannot be parsed is recorded in `errors` and, when it
-is a pod, its PodScheduled condition says why; everything else keeps flowing.
+* which pods it owns: `DispatchedPods` (the server: what the dispatcher handed over) or
+  `ProfileOwnership` (every pending pod whose schedulerName names a profile);
+* how a decision is committed: the server sends it to a binder and reports the outcome later
+  through `finish_binding`; `StoreCommitter` evicts the victims and runs the profile's Bind
+  plugins at once, in this thread.
+
+Bad objects never stop it: a pod that cannot be parsed is recorded in `errors` and its
+PodScheduled condition says why; everything else keeps flowing.
 """
 from __future__ import annotations
 
 import time
 
+from common.disruption import VICTIMS_TERMINATING, eviction_failures, refusal
 from common.errors import ObjectError
 from common.informer import Informer
-from common.objects import CREATE_ORDER, parse_object
+from common.objects import CREATE_ORDER, parse_object, raw_pod_key
 from .cache import ShardCache
-from .disruption import VICTIMS_TERMINATING, eviction_failures, refusal
 from .framework import SUCCESS
 from .queue import SchedulingQueue
 from .scheduler import Scheduler
-from .waiting import Wait, WaitingPods
+from .waiting import Wait
+
+
+class ProfileOwnership:
+    """The loop owns every pending pod whose schedulerName names one of its profiles (and,
+    with `accept_default`, default-scheduler's pods too)."""
+
+    def __init__(self, cfg: dict, accept_default: bool = False):
+        self.names = {p["schedulerName"] for p in cfg["profiles"]}
+        if accept_default or cfg["dispatcher"]["alsoDefaultScheduler"]:
+            self.names.add("default-scheduler")
+
+    def may_skip(self, key: str) -> bool:
+        """Whether a pending pod under `key` can be passed over without parsing it."""
+        return False
+
+    def owns(self, pod) -> bool:
+        return pod.scheduler_name in self.names
+
+    def release(self, key: str) -> None:
+        """The pod is no longer this loop's to schedule."""
+
+
+class DispatchedPods:
+    """The loop owns exactly the pods the dispatcher handed to it."""
+
+    def __init__(self):
+        self.keys: set[str] = set()
+
+    def take(self, key: str) -> None:
+        self.keys.add(key)
+
+    def may_skip(self, key: str) -> bool:
+        return key not in self.keys  # another shard's pending pod: nothing to count yet
+
+    def owns(self, pod) -> bool:
+        return pod.key in self.keys
+
+    def release(self, key: str) -> None:
+        self.keys.discard(key)
+
+
+class StoreCommitter:
+    """Commits a decision in the loop's own thread: checks the PodDisruptionBudgets, nominates
+    the pod and evicts its victims, then runs the profile's Bind plugins. Used where no
+    binder runs (`simulate`, tests); the same budget rule as the binder's applies, so the
+    outcome is what the distributed scheduler would do."""
+
+    def __init__(self, store):
+        self.store = store
+        #: victim pod key -> key of the pod that preempted it
+        self.evicted_by: dict[str, str] = {}
+
+    def commit(self, entry, result, budgets) -> str:
+        """"" when bound, else why not (the loop undoes the pod's assumption with it)."""
+        pod, node = entry.pod, result.node
+        if result.victims:
+            refused = refusal(result.victims, budgets())
+            if refused is None:
+                self.store.set_nominated_node(pod.key, node)
+                reasons = self.store.evict_many([(v.key, v.uid or None) for v in result.victims])
+                refused = eviction_failures((v.key for v in result.victims), reasons)
+                for v, r in zip(result.victims, reasons):
+                    if r is None:
+                        self.evicted_by[v.key] = pod.key
+            if refused is not None:
+                return f"preemption failed: {refused}"
+        for p in result.profile.bind:
+            st = p.bind(result.state, pod, node)
+            if st is None:
+                return ""
+            if st.code != "Skip":
+                return f"{p.name}: {st.message()}"
+        return ""
 
 
 class ShardLoop:
-    def __init__(self, cfg: dict, store, seed: int = 0, accept_default: bool = False,
+    def __init__(self, cfg: dict, store, seed: int = 0, *, owner=None, committer=None,
                  clock=time.monotonic, **scheduler_opts):
+        """`owner`: ProfileOwnership (the default) or DispatchedPods; `committer`: an object
+        whose `commit(entry, result, budgets)` returns "" (bound), the reason it was not, or
+        None when the outcome will come later through `finish_binding` (default:
+        StoreCommitter on `store`)."""
         shards = cfg["shards"]
-        self.cfg = cfg
         self.store = store
         self.clock = clock
+        self.owner = owner if owner is not None else ProfileOwnership(cfg)
+        self.committer = committer if committer is not None else StoreCommitter(store)
         self.cache = ShardCache(shards["assumeTtlSeconds"], clock)
-        self.scheduler = Scheduler(cfg, self.cache, store, seed, **scheduler_opts)
-        self.accept_default = accept_default or cfg["dispatcher"]["alsoDefaultScheduler"]
+        self.scheduler = Scheduler(cfg, self.cache, store, seed, clock=clock, **scheduler_opts)
         first = next(iter(self.scheduler.profiles.values()))
         self.queue = SchedulingQueue(first.less, shards["podInitialBackoffSeconds"],
                                      shards["podMaxBackoffSeconds"], shards["unschedulableMaxSeconds"],
                                      clock)
+        self.waiting = self.scheduler.waiting
+        self.pdbs = self.scheduler.pdbs
         self.priority_classes: dict = {}
-        self.pdbs: dict = {}
         self.pods: dict = {}          # every pod we have parsed, by key (pending and bound)
         self.errors: dict[str, ObjectError] = {}
         self.messages: dict[str, str] = {}  # pod key -> last unschedulable message
-        self.evicted_by: dict[str, str] = {}  # victim pod key -> key of the pod that preempted it
         self.informer = Informer(store, CREATE_ORDER, self.apply, self._forget_everything)
-        #: Server mode: only pods the dispatcher handed to this shard are scheduled here.
-        self.dispatched: set[str] | None = None
-        #: Server mode: sends a decision to a binder instead of running the Bind plugins;
-        #: the outcome comes back later through `finish_binding`.
-        self.commit = None
-        self.waiting = WaitingPods(clock)
-        self.scheduler.waiting = self.waiting  # Permit plugins allow or reject through it
-        self.scheduler.pdbs = self.pdbs
 
     # --- keeping up with the store ------------------------------------------------------------
 
@@ -110,8 +186,7 @@ class ShardLoop:
             self.queue.move_all_to_active()
 
     def _apply_pod(self, type_: str, obj: dict) -> None:
-        meta = obj.get("metadata") or {}
-        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        key = raw_pod_key(obj)
         if type_ == "DELETED":
             self._nominate(key, None)
             self.pods.pop(key, None)
@@ -119,13 +194,13 @@ class ShardLoop:
             self.cache.remove_pod(key)
             self.queue.move_all_to_active()
             return
+        meta = obj.get("metadata") or {}
         known = self.pods.get(key)
         rv = meta.get("resourceVersion")
         if known is not None and rv and known.resource_version == rv:
             return  # seen already (the dispatcher's copy and the watch carry the same version)
         node_name = (obj.get("spec") or {}).get("nodeName")
-        if (not node_name and known is None and self.dispatched is not None
-                and key not in self.dispatched
+        if (not node_name and known is None and self.owner.may_skip(key)
                 and not (obj.get("status") or {}).get("nominatedNodeName")):
             return  # another shard's pending pod: nothing to count until it is bound
         if (node_name and known is not None and not known.node_name
@@ -143,7 +218,7 @@ class ShardLoop:
             self.cache.set_pod(pod)
         elif self.cache.is_assumed(key):
             pass  # our binding is in flight; the watch will bring the bound version
-        elif self._ours(pod) and not pod.deleting:
+        elif self.owner.owns(pod) and not pod.deleting:
             self.queue.add(pod)
 
     def _nominate(self, key: str, pod) -> None:
@@ -164,12 +239,6 @@ class ShardLoop:
                       for c in ((obj.get("status") or {}).get("conditions") or []) if isinstance(c, dict))
         if err is not None and not already:
             self.store.set_unschedulable(key, f"invalid pod: {err.field}: {err.message}")
-
-    def _ours(self, pod) -> bool:
-        if self.dispatched is not None:
-            return pod.key in self.dispatched
-        return pod.scheduler_name in self.scheduler.profiles or (
-            self.accept_default and pod.scheduler_name == "default-scheduler")
 
     def profile_for(self, pod):
         prof = self.scheduler.profiles.get(pod.scheduler_name)
@@ -231,26 +300,20 @@ class ShardLoop:
         return len(ready) + len(rejected)
 
     def _bind(self, entry, result) -> None:
-        """The binding cycle: PreBind, the first Bind plugin that does not skip, PostBind."""
+        """The binding cycle: PreBind, then the committer (Bind, PostBind once bound)."""
         pod, node, prof, state = entry.pod, result.node, result.profile, result.state
         for p in prof.pre_bind:
             st = p.pre_bind(state, pod, node)
             if st is not None and st.code != SUCCESS:
                 self._undo(entry, prof, state, node, f"{p.name}: {st.message()}")
                 return
-        if self.commit is not None:
-            self.commit(entry, result)
-            return
-        if result.victims and not self._evict_victims(entry, result):
-            return
-        for p in prof.bind:
-            st = p.bind(state, pod, node)
-            if st is None:
-                break
-            if st.code != "Skip":
-                self._undo(entry, prof, state, node, f"{p.name}: {st.message()}")
-                return
-        self._bound(entry, result)
+        why = self.committer.commit(entry, result, self.scheduler.budgets)
+        if why is None:
+            return  # the outcome comes through finish_binding
+        if why:
+            self._undo(entry, prof, state, node, why)
+        else:
+            self._bound(entry, result)
 
     def _clear_lower_nominations(self, pod, node: str) -> None:
         """The preemptor takes the room on `node`: lower-priority pods nominated there lose
@@ -258,26 +321,6 @@ class ShardLoop:
         for other in list(self.scheduler.nominated.get(node, {}).values()):
             if other.priority < pod.priority:
                 self.store.set_nominated_node(other.key, None)
-
-    def _evict_victims(self, entry, result) -> bool:
-        """Without a binder: nominate the pod, evict its victims; False (and undone) on refusal.
-
-        The same PodDisruptionBudget rule as the binder's applies, so `simulate` shows what
-        the distributed scheduler would do.
-        """
-        pod, node = entry.pod, result.node
-        refused = refusal(result.victims, self.scheduler.budgets())
-        if refused is None:
-            self.store.set_nominated_node(pod.key, node)
-            reasons = self.store.evict_many([(v.key, v.uid or None) for v in result.victims])
-            refused = eviction_failures((v.key for v in result.victims), reasons)
-            for v, r in zip(result.victims, reasons):
-                if r is None:
-                    self.evicted_by[v.key] = pod.key
-        if refused is not None:
-            self._undo(entry, result.profile, result.state, node, f"preemption failed: {refused}")
-            return False
-        return True
 
     def _bound(self, entry, result) -> None:
         pod = entry.pod
@@ -287,7 +330,7 @@ class ShardLoop:
             p.post_bind(result.state, pod, result.node)
 
     def finish_binding(self, entry, result, bound: bool, reason: str = "") -> None:
-        """Server mode: a binder's outcome for a decision `commit` sent."""
+        """A binder's outcome for a decision the committer sent."""
         if bound:
             self._bound(entry, result)
             return
@@ -300,8 +343,7 @@ class ShardLoop:
     def drop(self, key: str) -> None:
         """Stop scheduling a pod (bound elsewhere, gone, or handed to another shard)."""
         self.queue.delete(key)
-        if self.dispatched is not None:
-            self.dispatched.discard(key)
+        self.owner.release(key)
 
     def _undo(self, entry, prof, state, node: str, why: str) -> None:
         for p in reversed(prof.unreserve):
@@ -309,4 +351,3 @@ class ShardLoop:
         self.cache.forget(entry.pod.key)
         self.messages[entry.pod.key] = why
         self.queue.requeue_backoff(entry)
-

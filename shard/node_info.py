@@ -1,13 +1,15 @@
 """Per-node aggregate state: what the plugins need to judge one node quickly.
 
-A NodeInfo holds the node, its pods (bound and assumed), their summed request vector, the
-host ports in use and the pods that carry inter-pod (anti-)affinity, plus a priority
-prefix-sum splay tree of its pods for preemption pruning. The cache owns the live objects;
+A NodeInfo holds the node, its pods (bound and assumed), their summed request vector and the
+host ports in use (common.accounting's NodeUsage, which the binder keeps too), and the pods
+that carry inter-pod (anti-)affinity, plus a priority prefix-sum splay tree of its pods for
+preemption pruning. The cache owns the live objects;
 snapshots hold clones.
 """
 from __future__ import annotations
 
-from common.resources import CPU, MEMORY, NUM_SLOTS, ZERO, vadd, vsub
+from common.accounting import NodeUsage
+from common.resources import CPU, MEMORY, NUM_SLOTS
 from common.splay import PrioritySplayTree
 
 #: kube-scheduler scores a pod that requests no cpu or memory as if it asked for these.
@@ -29,60 +31,43 @@ def priority_key(pod) -> tuple:
     return (pod.priority, pod.start_time, pod.uid or pod.key)
 
 
-class NodeInfo:
-    __slots__ = ("name", "node", "pods", "requested", "nonzero", "host_ports", "affinity_pods",
-                 "generation", "tree")
+class NodeInfo(NodeUsage):
+    """NodeUsage plus what the plugins read: scoring sums, affinity pods, the splay tree and
+    the cache generation of the node's last change."""
+
+    __slots__ = ("nonzero", "affinity_pods", "generation", "tree")
 
     def __init__(self, name: str, node=None):
-        self.name = name
-        self.node = node
-        self.pods: dict = {}              # pod key -> Pod
-        self.requested = ZERO             # sum of the pods' request vectors (pods slot = count)
+        super().__init__(name, node)
         self.nonzero = (0, 0)             # sum of nonzero_request() of the pods, for scoring
-        self.host_ports: dict = {}        # (ip, protocol, port) -> number of pods using it
         self.affinity_pods: dict = {}     # pod key -> Pod, pods with any pod (anti-)affinity
         self.generation = 0
         self.tree = PrioritySplayTree(NUM_SLOTS)
 
-    @property
-    def allocatable(self):
-        return self.node.allocatable if self.node is not None else ZERO
-
-    @property
-    def free(self):
-        return vsub(self.allocatable, self.requested)
-
     def add_pod(self, pod) -> None:
-        if pod.key in self.pods:
-            self.remove_pod(pod.key)
-        self.pods[pod.key] = pod
-        self.requested = vadd(self.requested, pod.requests)
+        super().add_pod(pod)
         cpu, mem = nonzero_request(pod)
         self.nonzero = (self.nonzero[0] + cpu, self.nonzero[1] + mem)
-        for port in pod.host_ports:
-            self.host_ports[port] = self.host_ports.get(port, 0) + 1
         if pod.affinity[0] or pod.affinity[1] or pod.anti_affinity[0] or pod.anti_affinity[1]:
             self.affinity_pods[pod.key] = pod
         if self.tree is not None:
             self.tree.insert(priority_key(pod), pod.requests)
 
     def remove_pod(self, key: str):
-        pod = self.pods.pop(key, None)
+        pod = super().remove_pod(key)
         if pod is None:
             return None
-        self.requested = vsub(self.requested, pod.requests)
         cpu, mem = nonzero_request(pod)
         self.nonzero = (self.nonzero[0] - cpu, self.nonzero[1] - mem)
-        for port in pod.host_ports:
-            left = self.host_ports[port] - 1
-            if left:
-                self.host_ports[port] = left
-            else:
-                del self.host_ports[port]
         self.affinity_pods.pop(key, None)
         if self.tree is not None:
             self.tree.delete(priority_key(pod))
         return pod
+
+    def replace_pod(self, pod) -> None:
+        super().replace_pod(pod)
+        if pod.key in self.affinity_pods:
+            self.affinity_pods[pod.key] = pod
 
     def clone(self) -> "NodeInfo":
         """Copy for a snapshot: containers copied, immutable pods and node objects shared.

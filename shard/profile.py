@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 from .framework import implements
+from .handle import Handle
 from .registry import build_plugins
 
 
 class Profile:
-    def __init__(self, cfg: dict):
+    def __init__(self, cfg: dict, sched, default_args: dict | None = None):
+        """`cfg` is one entry of the config's `profiles`; `default_args` the arguments a
+        plugin gets where the profile's pluginConfig gives none (plugin name -> args)."""
         self.name = cfg["schedulerName"]
-        self.plugins = build_plugins(cfg)
+        self.handle = Handle(sched, self)
+        self.plugins = build_plugins(cfg, self.handle, default_args or {})
 
         def at(point):
             return [p for p in self.plugins if implements(p, point)]
@@ -34,10 +38,6 @@ class Profile:
         self.post_bind = at("post_bind")
         self.add_pod = at("add_pod")
         self.remove_pod = at("remove_pod")
-
-    def attach(self, ctx) -> None:
-        for p in self.plugins:
-            p.ctx = ctx
 
     def less(self, a, b) -> bool:
         return self.queue_sort.less(a, b)

@@ -1,10 +1,12 @@
 """Plugin registry and profile assembly.
 
-Maps plugin names to classes and turns a profile from the config (enabled, disabled,
-weights, pluginConfig args) into the ordered plugin list the framework runs. The default
-order is kube-scheduler's: filters run cheapest-and-most-selective first.
+Maps plugin names (common.plugin_names) to classes and turns a profile from the config
+(enabled, disabled, weights, pluginConfig args) into the ordered plugin list the framework
+runs, in the default profile's order.
 """
 from __future__ import annotations
+
+from common.plugin_names import DEFAULT_PLUGINS
 
 from .plugins.balanced_allocation import NodeResourcesBalancedAllocation
 from .plugins.default_binder import DefaultBinder
@@ -26,21 +28,10 @@ REGISTRY = {cls.name: cls for cls in (
     ImageLocality, DefaultPreemption, DefaultBinder,
 )}
 
-#: (plugin, score weight) of the default profile, in kube-scheduler's order.
-DEFAULT_PLUGINS = [
-    ("PrioritySort", 0), ("NodeUnschedulable", 0), ("NodeName", 0), ("TaintToleration", 3),
-    ("NodeAffinity", 2), ("NodePorts", 0), ("NodeResourcesFit", 1),
-    ("NodeResourcesBalancedAllocation", 1), ("PodTopologySpread", 2), ("InterPodAffinity", 2),
-    ("ImageLocality", 1), ("DefaultPreemption", 0), ("DefaultBinder", 0),
-]
 
-
-def known_plugins() -> set[str]:
-    return set(REGISTRY)
-
-
-def build_plugins(profile: dict) -> list:
-    """Instantiate the profile's plugins: defaults minus disabled, plus enabled (re-weighted)."""
+def build_plugins(profile: dict, handle, default_args: dict) -> list:
+    """Instantiate the profile's plugins: defaults minus disabled, plus enabled (re-weighted),
+    each with its pluginConfig args laid over `default_args` for it."""
     disabled = {e["name"] for e in profile["plugins"]["disabled"]}
     entries = [] if "*" in disabled else [(n, w) for n, w in DEFAULT_PLUGINS if n not in disabled]
     order = [n for n, _ in entries]
@@ -49,5 +40,7 @@ def build_plugins(profile: dict) -> list:
         if e["name"] not in weights:
             order.append(e["name"])
         weights[e["name"]] = e["weight"]
-    args = {e["name"]: e["args"] for e in profile["pluginConfig"]}
-    return [REGISTRY[n](args.get(n), weights[n]) for n in order]
+    args = {name: dict(a) for name, a in default_args.items()}
+    for e in profile["pluginConfig"]:
+        args[e["name"]] = {**args.get(e["name"], {}), **e["args"]}
+    return [REGISTRY[n](handle, args.get(n), weights[n]) for n in order]

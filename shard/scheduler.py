@@ -25,13 +25,15 @@ import time
 
 import numpy as np
 
+from common.disruption import Budgets
+from common.plugin_names import DEFAULT_PREEMPTION
 from .diagnosis import Diagnosis
-from .disruption import Budgets
 from .framework import SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status
 from .plugins.inter_pod_affinity import FILTER_STATE as INTER_POD_FILTER_STATE
 from .profile import Profile
 from .snapshot import Snapshot
 from .threshold import Threshold
+from .waiting import WaitingPods
 
 WINDOW = 512
 HOSTNAME = "kubernetes.io/hostname"
@@ -75,7 +77,7 @@ class ScheduleResult:
     """What one cycle decided: a node, or why not (status, lazily built message)."""
 
     __slots__ = ("pod", "node", "status", "state", "evaluated", "feasible", "diagnosis",
-                 "profile", "_message", "nominated", "victims", "skipped_by_context", "phases",
+                 "profile", "_message", "victims", "skipped_by_context", "phases",
                  "snapshot_s", "cloned", "threshold", "pruned", "context_safe")
 
     def __init__(self, pod, profile, state):
@@ -85,7 +87,6 @@ class ScheduleResult:
         self.evaluated = self.feasible = self.skipped_by_context = 0
         self.diagnosis = None
         self._message = None
-        self.nominated = None
         self.victims = ()
         self.phases: dict[str, float] = {}  # extension point -> seconds, for the metrics
         self.snapshot_s = 0.0               # set by the loop, which refreshes the snapshot
@@ -102,10 +103,10 @@ class ScheduleResult:
 
 
 class Scheduler:
-    def __init__(self, cfg: dict, cache, store=None, seed: int = 0, *, vectorised: bool | None = None,
-                 scheduling_context: bool | None = None, unit_locating: bool | None = None,
-                 full_snapshot: bool | None = None, zone_order: bool | None = None,
-                 preemption_pruning: bool | None = None):
+    def __init__(self, cfg: dict, cache, store=None, seed: int = 0, *, clock=time.monotonic,
+                 vectorised: bool | None = None, scheduling_context: bool | None = None,
+                 unit_locating: bool | None = None, full_snapshot: bool | None = None,
+                 zone_order: bool | None = None, preemption_pruning: bool | None = None):
         """Optimisations default to `shards.optimizations` in the config; keyword arguments
         override them (benchmarks compare both settings on one cache)."""
         opts = cfg["shards"]["optimizations"]
@@ -113,7 +114,6 @@ class Scheduler:
         def pick(arg, default):
             return default if arg is None else arg
 
-        self.cfg = cfg
         self.cache = cache
         self.store = store
         self.rng = random.Random(seed)
@@ -128,9 +128,12 @@ class Scheduler:
         self.nominated: dict[str, dict] = {}
         #: PodDisruptionBudgets by key (kept by the loop); preemption avoids breaking them.
         self.pdbs: dict = {}
-        self.profiles = {p["schedulerName"]: Profile(p) for p in cfg["profiles"]}
-        for prof in self.profiles.values():
-            prof.attach(self)
+        #: Pods held at Permit until their plugins allow them.
+        self.waiting = WaitingPods(clock)
+        preemption = cfg["preemption"]
+        default_args = {DEFAULT_PREEMPTION: {k: preemption[k] for k in (
+            "minCandidateNodesPercentage", "minCandidateNodesAbsolute")}}
+        self.profiles = {p["schedulerName"]: Profile(p, self, default_args) for p in cfg["profiles"]}
 
     @property
     def table(self):
@@ -207,7 +210,7 @@ class Scheduler:
             out = p.post_filter(state, pod, result)
             result.pruned += out.pruned
             if out.node is not None:
-                result.node, result.victims, result.nominated = out.node, out.victims, out.node
+                result.node, result.victims = out.node, out.victims
                 result.status = Status(SUCCESS)
                 break
         result.phases["PostFilter"] = time.perf_counter() - t

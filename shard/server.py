@@ -1,13 +1,14 @@
 """The shard process: the scheduling loop behind a gRPC Dispatch service.
 
-Threads: gRPC workers put dispatched pods into an inbox; one receiver thread per binder puts
-outcomes there too; the main thread owns the loop (cache, queue, snapshot) and is the only
-one that touches it, so the loop needs no locks. Each pass drains the inbox, applies the
-store's events, runs scheduling cycles, and sends the decisions of the pass to the binders
-in one batch per binder.
+Threads: gRPC workers put dispatched pods into an inbox; one receiver thread per binder link
+puts outcomes there too; the main thread owns the loop (cache, queue, snapshot) and is the
+only one that touches it, so the loop needs no locks. Each pass drains the inbox, applies the
+store's events, runs scheduling cycles, and sends the decisions of the pass to the binders in
+one batch per binder.
 """
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -15,13 +16,16 @@ from collections import deque
 
 import orjson
 
-from binder.partition import binder_for
-from common.component import Component, channel, metrics_port_for, port_for
+from common.component import Component, metrics_port_for, port_for
+from common.links import StreamLink
 from common.metrics import ShardMetrics
+from common.partition import binder_for
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
-from .loop import ShardLoop
+from .loop import DispatchedPods, ShardLoop
+
+log = logging.getLogger(__name__)
 
 #: Outcomes that mean the pod is no longer ours to schedule, rather than "try again".
 GONE = ("PodNotFound", "AlreadyBound", "UIDMismatch")
@@ -29,44 +33,73 @@ CYCLES_PER_PASS = 256
 REPORT_EVERY_S = 0.5
 
 
-class BinderLink:
-    """One Decide stream to one binder; outcomes go to the shard's inbox."""
+class BinderClient:
+    """The server's committer: each decision goes to the binder that owns its node, in one
+    batch per binder per pass (`flush`); the outcomes arrive later through the inbox."""
 
-    def __init__(self, index: int, address: str, shard_id: str, inbox):
-        self.index = index
-        self.address = address
-        self.keys: set[str] = set()   # decisions sent and not answered
-        self.alive = True
-        self._out: queue.SimpleQueue = queue.SimpleQueue()
-        self._channel = channel(address)
-        stub = rpc.BinderStub(self._channel)
-        self._responses = stub.Decide(self._requests(shard_id))
-        self._inbox = inbox
-        threading.Thread(target=self._receive, daemon=True, name=f"binder-link-{index}").start()
+    def __init__(self, store, shard_id: str, binders: int, inbox):
+        self.store = store
+        self.shard_id = shard_id
+        self.binders = binders
+        self.inbox = inbox
+        self.links: dict[int, StreamLink] = {}
+        self.in_flight: dict[str, tuple] = {}  # pod key -> (entry, result)
+        self.outgoing: dict[int, list] = {}    # binder index -> decisions of this pass
 
-    def _requests(self, shard_id: str):
-        while True:
-            decisions = self._out.get()
-            if decisions is None:
-                return
-            yield pb.DecisionBatch(shard=shard_id, decisions=decisions)
+    def commit(self, entry, result, budgets) -> None:
+        pod, node = entry.pod, result.node
+        decision = pb.Decision(pod_key=pod.key, pod_uid=pod.uid or "", node=node,
+                               victims=[pb.Victim(key=v.key, uid=v.uid or "") for v in result.victims],
+                               pod_json=orjson.dumps(pod.raw))
+        self.in_flight[pod.key] = (entry, result)
+        self.outgoing.setdefault(binder_for(node, self.binders), []).append(decision)
+        return None  # the binder answers later
 
-    def _receive(self) -> None:
-        try:
-            for batch in self._responses:
-                self._inbox.put(("outcomes", self, batch))
-        except Exception:
-            pass  # the binder died or the stream was closed; reported just below
-        self._inbox.put(("binder_down", self, None))
+    def flush(self) -> list:
+        """Send this pass's decisions; returns outcomes for those no binder could take."""
+        unsent = []
+        for index, decisions in self.outgoing.items():
+            link = self._link(index)
+            if link is None:
+                unsent += [pb.Outcome(pod_key=d.pod_key, node=d.node, bound=False,
+                                      reason=f"BinderUnavailable: binder {index}") for d in decisions]
+                continue
+            link.held.update(d.pod_key for d in decisions)
+            link.send(pb.DecisionBatch(shard=self.shard_id, decisions=decisions))
+        self.outgoing = {}
+        return unsent
 
-    def send(self, decisions: list) -> None:
-        self.keys.update(d.pod_key for d in decisions)
-        self._out.put(decisions)
+    def _link(self, index: int) -> StreamLink | None:
+        link = self.links.get(index)
+        if link is not None and link.alive:
+            return link
+        address = self.store.list_leases("binder").get(str(index))
+        if address is None:
+            return None
+        link = self.links[index] = StreamLink(
+            "binder", f"binder {index}", address,
+            lambda ch, requests: rpc.BinderStub(ch).Decide(requests), self.inbox)
+        return link
 
-    def close(self) -> None:
-        self.alive = False
-        self._out.put(None)
-        self._channel.close()
+    def settle(self, outcomes, link: StreamLink | None = None) -> list[tuple]:
+        """(entry, result, outcome) of each answered decision still in flight."""
+        out = []
+        for o in outcomes:
+            if link is not None:
+                link.held.discard(o.pod_key)
+            held = self.in_flight.pop(o.pod_key, None)
+            if held is not None:
+                out.append((*held, o))
+        return out
+
+    def lost(self, link: StreamLink) -> list:
+        """The link's stream ended: its unanswered decisions fail."""
+        link.close()
+        for index, known in list(self.links.items()):
+            if known is link:
+                del self.links[index]
+        return [pb.Outcome(pod_key=k, bound=False, reason="BinderUnavailable: stream lost")
+                for k in list(link.held)]
 
 
 class ShardServer(Component, rpc.ShardServicer):
@@ -81,14 +114,10 @@ class ShardServer(Component, rpc.ShardServicer):
                          cfg["dispatcher"]["shardTimeoutSeconds"],
                          metrics_port_for(shards["metricsBasePort"], index, metrics_port),
                          self.metrics.registry)
-        self.binder_count = cfg["binders"]["count"]
-        self.loop = ShardLoop(cfg, store, seed=seed + index)
-        self.loop.dispatched = set()
-        self.loop.commit = self._decide
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
-        self.in_flight: dict[str, tuple] = {}      # pod key -> (entry, result)
-        self.outgoing: dict[int, list] = {}        # binder index -> decisions of this pass
-        self.links: dict[int, BinderLink] = {}
+        self.owned = DispatchedPods()
+        self.binders = BinderClient(store, self.id, cfg["binders"]["count"], self.inbox)
+        self.loop = ShardLoop(cfg, store, seed=seed + index, owner=self.owned, committer=self.binders)
         self.report_streams: list[queue.SimpleQueue] = []
         self.returned: list[str] = []
         self._last_report = 0.0
@@ -99,7 +128,7 @@ class ShardServer(Component, rpc.ShardServicer):
 
     def queues(self) -> dict[str, int]:
         lengths = self.loop.queue.lengths()
-        lengths["in_flight"] = len(self.in_flight)
+        lengths["in_flight"] = len(self.binders.in_flight)
         return lengths
 
     def gauges(self) -> dict[str, int]:
@@ -112,13 +141,14 @@ class ShardServer(Component, rpc.ShardServicer):
     def Dispatch(self, request_iterator, context):
         reports: queue.SimpleQueue = queue.SimpleQueue()
         self.report_streams.append(reports)
+        log.info("dispatcher stream opened from %s", context.peer())
 
         def pump():
             try:
                 for batch in request_iterator:
                     self.inbox.put(("pods", None, batch))
-            except Exception:
-                pass  # the dispatcher went away; it re-dispatches on reconnect
+            except Exception as e:  # the dispatcher went away; it re-dispatches on reconnect
+                log.warning("dispatcher stream broke: %s", e)
             reports.put(None)
 
         threading.Thread(target=pump, daemon=True, name="dispatch-pump").start()
@@ -137,78 +167,36 @@ class ShardServer(Component, rpc.ShardServicer):
             known = loop.pods.get(p.key)
             if known is not None and known.node_name:
                 continue  # already bound: the watch was faster than the dispatcher
-            loop.dispatched.add(p.key)
+            self.owned.take(p.key)
             try:
                 obj = orjson.loads(p.json)
-            except orjson.JSONDecodeError:
+            except orjson.JSONDecodeError as e:
                 self.counters["bad_dispatch"] += 1
+                log.warning("dispatched pod %s is not valid JSON: %s", p.key, e)
                 continue
             if known is None or p.key not in loop.queue:
                 loop.apply("MODIFIED", "Pod", obj)
             self.counters["dispatched"] += 1
 
-    # --- decisions and outcomes -------------------------------------------------------------
+    # --- outcomes ---------------------------------------------------------------------------
 
-    def _decide(self, entry, result) -> None:
-        pod, node = entry.pod, result.node
-        info = self.loop.scheduler.snapshot.raw.get(node)
-        decision = pb.Decision(pod_key=pod.key, pod_uid=pod.uid or "", node=node,
-                               victims=[pb.Victim(key=v.key, uid=v.uid or "") for v in result.victims],
-                               node_generation=info.generation if info is not None else 0,
-                               pod_json=orjson.dumps(pod.raw))
-        self.in_flight[pod.key] = (entry, result)
-        self.outgoing.setdefault(binder_for(node, self.binder_count), []).append(decision)
-
-    def _flush(self) -> None:
-        for index, decisions in self.outgoing.items():
-            link = self._link(index)
-            if link is None:
-                self._outcomes([pb.Outcome(pod_key=d.pod_key, node=d.node, bound=False,
-                                           reason=f"BinderUnavailable: binder {index}")
-                                for d in decisions])
-                continue
-            link.send(decisions)
-            self.counters["decisions"] += len(decisions)
-        self.outgoing = {}
-
-    def _link(self, index: int) -> BinderLink | None:
-        link = self.links.get(index)
-        if link is not None and link.alive:
-            return link
-        address = self.store.list_leases("binder").get(str(index))
-        if address is None:
-            return None
-        link = self.links[index] = BinderLink(index, address, self.id, self.inbox)
-        return link
-
-    def _outcomes(self, outcomes, link: BinderLink | None = None) -> None:
+    def _outcomes(self, outcomes, link: StreamLink | None = None) -> None:
         loop = self.loop
-        for o in outcomes:
-            if link is not None:
-                link.keys.discard(o.pod_key)
-            held = self.in_flight.pop(o.pod_key, None)
-            if held is None:
-                continue
-            entry, result = held
+        for entry, result, o in self.binders.settle(outcomes, link):
             if o.bound:
                 self.counters["bound"] += 1
                 self.metrics.pod_attempts.labels(self.id).observe(entry.attempts)
                 loop.finish_binding(entry, result, True)
-                loop.dispatched.discard(o.pod_key)
+                self.owned.release(o.pod_key)
             elif o.reason.startswith(GONE):
                 self.counters["gone"] += 1
+                log.debug("pod %s is gone: %s", o.pod_key, o.reason)
                 loop.cache.forget(o.pod_key)
                 loop.drop(o.pod_key)
             else:
                 self.counters["conflicts"] += 1
+                log.debug("decision for %s on %s rejected: %s", o.pod_key, result.node, o.reason)
                 loop.finish_binding(entry, result, False, o.reason)
-
-    def _binder_down(self, link: BinderLink) -> None:
-        link.close()
-        if self.links.get(link.index) is link:
-            del self.links[link.index]
-        self._outcomes([pb.Outcome(pod_key=k, bound=False, reason="BinderUnavailable: stream lost")
-                        for k in list(link.keys)])
 
     # --- the main loop ----------------------------------------------------------------------
 
@@ -222,10 +210,10 @@ class ShardServer(Component, rpc.ShardServicer):
             n += 1
             if what == "pods":
                 self._take(payload)
-            elif what == "outcomes":
+            elif payload is not None:
                 self._outcomes(payload.outcomes, link)
-            elif what == "binder_down":
-                self._binder_down(link)
+            else:
+                self._outcomes(self.binders.lost(link))
 
     def _report(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -234,7 +222,7 @@ class ShardServer(Component, rpc.ShardServicer):
         self._last_report = now
         self.metrics.queues(self.queues())
         report = pb.ShardReport(returned=self.returned, queued=len(self.loop.queue),
-                                in_flight=len(self.in_flight))
+                                in_flight=len(self.binders.in_flight))
         self.returned = []
         for stream in list(self.report_streams):
             stream.put(report)
@@ -257,7 +245,7 @@ class ShardServer(Component, rpc.ShardServicer):
                 self.counters["unschedulable"] += 1
                 self.store.set_unschedulable(result.pod.key, loop.messages.get(result.pod.key, ""))
         loop.release_waiting()
-        self._flush()
+        self._outcomes(self.binders.flush())
         self.counters["cycles"] += cycles
         self._report()
         return cycles
@@ -266,8 +254,14 @@ class ShardServer(Component, rpc.ShardServicer):
         self.loop.start()
         self.start()
         self.loop_forever(self.step)
-        self.returned = [k for k in self.loop.dispatched if k not in self.in_flight]
+        self.returned = [k for k in self.owned.keys if k not in self.binders.in_flight]
         self._report(force=True)
         for stream in list(self.report_streams):
             stream.put(None)
         self.shutdown()
+
+
+def build(cfg: dict, store, args) -> ShardServer:
+    """The component `python -m shard` runs (see common.runner)."""
+    return ShardServer(cfg, store, int(args.id), port=args.port, seed=args.seed,
+                       metrics_port=args.metrics_port)

@@ -1,68 +1,35 @@
-"""`shardsched simulate`: schedule the pending pods of some manifests on the memory store.
+"""What `shardsched simulate` runs: the pending pods of some manifests, scheduled on the
+memory store through the real shard code.
 
-Pods with spec.nodeName are running; the other pods are pending, queued in file order, and
-scheduled through the real shard code until nothing more can change (a pass in which no
-pod was bound or evicted). Pods whose schedulerName is `default-scheduler` (the API's
-default) are scheduled too, by the first profile: a manifest written for any cluster
-should simulate without edits.
+Pods with spec.nodeName are running; the other pods are pending, queued in input order, and
+scheduled until nothing more can change (a pass in which no pod was bound or evicted). Pods
+whose schedulerName is `default-scheduler` (the API's default) are scheduled too, by the first
+profile: a manifest written for any cluster should simulate without edits.
 """
 from __future__ import annotations
 
-import orjson
-
-from common.errors import Conflict, ObjectError
-from common.manifests import read_documents
-from common.objects import CREATE_ORDER, parse_object
+from common.admission import admit
+from common.objects import raw_pod_key
 from common.store.memory import MemoryStore
-from .loop import ShardLoop
+from .loop import ProfileOwnership, ShardLoop, StoreCommitter
 
 
-def _describe(doc) -> str:
-    if not isinstance(doc, dict):
-        return "<object>"
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
-    kind = doc.get("kind") or "<no kind>"
-    ns = meta.get("namespace") or ("default" if kind in ("Pod", "PodDisruptionBudget") else "")
-    return f"{kind} {ns + '/' if ns else ''}{meta.get('name', '<unnamed>')}"
-
-
-def simulate(paths, cfg: dict, seed: int = 0) -> tuple[dict, int]:
-    """Returns (the JSON document, exit status 0 or 1)."""
-    docs = [doc for path in paths for doc in read_documents(path)]
-    errors = []
-    accepted = []
-    classes = {}
-    for doc in docs:  # PriorityClasses first, so pods resolve their priority from them
-        if isinstance(doc, dict) and doc.get("kind") == "PriorityClass":
-            try:
-                pc = parse_object(doc)
-                classes[pc.key] = pc
-            except ObjectError:
-                pass
-    for doc in docs:
-        try:
-            obj = parse_object(doc, classes)
-        except ObjectError as e:
-            errors.append(e.as_dict())
-            continue
-        accepted.append((obj, doc))
+def run(docs: list, cfg: dict, seed: int = 0) -> tuple[dict, int]:
+    """Returns (the JSON document, exit status 0 or 1). The objects are admitted as
+    `create -f` admits them; the rejected ones are reported and the rest simulated."""
+    accepted, rejected = admit(docs, {})
     store = MemoryStore()
-    order = {k: i for i, k in enumerate(CREATE_ORDER)}
-    accepted.sort(key=lambda od: order[od[0].kind])  # stable: pods keep file order
-    pods = []
-    for obj, doc in accepted:
-        try:
-            store.create(doc)
-        except Conflict:
-            errors.append({"object": _describe(doc), "field": "metadata.name", "message": "already exists"})
-            continue
-        if obj.kind == "Pod":
-            pods.append(obj.key)
+    for _, _, doc in accepted:
+        store.create(doc)
+    pods = [key for kind, key, _ in accepted if kind == "Pod"]
     clock = _VirtualClock()
-    loop = ShardLoop(cfg, store, seed=seed, accept_default=True, clock=clock)
+    committer = StoreCommitter(store)
+    loop = ShardLoop(cfg, store, seed=seed, clock=clock, committer=committer,
+                     owner=ProfileOwnership(cfg, accept_default=True))
     loop.start()
     _run_until_stable(loop, clock)
-    return _report(store, loop, pods, errors), (1 if errors else 0)
+    errors = [e.as_dict() for e in rejected]
+    return _report(store, loop, committer, pods, errors), (1 if errors else 0)
 
 
 class _VirtualClock:
@@ -97,18 +64,14 @@ def _run_until_stable(loop: ShardLoop, clock: _VirtualClock) -> None:
         loop.queue.move_all_to_active()
 
 
-def _report(store, loop: ShardLoop, pods: list, errors: list) -> dict:
+def _report(store, loop: ShardLoop, committer: StoreCommitter, pods: list, errors: list) -> dict:
     out = {}
-    current = {}
-    objs, _ = store.list("Pod")
-    for d in objs:
-        meta = d["metadata"]
-        current[f"{meta.get('namespace') or 'default'}/{meta['name']}"] = d
+    current = {raw_pod_key(d): d for d in store.list("Pod")[0]}
     for key in pods:
         d = current.get(key)
         if d is None:  # only an eviction removes a pod during a simulation
             out[key] = {"status": "Evicted", "node": None, "nominatedNode": None,
-                        "message": "", "evictedBy": loop.evicted_by.get(key)}
+                        "message": "", "evictedBy": committer.evicted_by.get(key)}
             continue
         spec, status = d.get("spec") or {}, d.get("status") or {}
         node = spec.get("nodeName")
@@ -124,7 +87,3 @@ def _report(store, loop: ShardLoop, pods: list, errors: list) -> dict:
 def _invalid_message(loop: ShardLoop, key: str) -> str:
     err = loop.errors.get(f"Pod {key}")
     return f"invalid pod: {err.field}: {err.message}" if err else "not scheduled"
-
-
-def dumps(doc: dict) -> str:
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()

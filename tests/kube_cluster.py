@@ -1,251 +1,26 @@
-"""A real Kubernetes control plane on loopback for the `kube` store tests and the end-to-end run.
+"""The session's real control plane (benchmarks/kube_cluster.py) as a pytest fixture.
 
-etcd (Debian's etcd-server), kube-apiserver and kwok, the last two built from the Go module
-proxy by `make kube-bins` into .cache/kube-bin/ (once per machine; tests/kube/go.mod says
-which Kubernetes version). Nothing is skipped: when a binary is missing the fixture runs
-`make kube-bins`, and if that fails the tests fail with its output.
-
-The API server is a private one: a throwaway CA signs its serving certificate (openssl),
-clients authenticate with a static token mapped to system:masters, RBAC is on (so the
-deploy/ manifests' roles can be checked against it), and API priority and fairness is off so
-that the schedulers under test are bounded by the server's work, not by a flow-control queue.
-kwok plays kubelet for nodes annotated `kwok.x-k8s.io/node: fake`: it keeps them Ready and
-runs the pods bound to them.
+A control plane that cannot be built or started fails the tests that need it, with the
+reason; nothing is skipped.
 """
 from __future__ import annotations
 
-import os
-import secrets
-import shutil
-import socket
-import ssl
-import subprocess
-import time
-import urllib.request
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchmarks.kube_cluster import ClusterError, KubeCluster, free_port, kube_bin_dir, write_kubeconfig
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def kube_bin_dir() -> Path:
-    """The built binaries, building them first when they are missing (fails loudly)."""
-    done = subprocess.run(["make", "-s", "--no-print-directory", "kube-bins"], cwd=ROOT,
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.fail(f"`make kube-bins` failed ({done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}",
-                    pytrace=False)
-    out = subprocess.run(["make", "-s", "--no-print-directory", "kube-bin-dir"], cwd=ROOT,
-                         capture_output=True, text=True, check=True).stdout.strip()
-    path = Path(out)
-    for name in ("kube-apiserver", "kube-scheduler", "kwok"):
-        if not (path / name).is_file():
-            pytest.fail(f"{path / name} missing after `make kube-bins`", pytrace=False)
-    return path
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-def make_certs(d: Path) -> None:
-    """CA, the API server's serving certificate for 127.0.0.1/localhost, and the
-    service-account signing key."""
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-             "-days", "2", "-subj", "/CN=shardsched-test-ca", cwd=d)
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "apiserver.key", "-out", "apiserver.csr",
-             "-subj", "/CN=kube-apiserver", cwd=d)
-    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n")
-    _openssl("x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-             "-out", "apiserver.crt", "-days", "2", "-extfile", "san.ext", cwd=d)
-    _openssl("genrsa", "-out", "sa.key", "2048", cwd=d)
-    _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=d)
-
-
-def write_kubeconfig(path: Path, server: str, ca: Path, token: str, namespace: str = "default") -> None:
-    path.write_text(f"""apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster: {{server: "{server}", certificate-authority: "{ca}"}}
-users:
-- name: admin
-  user: {{token: "{token}"}}
-contexts:
-- name: test
-  context: {{cluster: test, user: admin, namespace: {namespace}}}
-current-context: test
-""")
-
-
-class KubeCluster:
-    """etcd + kube-apiserver (+ kwok) as child processes; `stop()` ends exactly those."""
-
-    def __init__(self, workdir: Path, bin_dir: Path, kwok: bool = True):
-        self.dir = workdir
-        self.bin = bin_dir
-        self.with_kwok = kwok
-        self.procs: dict[str, subprocess.Popen] = {}
-        self.logs: dict[str, Path] = {}
-        self.token = secrets.token_hex(16)
-        self.port = free_port()
-        self.server = f"https://127.0.0.1:{self.port}"
-        self.kubeconfig = workdir / "kubeconfig"
-
-    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
-        log = self.dir / f"{name}.log"
-        self.logs[name] = log
-        proc = subprocess.Popen(argv, stdout=log.open("wb"), stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, cwd=self.dir)
-        self.procs[name] = proc
-        return proc
-
-    def log_tail(self, name: str, n: int = 3000) -> str:
-        try:
-            return self.logs[name].read_text(errors="replace")[-n:]
-        except (KeyError, OSError):
-            return ""
-
-    def start(self, timeout: float = 90.0) -> "KubeCluster":
-        if shutil.which("etcd") is None:
-            pytest.fail("etcd not found: `make kube-bins` installs Debian's etcd-server", pytrace=False)
-        make_certs(self.dir)
-        (self.dir / "tokens.csv").write_text(f"{self.token},admin,admin-uid,system:masters\n")
-        client, peer = free_port(), free_port()
-        self.etcd_url = f"http://127.0.0.1:{client}"
-        self._spawn("etcd", [
-            "etcd", "--name", "test", "--data-dir", str(self.dir / "etcd"),
-            "--listen-client-urls", self.etcd_url, "--advertise-client-urls", self.etcd_url,
-            "--listen-peer-urls", f"http://127.0.0.1:{peer}",
-            "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
-            "--initial-cluster", f"test=http://127.0.0.1:{peer}",
-            "--quota-backend-bytes", str(4 << 30), "--log-level", "warn"])
-        d = self.dir
-        self._spawn("kube-apiserver", [
-            str(self.bin / "kube-apiserver"),
-            "--etcd-servers", self.etcd_url,
-            "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
-            "--secure-port", str(self.port),
-            "--tls-cert-file", str(d / "apiserver.crt"), "--tls-private-key-file", str(d / "apiserver.key"),
-            "--token-auth-file", str(d / "tokens.csv"),
-            "--authorization-mode", "Node,RBAC",
-            "--service-account-issuer", "https://kubernetes.default.svc",
-            "--service-account-key-file", str(d / "sa.pub"),
-            "--service-account-signing-key-file", str(d / "sa.key"),
-            "--service-cluster-ip-range", "10.96.0.0/16",
-            # No controller-manager runs here: nothing would create each namespace's "default"
-            # ServiceAccount that the first plugin insists on, nor lift the not-ready taint the
-            # second puts on every new node (the node lifecycle controller does that).
-            "--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
-            "--enable-priority-and-fairness=false",
-            "--max-requests-inflight", "3000", "--max-mutating-requests-inflight", "1500",
-            "--endpoint-reconciler-type", "none",
-            "--profiling=false", "--v", "1"])
-        write_kubeconfig(self.kubeconfig, self.server, d / "ca.crt", self.token)
-        self._wait_ready(timeout)
-        if self.with_kwok:
-            self._spawn("kwok", [
-                str(self.bin / "kwok"), "--kubeconfig", str(self.kubeconfig),
-                "--manage-all-nodes=false",
-                "--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake",
-                "--cidr", "10.0.0.1/16", "--node-ip", "10.0.0.1",
-                "--node-lease-duration-seconds", "40"])
-        return self
-
-    def _wait_ready(self, timeout: float) -> None:
-        ctx = ssl.create_default_context(cafile=str(self.dir / "ca.crt"))
-        deadline = time.monotonic() + timeout
-        last = ""
-        while time.monotonic() < deadline:
-            for name, proc in self.procs.items():
-                if proc.poll() is not None:
-                    pytest.fail(f"{name} exited with {proc.returncode}:\n{self.log_tail(name)}", pytrace=False)
-            req = urllib.request.Request(f"{self.server}/readyz", headers={"Authorization": f"Bearer {self.token}"})
-            try:
-                with urllib.request.urlopen(req, context=ctx, timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except Exception as e:  # not listening yet, or a post-start hook still running
-                last = str(e)
-            time.sleep(0.3)
-        pytest.fail(f"kube-apiserver not ready after {timeout}s ({last}):\n{self.log_tail('kube-apiserver')}",
-                    pytrace=False)
-
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
-                timeout: float = 300) -> subprocess.CompletedProcess:
-        done = subprocess.run(["kubectl", "--kubeconfig", str(self.kubeconfig), *args], input=input,
-                              capture_output=True, text=True, timeout=timeout)
-        if check and done.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed: {done.stderr or done.stdout}")
-        return done
-
-    def create_fleet(self, nodes: int, profile: str = "uniform", timeout: float = 600.0) -> None:
-        """`shardsched fleet --nodes N --profile P -o yaml | kubectl create -f -`, then wait
-        until kwok has taken every node over (it holds the node's Lease)."""
-        fleet = subprocess.run([str(ROOT / ".venv/bin/shardsched"), "fleet", "--nodes", str(nodes),
-                                "--profile", profile, "-o", "yaml"], capture_output=True, text=True, check=True).stdout
-        self.kubectl("create", "-f", "-", input=fleet, timeout=timeout)
-        names = {f"lease.coordination.k8s.io/kwok-node-{i}" for i in range(nodes)}
-        deadline = time.monotonic() + timeout
-        while True:
-            held = set(self.kubectl("get", "leases", "-n", "kube-node-lease", "-o", "name").stdout.split())
-            if names <= held:
-                return
-            assert time.monotonic() < deadline, f"kwok holds only {len(held & names)}/{nodes} node leases"
-            time.sleep(0.5)
-
-    def start_kube_scheduler(self, workdir: Path, qps: int = 5000) -> subprocess.Popen:
-        """kube-scheduler (built from the same release) with its client limits raised."""
-        cfg = workdir / "kube-scheduler.yaml"
-        cfg.write_text(f"""apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-# the defaults (50 qps, burst 100) would make the client, not the scheduler, the limit
-clientConnection: {{kubeconfig: "{self.kubeconfig}", qps: {qps}, burst: {qps}}}
-leaderElection: {{leaderElect: false}}
-""")
-        log = (workdir / "kube-scheduler.log").open("wb")
-        return subprocess.Popen([str(self.bin / "kube-scheduler"), "--config", str(cfg), "--secure-port", "0"],
-                                stdout=log, stderr=subprocess.STDOUT)
-
-    def stop(self) -> None:
-        for name in reversed(list(self.procs)):
-            proc = self.procs[name]
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+__all__ = ["kube_cluster", "free_port", "write_kubeconfig"]
 
 
 @pytest.fixture(scope="session")
 def kube_cluster(tmp_path_factory):
     """One control plane for the session; tests isolate themselves (namespaces, cleanup)."""
-    cluster = KubeCluster(tmp_path_factory.mktemp("kube"), kube_bin_dir())
     try:
-        yield cluster.start()
+        cluster = KubeCluster(tmp_path_factory.mktemp("kube"), kube_bin_dir())
+        cluster.start()
+    except ClusterError as e:
+        pytest.fail(str(e), pytrace=False)
+    try:
+        yield cluster
     finally:
         cluster.stop()
-
-
-if __name__ == "__main__":  # `python tests/kube_cluster.py`: a cluster to poke at by hand
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        c = KubeCluster(Path(tmp), kube_bin_dir()).start()
-        print(f"export KUBECONFIG={c.kubeconfig}  (Ctrl-C stops)", flush=True)
-        try:
-            while True:
-                time.sleep(1)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            c.stop()

@@ -1,7 +1,7 @@
 """The binder's conflict checks: each reason a decision can be refused, and reservations."""
 from __future__ import annotations
 
-from binder.partition import binder_for
+from common.partition import binder_for
 from binder.view import BinderView
 
 

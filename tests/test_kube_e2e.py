@@ -27,7 +27,7 @@ import yaml
 from benchmarks import kube_vs
 from common import config
 from common.store.kube_store import KubeStore
-from common.up import LocalCluster
+from common.local_cluster import LocalCluster
 from kube_cluster import write_kubeconfig
 from common.verify import summary, verify_store
 

@@ -16,7 +16,7 @@ from common.store.memory import MemoryStore
 from common.objects import parse_object
 from shard.cache import ShardCache
 from shard.scheduler import Scheduler
-from shard.simulate import simulate
+from common.cli.simulate import simulate
 from builders import make_config, node, pod, toleration
 
 
@@ -347,9 +347,13 @@ def test_shard_nominates_a_preemptor_whose_victims_are_terminating():
     store.create(node("n1", cpu="2"))
     store.create(running("low", "n1", "2", 1))
     store.create(pod("high", "2", priority=100))
-    loop = ShardLoop(make_config(), store)
     sent = []
-    loop.commit = lambda entry, result: sent.append((entry, result))
+
+    class Recorder:  # a committer that keeps the decision, as the shard server's does
+        def commit(self, entry, result, budgets):
+            sent.append((entry, result))
+
+    loop = ShardLoop(make_config(), store, committer=Recorder())
     loop.start()
     result = loop.schedule_next()
     assert result.node == "n1" and [v.key for v in result.victims] == ["default/low"]

@@ -15,7 +15,7 @@ import redis as redis_py
 from common import config, fleet
 from common.store import open_store
 from common.store.embedded import EmbeddedRedis
-from common.up import LocalCluster
+from common.local_cluster import LocalCluster
 from common.verify import verify_store
 
 NODES = 60
@@ -112,18 +112,30 @@ def test_host_ports_and_capacity_conflicts_are_resolved_by_the_binder(cluster_en
     assert len(pods) == NODES + 20
 
 
+def flow_with_fault(store, total: int, fault, first: int = 500) -> list[dict]:
+    """Create `first` pods, call `fault(bound)` once some of them are bound, then create the
+    rest and wait for all: the fault always strikes while pods flow (triggering on a bound
+    count alone raced the scheduler, which could bind them all between two polls)."""
+    store.create_many([pod(i) for i in range(first)])
+    deadline = time.monotonic() + TIMEOUT_S
+    while not (bound := sum(1 for p in store.list("Pod")[0] if p["spec"].get("nodeName"))):
+        assert time.monotonic() < deadline, "nothing was bound"
+        time.sleep(0.05)
+    fault(bound)
+    store.create_many([pod(i) for i in range(first, total)])
+    return wait_bound(store, total)
+
+
 def test_kill_9_of_a_shard_loses_no_pod(cluster_env):
     url, store, start = cluster_env
     cluster = start()
-    store.create_many([pod(i) for i in range(2000)])
     killed = []
 
     def kill_once(bound):
-        if not killed and bound > 100:
-            cluster.kill("shard", 0)
-            killed.append(bound)
+        cluster.kill("shard", 0)
+        killed.append(bound)
 
-    wait_bound(store, 2000, during=kill_once)
+    flow_with_fault(store, 2000, kill_once)
     assert killed, "the shard finished before it could be killed"
     assert_consistent(store)
 
@@ -132,16 +144,14 @@ def test_kill_9_of_a_shard_loses_no_pod(cluster_env):
 def test_kill_9_and_restart(cluster_env, role):
     url, store, start = cluster_env
     cluster = start()
-    store.create_many([pod(i) for i in range(2000)])
     restarted = []
 
     def crash(bound):
-        if not restarted and bound > 100:
-            cluster.kill(role, 0)
-            cluster.start_one(role, 0)
-            restarted.append(bound)
+        cluster.kill(role, 0)
+        cluster.start_one(role, 0)
+        restarted.append(bound)
 
-    wait_bound(store, 2000, during=crash)
+    flow_with_fault(store, 2000, crash)
     assert restarted
     assert_consistent(store)
 
@@ -249,7 +259,7 @@ def test_top_shows_every_shard_and_binder(cluster_env):
 
 
 def test_two_binders_each_commit_their_own_nodes(cluster_env):
-    from binder.partition import binder_for
+    from common.partition import binder_for
 
     url, store, start = cluster_env
     cluster = start(runtime_config(shards=2, binders=2))

@@ -17,8 +17,8 @@ import yaml
 
 from builders import expr, node, node_affinity, pod, pod_affinity, pod_term, spread, toleration
 from common import config as config_mod
-from common.manifests import UsageError
-from shard.simulate import simulate
+from common.cli.errors import UsageError
+from common.cli.simulate import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 ZONE = "topology.kubernetes.io/zone"

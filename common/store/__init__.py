@@ -3,12 +3,22 @@ from __future__ import annotations
 
 from .base import ClusterStore, WatchEvent
 
-__all__ = ["ClusterStore", "WatchEvent", "open_store", "store_options"]
+__all__ = ["ClusterStore", "WatchEvent", "open_store", "open_configured", "configured_url"]
 
 
-def store_options(cfg: dict) -> dict:
-    """open_store's keyword arguments from a loaded config's `store` section."""
-    return {"kubeconfig": cfg["store"]["kubeconfig"], "request_timeout": cfg["store"]["requestTimeoutSeconds"]}
+def configured_url(url: str | None, cfg: dict, who: str) -> str:
+    """`url` (a --store flag), else the config's store.url; ValueError naming `who` (the
+    command or process) when neither is given."""
+    url = url or cfg["store"]["url"]
+    if not url:
+        raise ValueError(f"{who} needs a store: give --store URL or store.url in the config")
+    return url
+
+
+def open_configured(cfg: dict, url: str) -> "ClusterStore":
+    """The store at `url`, with the config's kubeconfig and request timeout."""
+    return open_store(url, kubeconfig=cfg["store"]["kubeconfig"],
+                      request_timeout=cfg["store"]["requestTimeoutSeconds"])
 
 
 def open_store(url: str, kubeconfig: str | None = None, request_timeout: float = 10.0) -> ClusterStore:

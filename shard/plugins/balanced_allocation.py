@@ -20,8 +20,8 @@ STATE = "NodeResourcesBalancedAllocation"
 class NodeResourcesBalancedAllocation(Plugin):
     name = "NodeResourcesBalancedAllocation"
 
-    def __init__(self, args=None, weight=1):
-        super().__init__(args, weight)
+    def __init__(self, handle, args=None, weight=1):
+        super().__init__(handle, args, weight)
         resources = self.args.get("resources") or [{"name": "cpu"}, {"name": "memory"}]
         self.cols = [resource_index(r["name"]) for r in resources]
         self.col_index = column_index(self.cols)

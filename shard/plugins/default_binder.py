@@ -10,7 +10,7 @@ class DefaultBinder(Plugin):
 
     def bind(self, state, pod, node_name: str):
         try:
-            self.ctx.store.bind(pod.key, node_name, pod.uid or None)
+            self.handle.client.bind(pod.key, node_name, pod.uid or None)
         except Conflict as e:
             return Status(ERROR, f"binding rejected: {e.reason}")
         return None

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..disruption import Budgets
+from common.disruption import Budgets
 from ..framework import Plugin, PostFilterResult, unresolvable, unschedulable
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -53,6 +53,9 @@ class Candidate:
 
 
 class DefaultPreemption(Plugin):
+    """Its args are kube's DefaultPreemptionArgs: minCandidateNodesPercentage and
+    minCandidateNodesAbsolute (defaults from the config's `preemption` section)."""
+
     name = "DefaultPreemption"
 
     def post_filter(self, state, pod, result) -> PostFilterResult:
@@ -60,10 +63,10 @@ class DefaultPreemption(Plugin):
         if pod.preemption_policy == "Never":
             out.status = unresolvable(NEVER)
             return out
-        sched = self.ctx
-        table = sched.table
+        handle = self.handle
+        table = handle.table
         unfixable = result.diagnosis.unresolvable_rows()
-        if self._victims_still_terminating(sched, pod, unfixable):
+        if self._victims_still_terminating(table, pod, unfixable):
             out.status = unschedulable(TERMINATING)
             return out
         possible = np.ones(len(table), dtype=bool)
@@ -72,19 +75,18 @@ class DefaultPreemption(Plugin):
         if not len(rows):
             out.status = unresolvable(NOT_HELPFUL)
             return out
-        opts = sched.cfg["preemption"]
-        wanted = min(len(rows), max(len(rows) * opts["minCandidateNodesPercentage"] // 100,
-                                    opts["minCandidateNodesAbsolute"]))
-        offset = sched.rng.randrange(len(rows))
+        wanted = min(len(rows), max(len(rows) * self.args["minCandidateNodesPercentage"] // 100,
+                                    self.args["minCandidateNodesAbsolute"]))
+        offset = handle.rng.randrange(len(rows))
         rows = np.concatenate((rows[offset:], rows[:offset]))
-        if sched.preemption_pruning:
+        if handle.preemption_pruning:
             keep = can_make_room(table, pod, rows)
             out.pruned = len(rows) - int(keep.sum())
             rows = rows[keep]
-        budgets = sched.budgets()
+        budgets = handle.budgets()
         candidates = []
         for row in rows:
-            cand = self.dry_run(sched, result.profile, state, pod, table.infos[row], budgets)
+            cand = self.dry_run(state, pod, table.infos[row], budgets)
             if cand is None:
                 continue
             if not cand.victims:  # fits once its nominated pods are accounted for: take it
@@ -100,15 +102,15 @@ class DefaultPreemption(Plugin):
         out.node, out.victims = best.node, best.victims
         return out
 
-    @staticmethod
-    def dry_run(sched, profile, state, pod, info, budgets: Budgets) -> Candidate | None:
+    def dry_run(self, state, pod, info, budgets: Budgets) -> Candidate | None:
         """The victims on one node, or None when even evicting every lower pod is not enough."""
+        handle = self.handle
         lower = [p for p in info.pods.values() if p.priority < pod.priority]
         scratch = info.scratch()
         st = state.clone()
         for v in lower:
-            sched.remove_from(profile, st, pod, v, scratch)
-        if sched.check_node(profile, st, pod, scratch) is not None:
+            handle.remove_pod(st, pod, v, scratch)
+        if handle.filter_with_nominated(st, pod, scratch) is not None:
             return None
         lower.sort(key=lambda p: (-p.priority, p.start_time))
         budgets = budgets.copy()
@@ -118,22 +120,22 @@ class DefaultPreemption(Plugin):
         victims, broken = [], 0
         for group, breaks in ((violating, 1), (other, 0)):
             for v in group:
-                sched.add_to(profile, st, pod, v, scratch)
-                if sched.check_node(profile, st, pod, scratch) is not None:
-                    sched.remove_from(profile, st, pod, v, scratch)
+                handle.add_pod(st, pod, v, scratch)
+                if handle.filter_with_nominated(st, pod, scratch) is not None:
+                    handle.remove_pod(st, pod, v, scratch)
                     victims.append(v)
                     broken += breaks
         return Candidate(info.name, victims, broken)
 
     @staticmethod
-    def _victims_still_terminating(sched, pod, unfixable) -> bool:
+    def _victims_still_terminating(table, pod, unfixable) -> bool:
         """An earlier preemption of this pod is still under way on its nominated node."""
         if not pod.nominated_node:
             return False
-        row = sched.table.row_of.get(pod.nominated_node)
+        row = table.row_of.get(pod.nominated_node)
         if row is None or (unfixable == row).any():
             return False
-        return any(p.deleting and p.priority < pod.priority for p in sched.table.infos[row].pods.values())
+        return any(p.deleting and p.priority < pod.priority for p in table.infos[row].pods.values())
 
 
 def can_make_room(table, pod, rows: np.ndarray) -> np.ndarray:

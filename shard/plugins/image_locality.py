@@ -38,7 +38,7 @@ class ImageLocality(Plugin):
     name = "ImageLocality"
 
     def pre_score(self, state, pod, rows):
-        table = self.ctx.table
+        table = self.handle.table
         images = []
         pod_images, containers = _images(pod)
         for img in pod_images:
@@ -52,7 +52,7 @@ class ImageLocality(Plugin):
         return None
 
     def score(self, state, pod, info) -> int:
-        table = self.ctx.table
+        table = self.handle.table
         total_nodes = max(len(table), 1)
         node_images = info.node.images
         images, containers = state[STATE]

@@ -57,12 +57,12 @@ class InterPodAffinity(Plugin):
     name = "InterPodAffinity"
     resolvable_by_preemption = True
 
-    def __init__(self, args=None, weight=1):
-        super().__init__(args, weight)
+    def __init__(self, handle, args=None, weight=1):
+        super().__init__(handle, args, weight)
         self.hard_weight = int(self.args.get("hardPodAffinityWeight", 1))
 
     def _existing_with_terms(self):
-        table = self.ctx.table
+        table = self.handle.table
         for name in table.affinity_nodes:
             row = table.row_of[name]
             for p in table.infos[row].affinity_pods.values():
@@ -71,7 +71,7 @@ class InterPodAffinity(Plugin):
     # --- filter -------------------------------------------------------------------------------
 
     def pre_filter(self, state, pod):
-        table = self.ctx.table
+        table = self.handle.table
         required_aff, required_anti = pod.affinity[0], pod.anti_affinity[0]
         fs = _FilterState()
         # existing pods whose required anti-affinity matches the incoming pod
@@ -124,7 +124,7 @@ class InterPodAffinity(Plugin):
         # kube-scheduler's order: the pod's affinity, its anti-affinity, then existing pods'
         # anti-affinity; the first failure decides the reason and the status code.
         fs = state[FILTER_STATE]
-        table = self.ctx.table
+        table = self.handle.table
         row = table.row_of[info.name]
         for codes, sums in fs.affinity:
             if not codes[row] or ((fs.affinity_any or not fs.self_match) and not sums[codes[row]]):
@@ -149,7 +149,7 @@ class InterPodAffinity(Plugin):
         fs = state.get(FILTER_STATE)
         if fs is None:
             return
-        table = self.ctx.table
+        table = self.handle.table
         row = table.row_of.get(info.name)
         if row is None:
             return
@@ -175,7 +175,7 @@ class InterPodAffinity(Plugin):
     # --- score --------------------------------------------------------------------------------
 
     def pre_score(self, state, pod, rows):
-        table = self.ctx.table
+        table = self.handle.table
         preferred_aff, preferred_anti = pod.affinity[1], pod.anti_affinity[1]
         parts = []  # (codes per row, weighted sums per code)
         for sign, terms in ((1, preferred_aff), (-1, preferred_anti)):

@@ -11,22 +11,12 @@ from collections import Counter
 
 import numpy as np
 
+from common.predicates import node_matches
 from common.selectors import label_int
 from ..framework import SKIP, Plugin, PreFilterResult, Status, unresolvable
 from .scoring import default_normalize
 
 REASON = "node(s) didn't match Pod's node affinity/selector"
-
-
-def node_matches(pod, node) -> bool:
-    labels = node.labels
-    for k, v in pod.node_selector.items():
-        if labels.get(k) != v:
-            return False
-    terms = pod.required_node_terms
-    if terms is None:
-        return True
-    return any(t.matches(labels, node.name) for t in terms)
 
 
 def _numbers(values: dict) -> np.ndarray:
@@ -68,6 +58,21 @@ def term_mask(term, table, rows) -> np.ndarray:
     return mask
 
 
+def matches_mask(pod, table, rows) -> np.ndarray:
+    """node_matches over `rows` of the node table, in one numpy pass per selector term."""
+    n = len(table.generation[rows])
+    mask = np.ones(n, dtype=bool)
+    for k, v in pod.node_selector.items():
+        codes, vmap = table.label_column(k)
+        mask &= codes[rows] == vmap.get(v, -1)
+    if pod.required_node_terms is not None:
+        any_term = np.zeros(n, dtype=bool)
+        for t in pod.required_node_terms:
+            any_term |= term_mask(t, table, rows)
+        mask &= any_term
+    return mask
+
+
 def pinned_nodes(pod):
     """Node names the pod's required affinity pins it to, or None when it does not."""
     terms = pod.required_node_terms
@@ -95,17 +100,7 @@ class NodeAffinity(Plugin):
         return None if node_matches(pod, info.node) else unresolvable(REASON)
 
     def filter_vec(self, state, pod, table, rows):
-        n = len(table.generation[rows])
-        mask = np.ones(n, dtype=bool)
-        for k, v in pod.node_selector.items():
-            codes, vmap = table.label_column(k)
-            mask &= codes[rows] == vmap.get(v, -1)
-        if pod.required_node_terms is not None:
-            any_term = np.zeros(n, dtype=bool)
-            for t in pod.required_node_terms:
-                any_term |= term_mask(t, table, rows)
-            mask &= any_term
-        return mask
+        return matches_mask(pod, table, rows)
 
     def reasons_vec(self, state, pod, table, rows):
         return Counter({REASON: len(rows)})

@@ -7,18 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from common.predicates import host_ports_conflict
 from ..framework import SKIP, Plugin, Status, unschedulable
 
 REASON = "node(s) didn't have free ports for the requested pod ports"
-ANY = "0.0.0.0"
-
-
-def conflicts(wanted, in_use: dict) -> bool:
-    for ip, proto, port in wanted:
-        for used_ip, used_proto, used_port in in_use:
-            if used_port == port and used_proto == proto and (ip == used_ip or ip == ANY or used_ip == ANY):
-                return True
-    return False
 
 
 class NodePorts(Plugin):
@@ -29,7 +21,7 @@ class NodePorts(Plugin):
         return None if pod.host_ports else Status(SKIP)
 
     def filter(self, state, pod, info):
-        if info.host_ports and conflicts(pod.host_ports, info.host_ports):
+        if info.host_ports and host_ports_conflict(pod.host_ports, info.host_ports):
             return unschedulable(REASON)
         return None
 
@@ -39,5 +31,5 @@ class NodePorts(Plugin):
         # of both ports and cpu is reported for its ports, as by kube-scheduler.
         ids = range(rows.start, rows.stop) if isinstance(rows, slice) else rows
         infos, wanted = table.infos, pod.host_ports
-        return np.fromiter((not (infos[r].host_ports and conflicts(wanted, infos[r].host_ports)) for r in ids),
+        return np.fromiter((not (infos[r].host_ports and host_ports_conflict(wanted, infos[r].host_ports)) for r in ids),
                            dtype=bool, count=len(ids))

@@ -69,8 +69,8 @@ class NodeResourcesFit(Plugin):
     name = "NodeResourcesFit"
     resolvable_by_preemption = True
 
-    def __init__(self, args=None, weight=1):
-        super().__init__(args, weight)
+    def __init__(self, handle, args=None, weight=1):
+        super().__init__(handle, args, weight)
         strategy = self.args.get("scoringStrategy") or {}
         self.strategy = strategy.get("type", "LeastAllocated")
         if self.strategy not in STRATEGIES:

@@ -3,18 +3,18 @@ from __future__ import annotations
 
 from collections import Counter
 
-from common.selectors import Taint, tolerated
+from common.predicates import UNSCHEDULABLE_TAINT
+from common.selectors import tolerated
 from ..framework import SKIP, Plugin, Status, unresolvable
 
 REASON = "node(s) were unschedulable"
-TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 
 
 class NodeUnschedulable(Plugin):
     name = "NodeUnschedulable"
 
     def pre_filter(self, state, pod):
-        if tolerated(TAINT, pod.tolerations):
+        if tolerated(UNSCHEDULABLE_TAINT, pod.tolerations):
             return Status(SKIP)
         return None
 

@@ -9,18 +9,12 @@ from collections import Counter
 
 import numpy as np
 
+from common.predicates import untolerated_taint
 from ..framework import Plugin, unresolvable
 from ..node_table import OVERFLOW_BIT, gather
 from .scoring import default_normalize
 
 STATE = "TaintToleration"
-
-
-def first_untolerated(taints, tolerations, effects=("NoSchedule", "NoExecute")):
-    for t in taints:
-        if t.effect in effects and not any(tol.tolerates(t) for tol in tolerations):
-            return t
-    return None
 
 
 def _reason(taint) -> str:
@@ -31,14 +25,14 @@ class TaintToleration(Plugin):
     name = "TaintToleration"
 
     def pre_filter(self, state, pod):
-        table = self.ctx.table
+        table = self.handle.table
         prefer_tols = [t for t in pod.tolerations if not t.effect or t.effect == "PreferNoSchedule"]
         state[STATE] = (np.uint64(table.taint_bits.tolerated_mask(pod.tolerations)),
                         np.uint64(table.prefer_bits.tolerated_mask(prefer_tols)), prefer_tols)
         return None
 
     def filter(self, state, pod, info):
-        t = first_untolerated(info.node.taints, pod.tolerations)
+        t = untolerated_taint(info.node.taints, pod.tolerations)
         return unresolvable(_reason(t)) if t is not None else None
 
     def filter_vec(self, state, pod, table, rows):
@@ -53,7 +47,7 @@ class TaintToleration(Plugin):
             base = rows.start if isinstance(rows, slice) else 0
             for i in overflow:
                 row = base + i if isinstance(rows, slice) else rows[i]
-                ok[i] = first_untolerated(infos[row].node.taints, pod.tolerations) is None
+                ok[i] = untolerated_taint(infos[row].node.taints, pod.tolerations) is None
         return ok
 
     def reasons_vec(self, state, pod, table, rows):
@@ -78,7 +72,7 @@ class TaintToleration(Plugin):
                 taints = infos[row].node.taints
                 reason = seen.get(taints)
                 if reason is None:
-                    reason = seen[taints] = _reason(first_untolerated(taints, pod.tolerations))
+                    reason = seen[taints] = _reason(untolerated_taint(taints, pod.tolerations))
                 counts[reason] += 1
         return counts
 

@@ -18,11 +18,11 @@ import math
 import numpy as np
 
 from common.objects import SpreadConstraint
+from common.predicates import untolerated_taint
 from common.selectors import LabelSelector
 from ..framework import SKIP, Plugin, Status, unresolvable, unschedulable
-from .node_affinity import NodeAffinity
+from .node_affinity import matches_mask
 from .scoring import MAX_NODE_SCORE
-from .taint_toleration import first_untolerated
 
 REASON = "node(s) didn't match pod topology spread constraints"
 MISSING = "node(s) didn't match pod topology spread constraints (missing required label)"
@@ -55,14 +55,14 @@ def _eligible(table, pod, constraints) -> list:
         ok = base
         if c.honor_affinity and (pod.node_selector or pod.required_node_terms):
             if affinity is None:
-                affinity = NodeAffinity().filter_vec(None, pod, table, slice(0, n))
+                affinity = matches_mask(pod, table, slice(0, n))
             ok = ok & affinity
         if c.honor_taints:
             if tolerated is None:
                 tolerated = np.ones(n, dtype=bool)
                 infos = table.infos
                 for row in np.flatnonzero(base & (table.taints[:n] != 0)):
-                    tolerated[row] = first_untolerated(infos[row].node.taints, pod.tolerations) is None
+                    tolerated[row] = untolerated_taint(infos[row].node.taints, pod.tolerations) is None
             ok = ok & tolerated
         out.append(ok)
     return out
@@ -72,7 +72,7 @@ def _affinity_mask(table, pod) -> np.ndarray | None:
     """Rows passing the pod's nodeSelector and required node affinity (None: every row)."""
     if not (pod.node_selector or pod.required_node_terms):
         return None
-    return NodeAffinity().filter_vec(None, pod, table, slice(0, len(table)))
+    return matches_mask(pod, table, slice(0, len(table)))
 
 
 class _Hard:
@@ -96,8 +96,8 @@ class PodTopologySpread(Plugin):
     name = "PodTopologySpread"
     resolvable_by_preemption = True
 
-    def __init__(self, args=None, weight=1):
-        super().__init__(args, weight)
+    def __init__(self, handle, args=None, weight=1):
+        super().__init__(handle, args, weight)
         self.defaulting = self.args.get("defaultingType", "System")
         self.defaults = self.args.get("defaultConstraints") or []
 
@@ -107,7 +107,7 @@ class PodTopologySpread(Plugin):
         hard = [c for c in pod.spread_constraints if c.hard]
         if not hard:
             return Status(SKIP)
-        table = self.ctx.table
+        table = self.handle.table
         out = _HardState()
         for c, eligible in zip(hard, _eligible(table, pod, hard)):
             h = _Hard()
@@ -124,7 +124,7 @@ class PodTopologySpread(Plugin):
         return None
 
     def filter(self, state, pod, info):
-        table = self.ctx.table
+        table = self.handle.table
         return self._judge(state, np.array([table.row_of[info.name]]))[0]
 
     def filter_vec(self, state, pod, table, rows):
@@ -162,7 +162,7 @@ class PodTopologySpread(Plugin):
         hard = state.get(FILTER_STATE)
         if not hard or other.namespace != pod.namespace:
             return
-        row = self.ctx.table.row_of.get(info.name)
+        row = self.handle.table.row_of.get(info.name)
         if row is None:
             return
         for h in hard:
@@ -190,7 +190,7 @@ class PodTopologySpread(Plugin):
         soft, require_all = self._soft_constraints(pod)
         if not soft:
             return Status(SKIP)
-        table = self.ctx.table
+        table = self.handle.table
         if require_all:
             eligibles = _eligible(table, pod, soft)
         else:

@@ -1,8 +1,7 @@
 """Reading Kubernetes manifests from a file, for `create -f` and `simulate`.
 
 A file holds JSON, or YAML with one or more documents; a `kind: List` (or any *List with
-items) contributes its items. Unreadable input raises UsageError, which the commands turn
-into exit status 2.
+items) contributes its items. Unreadable input raises UsageError (exit status 2).
 """
 from __future__ import annotations
 
@@ -11,9 +10,7 @@ import sys
 import orjson
 import yaml
 
-
-class UsageError(Exception):
-    """Unreadable input or a malformed argument: exit status 2, nothing is done."""
+from .errors import UsageError
 
 
 def read_documents(path: str) -> list:

@@ -1,4 +1,5 @@
-"""PodDisruptionBudgets: how many more pods each budget lets preemption take.
+"""PodDisruptionBudgets: how many more pods each budget lets preemption take (the shard's
+preemption ranks candidates by it, the binder re-checks it before evicting).
 
 On a real cluster the disruption controller keeps `status.disruptionsAllowed` current and
 that figure is used as it is. Stores without that controller (the embedded Redis, the memory

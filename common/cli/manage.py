@@ -3,14 +3,10 @@
 These commands act on a store that something else runs (`shardsched up`, a Redis server,
 an API server), so unlike `fleet` they never start a throwaway embedded redis-server: with
 no `--store` and no `store.url` in `--config` they stop with a usage error (exit 2). The
-store is found by the same `store_url` as `up`, `top` and the single-component commands.
-
-Exit codes follow the CLI's: 0 success, 1 some objects were rejected / not found / the
-store breaks an invariant, 2 usage errors, unreadable files, unreachable store.
+store is found as `top` and the component processes find it (common.store.configured_url).
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 import time
@@ -19,40 +15,33 @@ from datetime import datetime
 import orjson
 import yaml
 
-from . import config as config_mod
-from .errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, ObjectError, print_error
-from .manifests import UsageError, read_documents
-from .objects import CREATE_ORDER, object_key, parse_node, parse_object, parse_pod, parse_priority_class
-from .resources import CPU, MEMORY, PODS, format_amount, known_resources, resource_name, vadd
-from .verify import TERMINAL, summary, verify_store
+from .. import config as config_mod
+from ..admission import admit, stored_classes
+from ..errors import ObjectError
+from ..objects import TERMINAL_PHASES, object_key, parse_node, parse_pod
+from ..resources import CPU, MEMORY, PODS, format_amount, known_resources, resource_name, vadd
+from ..store import configured_url, open_configured
+from ..verify import summary, verify_store
+from .errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, UsageError, fail, print_error
+from .manifests import read_documents
 
-#: kind -> (apiVersion, kubectl's resource name in "created"/"deleted" lines)
-KINDS = {
-    "PriorityClass": ("scheduling.k8s.io/v1", "priorityclass.scheduling.k8s.io"),
-    "Node": ("v1", "node"),
-    "PodDisruptionBudget": ("policy/v1", "poddisruptionbudget.policy"),
-    "Pod": ("v1", "pod"),
+#: kind -> kubectl's resource name in "created"/"deleted" lines
+RESOURCE_NAMES = {
+    "PriorityClass": "priorityclass.scheduling.k8s.io",
+    "Node": "node",
+    "PodDisruptionBudget": "poddisruptionbudget.policy",
+    "Pod": "pod",
 }
 #: Command-line spellings of the kinds `get` and `delete` take.
 ALIASES = {"pod": "Pod", "pods": "Pod", "po": "Pod", "node": "Node", "nodes": "Node", "no": "Node"}
-NO_STORE_HELP = ("store URL; required here (or store.url in --config): these commands act on an "
-                 "existing store and never start an embedded redis-server")
-
-
-def fail(message: str, code: int) -> int:
-    print_error(message)
-    return code
 
 
 @contextlib.contextmanager
 def opened_store(args):
-    """The store of --store / --config's store.url, resolved exactly as `up` and `top` do
-    (a missing URL raises ValueError, which the CLI reports as a usage error)."""
-    from .store import open_store, store_options
-    from .up import store_url
-
+    """The store of --store / --config's store.url (a missing URL raises ValueError, which
+    the CLI reports as a usage error)."""
     cfg = config_mod.load(args.config)
-    store = open_store(store_url(args, cfg), **store_options(cfg))
+    store = open_configured(cfg, configured_url(args.store, cfg, args.cmd))
     try:
         yield store
     finally:
@@ -61,58 +50,9 @@ def opened_store(args):
 
 # --- create -------------------------------------------------------------------------------
 
-def check_document(doc, classes: dict):
-    """Validate one object as the API server would before storing it: the store's own
-    parse, the kind's apiVersion, and (Priority admission) a pod's priorityClassName.
-    Returns the parsed object; raises ObjectError naming the object and field."""
-    obj = parse_object(doc, classes)
-    api_version = doc.get("apiVersion")
-    want = KINDS[obj.kind][0]
-    if api_version is not None and api_version != want:
-        raise ObjectError(f"{obj.kind} {obj.key}", "apiVersion", f"must be {want} for {obj.kind}, got {api_version!r}")
-    return obj
-
-
-def stored_classes(store) -> dict:
-    """PriorityClasses already in the store, by name, for the priorityClassName check."""
-    classes = {}
-    for d in store.list("PriorityClass")[0]:
-        with contextlib.suppress(ObjectError):
-            pc = parse_priority_class(d)
-            classes[pc.name] = pc
-    return classes
-
-
-def admit(docs: list, classes: dict) -> tuple[list, list]:
-    """Split input into (creatable (kind, key, doc), ObjectErrors), in CREATE_ORDER.
-
-    Accepted PriorityClasses of this input count for its pods; a second object with the same
-    kind and key is rejected here, as the API server would reject its create.
-    """
-    order = {k: i for i, k in enumerate(CREATE_ORDER)}
-    docs = sorted(docs, key=lambda d: order.get(d.get("kind") if isinstance(d, dict) else None, len(order)))
-    accepted, errors, seen = [], [], set()
-    for doc in docs:
-        try:
-            obj = check_document(doc, classes)
-        except ObjectError as e:
-            errors.append(e)
-            continue
-        if (obj.kind, obj.key) in seen:
-            errors.append(ObjectError(f"{obj.kind} {obj.key}", "metadata.name",
-                                      "already exists (given twice in the input)"))
-            continue
-        seen.add((obj.kind, obj.key))
-        if obj.kind == "PriorityClass":
-            classes.setdefault(obj.name, obj)
-        doc = doc if doc.get("apiVersion") else {"apiVersion": KINDS[obj.kind][0], **doc}
-        accepted.append((obj.kind, obj.key, doc))
-    return accepted, errors
-
-
 def _display_name(kind: str, key: str) -> str:
     """kubectl names objects without their namespace: pod/web-1."""
-    return f"{KINDS[kind][1]}/{key.rsplit('/', 1)[-1]}"
+    return f"{RESOURCE_NAMES[kind]}/{key.rsplit('/', 1)[-1]}"
 
 
 def cmd_create(args) -> int:
@@ -159,7 +99,7 @@ def cmd_delete(args) -> int:
     with opened_store(args) as store:
         for key in keys:
             if store.delete(kind, key):
-                print(f'{KINDS[kind][1]} "{key.rsplit("/", 1)[-1]}" deleted')
+                print(f'{RESOURCE_NAMES[kind]} "{key.rsplit("/", 1)[-1]}" deleted')
             else:
                 code = fail(f"{kind} {key} not found", EXIT_REJECTED)
     return code
@@ -239,7 +179,7 @@ def node_rows(nodes: list, pods: list, wide: bool, now: float) -> tuple[list, li
     """Resource columns read requested/allocatable, summed over non-terminal bound pods."""
     used: dict[str, tuple] = {}
     for p in pods:
-        if p.node_name and p.phase not in TERMINAL:
+        if p.node_name and p.phase not in TERMINAL_PHASES:
             used[p.node_name] = vadd(used[p.node_name], p.requests) if p.node_name in used else p.requests
     header = ["NAME", "STATUS", "CPU", "MEMORY", "PODS", "AGE"]
     if wide:
@@ -313,34 +253,3 @@ def cmd_verify(args) -> int:
         for e in report["unparsable"]:
             print(f"  unparsable: {e['object']}: {e['field']}: {e['message']}")
     return EXIT_OK if ok else EXIT_REJECTED
-
-
-# --- registration -------------------------------------------------------------------------
-
-def _store_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", help=NO_STORE_HELP)
-    p.add_argument("--config", help="configuration file whose store.url (and store.kubeconfig) to use")
-
-
-def add_commands(sub) -> None:
-    """Register create, delete, get and verify on the CLI's subparsers."""
-    c = sub.add_parser("create", help="create Nodes, Pods, PDBs and PriorityClasses from a file (like kubectl)")
-    c.add_argument("-f", "--filename", dest="file", required=True, metavar="FILE",
-                   help="YAML (one or more documents, or kind: List) or JSON; '-' reads stdin")
-    _store_args(c)
-    c.set_defaults(func=cmd_create)
-    d = sub.add_parser("delete", help="delete pods (NS/NAME) or nodes (NAME) from the store")
-    d.add_argument("kind", choices=sorted(ALIASES))
-    d.add_argument("names", nargs="+", metavar="NAME", help="NS/NAME for pods (NAME = default/NAME)")
-    _store_args(d)
-    d.set_defaults(func=cmd_delete)
-    g = sub.add_parser("get", help="list pods or nodes as a table, or as a kind: List")
-    g.add_argument("kind", choices=sorted(ALIASES))
-    g.add_argument("-o", "--output", choices=("wide", "json", "yaml"), help="wide table or the stored objects")
-    _store_args(g)
-    g.set_defaults(func=cmd_get)
-    v = sub.add_parser("verify", help="check the store's invariants (capacity, host ports, taints, "
-                                      "affinity, missing nodes, double binding)")
-    v.add_argument("--json", action="store_true", help="print {ok, bound, pending, violations, ...} as JSON")
-    _store_args(v)
-    v.set_defaults(func=cmd_verify)

@@ -1,0 +1,6 @@
+"""`python -m common.cli ...` is `shardsched ...`."""
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,118 @@
+"""Binders, shards and a dispatcher as child processes on this machine (`python -m ROLE`),
+sharing one store and one config: what `shardsched up`, `shardsched bench` and the fault
+tests run. The tests and benchmarks use it to start, kill -9 and restart single processes.
+
+Each process logs to `<log_dir>/<role>-<id>.log`.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import grpc
+
+from . import config as config_mod
+from .component import status_of
+from .store import open_configured
+
+ROLES = ("binder", "shard", "dispatcher")
+
+
+class LocalCluster:
+    def __init__(self, cfg: dict, url: str, seed: int = 0, log_dir: str | None = None,
+                 free_metrics_ports: bool = False, verbosity: int = 0):
+        """Without `log_dir`, logs go to a temporary directory removed by `stop()`."""
+        self.cfg = cfg
+        #: Serve metrics on any free port (tests and benchmarks beside a running `up`).
+        self.free_metrics_ports = free_metrics_ports
+        self.url = url
+        self.seed = seed
+        self.verbosity = verbosity
+        self._tmp = tempfile.TemporaryDirectory(prefix="shardsched-")
+        self.log_dir = log_dir or self._tmp.name
+        os.makedirs(self.log_dir, exist_ok=True)
+        self.config_path = os.path.join(self._tmp.name, "config.yaml")
+        with open(self.config_path, "w") as fh:
+            fh.write(config_mod.dump(cfg))
+        self.procs: dict[tuple[str, int], subprocess.Popen] = {}
+
+    def counts(self) -> dict[str, int]:
+        return {"binder": self.cfg["binders"]["count"], "shard": self.cfg["shards"]["count"],
+                "dispatcher": 1}
+
+    def log_path(self, role: str, index: int) -> str:
+        return os.path.join(self.log_dir, f"{role}-{index}.log")
+
+    def start_one(self, role: str, index: int) -> subprocess.Popen:
+        cmd = [sys.executable, "-m", role, "--config", self.config_path, "--id", str(index),
+               "--store", self.url, "--seed", str(self.seed), "-v", str(self.verbosity)]
+        if self.free_metrics_ports:
+            cmd += ["--metrics-port", "0"]
+        log = open(self.log_path(role, index), "ab")
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        self.procs[(role, index)] = proc
+        return proc
+
+    def start(self, timeout: float = 30.0) -> None:
+        for role in ROLES:
+            for i in range(self.counts()[role]):
+                self.start_one(role, i)
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float = 30.0) -> dict:
+        """Block until every process holds its lease; returns role -> {id: address}."""
+        store = open_configured(self.cfg, self.url)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                leases = {role: store.list_leases(role) for role in ROLES}
+                if (all(len(leases[r]) >= n for r, n in self.counts().items())
+                        and self._dispatcher_linked(leases)):
+                    return leases
+                for (role, i), proc in self.procs.items():
+                    if proc.poll() is not None:
+                        raise RuntimeError(f"{role} {i} exited with status {proc.returncode}; "
+                                           f"see {self.log_path(role, i)}")
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"processes not ready after {timeout} s: {leases}")
+                time.sleep(0.1)
+        finally:
+            store.close()
+
+    def _dispatcher_linked(self, leases: dict) -> bool:
+        """The dispatcher holds a stream to every shard, so pods will be spread over all."""
+        try:
+            reply = self.status("dispatcher", leases["dispatcher"]["0"])
+        except grpc.RpcError:
+            return False
+        linked = [q for q in reply.queues if q.startswith("in_flight_shard_")]
+        return len(linked) >= self.counts()["shard"]
+
+    def kill(self, role: str, index: int) -> None:
+        """kill -9: no goodbye, no lease drop."""
+        proc = self.procs[(role, index)]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for proc in self.procs.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self._tmp.cleanup()
+
+    def status(self, role: str, address: str):
+        """The Status reply of one of the processes (`role` is for the caller's reading)."""
+        return status_of(address)

@@ -1,0 +1,31 @@
+"""The names of the scheduling plugins and kube-scheduler's default profile, without the
+plugins themselves (kube keeps them apart in names.go for the same reason): the config is
+checked against them in every process and command, and only a shard needs the plugin code.
+"""
+from __future__ import annotations
+
+PRIORITY_SORT = "PrioritySort"
+NODE_UNSCHEDULABLE = "NodeUnschedulable"
+NODE_NAME = "NodeName"
+TAINT_TOLERATION = "TaintToleration"
+NODE_AFFINITY = "NodeAffinity"
+NODE_PORTS = "NodePorts"
+NODE_RESOURCES_FIT = "NodeResourcesFit"
+NODE_RESOURCES_BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
+POD_TOPOLOGY_SPREAD = "PodTopologySpread"
+INTER_POD_AFFINITY = "InterPodAffinity"
+IMAGE_LOCALITY = "ImageLocality"
+DEFAULT_PREEMPTION = "DefaultPreemption"
+DEFAULT_BINDER = "DefaultBinder"
+
+#: (plugin, score weight) of the default profile, in kube-scheduler's order: filters run
+#: cheapest-and-most-selective first.
+DEFAULT_PLUGINS = (
+    (PRIORITY_SORT, 0), (NODE_UNSCHEDULABLE, 0), (NODE_NAME, 0), (TAINT_TOLERATION, 3),
+    (NODE_AFFINITY, 2), (NODE_PORTS, 0), (NODE_RESOURCES_FIT, 1),
+    (NODE_RESOURCES_BALANCED_ALLOCATION, 1), (POD_TOPOLOGY_SPREAD, 2), (INTER_POD_AFFINITY, 2),
+    (IMAGE_LOCALITY, 1), (DEFAULT_PREEMPTION, 0), (DEFAULT_BINDER, 0),
+)
+
+#: Every plugin a profile may name.
+KNOWN = frozenset(name for name, _ in DEFAULT_PLUGINS)

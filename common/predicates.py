@@ -1,0 +1,51 @@
+"""Scheduling predicates that more than one role evaluates, as kube keeps them in
+component-helpers: the shard's plugins filter with them, the binder re-checks decisions with
+them, and `verify` judges the store's final state with them. One definition, so the three can
+never disagree about what "fits" means.
+"""
+from __future__ import annotations
+
+from .selectors import Taint, tolerated
+
+#: A host port bound to this address conflicts with the same port on every address.
+ANY_ADDRESS = "0.0.0.0"
+#: Taint effects that keep a pod that does not tolerate them off a node.
+HARD_EFFECTS = ("NoSchedule", "NoExecute")
+#: What spec.unschedulable means to a pod: a NoSchedule taint it may tolerate.
+UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+
+
+def host_ports_conflict(wanted, in_use) -> bool:
+    """Whether any (ip, protocol, port) of `wanted` clashes with one of `in_use`: protocol
+    and port match and either address is 0.0.0.0 or both are the same address."""
+    for ip, proto, port in wanted:
+        for used_ip, used_proto, used_port in in_use:
+            if used_port == port and used_proto == proto and (
+                    ip == used_ip or ip == ANY_ADDRESS or used_ip == ANY_ADDRESS):
+                return True
+    return False
+
+
+def node_matches(pod, node) -> bool:
+    """The pod's nodeSelector and required node affinity (terms ORed) admit `node`."""
+    labels = node.labels
+    for k, v in pod.node_selector.items():
+        if labels.get(k) != v:
+            return False
+    terms = pod.required_node_terms
+    if terms is None:
+        return True
+    return any(t.matches(labels, node.name) for t in terms)
+
+
+def untolerated_taint(taints, tolerations, effects=HARD_EFFECTS):
+    """The first of `taints` with one of `effects` that `tolerations` do not tolerate, or None."""
+    for taint in taints:
+        if taint.effect in effects and not tolerated(taint, tolerations):
+            return taint
+    return None
+
+
+def unschedulable_blocks(pod, node) -> bool:
+    """The node is cordoned (spec.unschedulable) and the pod does not tolerate that."""
+    return bool(node.unschedulable) and not tolerated(UNSCHEDULABLE_TAINT, pod.tolerations)

@@ -1,0 +1,64 @@
+"""What a plugin may use of the scheduler: its profile's Handle.
+
+As kube-scheduler's framework.Handle, it gives a plugin the snapshot it schedules against,
+the pods waiting at Permit, the PodDisruptionBudgets, the cluster client, and a way to run the
+other plugins of its own profile on one node (what preemption's dry runs need), but not the
+scheduler itself: a plugin cannot reach into the queue, the cache or another profile.
+"""
+from __future__ import annotations
+
+
+class Handle:
+    __slots__ = ("_sched", "_profile")
+
+    def __init__(self, sched, profile):
+        self._sched = sched
+        self._profile = profile
+
+    # --- what the cycle schedules against ---------------------------------------------------
+
+    @property
+    def table(self):
+        """The snapshot's node table (kube's SnapshotSharedLister): rows of NodeInfos and
+        their numpy columns, as of the start of the cycle."""
+        return self._sched.snapshot.table
+
+    @property
+    def rng(self):
+        """The shard's seeded random source (tie-breaks, random starting rows)."""
+        return self._sched.rng
+
+    @property
+    def preemption_pruning(self) -> bool:
+        """Whether preemption may skip nodes by the priority prefix sums (an optimisation
+        that can be switched off for baselines; decisions are the same either way)."""
+        return self._sched.preemption_pruning
+
+    def budgets(self):
+        """The PodDisruptionBudgets, as preemption spends them, over the counted pods."""
+        return self._sched.budgets()
+
+    @property
+    def waiting(self):
+        """Pods held at Permit (WaitingPods): Permit plugins allow or reject them here."""
+        return self._sched.waiting
+
+    @property
+    def client(self):
+        """The cluster store (None in pure scheduling tests): what Bind plugins write to."""
+        return self._sched.store
+
+    # --- running this profile's plugins on one node -----------------------------------------
+
+    def filter_with_nominated(self, state, pod, info):
+        """Every filter of the profile on `info`, counting the pods nominated there that
+        `pod` must leave room for; None when the node fits, else the first failure."""
+        return self._sched.check_node(self._profile, state, pod, info)
+
+    def add_pod(self, state, pod, other, info) -> None:
+        """Count `other` on `info` (a scratch copy) and in the PreFilter state."""
+        self._sched.add_to(self._profile, state, pod, other, info)
+
+    def remove_pod(self, state, pod, other, info) -> None:
+        """Take `other` off `info` (a scratch copy) and out of the PreFilter state."""
+        self._sched.remove_from(self._profile, state, pod, other, info)
