@@ -7,6 +7,7 @@ and answered with one batch of outcomes. The watch thread keeps the view current
 """
 from __future__ import annotations
 
+import logging
 import threading
 
 import orjson
@@ -21,6 +22,8 @@ from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
 from .view import BinderView
+
+log = logging.getLogger(__name__)
 
 
 class BinderServer(Component, rpc.BinderServicer):
@@ -66,6 +69,7 @@ class BinderServer(Component, rpc.BinderServicer):
     # --- decisions --------------------------------------------------------------------------
 
     def Decide(self, request_iterator, context):
+        log.info("decision stream opened from %s", context.peer())
         for batch in request_iterator:
             outcomes = self.decide(batch)
             for o in outcomes:
@@ -133,6 +137,7 @@ class BinderServer(Component, rpc.BinderServicer):
                 and (not uid or (obj.get("metadata") or {}).get("uid") == uid)]
 
     def _rejected(self, d, reason: str):
+        log.debug("decision for %s on %s rejected: %s", d.pod_key, d.node, reason)
         self.counters["rejected"] += 1
         self.counters["rejected_" + reason.split(":", 1)[0].split(" ", 1)[0]] += 1
         return pb.Outcome(pod_key=d.pod_key, node=d.node, bound=False, reason=reason)

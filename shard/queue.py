@@ -3,16 +3,20 @@
 * activeQ: a heap ordered by the profile's QueueSort plugin (priority, then arrival; a pod
   that failed an attempt counts as arriving again when it is requeued, as in kube-scheduler).
 * backoffQ: pods that failed and wait out an exponential backoff (initial * 2^(attempts-1),
-  capped at the maximum) before they go back to activeQ.
+  capped at the maximum) before they go back to activeQ. A sorted list by expiry: a pod
+  deleted or updated while it waits leaves it at once, and the next expiry is always exact.
 * unschedulable pool: pods no node could take. They move back (through backoffQ if their
   backoff has not expired) when a cluster event may help them (a node added or changed, a
-  pod deleted), and after `unschedulable_max` seconds at the latest.
+  pod deleted), and after `unschedulable_max` seconds at the latest. The pool is a dict in
+  arrival order, so the pods due for that periodic retry are found at its front.
 """
 from __future__ import annotations
 
 import heapq
 import itertools
 import time
+
+from sortedcontainers import SortedKeyList
 
 
 _NOT_SCHEDULING = ("resourceVersion", "generation", "managedFields", "finalizers")
@@ -65,7 +69,7 @@ class SchedulingQueue:
         self.unschedulable_max = unschedulable_max
         self.clock = clock
         self._active: list[QueuedPod] = []
-        self._backoff: list[tuple[float, int, QueuedPod]] = []
+        self._backoff = SortedKeyList(key=lambda e: (e.backoff_until, e.seq))
         self._unschedulable: dict[str, QueuedPod] = {}
         self._where: dict[str, str] = {}      # pod key -> "active" | "backoff" | "unschedulable"
         self._entries: dict[str, QueuedPod] = {}
@@ -109,10 +113,19 @@ class SchedulingQueue:
         self._push_active(entry)
 
     def delete(self, key: str) -> None:
-        """Forget a pod (bound elsewhere, deleted). Heap entries are dropped lazily on pop."""
-        self._entries.pop(key, None)
-        if self._where.pop(key, None) == "unschedulable":
+        """Forget a pod (bound elsewhere, deleted). activeQ heap entries are dropped lazily
+        on pop; the other two places let go of it at once."""
+        entry = self._entries.pop(key, None)
+        where = self._where.pop(key, None)
+        if where == "unschedulable":
             del self._unschedulable[key]
+        elif where == "backoff":
+            self._backoff.remove(entry)
+
+    def _push_backoff(self, entry: QueuedPod) -> None:
+        entry.seq = next(self._seq)
+        self._where[entry.pod.key] = "backoff"
+        self._backoff.add(entry)
 
     def _push_active(self, entry: QueuedPod) -> None:
         entry.seq = next(self._seq)
@@ -144,8 +157,7 @@ class SchedulingQueue:
         now = self.clock()
         entry.queued_at = now  # re-added: kube refreshes the timestamp PrioritySort compares
         entry.backoff_until = now + self._backoff_for(entry.attempts)
-        self._where[entry.pod.key] = "backoff"
-        heapq.heappush(self._backoff, (entry.backoff_until, next(self._seq), entry))
+        self._push_backoff(entry)
 
     def requeue_unschedulable(self, entry: QueuedPod, generation: int = 0) -> None:
         """No node fits: park the pod until a cluster event may help it."""
@@ -172,8 +184,7 @@ class SchedulingQueue:
         now = self.clock()
         for entry in moved:
             if entry.backoff_until > now:
-                self._where[entry.pod.key] = "backoff"
-                heapq.heappush(self._backoff, (entry.backoff_until, next(self._seq), entry))
+                self._push_backoff(entry)
             else:
                 self._push_active(entry)
         return len(moved)
@@ -181,14 +192,15 @@ class SchedulingQueue:
     def flush(self) -> None:
         """Move pods whose backoff expired, and pods unschedulable for too long, to activeQ."""
         now = self.clock()
-        while self._backoff and self._backoff[0][0] <= now:
-            _, _, entry = heapq.heappop(self._backoff)
-            key = entry.pod.key
-            if self._entries.get(key) is entry and self._where.get(key) == "backoff":
-                self._push_active(entry)
+        backoff = self._backoff
+        while backoff and backoff[0].backoff_until <= now:
+            self._push_active(backoff.pop(0))
         if self._unschedulable:
-            stale = [e for e in self._unschedulable.values()
-                     if now - e.unschedulable_since >= self.unschedulable_max]
+            stale = []
+            for entry in self._unschedulable.values():  # oldest first: stop at the first fresh one
+                if now - entry.unschedulable_since < self.unschedulable_max:
+                    break
+                stale.append(entry)
             for entry in stale:
                 del self._unschedulable[entry.pod.key]
                 self._push_active(entry)
@@ -197,4 +209,4 @@ class SchedulingQueue:
         """Seconds until the next backoff expires (None when nothing waits)."""
         if not self._backoff:
             return None
-        return max(0.0, self._backoff[0][0] - self.clock())
+        return max(0.0, self._backoff[0].backoff_until - self.clock())

@@ -148,7 +148,8 @@ class ShardServer(Component, rpc.ShardServicer):
                 for batch in request_iterator:
                     self.inbox.put(("pods", None, batch))
             except Exception as e:  # the dispatcher went away; it re-dispatches on reconnect
-                log.warning("dispatcher stream broke: %s", e)
+                if not self.stop_event.is_set():
+                    log.warning("dispatcher stream broke: %s", str(e) or type(e).__name__)
             reports.put(None)
 
         threading.Thread(target=pump, daemon=True, name="dispatch-pump").start()

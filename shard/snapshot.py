@@ -2,8 +2,9 @@
 
 At the start of each cycle `update()` pulls from the cache only the nodes whose generation
 is newer than the snapshot's (GenerationStore), and rewrites only their node-table rows.
-`full_copy=True` is the unoptimised variant (clone every node, rebuild every row) kept for
-benchmarks and ablations.
+Two unoptimised variants are kept for benchmarks and ablations: `full=True` clones every node
+and rebuilds every row each cycle; `zone_order=True` keeps the rows in kube-scheduler's
+zone-interleaved order, re-sorted whenever a node joins, leaves or changes zone.
 """
 from __future__ import annotations
 
@@ -70,7 +71,3 @@ class Snapshot:
             self.table.reorder(self.zones.interleaved())
         self.last_cloned = len(self.raw)
         return self.last_cloned
-
-    def node(self, name: str):
-        info = self.raw.get(name)
-        return info if info is not None and info.node is not None else None

@@ -94,3 +94,13 @@ def test_each_component_is_allowed_what_it_needs_and_no_more(kube_cluster):
     for sa, checks in denied.items():
         for check in checks:
             assert not can(sa, *check), f"{sa} must not be allowed to {check}"
+
+
+def test_the_image_ships_the_runtime_only_and_runs_the_roles_as_modules():
+    dockerfile = (ROOT / "deploy" / "Dockerfile").read_text()
+    copied = [line.split()[1] for line in dockerfile.splitlines() if line.startswith("COPY")]
+    assert "benchmarks" not in copied and "tests" not in copied
+    for o in rendered():
+        if o["kind"] in ("Deployment", "StatefulSet"):
+            (c,) = o["spec"]["template"]["spec"]["containers"]
+            assert "python -m " in " ".join(c.get("command", []) + c.get("args", []))

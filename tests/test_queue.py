@@ -194,3 +194,17 @@ def test_update_of_a_pod_in_flight(queue):
     queue.requeue_unschedulable(entry)
     queue.move_all_to_active()
     assert entry.pod.labels == {"v": "2"}
+
+
+def test_a_pod_deleted_in_backoff_leaves_it_at_once(queue, clock):
+    """backoffQ lets go of a deleted pod immediately: the next expiry is the next live pod's."""
+    queue.add(p("gone"))
+    queue.add(p("stays"))
+    gone, stays = queue.pop(), queue.pop()
+    queue.requeue_backoff(gone)      # 1 s
+    stays.attempts = 3
+    queue.requeue_backoff(stays)     # 4 s
+    queue.delete("default/gone")
+    assert queue.next_ready_in() == pytest.approx(4.0)
+    queue.delete("default/stays")
+    assert queue.next_ready_in() is None and queue.lengths() == {"active": 0, "backoff": 0, "unschedulable": 0}

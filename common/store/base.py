@@ -1,6 +1,6 @@
 """The `ClusterStore` interface: the slice of the Kubernetes API the scheduler relies on.
 
-Semantics follow the API server so that a `kube` backend can slot in later:
+Semantics follow the API server, so the `kube` backend (a real one) and the others behave alike:
 * every write produces exactly one event, and the event's resourceVersion (rv) is also
   stamped into the written object's metadata.resourceVersion;
 * `list` returns a snapshot together with the rv it reflects, and polling from that rv
