@@ -12,7 +12,7 @@ import threading
 
 import orjson
 
-from common.component import Component, metrics_port_for, port_for
+from common.component import Component
 from common.disruption import VICTIMS_TERMINATING, eviction_failures
 from common.errors import ObjectError
 from common.informer import Informer
@@ -28,16 +28,13 @@ log = logging.getLogger(__name__)
 
 class BinderServer(Component, rpc.BinderServicer):
     role = "binder"
+    section = "binders"
 
     def __init__(self, cfg: dict, store, index: int, port: int | None = None,
                  metrics_port: int | None = None):
         binders = cfg["binders"]
         self.metrics = BinderMetrics(str(index))
-        super().__init__(str(index), store, binders["host"],
-                         port_for(binders["basePort"], index, port),
-                         cfg["dispatcher"]["shardTimeoutSeconds"],
-                         metrics_port_for(binders["metricsBasePort"], index, metrics_port),
-                         self.metrics.registry)
+        super().__init__(cfg, store, index, port, metrics_port, self.metrics.registry)
         self.view = BinderView(index, binders["count"], cfg["shards"]["assumeTtlSeconds"])
         self.lock = threading.Lock()
         self.informer = Informer(store, ("Node", "PodDisruptionBudget", "Pod"), self._apply, self._relist)

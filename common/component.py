@@ -48,19 +48,28 @@ def metrics_port_for(base: int, index: int, override: int | None) -> int | None:
 
 
 class Component(rpc.ComponentServicer):
-    """Base of the dispatcher, shard and binder processes."""
+    """Base of the dispatcher, shard and binder processes.
+
+    Where a process listens comes from its config section (`section`): `host`, and the ports
+    named by `port_key` and `metrics_port_key`, plus its index; `port` and `metrics_port`
+    override them (the command line's --port and --metrics-port).
+    """
 
     role = "component"
+    section = ""
+    port_key, metrics_port_key = "basePort", "metricsBasePort"
 
-    def __init__(self, id_: str, store, host: str, port: int, lease_ttl: float,
-                 metrics_port: int = 0, registry=None):
-        self.id = id_
+    def __init__(self, cfg: dict, store, index: int, port: int | None = None,
+                 metrics_port: int | None = None, registry=None):
+        own = cfg[self.section]
+        self.id = str(index)
         self.store = store
-        self.host = host
-        self.port = port
-        self.lease_ttl = lease_ttl
+        self.host = own["host"]
+        self.port = port_for(own[self.port_key], index, port)
+        #: A process that stops renewing is dead to the others after this long.
+        self.lease_ttl = cfg["dispatcher"]["shardTimeoutSeconds"]
         #: Port for Prometheus metrics: None = off, 0 = any free port.
-        self.metrics_port = metrics_port
+        self.metrics_port = metrics_port_for(own[self.metrics_port_key], index, metrics_port)
         self.registry = registry
         self.metrics_address = ""
         self.started = time.monotonic()

@@ -22,7 +22,7 @@ import time
 
 import orjson
 
-from common.component import Component, metrics_port_for
+from common.component import Component
 from common.informer import Informer
 from common.links import StreamLink
 from common.metrics import DispatcherMetrics
@@ -60,14 +60,14 @@ class ShardLink(StreamLink):
 
 class Dispatcher(Component):
     role = "dispatcher"
+    section = "dispatcher"
+    port_key, metrics_port_key = "port", "metricsPort"
 
     def __init__(self, cfg: dict, store, port: int | None = None, seed: int = 0,
                  metrics_port: int | None = None):
         d = cfg["dispatcher"]
         self.metrics = DispatcherMetrics()
-        super().__init__("0", store, d["host"], d["port"] if port is None else port,
-                         d["shardTimeoutSeconds"], metrics_port_for(d["metricsPort"], 0, metrics_port),
-                         self.metrics.registry)
+        super().__init__(cfg, store, 0, port, metrics_port, self.metrics.registry)
         self.names = {p["schedulerName"] for p in cfg["profiles"]}
         if d["alsoDefaultScheduler"]:
             self.names.add("default-scheduler")

@@ -16,7 +16,7 @@ from collections import deque
 
 import orjson
 
-from common.component import Component, metrics_port_for, port_for
+from common.component import Component
 from common.links import StreamLink
 from common.metrics import ShardMetrics
 from common.partition import binder_for
@@ -104,16 +104,12 @@ class BinderClient:
 
 class ShardServer(Component, rpc.ShardServicer):
     role = "shard"
+    section = "shards"
 
     def __init__(self, cfg: dict, store, index: int, port: int | None = None, seed: int = 0,
                  metrics_port: int | None = None):
-        shards = cfg["shards"]
         self.metrics = ShardMetrics(str(index))
-        super().__init__(str(index), store, shards["host"],
-                         port_for(shards["basePort"], index, port),
-                         cfg["dispatcher"]["shardTimeoutSeconds"],
-                         metrics_port_for(shards["metricsBasePort"], index, metrics_port),
-                         self.metrics.registry)
+        super().__init__(cfg, store, index, port, metrics_port, self.metrics.registry)
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.owned = DispatchedPods()
         self.binders = BinderClient(store, self.id, cfg["binders"]["count"], self.inbox)
