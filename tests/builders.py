@@ -1,9 +1,13 @@
-"""Builders shared by the plugin, queue, threshold and simulate tests.
+"""The objects the tests build, and the harnesses over them.
 
 Nodes and pods are written as the plain Kubernetes dicts a manifest would hold and parsed with
-common.objects, so the tests exercise the same parsing the shard uses. `Cluster` puts them in
-a ShardCache behind a real Scheduler (default profile, threshold `all` unless told otherwise)
-and offers two harnesses over one plugin:
+common.objects, so the tests exercise the same parsing the shard uses. The suite's node and pod
+helpers all build through `node()` and `pod()`; the thin wrappers after them only fix the
+defaults and argument order some modules' tests are written with (a store that assigns the uid
+itself, the binder's namespace "ns", the parser's bare input).
+
+`Cluster` puts them in a ShardCache behind a real Scheduler (default profile, threshold `all`
+unless told otherwise) and offers two harnesses over one plugin:
 
 * `filter(plugin, pod)` runs the plugin's PreFilter, then BOTH its per-node `filter` and its
   vectorised `filter_vec` (over a slice of rows and over an index array, the two forms the
@@ -16,9 +20,11 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
+from functools import partial
 
 import numpy as np
 
+from binder.view import BinderView
 from common import config as config_mod
 from common.objects import parse_node, parse_pod
 from shard.cache import ShardCache
@@ -28,32 +34,53 @@ from shard.scheduler import Scheduler
 SCHEDULER = "shardsched"
 GI = 1024 ** 3
 MI = 1024 ** 2
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+#: the image a real API server's tests give their pods
+PAUSE = "registry.k8s.io/pause:3.10"
+#: an extended resource
+FOO = "example.com/foo"
+#: filter status codes
+UNRESOLVABLE = "UnschedulableAndUnresolvable"
+UNSCHEDULABLE = "Unschedulable"
 
 
 # --- objects ---------------------------------------------------------------------------------
 
-def node(name: str, cpu="4", memory="8Gi", pods="110", labels: dict | None = None,
+def node(name: str = "n1", cpu="4", memory="8Gi", pods="110", labels: dict | None = None,
          taints=(), unschedulable: bool = False, images: dict | None = None,
-         extra: dict | None = None, hostname_label: bool = True) -> dict:
-    """A Node dict; `taints` as "key=value:Effect" strings, `images` as {name: bytes}."""
+         extra: dict | None = None, hostname_label: bool = True, *, ready: bool | None = None,
+         capacity: bool = True, spec: dict | None = None, status: dict | None = None) -> dict:
+    """A Node dict; `taints` as "key=value:Effect" strings or taint dicts, `images` as
+    {name: bytes}; `ready` adds a Ready condition (True or False); `capacity=False` leaves
+    status.capacity out. `spec` and `status`, when given, are used as they are instead of
+    the sections built from the other arguments."""
     lab = {"kubernetes.io/hostname": name} if hostname_label else {}
     lab.update(labels or {})
     alloc = {"cpu": str(cpu), "memory": str(memory), "pods": str(pods)}
     alloc.update({k: str(v) for k, v in (extra or {}).items()})
-    spec: dict = {}
-    if taints:
-        spec["taints"] = [_taint(t) for t in taints]
-    if unschedulable:
-        spec["unschedulable"] = True
-    status: dict = {"allocatable": alloc, "capacity": dict(alloc)}
-    if images:
-        status["images"] = [{"names": [n] if isinstance(n, str) else list(n), "sizeBytes": size}
-                            for n, size in images.items()]
+    if spec is None:
+        spec = {}
+        if taints:
+            spec["taints"] = [_taint(t) for t in taints]
+        if unschedulable:
+            spec["unschedulable"] = True
+    if status is None:
+        status = {"allocatable": alloc}
+        if capacity:
+            status["capacity"] = dict(alloc)
+        if images:
+            status["images"] = [{"names": [n] if isinstance(n, str) else list(n), "sizeBytes": size}
+                                for n, size in images.items()]
+        if ready is not None:
+            status["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": lab}, "spec": spec, "status": status}
 
 
-def _taint(text: str) -> dict:
+def _taint(text) -> dict:
+    if isinstance(text, dict):
+        return dict(text)
     kv, effect = text.rsplit(":", 1)
     key, _, value = kv.partition("=")
     t = {"key": key, "effect": effect}
@@ -78,9 +105,18 @@ def pod(name: str, cpu: str | None = None, memory: str | None = None, *, ns: str
         labels: dict | None = None, node_name: str | None = None, priority: int | None = None,
         tolerations=(), node_selector: dict | None = None, affinity: dict | None = None,
         spread=(), ports=(), images=("pause",), owner: str | None = None,
-        extra: dict | None = None, scheduler: str = SCHEDULER, phase: str | None = None) -> dict:
-    """A Pod dict. `ports` as (hostPort, protocol, hostIP) tuples (protocol/hostIP optional);
-    `owner` as "Kind/name" for a controller ownerReference; `extra` extra requests."""
+        extra: dict | None = None, scheduler: str | None = SCHEDULER, phase: str | None = None,
+        uid: str | None = "uid-{ns}-{name}", status: bool = True, spec: dict | None = None,
+        meta: dict | None = None) -> dict:
+    """A Pod dict. `ports` as (hostPort, protocol, hostIP) tuples (protocol/hostIP optional)
+    or container port dicts; `owner` as "Kind/name" for a controller ownerReference; `extra`
+    extra requests.
+
+    What an API server would fill in can be left out, as in a manifest a client writes:
+    `uid=None` (`uid` is otherwise a template of {ns} and {name}), `scheduler=None` (no
+    schedulerName), `status=False` (no status; otherwise phase `phase`, or Running when bound
+    and Pending when not). `spec` and `meta` are merged last into spec and metadata, for the
+    fields no argument covers."""
     requests = {}
     if cpu is not None:
         requests["cpu"] = cpu
@@ -95,29 +131,40 @@ def pod(name: str, cpu: str | None = None, memory: str | None = None, *, ns: str
         if i == 0 and ports:
             c["ports"] = [_port(p) for p in ports]
         containers.append(c)
-    spec: dict = {"containers": containers, "schedulerName": scheduler}
+    spec_: dict = {"containers": containers}
+    if scheduler is not None:
+        spec_["schedulerName"] = scheduler
     if node_name:
-        spec["nodeName"] = node_name
+        spec_["nodeName"] = node_name
     if priority is not None:
-        spec["priority"] = priority
+        spec_["priority"] = priority
     if tolerations:
-        spec["tolerations"] = list(tolerations)
+        spec_["tolerations"] = list(tolerations)
     if node_selector:
-        spec["nodeSelector"] = node_selector
+        spec_["nodeSelector"] = node_selector
     if affinity:
-        spec["affinity"] = affinity
+        spec_["affinity"] = affinity
     if spread:
-        spec["topologySpreadConstraints"] = list(spread)
-    meta: dict = {"name": name, "namespace": ns, "uid": f"uid-{ns}-{name}", "labels": dict(labels or {})}
+        spec_["topologySpreadConstraints"] = list(spread)
+    spec_.update(spec or {})
+    meta_: dict = {"name": name, "namespace": ns}
+    if uid is not None:
+        meta_["uid"] = uid.format(ns=ns, name=name)
+    meta_["labels"] = dict(labels or {})
     if owner:
         kind, _, oname = owner.partition("/")
-        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": kind, "name": oname,
-                                    "uid": f"uid-{oname}", "controller": True}]
-    status = {"phase": phase or ("Running" if node_name else "Pending")}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+        meta_["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": kind, "name": oname,
+                                     "uid": f"uid-{oname}", "controller": True}]
+    meta_.update(meta or {})
+    out = {"apiVersion": "v1", "kind": "Pod", "metadata": meta_, "spec": spec_}
+    if status:
+        out["status"] = {"phase": phase or ("Running" if node_name else "Pending")}
+    return out
 
 
 def _port(p) -> dict:
+    if isinstance(p, dict):
+        return dict(p)
     if isinstance(p, int):
         p = (p,)
     out = {"containerPort": p[0], "hostPort": p[0]}
@@ -177,6 +224,123 @@ def spread(max_skew: int, key: str, labels: dict, hard: bool = True, **extra) ->
          "labelSelector": {"matchLabels": labels}}
     c.update(extra)
     return c
+
+
+# --- other shapes, through node() and pod() -------------------------------------------------
+# Each fixes only the defaults and argument order its tests call it with.
+
+def bare_node(name: str = "n1", status: dict | None = None, spec: dict | None = None,
+              labels: dict | None = None) -> dict:
+    """Only what is given, for the parser's own tests: no allocatable (unless in `status`),
+    no taints, no hostname label."""
+    return node(name, labels=labels, hostname_label=False, spec=spec or {}, status=status or {})
+
+
+def bare_pod(name: str = "web", namespace: str = "default", spec: dict | None = None,
+             labels: dict | None = None, **meta) -> dict:
+    """One nginx:1.25 container and only the fields given, for the parser's own tests: no uid,
+    schedulerName or status; `spec` merged into the spec, `meta` into the metadata."""
+    return pod(name, ns=namespace, labels=labels, images=("nginx:1.25",), uid=None, scheduler=None,
+               status=False, spec=spec, meta=meta)
+
+
+#: The binder view's node: 2 cpu, 4Gi, 3 pods, no hostname label.
+small_node = partial(node, cpu="2", memory="4Gi", pods="3", hostname_label=False, capacity=False)
+
+
+def ns_pod(name: str, node_name: str | None = None, cpu: str = "500m", port: int | None = None,
+           uid: str | None = None, phase: str | None = None, **spec) -> dict:
+    """A 500m pod in namespace "ns" with uid "uid-NAME" (the binder view's and common.verify's
+    tests name victims by it), no schedulerName, and a status only when `phase` is given;
+    `port` a host port; `spec` raw spec fields."""
+    return pod(name, cpu, ns="ns", node_name=node_name, images=("x",),
+               ports=[{"containerPort": 1, "hostPort": port}] if port else (),
+               uid=uid or "uid-{name}", scheduler=None, status=phase is not None, phase=phase, spec=spec)
+
+
+def verify_node(name: str = "n1", cpu: str = "2", pods: str = "110", taints=(), labels: dict | None = None):
+    """A parsed 2 cpu, 4Gi node in zone "a" (label `zone`), as common.verify takes them."""
+    return parse_node(node(name, cpu, "4Gi", pods, labels or {"zone": "a"}, taints, hostname_label=False,
+                           capacity=False))
+
+
+def verify_pod(name: str, node_name: str | None = "n1", cpu: str = "500m", port: int | None = None,
+               uid: str | None = None, phase: str | None = None, **spec):
+    """ns_pod() bound to n1 unless told otherwise, parsed, as common.verify takes them."""
+    return parse_pod(ns_pod(name, node_name, cpu, port, uid, phase, **spec))
+
+
+def manifest_node(name: str, cpu: str = "4", taints=None, unschedulable: bool = False,
+                  ready: bool | None = True, zone: str | None = None, gpus: str | None = None) -> dict:
+    """A Node as `shardsched create` reads it: 8Gi, 10 pods, Ready unless told otherwise, the
+    zone label and nvidia.com/gpu when given; no capacity, no hostname label."""
+    return node(name, cpu, "8Gi", "10", {ZONE: zone} if zone else None, taints or (), unschedulable,
+                extra={"nvidia.com/gpu": gpus} if gpus else None, hostname_label=False, ready=ready,
+                capacity=False)
+
+
+def manifest_pod(name: str, ns: str = "default", cpu: str = "500m", node_name: str | None = None,
+                 host_port: int | None = None, priority_class: str | None = None, tolerations=None) -> dict:
+    """A 500m/256Mi Pod as `shardsched create` reads it: no uid, schedulerName or status."""
+    return pod(name, cpu, "256Mi", ns=ns, node_name=node_name, tolerations=tolerations or (),
+               ports=[{"containerPort": 8080, "hostPort": host_port}] if host_port else (),
+               uid=None, scheduler=None, status=False,
+               spec={"priorityClassName": priority_class} if priority_class else None)
+
+
+def api_pod(name: str, cpu: str | None = "1", **spec) -> dict:
+    """A pod a client creates on a store (a real API server too): the pause image, no uid (the
+    store assigns it), no schedulerName, no status; `spec` raw spec fields, kept as given."""
+    return pod(name, cpu, images=(PAUSE,), uid=None, scheduler=None, status=False, spec=spec)
+
+
+def labelled_api_pod(name: str, labels: dict | None = None) -> dict:
+    """api_pod() without requests, labelled."""
+    return pod(name, labels=labels, images=(PAUSE,), uid=None, scheduler=None, status=False)
+
+
+#: The store suite's node: 8 cpu, 16Gi; no capacity, no hostname label.
+api_node = partial(node, cpu="8", memory="16Gi", hostname_label=False, capacity=False)
+
+
+def numbered_pod(i: int, cpu: str = "100m", port: int | None = None, name: str = "p") -> dict:
+    """Pod NAME-I of the multi-process runs: 64Mi, this scheduler's; no uid or status (the
+    store assigns them)."""
+    return pod(f"{name}-{i}", cpu, "64Mi", ports=[{"containerPort": 80, "hostPort": port}] if port else (),
+               uid=None, status=False)
+
+
+def running(name, node_name, cpu, priority, start="2026-01-01T00:00:00Z", **kw):
+    """A pod bound to `node_name` and running since `start`: a potential preemption victim."""
+    d = pod(name, cpu, node_name=node_name, priority=priority, **kw)
+    d["status"]["startTime"] = start
+    return d
+
+
+# --- other kinds ----------------------------------------------------------------------------
+
+def pdb(name: str, labels: dict, min_available=None, max_unavailable=None, allowed=None) -> dict:
+    """A PodDisruptionBudget in "default" over pods with `labels`; `allowed` its status."""
+    spec: dict = {"selector": {"matchLabels": labels}}
+    if min_available is not None:
+        spec["minAvailable"] = min_available
+    if max_unavailable is not None:
+        spec["maxUnavailable"] = max_unavailable
+    d = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+         "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+    if allowed is not None:
+        d["status"] = {"disruptionsAllowed": allowed}
+    return d
+
+
+def priority_class(name: str, value: int, global_default: bool | None = None, policy: str | None = None) -> dict:
+    d = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+         "value": value}
+    if global_default is not None:
+        d["globalDefault"] = global_default
+    if policy:
+        d["preemptionPolicy"] = policy
+    return d
 
 
 # --- configuration ---------------------------------------------------------------------------
@@ -326,3 +490,28 @@ class Cluster:
         if normalize and implements(plugin, "normalize"):
             plugin.normalize(state, pod_, scores)
         return dict(zip(names, scores.tolist()))
+
+
+def differently_sized_nodes(cfg: dict | None = None, pods=()) -> Cluster:
+    """kube's "differently sized nodes": 4000m/10000 and 6000m/10000 (memory in bytes)."""
+    return Cluster([node("n1", cpu="4", memory="10000"), node("n2", cpu="6", memory="10000")], pods, cfg=cfg)
+
+
+# --- other harnesses -------------------------------------------------------------------------
+
+def binder_view(*objs, index: int = 0, binders: int = 1) -> BinderView:
+    """A BinderView (binder `index` of `binders`) that has seen `objs` ADDED."""
+    v = BinderView(index, binders)
+    for o in objs:
+        v.apply("ADDED", o["kind"], o)
+    return v
+
+
+class Clock:
+    """A fake clock the tests move by hand (`clock.now += 1`)."""
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

@@ -25,6 +25,7 @@ from pathlib import Path
 import yaml
 
 from benchmarks import kube_vs
+import builders
 from common import config
 from common.store.kube_store import KubeStore
 from common.local_cluster import LocalCluster
@@ -39,18 +40,11 @@ TIMEOUT_S = 120
 
 def workload(namespace: str, scheduler: str, n: int = PODS) -> list[dict]:
     """A mix of sizes; one pod in ten uses host port 8080 (at most one such pod per node)."""
-    pods = []
-    for i in range(n):
-        cpu = ("100m", "250m", "500m", "1")[i % 4]
-        container = {"name": "c", "image": "registry.k8s.io/pause:3.10",
-                     "resources": {"requests": {"cpu": cpu, "memory": f"{64 * (1 + i % 3)}Mi"}}}
-        if i % 10 == 0:
-            container["ports"] = [{"containerPort": 8080, "hostPort": 8080}]
-        pods.append({"apiVersion": "v1", "kind": "Pod",
-                     "metadata": {"name": f"w-{i}", "namespace": namespace, "labels": {"app": "w"}},
-                     "spec": {"schedulerName": scheduler, "containers": [container],
-                              "terminationGracePeriodSeconds": 0}})
-    return pods
+    return [builders.pod(f"w-{i}", ("100m", "250m", "500m", "1")[i % 4], f"{64 * (1 + i % 3)}Mi", ns=namespace,
+                         labels={"app": "w"}, images=(builders.PAUSE,), scheduler=scheduler, uid=None, status=False,
+                         ports=[{"containerPort": 8080, "hostPort": 8080}] if i % 10 == 0 else (),
+                         spec={"terminationGracePeriodSeconds": 0})
+            for i in range(n)]
 
 
 def run_workload(store: KubeStore, namespace: str, scheduler: str, during=None) -> dict:

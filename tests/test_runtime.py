@@ -17,6 +17,7 @@ from common.store import open_store
 from common.store.embedded import EmbeddedRedis
 from common.local_cluster import LocalCluster
 from common.verify import verify_store
+from builders import numbered_pod as pod
 
 NODES = 60
 TIMEOUT_S = 120
@@ -32,16 +33,6 @@ def runtime_config(shards: int = 2, binders: int = 1) -> dict:
     cfg["dispatcher"]["shardTimeoutSeconds"] = 2
     cfg["dispatcher"]["redispatchAfterSeconds"] = 5
     return cfg
-
-
-def pod(i: int, cpu: str = "100m", port: int | None = None, name: str = "p") -> dict:
-    container = {"name": "c", "image": "pause",
-                 "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}
-    if port:
-        container["ports"] = [{"containerPort": 80, "hostPort": port}]
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"{name}-{i}", "namespace": "default"},
-            "spec": {"schedulerName": "shardsched", "containers": [container]}}
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
-"""DefaultPreemption: kube-scheduler's rules, pruning that never changes the choice, and the
-binder's checks on decisions with victims.
+"""DefaultPreemption: kube-scheduler's rules, and pruning that never changes the choice.
 
 Most rules are shown end to end through `simulate` (a pending preemptor, running pods as
 potential victims); the pruning property drives the Scheduler directly on random clusters.
+(The binder's checks on decisions with victims: tests/binder/test_binder_preemption.py; the
+shard loop's nomination: tests/shard/test_loop.py.)
 """
 from __future__ import annotations
 
@@ -11,32 +12,11 @@ import random
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from binder.view import BinderView
-from common.store.memory import MemoryStore
 from common.objects import parse_object
 from shard.cache import ShardCache
 from shard.scheduler import Scheduler
 from common.cli.simulate import simulate
-from builders import make_config, node, pod, toleration
-
-
-def pdb(name: str, labels: dict, min_available=None, max_unavailable=None, allowed=None) -> dict:
-    spec: dict = {"selector": {"matchLabels": labels}}
-    if min_available is not None:
-        spec["minAvailable"] = min_available
-    if max_unavailable is not None:
-        spec["maxUnavailable"] = max_unavailable
-    d = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-         "metadata": {"name": name, "namespace": "default"}, "spec": spec}
-    if allowed is not None:
-        d["status"] = {"disruptionsAllowed": allowed}
-    return d
-
-
-def running(name, node_name, cpu, priority, start="2026-01-01T00:00:00Z", **kw):
-    d = pod(name, cpu, node_name=node_name, priority=priority, **kw)
-    d["status"]["startTime"] = start
-    return d
+from builders import make_config, node, pdb, pod, running, toleration
 
 
 def sim(tmp_path, docs, cfg=None, seed=0) -> dict:
@@ -258,107 +238,3 @@ def test_pruning_skips_nodes_without_enough_lower_priority_pods():
     result = sched.schedule(parse_object(pod("high", "2", priority=100)))
     assert result.node is not None and result.node in {f"n{i}" for i in range(0, 200, 50)}
     assert result.pruned == 196
-
-
-# --- the binder's checks -------------------------------------------------------------------------
-
-def binder_with(*objs) -> BinderView:
-    view = BinderView()
-    for d in objs:
-        view.apply("ADDED", d["kind"], d)
-    return view
-
-
-def test_binder_refuses_gone_or_claimed_victims_and_broken_budgets():
-    n1 = node("n1", cpu="2")
-    v1, v2 = running("v1", "n1", "1", 1, labels={"app": "db"}), running("v2", "n1", "1", 1, labels={"app": "db"})
-    preemptor = parse_object(pod("high", "2", priority=100))
-    view = binder_with(n1, v1, v2)
-    victims = [("default/v1", "uid-default-v1"), ("default/v2", "uid-default-v2")]
-    assert view.check(preemptor, "n1", victims) is None
-    assert view.check(preemptor, "n1", victims[:1]).startswith("Insufficient cpu")
-    assert view.check(preemptor, "n1", [("default/gone", "")]) == "VictimGone: default/gone"
-    assert view.check(preemptor, "n1", [("default/v1", "other-uid")]) == "VictimGone: default/v1"
-    view.reserve(parse_object(pod("other", "1", priority=100)), "n1", victims[:1])
-    assert view.check(preemptor, "n1", victims) == "VictimClaimed: default/v1"
-
-    guarded = binder_with(n1, v1, v2, pdb("db", {"app": "db"}, max_unavailable=1))
-    assert guarded.check(preemptor, "n1", victims).startswith("DisruptionBudget: evicting default/v2")
-    one = parse_object(pod("one", "1", priority=100))
-    assert guarded.check(one, "n1", victims[:1]) is None
-    guarded.reserve(one, "n1", victims[:1])  # the budget's one disruption is now in flight
-    two = parse_object(pod("two", "1", priority=100))
-    assert guarded.check(two, "n1", victims[1:]).startswith("DisruptionBudget")
-
-
-# --- victims that terminate gracefully (a real cluster's evictions) -------------------------------
-
-class GracefulStore(MemoryStore):
-    """Evictions mark the pod terminating instead of deleting it, as an API server does."""
-
-    def evict_many(self, evictions):
-        out = []
-        for key, _ in evictions:
-            obj = self.get("Pod", key)
-            if obj is None:
-                out.append("PodNotFound")
-                continue
-            obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-            self.delete("Pod", key)
-            self.create(obj)
-            out.append(None)
-        return out
-
-
-def test_preemptor_is_bound_only_once_its_victims_are_gone():
-    """The binder evicts, sees the victim still terminating, and answers VictimsTerminating
-    instead of binding; the shard then nominates the pod to the node. Once the victim is
-    gone, the same decision binds."""
-    from binder.server import BinderServer
-    from proto import shardsched_pb2 as pb
-    import orjson
-
-    store = GracefulStore()
-    store.create(node("n1", cpu="2"))
-    store.create(running("low", "n1", "2", 1))
-    high = pod("high", "2", priority=100)
-    store.create(high)
-    binder = BinderServer(make_config(), store, 0, port=0, metrics_port=None)
-    binder.informer.start()
-    decision = pb.Decision(pod_key="default/high", pod_uid="uid-default-high", node="n1",
-                           victims=[pb.Victim(key="default/low", uid="uid-default-low")],
-                           pod_json=orjson.dumps(high))
-    [outcome] = binder.decide(pb.DecisionBatch(decisions=[decision]))
-    assert not outcome.bound and outcome.reason == "VictimsTerminating: default/low"
-    assert store.get("Pod", "default/low")["metadata"]["deletionTimestamp"]
-    assert not store.get("Pod", "default/high")["spec"].get("nodeName")
-
-    store.delete("Pod", "default/low")  # the node agent finished it
-    binder.informer.sync()
-    decision.ClearField("victims")
-    [outcome] = binder.decide(pb.DecisionBatch(decisions=[decision]))
-    assert outcome.bound and store.get("Pod", "default/high")["spec"]["nodeName"] == "n1"
-
-
-def test_shard_nominates_a_preemptor_whose_victims_are_terminating():
-    from shard.loop import ShardLoop
-
-    store = MemoryStore()
-    store.create(node("n1", cpu="2"))
-    store.create(running("low", "n1", "2", 1))
-    store.create(pod("high", "2", priority=100))
-    sent = []
-
-    class Recorder:  # a committer that keeps the decision, as the shard server's does
-        def commit(self, entry, result, budgets):
-            sent.append((entry, result))
-
-    loop = ShardLoop(make_config(), store, committer=Recorder())
-    loop.start()
-    result = loop.schedule_next()
-    assert result.node == "n1" and [v.key for v in result.victims] == ["default/low"]
-    entry, result = sent[0]
-    loop.finish_binding(entry, result, False, "VictimsTerminating: default/low")
-    assert store.get("Pod", "default/high")["status"]["nominatedNodeName"] == "n1"
-    loop.sync()
-    assert "default/high" in loop.scheduler.nominated["n1"]

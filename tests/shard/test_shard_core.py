@@ -13,40 +13,24 @@ from common.objects import parse_node, parse_pod
 from shard.cache import ShardCache
 from shard.node_info import NodeInfo
 from shard.snapshot import Snapshot
+import builders
+from builders import Clock
 
 NODES = [f"n{i}" for i in range(6)]
 PODS = [f"p{i}" for i in range(10)]
 
 
 def make_node(name: str, cpu: int, taint: bool = False, unschedulable: bool = False):
-    spec: dict = {"unschedulable": unschedulable}
-    if taint:
-        spec["taints"] = [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
-    return parse_node({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"zone": f"z{cpu % 3}",
-                                               "topology.kubernetes.io/zone": f"z{cpu % 3}"}},
-        "spec": spec,
-        "status": {"allocatable": {"cpu": str(cpu), "memory": "64Gi", "pods": "110"},
-                   "images": [{"names": [f"img-{cpu % 2}"], "sizeBytes": 1000}]},
-    })
+    zone = f"z{cpu % 3}"
+    return parse_node(builders.node(name, str(cpu), "64Gi", labels={"zone": zone, "topology.kubernetes.io/zone": zone},
+                                    taints=["dedicated=infra:NoSchedule"] if taint else (), unschedulable=unschedulable,
+                                    images={f"img-{cpu % 2}": 1000}, hostname_label=False, capacity=False))
 
 
 def make_pod(name: str, node: str | None, cpu_m: int, priority: int, port: int | None = None):
-    container: dict = {"name": "c", "image": "pause",
-                       "resources": {"requests": {"cpu": f"{cpu_m}m", "memory": "1Gi"}}}
-    if port:
-        container["ports"] = [{"containerPort": 80, "hostPort": port}]
-    spec: dict = {"containers": [container], "priority": priority}
-    if node:
-        spec["nodeName"] = node
-    return parse_pod({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"namespace": "default", "name": name, "uid": f"uid-{name}",
-                     "labels": {"app": name[-1]}},
-        "spec": spec,
-        "status": {"phase": "Running" if node else "Pending"},
-    })
+    return parse_pod(builders.pod(name, f"{cpu_m}m", "1Gi", node_name=node, priority=priority,
+                                  ports=[{"containerPort": 80, "hostPort": port}] if port else (),
+                                  labels={"app": name[-1]}, uid="uid-{name}", scheduler=None))
 
 
 OPS = st.one_of(
@@ -62,14 +46,6 @@ OPS = st.one_of(
     st.tuples(st.just("expire"), st.floats(0, 20)),
     st.tuples(st.just("update"), st.just(None)),
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def apply(cache: ShardCache, clock: Clock, op: tuple) -> set[str]:

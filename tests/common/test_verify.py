@@ -3,29 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from common.objects import parse_node, parse_pod
 from common.store.memory import MemoryStore
 from common.verify import verify, verify_store
-
-
-def node(name="n1", cpu="2", pods="110", taints=(), labels=None):
-    return parse_node({"apiVersion": "v1", "kind": "Node",
-                       "metadata": {"name": name, "labels": labels or {"zone": "a"}},
-                       "spec": {"taints": list(taints)},
-                       "status": {"allocatable": {"cpu": cpu, "memory": "4Gi", "pods": pods}}})
-
-
-def pod(name, node_name="n1", cpu="500m", port=None, uid=None, phase=None, **spec):
-    c = {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}
-    if port:
-        c["ports"] = [{"containerPort": 1, "hostPort": port}]
-    d = {"apiVersion": "v1", "kind": "Pod",
-         "metadata": {"name": name, "namespace": "ns", "uid": uid or f"uid-{name}"},
-         "spec": {"containers": [c], "nodeName": node_name, **spec}}
-    if phase:
-        d["status"] = {"phase": phase}
-    return parse_pod(d)
-
+from builders import verify_node as node
+from builders import verify_pod as pod
 
 NO_SCHEDULE = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 

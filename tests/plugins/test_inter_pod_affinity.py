@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from builders import Cluster, make_config, node, pod, pod_affinity, pod_term
+from builders import HOST, ZONE, Cluster, make_config, node, pod, pod_affinity, pod_term
 
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
 AFFINITY = ("UnschedulableAndUnresolvable", "node(s) didn't match pod affinity rules")
 ANTI = ("Unschedulable", "node(s) didn't match pod anti-affinity rules")
 EXISTING_ANTI = ("Unschedulable", "node(s) didn't satisfy existing pods anti-affinity rules")

@@ -1,7 +1,7 @@
 """What only the `kube` backend has, on the real kube-apiserver of tests/kube_cluster.py:
 410 Gone from the server, watches resumed after the server ends them, PodDisruptionBudgets
 refusing an eviction, Leases as real coordination.k8s.io objects, a dead server.
-(The behaviour every backend shares is tests/test_store_contract.py.)"""
+(The behaviour every backend shares is tests/common/store/test_store_contract.py.)"""
 from __future__ import annotations
 
 import time
@@ -12,6 +12,7 @@ from common.errors import ResourceVersionTooOld, StoreUnavailable
 from common.store import kube_store, open_store
 from common.store.kube_store import KubeStore
 from kube_cluster import free_port, write_kubeconfig
+from builders import labelled_api_pod as pod
 
 
 @pytest.fixture
@@ -24,12 +25,6 @@ def store(kube_cluster):
     for p in s.list("PodDisruptionBudget")[0]:
         s.delete("PodDisruptionBudget", f"{p['metadata']['namespace']}/{p['metadata']['name']}")
     s.close()
-
-
-def pod(name, labels=None):
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
-            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}
 
 
 def test_a_compacted_resource_version_is_too_old_and_a_relist_recovers(store):

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from builders import Cluster, make_config, node, pod, spread, toleration
+from builders import HOST, ZONE, Cluster, make_config, node, pod, spread, toleration
 
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
 WEB = {"app": "web"}
 SKEW = "node(s) didn't match pod topology spread constraints"
 MISSING = "node(s) didn't match pod topology spread constraints (missing required label)"

@@ -21,6 +21,10 @@ import yaml
 from common.cli import main
 from common.store import open_store
 from common.store.embedded import EmbeddedRedis
+from builders import manifest_node as node
+from builders import manifest_pod as pod
+from builders import pdb as _pdb
+from builders import priority_class
 
 SHARDSCHED = Path(sys.executable).with_name("shardsched")
 
@@ -57,43 +61,8 @@ def run(capsys, *argv, stdin: str | None = None, monkeypatch=None) -> tuple[int,
     return code, out, err
 
 
-def node(name: str, cpu: str = "4", taints=None, unschedulable=False, ready: bool | None = True,
-         zone: str | None = None, gpus: str | None = None) -> dict:
-    alloc = {"cpu": cpu, "memory": "8Gi", "pods": "10", **({"nvidia.com/gpu": gpus} if gpus else {})}
-    status = {"allocatable": alloc}
-    if ready is not None:
-        status["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
-    spec = {"unschedulable": True} if unschedulable else {}
-    if taints:
-        spec["taints"] = taints
-    meta = {"name": name, "labels": {"topology.kubernetes.io/zone": zone} if zone else {}}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec, "status": status}
-
-
-def pod(name: str, ns: str = "default", cpu: str = "500m", node_name: str | None = None,
-        host_port: int | None = None, priority_class: str | None = None, tolerations=None) -> dict:
-    container = {"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}}
-    if host_port:
-        container["ports"] = [{"containerPort": 8080, "hostPort": host_port}]
-    spec = {"containers": [container]}
-    if node_name:
-        spec["nodeName"] = node_name
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    if tolerations:
-        spec["tolerations"] = tolerations
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "spec": spec}
-
-
-def priority_class(name: str, value: int) -> dict:
-    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
-            "value": value}
-
-
 def pdb(name: str) -> dict:
-    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}}
+    return _pdb(name, {"app": "web"}, min_available=1)
 
 
 def write_yaml(path: Path, *docs) -> str:

@@ -6,6 +6,7 @@ import time
 from common import config
 from common.store.memory import MemoryStore
 from dispatcher.server import POD_GROUP_LABEL, Dispatcher
+from builders import pod
 
 
 class FakeLink:
@@ -36,10 +37,10 @@ def make_dispatcher(shards=("0", "1"), **dispatcher_cfg):
 
 
 def pending(name, group=None, scheduler="shardsched", uid=None):
-    labels = {POD_GROUP_LABEL: group} if group else {}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "ns", "uid": uid or f"uid-{name}", "labels": labels},
-            "spec": {"schedulerName": scheduler, "containers": [{"name": "c", "image": "x"}]}}
+    """An unbound pod in namespace "ns" as the dispatcher's watch delivers it; `group` its pod
+    group label."""
+    return pod(name, ns="ns", labels={POD_GROUP_LABEL: group} if group else None, images=("x",),
+               scheduler=scheduler, uid=uid or "uid-{name}", status=False)
 
 
 def bound(name, node="n1"):

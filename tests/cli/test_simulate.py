@@ -15,14 +15,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builders import expr, node, node_affinity, pod, pod_affinity, pod_term, spread, toleration
+from builders import HOST, ZONE, expr, node, node_affinity, pod, pod_affinity, pod_term, spread, toleration
 from common import config as config_mod
 from common.cli.errors import UsageError
 from common.cli.simulate import simulate
 
-ROOT = Path(__file__).resolve().parent.parent
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
+ROOT = Path(__file__).resolve().parents[2]
+
 POD_FIELDS = {"status", "node", "nominatedNode", "message", "evictedBy"}
 ERROR_FIELDS = {"object", "field", "message"}
 

@@ -1,38 +1,11 @@
 """The binder's conflict checks: each reason a decision can be refused, and reservations."""
 from __future__ import annotations
 
+from common.objects import parse_pod as parsed
 from common.partition import binder_for
-from binder.view import BinderView
-
-
-def node(name="n1", cpu="2", pods="3", unschedulable=False):
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-            "spec": {"unschedulable": unschedulable},
-            "status": {"allocatable": {"cpu": cpu, "memory": "4Gi", "pods": pods}}}
-
-
-def pod(name, node_name=None, cpu="500m", port=None, uid=None):
-    c = {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}
-    if port:
-        c["ports"] = [{"containerPort": 1, "hostPort": port}]
-    d = {"apiVersion": "v1", "kind": "Pod",
-         "metadata": {"name": name, "namespace": "ns", "uid": uid or f"uid-{name}"},
-         "spec": {"containers": [c]}}
-    if node_name:
-        d["spec"]["nodeName"] = node_name
-    return d
-
-
-def view_with(*objs, index=0, binders=1) -> BinderView:
-    v = BinderView(index, binders)
-    for o in objs:
-        v.apply("ADDED", o["kind"], o)
-    return v
-
-
-def parsed(d):
-    from common.objects import parse_pod
-    return parse_pod(d)
+from builders import binder_view as view_with
+from builders import ns_pod as pod
+from builders import small_node as node
 
 
 def test_a_fitting_decision_passes_and_is_counted_at_once():

@@ -112,3 +112,14 @@ def test_adaptive_cycle_shrinks_when_most_nodes_are_rejected():
     # tolerating the taint makes every node feasible again: back to 300
     r = Cluster(nodes, cfg=make_config("adaptive")).schedule(pod("p", tolerations=[toleration("t")]))
     assert r.feasible == 300
+
+
+def test_kube_threshold_stops_the_scan_early():
+    """With 500 feasible nodes the kube rule looks for max(100, 500 * 46%) = 230 of them."""
+    nodes = [node(f"n{i:03d}") for i in range(500)]
+    vec = Cluster(nodes, cfg=make_config("kube")).schedule(pod("p"))
+    assert vec.scheduled and vec.feasible == 230 and vec.threshold == 230
+    per_node = Cluster(nodes, cfg=make_config("kube"), vectorised=False).schedule(pod("p"))
+    assert per_node.scheduled and per_node.feasible == 230  # node by node, like kube
+    every = Cluster(nodes, cfg=make_config("all")).schedule(pod("p"))
+    assert every.feasible == 500

@@ -7,22 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from builders import Cluster, pod
+from builders import Clock, Cluster, pod
 from common.objects import parse_pod
 from shard.queue import SchedulingQueue
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def clock():
-    return Clock()
+    return Clock(100.0)
 
 
 @pytest.fixture

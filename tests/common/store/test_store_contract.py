@@ -22,6 +22,8 @@ from common.store.base import rv_order
 from common.store.embedded import EmbeddedRedis
 from common.store.memory import MemoryStore
 from common.store.redis_store import RedisStore
+from builders import api_node as node
+from builders import api_pod as pod
 
 
 class Backend:
@@ -89,17 +91,6 @@ def backend(request):
 @pytest.fixture
 def store(backend):
     return backend.client()
-
-
-def pod(name, cpu="1", **spec):
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
-            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                                     "resources": {"requests": {"cpu": cpu}}}], **spec}}
-
-
-def node(name):
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}}
 
 
 def names(events):

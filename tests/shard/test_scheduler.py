@@ -8,11 +8,8 @@ import random
 import pytest
 
 from builders import (
-    Cluster, expr, make_config, node, node_affinity, pod, pod_affinity, pod_term, spread, toleration,
+    HOST, ZONE, Cluster, expr, make_config, node, node_affinity, pod, pod_affinity, pod_term, spread, toleration,
 )
-
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
 
 
 # --- vectorised vs per-node -----------------------------------------------------------------
@@ -104,6 +101,20 @@ def test_message_for_unschedulable_nodes_and_affinity():
                             "Pod's node affinity/selector, 1 node(s) were unschedulable.")
 
 
+@pytest.mark.parametrize("vectorised", [True, False])
+def test_message_blames_the_first_filter_in_profile_order(vectorised):
+    """NodePorts comes before NodeResourcesFit in kube's profile: a node short of both its
+    port and cpu counts once, for the port, whichever way the filters run."""
+    c = Cluster([node("n1", cpu="1")], [pod("old", node_name="n1", ports=[8080])], vectorised=vectorised)
+    assert c.explain(pod("p", cpu="2", ports=[8080])) == (
+        "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports.")
+
+
+def test_empty_cluster_message_is_kubes():
+    c = Cluster([])
+    assert c.explain(pod("p")) == "no nodes available to schedule pods"
+
+
 # --- scheduling context ---------------------------------------------------------------------
 
 def _small_nodes(n=10):
@@ -160,6 +171,33 @@ def test_scheduling_context_can_be_switched_off():
     assert retry.node == "n3" and retry.skipped_by_context == 0 and retry.evaluated == 10
 
 
+def test_zone_wide_anti_affinity_of_a_running_pod_disables_the_scheduling_context():
+    """A guard pod on n2 keeps app=db pods out of zone z1. The db pod's failed attempt must
+    not let its retry skip n1 (unchanged) once the guard, on another node, is gone."""
+    zone = {ZONE: "z1"}
+    guard = pod("guard", cpu="100m", node_name="n2",
+                affinity=pod_affinity(anti_required=[pod_term({"app": "db"}, ZONE)]))
+    c = Cluster([node("n1", cpu="4", labels=zone), node("n2", cpu="1", labels=zone)], [guard])
+    db = pod("db", cpu="2", labels={"app": "db"})
+    first = c.schedule(db)
+    assert not first.scheduled and not first.context_safe
+    gen = c.cache.nodes.generation
+    c.cache.remove_pod("default/guard")
+    retry = c.schedule(db, last_generation=0 if not first.context_safe else gen)
+    assert retry.node == "n1"
+
+
+def test_a_retry_that_skipped_a_fitting_node_is_retried_without_the_context():
+    """If the explanation's full re-run finds the pod fits after all, the next retry must not
+    skip unchanged nodes again."""
+    c = Cluster([node("n1", cpu="4"), node("n2", cpu="1")])
+    big = pod("big", cpu="2")
+    result = c.schedule(big, last_generation=c.cache.nodes.generation)  # n1 skipped as unchanged
+    assert not result.scheduled and result.skipped_by_context == 2
+    assert c.sched.explain(result) == "the pod fits now and will be retried"
+    assert not result.context_safe
+
+
 # --- unit locating --------------------------------------------------------------------------
 
 def _pinned(name="n7", cpu="1"):
@@ -190,115 +228,10 @@ def test_unit_locating_message_names_the_narrowing_plugin():
         "0/50 nodes are available: 1 Insufficient cpu, 49 node(s) didn't match Pod's node affinity/selector.")
 
 
-# --- threshold inside the cycle -------------------------------------------------------------
-
-def test_kube_threshold_stops_the_scan_early():
-    """With 500 feasible nodes the kube rule looks for max(100, 500 * 46%) = 230 of them."""
-    nodes = [node(f"n{i:03d}") for i in range(500)]
-    vec = Cluster(nodes, cfg=make_config("kube")).schedule(pod("p"))
-    assert vec.scheduled and vec.feasible == 230 and vec.threshold == 230
-    per_node = Cluster(nodes, cfg=make_config("kube"), vectorised=False).schedule(pod("p"))
-    assert per_node.scheduled and per_node.feasible == 230  # node by node, like kube
-    every = Cluster(nodes, cfg=make_config("all")).schedule(pod("p"))
-    assert every.feasible == 500
-
-
-def test_message_names_each_nodes_first_untolerated_taint():
-    """Nodes with the same taints in another order: each reports its own first one (the
-    vectorised reasons must not lump nodes with equal taint masks together)."""
-    nodes = [node(f"n{i}", taints=["a=1:NoSchedule", "b=2:NoSchedule"][:: 1 if i % 2 else -1]) for i in range(10)]
-    c = Cluster(nodes)
-    out = c.filter("TaintToleration", pod("p"))  # also compares reasons_vec with the per-node reasons
-    assert sum(o[1].endswith("{a: 1}") for o in out.values()) == 5
-    assert c.explain(pod("p")) == ("0/10 nodes are available: 5 node(s) had untolerated taint {a: 1}, "
-                                   "5 node(s) had untolerated taint {b: 2}.")
-
-
-@pytest.mark.parametrize("vectorised", [True, False])
-def test_message_blames_the_first_filter_in_profile_order(vectorised):
-    """NodePorts comes before NodeResourcesFit in kube's profile: a node short of both its
-    port and cpu counts once, for the port, whichever way the filters run."""
-    c = Cluster([node("n1", cpu="1")], [pod("old", node_name="n1", ports=[8080])], vectorised=vectorised)
-    assert c.explain(pod("p", cpu="2", ports=[8080])) == (
-        "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports.")
-
-
-def test_scheduling_context_through_the_shard_loop():
-    """End to end in one shard loop on the memory store: the queue remembers the generation
-    of a pod's failed attempt, a node event requeues it, and the retry filters only the node
-    that changed (the nine others are skipped) and binds the pod there."""
-    from common.store.memory import MemoryStore
-    from shard.loop import ShardLoop
-
-    class Clock:
-        now = 1000.0
-
-        def __call__(self):
-            return self.now
-
-    clock = Clock()
-    store = MemoryStore()
-    for i in range(10):
-        store.create(node(f"n{i}", cpu="1"))
-    store.create(pod("big", cpu="2"))
-    loop = ShardLoop(make_config("all"), store, clock=clock)
-    loop.start()
-    first = loop.schedule_next()
-    assert not first.scheduled and first.evaluated == 10
-    clock.now += 60
-    assert loop.schedule_next() is None            # parked until a cluster event
-    assert loop.queue._entries["default/big"].last_generation > 0
-    store.delete("Node", "n4")
-    store.create(node("n4", cpu="4"))              # the node comes back bigger
-    loop.sync()
-    retry = loop.schedule_next()
-    assert retry is not None and retry.node == "n4"
-    assert retry.skipped_by_context == 9 and retry.evaluated == 1
-
-
-def test_zone_wide_anti_affinity_of_a_running_pod_disables_the_scheduling_context():
-    """A guard pod on n2 keeps app=db pods out of zone z1. The db pod's failed attempt must
-    not let its retry skip n1 (unchanged) once the guard, on another node, is gone."""
-    zone = {ZONE: "z1"}
-    guard = pod("guard", cpu="100m", node_name="n2",
-                affinity=pod_affinity(anti_required=[pod_term({"app": "db"}, ZONE)]))
-    c = Cluster([node("n1", cpu="4", labels=zone), node("n2", cpu="1", labels=zone)], [guard])
-    db = pod("db", cpu="2", labels={"app": "db"})
-    first = c.schedule(db)
-    assert not first.scheduled and not first.context_safe
-    gen = c.cache.nodes.generation
-    c.cache.remove_pod("default/guard")
-    retry = c.schedule(db, last_generation=0 if not first.context_safe else gen)
-    assert retry.node == "n1"
-
-
-def test_a_retry_that_skipped_a_fitting_node_is_retried_without_the_context():
-    """If the explanation's full re-run finds the pod fits after all, the next retry must not
-    skip unchanged nodes again."""
-    c = Cluster([node("n1", cpu="4"), node("n2", cpu="1")])
-    big = pod("big", cpu="2")
-    result = c.schedule(big, last_generation=c.cache.nodes.generation)  # n1 skipped as unchanged
-    assert not result.scheduled and result.skipped_by_context == 2
-    assert c.sched.explain(result) == "the pod fits now and will be retried"
-    assert not result.context_safe
-
+# --- the scan ------------------------------------------------------------------------------
 
 def test_per_node_scan_counts_only_the_nodes_it_examined():
     """kube mode node by node stops after 230 feasible nodes of 500: 230 were evaluated."""
     nodes = [node(f"n{i:03d}") for i in range(500)]
     result = Cluster(nodes, cfg=make_config("kube"), vectorised=False).schedule(pod("p"))
     assert result.feasible == 230 and result.evaluated == 230
-
-
-def test_empty_cluster_message_is_kubes():
-    c = Cluster([])
-    assert c.explain(pod("p")) == "no nodes available to schedule pods"
-
-
-@pytest.mark.parametrize("value", ["1_0", " 5", "٣", "5.0"])
-def test_gt_reads_only_plain_decimal_label_values(value):
-    """Python's int() takes '1_0', ' 5' and Arabic-Indic digits; Kubernetes does not."""
-    c = Cluster([node("n1", labels={"gen": value}), node("n2", labels={"gen": "10"})])
-    result = c.schedule(pod("p", affinity=node_affinity([expr("gen", "Gt", 3)])))
-    assert result.node == "n2"
-    assert c.filter("NodeAffinity", pod("p", affinity=node_affinity([expr("gen", "Gt", 3)])))["n1"] is not None

@@ -1,0 +1,64 @@
+"""The shard loop (shard/loop.py) end to end on the memory store: the scheduling context across
+a failed attempt and a node event, and the nomination of a preemptor whose victims are still
+terminating."""
+from __future__ import annotations
+
+from common.store.memory import MemoryStore
+from builders import make_config, node, pod, running
+
+
+def test_scheduling_context_through_the_shard_loop():
+    """End to end in one shard loop on the memory store: the queue remembers the generation
+    of a pod's failed attempt, a node event requeues it, and the retry filters only the node
+    that changed (the nine others are skipped) and binds the pod there."""
+    from common.store.memory import MemoryStore
+    from shard.loop import ShardLoop
+
+    class Clock:
+        now = 1000.0
+
+        def __call__(self):
+            return self.now
+
+    clock = Clock()
+    store = MemoryStore()
+    for i in range(10):
+        store.create(node(f"n{i}", cpu="1"))
+    store.create(pod("big", cpu="2"))
+    loop = ShardLoop(make_config("all"), store, clock=clock)
+    loop.start()
+    first = loop.schedule_next()
+    assert not first.scheduled and first.evaluated == 10
+    clock.now += 60
+    assert loop.schedule_next() is None            # parked until a cluster event
+    assert loop.queue._entries["default/big"].last_generation > 0
+    store.delete("Node", "n4")
+    store.create(node("n4", cpu="4"))              # the node comes back bigger
+    loop.sync()
+    retry = loop.schedule_next()
+    assert retry is not None and retry.node == "n4"
+    assert retry.skipped_by_context == 9 and retry.evaluated == 1
+
+
+def test_shard_nominates_a_preemptor_whose_victims_are_terminating():
+    from shard.loop import ShardLoop
+
+    store = MemoryStore()
+    store.create(node("n1", cpu="2"))
+    store.create(running("low", "n1", "2", 1))
+    store.create(pod("high", "2", priority=100))
+    sent = []
+
+    class Recorder:  # a committer that keeps the decision, as the shard server's does
+        def commit(self, entry, result, budgets):
+            sent.append((entry, result))
+
+    loop = ShardLoop(make_config(), store, committer=Recorder())
+    loop.start()
+    result = loop.schedule_next()
+    assert result.node == "n1" and [v.key for v in result.victims] == ["default/low"]
+    entry, result = sent[0]
+    loop.finish_binding(entry, result, False, "VictimsTerminating: default/low")
+    assert store.get("Pod", "default/high")["status"]["nominatedNodeName"] == "n1"
+    loop.sync()
+    assert "default/high" in loop.scheduler.nominated["n1"]
