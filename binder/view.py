@@ -1,151 +1,174 @@
-"""The binder's view of its nodes and the conflict checks every decision must pass.
+"""The binder's own picture of the cluster, which it trusts instead of the shards' messages.
 
-Shards decide against snapshots that may be a few events old and race with each other, so
-the binder re-checks each decision against the freshest state it has: the store's watch
-plus the commits it has made itself and not yet seen come back (kept as assumptions in
-common.accounting's PodAccounting, exactly as a shard keeps its own, but without the
-shard's splay trees and generations, which the binder never reads). A decision that passes is counted at once, so
-two decisions in one batch cannot both take the last slot of a node.
+It follows the store's watch: every node, every bound pod, the pending pods of this
+scheduler (parsed once, when the watch shows them, with their priority from the
+PriorityClasses), and the PodDisruptionBudgets. Decisions that pass the checks are
+*reserved*: counted at once as assumed pods (common.accounting, as a shard counts its own
+decisions), their victims claimed, until the commit settles them. So two decisions in
+flight can never both take the last room on a node or break a constraint between them.
+
+A reservation ends in exactly one of three ways (`settle`): bound (the pod stays counted
+until the watch confirms it), refused (forgotten at once), or in doubt (the store failed
+part-way: it stays counted for a short while, until the watch shows what really happened or
+the doubt expires). Not thread-safe: the binder calls it under one lock.
 """
 from __future__ import annotations
 
-from common.accounting import PodAccounting
-from common.disruption import Budgets, refusal
+import logging
+import time
+
+from common.constraints import ConstrainedAccounting, ConstraintIndex
 from common.errors import ObjectError
 from common.objects import parse_object, raw_pod_key
-from common.partition import binder_for
-from common.predicates import host_ports_conflict
-from common.resources import fits, resource_name, vadd
+
+log = logging.getLogger(__name__)
+
+
+class BinderAccounting(ConstrainedAccounting):
+    """The binder's accounting: constraint indexes, and assumptions held in doubt."""
+
+    def hold(self, key: str, seconds: float) -> None:
+        """Keep an assumed pod counted for `seconds` more, no longer."""
+        if key in self.assumed:
+            del self.assumed[key]  # re-inserted last; expire() may then see it a little late
+            self.assumed[key] = self.clock() + seconds
+
+
+class Reservation:
+    __slots__ = ("pod", "node", "victims", "delete", "partition")
+
+    def __init__(self, pod, node: str, victims: list, delete: set, partition: int):
+        self.pod = pod
+        self.node = node
+        self.victims = victims      # [(key, uid)]
+        self.delete = delete        # victim keys deleted outright (their eviction breaks a PDB)
+        self.partition = partition
 
 
 class BinderView:
-    def __init__(self, index: int = 0, binders: int = 1, assume_ttl: float = 30.0):
-        self.index = index
-        self.binders = binders
-        self.cache = PodAccounting(assume_ttl)
-        self.pending: dict[str, str] = {}   # pending pod key -> uid, as the watch shows it
-        self.claimed: set[str] = set()      # victims of decisions in flight
-        self.pdbs: dict = {}                # PodDisruptionBudgets by key
+    def __init__(self, scheduler_names, assume_ttl: float = 30.0, doubt_s: float = 20.0,
+                 clock=time.monotonic):
+        #: spec.schedulerName values this scheduler serves
+        self.names = frozenset(scheduler_names)
+        self.doubt_s = doubt_s
+        self.clock = clock
+        self.acc = BinderAccounting(assume_ttl, clock)
+        self.pending: dict = {}           # pod key -> Pod: pending pods of this scheduler
+        self.priority_classes: dict = {}
+        self.pdbs: dict = {}
+        self.reserved: dict[str, Reservation] = {}
+        self.claimed: dict[str, str] = {}  # victim key -> key of the pod it is claimed for
         self.errors: dict[str, ObjectError] = {}
+
+    @property
+    def nodes(self):
+        return self.acc.nodes
+
+    @property
+    def constraints(self) -> ConstraintIndex:
+        return self.acc.constraints
 
     # --- following the store --------------------------------------------------------------
 
     def apply(self, type_: str, kind: str, obj: dict) -> None:
-        meta = obj.get("metadata") or {}
-        if kind == "Node":
+        if kind == "Pod":
+            self._apply_pod(type_, obj)
+        elif kind == "Node":
             if type_ == "DELETED":
-                self.cache.remove_node(meta.get("name"))
+                self.acc.remove_node((obj.get("metadata") or {}).get("name"))
+            elif (node := self._parse(obj)) is not None:
+                self.acc.set_node(node)
+        elif kind in ("PodDisruptionBudget", "PriorityClass"):
+            into = self.pdbs if kind == "PodDisruptionBudget" else self.priority_classes
+            parsed = self._parse(obj)
+            if parsed is None:
                 return
-            node = self._parse(obj)
-            if node is not None:
-                self.cache.set_node(node)
-            return
-        if kind == "PodDisruptionBudget":
-            self._apply_pdb(type_, obj)
-            return
-        if kind != "Pod":
-            return
+            if type_ == "DELETED":
+                into.pop(parsed.key, None)
+            else:
+                into[parsed.key] = parsed
+
+    def _apply_pod(self, type_: str, obj: dict) -> None:
         key = raw_pod_key(obj)
         if type_ == "DELETED":
             self.pending.pop(key, None)
-            self.cache.remove_pod(key)
+            self.acc.remove_pod(key)
             return
-        node_name = (obj.get("spec") or {}).get("nodeName")
-        if not node_name:
-            self.pending[key] = meta.get("uid") or ""  # all a check needs of a pending pod
+        spec = obj.get("spec") or {}
+        if not spec.get("nodeName"):
+            if (spec.get("schedulerName") or "default-scheduler") not in self.names:
+                self.pending.pop(key, None)
+                return
+            pod = self._parse(obj)
+            if pod is None:
+                self.pending.pop(key, None)
+            else:
+                self.pending[key] = pod
             return
-        self.pending.pop(key, None)
-        pod = self._own_binding(key, meta.get("uid"), node_name, obj) or self._parse(obj)
+        pending = self.pending.pop(key, None)
+        pod = self._own_binding(key, pending, obj) or self._parse(obj)
         if pod is not None:
-            self.cache.set_pod(pod)
+            self.acc.set_pod(pod)
 
-    def _apply_pdb(self, type_: str, obj: dict) -> None:
-        key = raw_pod_key(obj)  # a PDB's key has the same namespace/name form
-        pdb = None if type_ == "DELETED" else self._parse(obj)
-        if pdb is None:
-            self.pdbs.pop(key, None)
-        else:
-            self.pdbs[key] = pdb
-
-    def _budget_refusal(self, info, victims) -> str | None:
-        """Evicting `victims` (with the victims already claimed in flight) breaks a budget?"""
-        budgets = Budgets(self.pdbs.values(), self.cache.counted_pods)
-        for key in self.claimed:
-            pod = self.cache.counted(key)
-            if pod is not None:
-                budgets.violates(pod)
-        return refusal([info.pods[key] for key, _ in victims], budgets)
-
-    def _own_binding(self, key: str, uid, node_name: str, obj: dict):
-        """The pod of a binding this binder committed, reused rather than parsed again."""
-        if not self.cache.is_assumed(key) or self.cache.pod_node.get(key) != node_name:
-            return None
-        pod = self.cache.nodes[node_name].pods.get(key)
-        return pod.bound_copy(obj) if pod is not None and pod.uid == uid else None
+    def _own_binding(self, key: str, pending, obj: dict):
+        """The pending pod we parsed, as its binding shows it, rather than parsed again."""
+        uid = (obj.get("metadata") or {}).get("uid")
+        if pending is not None and pending.uid == uid:
+            return pending.bound_copy(obj)
+        counted = self.acc.counted(key) if self.acc.is_assumed(key) else None
+        if counted is not None and counted.uid == uid and self.acc.pod_node.get(key) == obj["spec"]["nodeName"]:
+            return counted.bound_copy(obj)
+        return None
 
     def _parse(self, obj: dict):
         try:
-            return parse_object(obj)
+            return parse_object(obj, self.priority_classes)
         except ObjectError as e:
+            if e.obj not in self.errors:
+                log.warning("ignoring an object the store holds but shardsched cannot read: %s", e)
             self.errors[e.obj] = e
             return None
 
     def reset(self) -> None:
-        """Before a relist: forget everything the watch told us (assumptions included)."""
-        self.__init__(self.index, self.binders, self.cache.assume_ttl)
+        """Before a relist: forget what the watch told us. Reservations stay: their commits
+        are still running and settle them."""
+        reserved, claimed = self.reserved, self.claimed
+        self.__init__(self.names, self.acc.assume_ttl, self.doubt_s, self.clock)
+        self.reserved, self.claimed = reserved, claimed
 
-    # --- checking a decision --------------------------------------------------------------
+    # --- reservations ---------------------------------------------------------------------
 
-    def check(self, pod, node_name: str, victims: list[tuple[str, str]]) -> str | None:
-        """Why the decision cannot be committed now, or None when it can."""
-        if binder_for(node_name, self.binders) != self.index:
-            return f"WrongBinder: node {node_name} belongs to binder {binder_for(node_name, self.binders)}"
-        info = self.cache.nodes.get(node_name)
-        if info is None or info.node is None:
-            return f"NodeNotFound: {node_name}"
-        if info.node.unschedulable:
-            return f"NodeUnschedulable: {node_name}"
-        if pod.key in self.cache.pod_node:
-            return f"AlreadyBound: {pod.key} is on {self.cache.pod_node[pod.key]}"
-        seen_uid = self.pending.get(pod.key)
-        if seen_uid is not None and pod.uid and seen_uid != pod.uid:
-            return f"UIDMismatch: {pod.key} was recreated"
-        freed = None
-        for key, uid in victims:
-            victim = info.pods.get(key)
-            if victim is None or (uid and victim.uid != uid):
-                return f"VictimGone: {key}"
-            if key in self.claimed:
-                return f"VictimClaimed: {key}"
-            freed = victim.requests if freed is None else vadd(freed, victim.requests)
-        if victims and self.pdbs:
-            why = self._budget_refusal(info, victims)
-            if why is not None:
-                return why
-        free = info.free if freed is None else vadd(info.free, freed)
-        if not fits(pod.requests, free):
-            short = [resource_name(i) for i, (r, f) in enumerate(zip(pod.requests, free)) if r > f]
-            return f"Insufficient {', '.join(short)} on {node_name}"
-        if pod.host_ports:
-            in_use = dict(info.host_ports)
-            for key, _ in victims:
-                for port in info.pods[key].host_ports:
-                    in_use[port] -= 1
-            if host_ports_conflict(pod.host_ports, {p: n for p, n in in_use.items() if n > 0}):
-                return f"HostPortConflict on {node_name}"
-        return None
+    def bound_to(self, key: str) -> str | None:
+        """The node the store has `key` bound to, as the watch shows it (not a reservation)."""
+        return None if self.acc.is_assumed(key) else self.acc.pod_node.get(key)
 
-    def reserve(self, pod, node_name: str, victims: list[tuple[str, str]]) -> None:
-        """Count a passed decision until its outcome is known (see `release`)."""
-        self.cache.assume(pod, node_name)
-        self.claimed.update(key for key, _ in victims)
+    def reserve(self, r: Reservation) -> None:
+        self.acc.assume(r.pod, r.node)
+        self.reserved[r.pod.key] = r
+        for key, _ in r.victims:
+            self.claimed[key] = r.pod.key
 
-    def release(self, pod_key: str, victims: list[tuple[str, str]], bound: bool) -> None:
-        """The commit finished: keep the pod counted if it was bound, else forget it."""
-        self.claimed.difference_update(key for key, _ in victims)
-        if bound:
-            for key, _ in victims:
-                self.cache.remove_pod(key)
+    def settle(self, key: str, outcome: str) -> None:
+        """End a reservation: outcome "bound", "refused" or "doubt" (see the module doc)."""
+        r = self.reserved.pop(key, None)
+        if r is None:
+            return
+        for victim, _ in r.victims:
+            if self.claimed.get(victim) == key:
+                del self.claimed[victim]
+        if outcome == "refused":
+            self.acc.forget(key)
+        elif outcome == "doubt":
+            self.acc.hold(key, self.doubt_s)
         else:
-            self.cache.forget(pod_key)
+            for victim, _ in r.victims:  # gone from the store; the watch will say so too
+                self.acc.remove_pod(victim)
 
+    def expire(self) -> None:
+        """Forget assumptions (bound or in doubt) the watch never confirmed in time."""
+        for key in self.acc.expire():
+            r = self.reserved.get(key)
+            if r is not None:  # its commit is still running: keep counting it
+                self.acc.assume(r.pod, r.node)
+            else:
+                log.info("assumption of %s expired without its binding showing", key)

@@ -87,23 +87,29 @@ class PodAccounting:
     def _drop(self, name: str) -> None:
         del self.nodes[name]
 
-    def _counted(self, pod) -> None:
-        """`pod` is now counted on a node."""
+    def _counted(self, pod, node_name: str) -> None:
+        """`pod` is now counted on `node_name`."""
 
-    def _uncounted(self, pod) -> None:
-        """`pod` is no longer counted."""
+    def _uncounted(self, pod, node_name: str) -> None:
+        """`pod` is no longer counted on `node_name`."""
+
+    def _node_changed(self, old, new) -> None:
+        """A node object was added (old None), replaced, or removed (new None)."""
 
     # --- nodes --------------------------------------------------------------------------------
 
     def set_node(self, node) -> None:
         info = self.nodes.get(node.name) or self.node_type(node.name)
-        info.node = node
+        old, info.node = info.node, node
         self._store(info)
+        self._node_changed(old, node)
 
     def remove_node(self, name: str) -> None:
         info = self.nodes.get(name)
         if info is None:
             return
+        if info.node is not None:
+            self._node_changed(info.node, None)
         if info.pods:
             info.node = None  # pods still point at it: keep a placeholder until they go
             self._store(info)
@@ -155,7 +161,7 @@ class PodAccounting:
         info = self.nodes.get(name)
         removed = info.remove_pod(key)
         if removed is not None:
-            self._uncounted(removed)
+            self._uncounted(removed, name)
         if info.node is None and not info.pods:
             self._drop(name)
         else:
@@ -170,9 +176,9 @@ class PodAccounting:
             info = self.node_type(node_name)
         previous = info.pods.get(pod.key)
         if previous is not None:
-            self._uncounted(previous)
+            self._uncounted(previous, node_name)
         info.add_pod(pod)
-        self._counted(pod)
+        self._counted(pod, node_name)
         self.pod_node[pod.key] = node_name
         self._store(info)
 

@@ -182,7 +182,7 @@ class Component(rpc.ComponentServicer):
         if self.server is not None:
             self.server.stop(grace=1.0)
         try:
-            self.store.drop_lease(self.role, self.id)
+            self.store.drop_lease(self.role, self.id, self.address)
         except Exception as e:
             log.warning("could not drop the lease (it expires by itself): %s", e)
 

@@ -137,7 +137,18 @@ SCHEMA = {
         },
     },
     "binders": {
-        "count": _i(1, "Binder processes; each owns the nodes whose name hashes to its index.", minimum=1),
+        "count": _i(1, "Partitions of the nodes, each committed by the one binder holding its lease; "
+                    "`shardsched up` starts this many binder processes.", minimum=1),
+        "partitionLabel": _s("topology.kubernetes.io/zone", "Nodes with the same value of this label share "
+                             "a partition (nodes without it go by their name), so constraints over "
+                             "it or the hostname are checked by one binder. \"\" partitions by name."),
+        "leaseDurationSeconds": _f(5, "A partition whose binder stops renewing its lease is taken over "
+                                   "by another binder after this long.", minimum=0.5),
+        "maxInFlight": _i(128, "Store requests a binder keeps in flight for its commits (and the size "
+                          "of its connection pool).", minimum=1, maximum=4096),
+        "crossNodeChecks": _b(True, "Re-check inter-pod affinity, anti-affinity and topology spread "
+                              "of every decision; false only to measure or debug (conflicts between "
+                              "shards then go through)."),
         "host": _s("127.0.0.1", "Address the binders listen on."),
         "basePort": _i(7300, "gRPC port of binder 0; binder i listens on basePort + i (0 = any free port).", maximum=65535),
         "metricsBasePort": _i(9300, "Metrics port of binder 0 (0 = off).", maximum=65535),

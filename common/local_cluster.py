@@ -18,6 +18,7 @@ import grpc
 
 from . import config as config_mod
 from .component import status_of
+from .partition import PARTITION_ROLE
 from .store import open_configured
 
 ROLES = ("binder", "shard", "dispatcher")
@@ -66,13 +67,16 @@ class LocalCluster:
         self.wait_ready(timeout)
 
     def wait_ready(self, timeout: float = 30.0) -> dict:
-        """Block until every process holds its lease; returns role -> {id: address}."""
+        """Block until every process holds its lease, every binder partition is held and the
+        dispatcher streams to every shard; returns role -> {id: address}."""
         store = open_configured(self.cfg, self.url)
         try:
             deadline = time.monotonic() + timeout
             while True:
                 leases = {role: store.list_leases(role) for role in ROLES}
+                partitions = store.list_leases(PARTITION_ROLE)
                 if (all(len(leases[r]) >= n for r, n in self.counts().items())
+                        and len(partitions) >= self.cfg["binders"]["count"]
                         and self._dispatcher_linked(leases)):
                     return leases
                 for (role, i), proc in self.procs.items():

@@ -5,7 +5,28 @@ never disagree about what "fits" means.
 """
 from __future__ import annotations
 
+from .resources import PODS, resource_name
 from .selectors import Taint, tolerated
+
+# kube-scheduler's filter messages, shared by the shard's plugins and the binder's checks.
+UNSCHEDULABLE_NODE = "node(s) were unschedulable"
+NODE_AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+PORTS_IN_USE = "node(s) didn't have free ports for the requested pod ports"
+POD_AFFINITY_MISMATCH = "node(s) didn't match pod affinity rules"
+POD_ANTI_AFFINITY_MISMATCH = "node(s) didn't match pod anti-affinity rules"
+EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+SPREAD_MISMATCH = "node(s) didn't match pod topology spread constraints"
+SPREAD_MISSING_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
+
+
+def untolerated_taint_message(taint) -> str:
+    return f"node(s) had untolerated taint {taint.describe()}"
+
+
+def insufficient(column: int) -> str:
+    """NodeResourcesFit's reason for one resource of the request vector."""
+    return "Too many pods" if column == PODS else f"Insufficient {resource_name(column)}"
+
 
 #: A host port bound to this address conflicts with the same port on every address.
 ANY_ADDRESS = "0.0.0.0"

@@ -49,7 +49,8 @@ def run(role: str, args, build) -> int:
         log.error("%s", e)
         return EXIT_USAGE if e.unreadable else EXIT_INVALID_CONFIG
     try:
-        store = open_configured(cfg, configured_url(args.store, cfg, f"{role} {args.id}"))
+        store = open_configured(cfg, configured_url(args.store, cfg, f"{role} {args.id}"),
+                                max_in_flight=cfg["binders"]["maxInFlight"] if role == "binder" else None)
     except (ValueError, StoreUnavailable) as e:
         log.error("%s", e)
         return EXIT_USAGE

@@ -3,13 +3,21 @@
 What no crash, race or bug may ever produce, whatever the scheduler did: a node holding
 more than its allocatable (pod count included), two pods on one node sharing a host port,
 a pod bound to a node that does not exist or whose NoSchedule/NoExecute taints, nodeSelector
-or required node affinity it breaks, one pod bound twice. Terminal pods do not count.
-`verify` is a pure function over parsed objects so benchmarks and tests reuse it.
+or required node affinity it breaks, one pod bound twice, and a pod whose required pod
+affinity, anti-affinity or DoNotSchedule topology spread the final placement breaks. Terminal
+pods do not count. `verify` is a pure function over parsed objects so benchmarks and tests
+reuse it.
+
+The cross-node constraints are judged as kube-scheduler would judge each pod if it were
+placed last: against every other bound pod (common.constraints). For pods that were placed
+one after the other with the same constraints, and nothing deleted since, that holds for
+every pod exactly when no scheduling decision broke a constraint.
 """
 from __future__ import annotations
 
 from collections import Counter
 
+from .constraints import ConstrainedAccounting, inter_pod_affinity_failure, topology_spread_failure
 from .errors import ObjectError
 from .objects import TERMINAL_PHASES, parse_node, parse_pod
 from .predicates import HARD_EFFECTS, host_ports_conflict, node_matches
@@ -64,8 +72,35 @@ def verify(nodes, pods) -> dict:
                 if u > a]
         if over:
             bad("overcommit", f"Node {name}", f"bound pods request more {', '.join(over)} than allocatable")
+    _cross_node(by_name, pods, bad)
     return {"ok": not violations, "nodes": len(by_name), "bound": bound, "pending": pending,
             "violations": violations}
+
+
+def _cross_node(by_name: dict, pods, bad) -> None:
+    """Required inter-pod affinity and anti-affinity, and DoNotSchedule spread."""
+    placed = [p for p in pods if p.node_name in by_name and p.phase not in TERMINAL_PHASES]
+    constrained = [p for p in placed if p.affinity[0] or p.anti_affinity[0]
+                   or any(c.hard for c in p.spread_constraints)]
+    if not constrained:
+        return
+    acc = ConstrainedAccounting()
+    for node in by_name.values():
+        acc.set_node(node)
+    for p in placed:
+        acc.set_pod(p)
+    index = acc.constraints
+    for p in constrained:
+        node, alone = by_name[p.node_name], {p.key: p.node_name}
+        if p.affinity[0] or p.anti_affinity[0]:
+            failure = inter_pod_affinity_failure(index, p, node, alone, existing=False)
+            if failure is not None:
+                kind = "pod-affinity" if "pod affinity" in failure[1] else "pod-anti-affinity"
+                bad(kind, f"Pod {p.key}", f"on {node.name}: {failure[1]}")
+        if any(c.hard for c in p.spread_constraints):
+            failure = topology_spread_failure(index, p, node, alone)
+            if failure is not None:
+                bad("topology-spread", f"Pod {p.key}", f"on {node.name}: {failure[1]}")
 
 
 def verify_store(store) -> dict:

@@ -190,7 +190,8 @@ class BinderServicer:
     """Missing associated documentation comment in .proto file."""
 
     def Decide(self, request_iterator, context):
-        """One bidirectional stream per shard: decisions in, outcomes out.
+        """One bidirectional stream per shard: decisions in, outcomes out as each commit completes
+        (not in the order, nor in the batches, the decisions came in).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

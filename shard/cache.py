@@ -36,10 +36,10 @@ class ShardCache(PodAccounting):
     def _drop(self, name: str) -> None:
         self.nodes.delete(name)
 
-    def _counted(self, pod) -> None:
+    def _counted(self, pod, node_name: str) -> None:
         self.priorities[pod.priority] += 1
 
-    def _uncounted(self, pod) -> None:
+    def _uncounted(self, pod, node_name: str) -> None:
         left = self.priorities[pod.priority] - 1
         if left:
             self.priorities[pod.priority] = left

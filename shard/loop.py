@@ -29,6 +29,10 @@ from .scheduler import Scheduler
 from .waiting import Wait
 
 
+def _depends_on_other_pods(pod) -> bool:
+    return pod.has_cross_node_constraints()
+
+
 class ProfileOwnership:
     """The loop owns every pending pod whose schedulerName names one of its profiles (and,
     with `accept_default`, default-scheduler's pods too)."""
@@ -216,6 +220,11 @@ class ShardLoop:
         if pod.node_name:
             self.queue.delete(key)
             self.cache.set_pod(pod)
+            if known is None or not known.node_name:
+                # A pod newly placed can only help pods whose fit depends on other pods (a
+                # spread's minimum rose, an affinity's partner arrived); kube's queueing hint
+                # for an assigned pod's arrival does the same.
+                self.queue.move_all_to_active(only=_depends_on_other_pods)
         elif self.cache.is_assumed(key):
             pass  # our binding is in flight; the watch will bring the bound version
         elif self.owner.owns(pod) and not pod.deleting:

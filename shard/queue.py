@@ -177,10 +177,16 @@ class SchedulingQueue:
 
     # --- moving pods back ---------------------------------------------------------------------
 
-    def move_all_to_active(self) -> int:
-        """A cluster event that may make unschedulable pods fit (node added/changed, pod gone)."""
-        moved = list(self._unschedulable.values())
-        self._unschedulable.clear()
+    def move_all_to_active(self, only=None) -> int:
+        """A cluster event that may make unschedulable pods fit (node added/changed, pod gone);
+        with `only`, just the pods for which `only(pod)` says the event could matter."""
+        if only is None:
+            moved = list(self._unschedulable.values())
+            self._unschedulable.clear()
+        else:
+            moved = [e for e in self._unschedulable.values() if only(e.pod)]
+            for e in moved:
+                del self._unschedulable[e.pod.key]
         now = self.clock()
         for entry in moved:
             if entry.backoff_until > now:

@@ -19,7 +19,7 @@ import orjson
 from common.component import Component
 from common.links import StreamLink
 from common.metrics import ShardMetrics
-from common.partition import binder_for
+from common.partition import PARTITION_ROLE, partition_of
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
@@ -29,56 +29,79 @@ log = logging.getLogger(__name__)
 
 #: Outcomes that mean the pod is no longer ours to schedule, rather than "try again".
 GONE = ("PodNotFound", "AlreadyBound", "UIDMismatch")
+#: The answers that mean a binder does not (or no longer) hold the node's partition.
+LOST_PARTITION = ("NotPartitionHolder", "BinderUnavailable")
 CYCLES_PER_PASS = 256
 REPORT_EVERY_S = 0.5
+#: Shortest time between two look-ups of the partition leases.
+HOLDERS_EVERY_S = 0.5
 
 
 class BinderClient:
-    """The server's committer: each decision goes to the binder that owns its node, in one
-    batch per binder per pass (`flush`); the outcomes arrive later through the inbox."""
+    """The server's committer: each decision goes to the binder holding its node's partition
+    (common.partition), in one batch per binder per pass (`flush`); the outcomes arrive
+    later through the inbox. Who holds which partition comes from the partition leases,
+    looked up again when a partition has no known holder or a binder says it lost one."""
 
-    def __init__(self, store, shard_id: str, binders: int, inbox):
+    def __init__(self, store, shard_id: str, cfg: dict, inbox, node_of):
+        """`node_of(name)`: the node as the shard knows it (None if it does not)."""
         self.store = store
         self.shard_id = shard_id
-        self.binders = binders
+        self.partitions = cfg["binders"]["count"]
+        self.label = cfg["binders"]["partitionLabel"]
+        self.node_of = node_of
         self.inbox = inbox
-        self.links: dict[int, StreamLink] = {}
-        self.in_flight: dict[str, tuple] = {}  # pod key -> (entry, result)
-        self.outgoing: dict[int, list] = {}    # binder index -> decisions of this pass
+        self.links: dict[str, StreamLink] = {}  # binder address -> its stream
+        self.holders: dict[int, str] = {}        # partition -> binder address
+        self._looked_up = 0.0
+        self.in_flight: dict[str, tuple] = {}    # pod key -> (entry, result)
+        self.outgoing: dict[int, list] = {}      # partition -> decisions of this pass
 
     def commit(self, entry, result, budgets) -> None:
         pod, node = entry.pod, result.node
         decision = pb.Decision(pod_key=pod.key, pod_uid=pod.uid or "", node=node,
                                victims=[pb.Victim(key=v.key, uid=v.uid or "") for v in result.victims],
-                               pod_json=orjson.dumps(pod.raw))
+                               pod_resource_version=pod.resource_version)
         self.in_flight[pod.key] = (entry, result)
-        self.outgoing.setdefault(binder_for(node, self.binders), []).append(decision)
+        partition = partition_of(self.node_of(node) or node, self.partitions, self.label)
+        self.outgoing.setdefault(partition, []).append(decision)
         return None  # the binder answers later
+
+    def forget_holders(self) -> None:
+        """A binder said it does not hold a partition: look the holders up again."""
+        self.holders = {}
+
+    def _holder(self, partition: int) -> str | None:
+        now = time.monotonic()
+        if partition not in self.holders and now - self._looked_up > HOLDERS_EVERY_S:
+            self.holders = {int(p): a for p, a in self.store.list_leases(PARTITION_ROLE).items()}
+            self._looked_up = now
+        return self.holders.get(partition)
 
     def flush(self) -> list:
         """Send this pass's decisions; returns outcomes for those no binder could take."""
-        unsent = []
-        for index, decisions in self.outgoing.items():
-            link = self._link(index)
-            if link is None:
+        unsent, by_address = [], {}
+        for partition, decisions in self.outgoing.items():
+            address = self._holder(partition)
+            if address is None:
                 unsent += [pb.Outcome(pod_key=d.pod_key, node=d.node, bound=False,
-                                      reason=f"BinderUnavailable: binder {index}") for d in decisions]
-                continue
+                                      reason=f"BinderUnavailable: partition {partition} has no binder")
+                           for d in decisions]
+            else:
+                by_address.setdefault(address, []).extend(decisions)
+        for address, decisions in by_address.items():
+            link = self._link(address)
             link.held.update(d.pod_key for d in decisions)
             link.send(pb.DecisionBatch(shard=self.shard_id, decisions=decisions))
         self.outgoing = {}
         return unsent
 
-    def _link(self, index: int) -> StreamLink | None:
-        link = self.links.get(index)
-        if link is not None and link.alive:
-            return link
-        address = self.store.list_leases("binder").get(str(index))
-        if address is None:
-            return None
-        link = self.links[index] = StreamLink(
-            "binder", f"binder {index}", address,
-            lambda ch, requests: rpc.BinderStub(ch).Decide(requests), self.inbox)
+    def _link(self, address: str) -> StreamLink:
+        link = self.links.get(address)
+        if link is None or not link.alive:
+            link = self.links[address] = StreamLink(
+                "binder", f"binder at {address}", address,
+                lambda ch, requests: rpc.BinderStub(ch).Decide(requests), self.inbox)
         return link
 
     def settle(self, outcomes, link: StreamLink | None = None) -> list[tuple]:
@@ -90,14 +113,17 @@ class BinderClient:
             held = self.in_flight.pop(o.pod_key, None)
             if held is not None:
                 out.append((*held, o))
+            if o.reason.startswith(LOST_PARTITION):
+                self.forget_holders()
         return out
 
     def lost(self, link: StreamLink) -> list:
-        """The link's stream ended: its unanswered decisions fail."""
+        """The link's stream ended: its unanswered decisions fail, and the binder's
+        partitions are looked up again."""
         link.close()
-        for index, known in list(self.links.items()):
-            if known is link:
-                del self.links[index]
+        if self.links.get(link.address) is link:
+            del self.links[link.address]
+        self.holders = {p: a for p, a in self.holders.items() if a != link.address}
         return [pb.Outcome(pod_key=k, bound=False, reason="BinderUnavailable: stream lost")
                 for k in list(link.held)]
 
@@ -112,7 +138,7 @@ class ShardServer(Component, rpc.ShardServicer):
         super().__init__(cfg, store, index, port, metrics_port, self.metrics.registry)
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.owned = DispatchedPods()
-        self.binders = BinderClient(store, self.id, cfg["binders"]["count"], self.inbox)
+        self.binders = BinderClient(store, self.id, cfg, self.inbox, self._node)
         self.loop = ShardLoop(cfg, store, seed=seed + index, owner=self.owned, committer=self.binders)
         self.report_streams: list[queue.SimpleQueue] = []
         self.returned: list[str] = []
@@ -121,6 +147,10 @@ class ShardServer(Component, rpc.ShardServicer):
 
     def register(self, server) -> None:
         rpc.add_ShardServicer_to_server(self, server)
+
+    def _node(self, name: str):
+        info = self.loop.cache.nodes.get(name)
+        return info.node if info is not None else None
 
     def queues(self) -> dict[str, int]:
         lengths = self.loop.queue.lengths()

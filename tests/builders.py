@@ -499,12 +499,82 @@ def differently_sized_nodes(cfg: dict | None = None, pods=()) -> Cluster:
 
 # --- other harnesses -------------------------------------------------------------------------
 
-def binder_view(*objs, index: int = 0, binders: int = 1) -> BinderView:
-    """A BinderView (binder `index` of `binders`) that has seen `objs` ADDED."""
-    v = BinderView(index, binders)
+def binder_view(*objs, names=(SCHEDULER,)) -> BinderView:
+    """A BinderView (serving schedulerName `names`) that has seen `objs` ADDED."""
+    v = BinderView(names)
     for o in objs:
         v.apply("ADDED", o["kind"], o)
     return v
+
+
+def decision(pod_key: str, node: str, victims=(), uid: str | None = None, rv: str = ""):
+    """A shard's Decision; `uid` defaults to the builders' uid of the pod, `victims` are keys
+    (their builders' uids) or (key, uid) pairs."""
+    from proto import shardsched_pb2 as pb
+
+    if uid is None:
+        uid = "uid-{}-{}".format(*pod_key.split("/"))
+    refs = [v if isinstance(v, tuple) else (v, "uid-{}-{}".format(*v.split("/"))) for v in victims]
+    return pb.Decision(pod_key=pod_key, node=node, pod_uid=uid,
+                       victims=[pb.Victim(key=k, uid=u) for k, u in refs], pod_resource_version=rv)
+
+
+class LiveBinder:
+    """A BinderServer on `store` serving on a free loopback port, holding every partition,
+    and one shard's Decide stream to it: what a shard (or an attacker) can send."""
+
+    def __init__(self, store, cfg: dict | None = None, timeout: float = 10.0):
+        import queue
+        import threading
+        import time
+
+        import grpc
+
+        from binder.server import BinderServer
+        from proto import shardsched_pb2_grpc as rpc
+
+        cfg = copy.deepcopy(cfg or make_config())
+        cfg["binders"].update(basePort=0, metricsBasePort=0)  # any free port; no metrics
+        self.server = BinderServer(cfg, store, 0)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        partitions = self.server.partition_count
+        while len(self.server.partitions.held_now()) < partitions:
+            assert time.monotonic() < deadline, "the binder took no partitions"
+            time.sleep(0.02)
+        self.channel = grpc.insecure_channel(self.server.address)
+        self.requests: queue.SimpleQueue = queue.SimpleQueue()
+        self.responses = rpc.BinderStub(self.channel).Decide(iter(self.requests.get, None))
+        self.timeout = timeout
+
+    def sync(self) -> None:
+        """Let the binder's watch catch up with the store."""
+        import time
+
+        deadline = time.monotonic() + self.timeout
+        while self.server.informer.rv != self.server.store.list("Pod")[1]:
+            assert time.monotonic() < deadline, "the binder's watch did not catch up"
+            time.sleep(0.02)
+
+    def decide(self, *decisions, shard: str = "0") -> dict:
+        """Send one batch; pod key -> its Outcome once every decision is answered."""
+        from proto import shardsched_pb2 as pb
+
+        self.requests.put(pb.DecisionBatch(shard=shard, decisions=list(decisions)))
+        wanted = {d.pod_key for d in decisions}
+        got = {}
+        for batch in self.responses:
+            got.update((o.pod_key, o) for o in batch.outcomes)
+            if wanted <= got.keys():
+                return got
+        raise AssertionError(f"the stream ended with {wanted - got.keys()} unanswered")
+
+    def close(self) -> None:
+        self.requests.put(None)
+        self.channel.close()
+        self.server.stop_event.set()
+        self.thread.join(10)
 
 
 class Clock:

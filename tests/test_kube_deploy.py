@@ -21,7 +21,7 @@ def rendered() -> list[dict]:
 def test_kustomize_renders_the_expected_objects():
     objs = rendered()
     kinds = sorted(f"{o['kind']}/{o['metadata']['name']}" for o in objs)
-    for expected in ("Namespace/shardsched", "Deployment/shardsched-dispatcher", "Deployment/shardsched-binder-0",
+    for expected in ("Namespace/shardsched", "Deployment/shardsched-dispatcher", "Deployment/shardsched-binder",
                      "StatefulSet/shardsched-shard", "Service/shardsched-dispatcher", "Service/shardsched-shard",
                      "ClusterRole/shardsched-shard", "Role/shardsched-leases"):
         assert expected in kinds
@@ -77,15 +77,16 @@ def test_each_component_is_allowed_what_it_needs_and_no_more(kube_cluster):
                   ("watch", "priorityclasses.scheduling.k8s.io"), ("patch", "pods/status"),
                   ("create", *lease), ("patch", *lease)],
         "binder": [("watch", "nodes"), ("list", "pods"), ("watch", "poddisruptionbudgets.policy"),
-                   ("create", "pods/binding"),
-                   ("create", "pods/eviction"), ("patch", *lease), ("delete", *lease)],
+                   ("watch", "priorityclasses.scheduling.k8s.io"), ("create", "pods/binding"),
+                   ("create", "pods/eviction"), ("delete", "pods"), ("patch", *lease),
+                   ("update", *lease), ("delete", *lease)],
     }
     denied = {
         "dispatcher": [("create", "pods/binding"), ("patch", "pods/status"), ("list", "nodes"),
                        ("list", "secrets"), ("patch", "leases.coordination.k8s.io", "kube-node-lease")],
         "shard": [("create", "pods/binding"), ("create", "pods/eviction"), ("delete", "pods"),
                   ("update", "pods"), ("list", "secrets"), ("patch", "nodes")],
-        "binder": [("patch", "pods/status"), ("delete", "pods"), ("update", "nodes"), ("list", "secrets"),
+        "binder": [("patch", "pods/status"), ("update", "pods"), ("update", "nodes"), ("list", "secrets"),
                    ("create", "leases.coordination.k8s.io", "default")],
     }
     for sa, checks in allowed.items():

@@ -250,7 +250,8 @@ def test_top_shows_every_shard_and_binder(cluster_env):
 
 
 def test_two_binders_each_commit_their_own_nodes(cluster_env):
-    from common.partition import binder_for
+    from common.partition import PARTITION_ROLE, partition_of
+    from common.objects import parse_node
 
     url, store, start = cluster_env
     cluster = start(runtime_config(shards=2, binders=2))
@@ -259,7 +260,39 @@ def test_two_binders_each_commit_their_own_nodes(cluster_env):
     assert_consistent(store)
     leases = cluster.wait_ready()
     counts = {id_: cluster.status("binder", a).counters["bound"] for id_, a in leases["binder"].items()}
+    assert store.list_leases(PARTITION_ROLE) == {"0": leases["binder"]["0"], "1": leases["binder"]["1"]}
     expected = {"0": 0, "1": 0}
     for p in pods:
-        expected[str(binder_for(p["spec"]["nodeName"], 2))] += 1
+        node = parse_node(store.get("Node", p["spec"]["nodeName"]))
+        expected[str(partition_of(node, 2, "topology.kubernetes.io/zone"))] += 1
     assert counts == expected and min(counts.values()) > 0
+
+
+def test_a_standby_binder_takes_over_a_killed_binders_partition(cluster_env):
+    """kill -9 of the binder holding the only partition while pods flow, with a standby
+    replica running: the standby takes the partition over once its lease expires, and every
+    pod is bound exactly once."""
+    from common.partition import PARTITION_ROLE
+
+    url, store, start = cluster_env
+    cfg = runtime_config()
+    cfg["binders"]["leaseDurationSeconds"] = 2
+    cluster = start(cfg)
+    cluster.start_one("binder", 1)  # the standby
+    leases = cluster.wait_ready()
+    holder = store.list_leases(PARTITION_ROLE)["0"]
+    assert holder == leases["binder"]["0"]
+    took_over = []
+
+    def kill_the_holder(bound):
+        cluster.kill("binder", 0)
+        killed_at = time.monotonic()
+        while (now_holder := store.list_leases(PARTITION_ROLE).get("0")) in (None, holder):
+            assert time.monotonic() - killed_at < 30, "nobody took the partition over"
+            time.sleep(0.05)
+        took_over.append(time.monotonic() - killed_at)
+        print(f"partition 0 taken over by {now_holder} {took_over[0]:.1f} s after the kill -9")
+
+    flow_with_fault(store, 2000, kill_the_holder)
+    assert took_over and took_over[0] < 2 * cfg["binders"]["leaseDurationSeconds"] + 2
+    assert_consistent(store)

@@ -15,13 +15,14 @@ def configured_url(url: str | None, cfg: dict, who: str) -> str:
     return url
 
 
-def open_configured(cfg: dict, url: str) -> "ClusterStore":
+def open_configured(cfg: dict, url: str, max_in_flight: int | None = None) -> "ClusterStore":
     """The store at `url`, with the config's kubeconfig and request timeout."""
     return open_store(url, kubeconfig=cfg["store"]["kubeconfig"],
-                      request_timeout=cfg["store"]["requestTimeoutSeconds"])
+                      request_timeout=cfg["store"]["requestTimeoutSeconds"], max_in_flight=max_in_flight)
 
 
-def open_store(url: str, kubeconfig: str | None = None, request_timeout: float = 10.0) -> ClusterStore:
+def open_store(url: str, kubeconfig: str | None = None, request_timeout: float = 10.0,
+               max_in_flight: int | None = None) -> ClusterStore:
     """The store behind `url`: memory://, redis[s]://host:port/db (unix:// sockets too), or
     kube:// (a Kubernetes API server: `kubeconfig`, else in-cluster config or ~/.kube/config)
     and kube:///path/to/kubeconfig.
@@ -34,10 +35,11 @@ def open_store(url: str, kubeconfig: str | None = None, request_timeout: float =
         return MemoryStore()
     if scheme in ("redis", "rediss", "unix"):
         from .redis_store import RedisStore
-        return RedisStore(url)
+        return RedisStore(url, max_in_flight=max_in_flight)
     if scheme == "kube":
         from .kube_store import KubeStore
         path = url.split("://", 1)[1].split("?", 1)[0]
-        return KubeStore(kubeconfig=path or kubeconfig, request_timeout=request_timeout)
+        return KubeStore(kubeconfig=path or kubeconfig, request_timeout=request_timeout,
+                         **({"max_in_flight": max_in_flight} if max_in_flight else {}))
     raise ValueError(f"unsupported store URL {url!r}: use memory://, redis://HOST:PORT/DB, kube://, "
                      f"or leave --store out to run an embedded redis-server")

@@ -202,8 +202,12 @@ class ClusterStore(ABC):
             raise Conflict(reason)
 
     @abstractmethod
-    def evict_many(self, evictions: Iterable[tuple[str, str | None]]) -> list[str | None]:
-        """Delete (pod_key, uid) pairs; None on success, else "PodNotFound"/"UIDMismatch"."""
+    def evict_many(self, evictions: Iterable[tuple[str, str | None]],
+                   respect_budgets: bool = True) -> list[str | None]:
+        """Delete (pod_key, uid) pairs; None on success, else "PodNotFound"/"UIDMismatch", or
+        "DisruptionBudget" where the store enforces PodDisruptionBudgets (the API server's
+        Eviction API) and `respect_budgets`. With respect_budgets=False the pods are deleted
+        outright, as kube-scheduler deletes victims whose eviction would break a budget."""
 
     def evict(self, pod_key: str, uid: str | None = None) -> None:
         reason = self.evict_many([(pod_key, uid)])[0]
@@ -227,11 +231,19 @@ class ClusterStore(ABC):
         """Create or renew; the lease vanishes `ttl_s` seconds after the last renewal."""
 
     @abstractmethod
-    def list_leases(self, role: str) -> dict[str, str]:
-        """Live leases of `role`: id -> address."""
+    def acquire_lease(self, role: str, id_: str, holder: str, ttl_s: float) -> bool:
+        """Take or renew an exclusive lease: True when `holder` holds it for the next `ttl_s`
+        seconds (it was free, expired, or already `holder`'s), False when another holder's is
+        still live. Atomic against every other caller, as client-go's leader election."""
 
     @abstractmethod
-    def drop_lease(self, role: str, id_: str) -> None: ...
+    def list_leases(self, role: str) -> dict[str, str]:
+        """Live leases of `role`: id -> address (the holder)."""
+
+    @abstractmethod
+    def drop_lease(self, role: str, id_: str, holder: str | None = None) -> None:
+        """Delete the lease; with `holder`, only while that holder holds it (nobody deletes
+        a lease another process took over)."""
 
     def close(self) -> None:
         """Release connections; the default has nothing to release."""

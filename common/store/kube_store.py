@@ -67,7 +67,7 @@ RESOURCES = {
 LEASES = "/apis/coordination.k8s.io/v1"
 LEASE_LABEL = "shardsched.io/role"
 _WATCH_S = 240          # server-side watch timeout; the stream is resumed after it
-_WORKERS = 16           # concurrent requests of one bulk write
+_WORKERS = 16           # concurrent requests of one bulk write, by default
 _CURSORS = 4096         # cursors remembered (each reader only ever needs its latest)
 _WRITTEN: dict[str, int] = {}
 _WRITTEN_LOCK = threading.Lock()
@@ -244,7 +244,9 @@ class KubeStore(ClusterStore):
     namespace in a cluster, else the kubeconfig context's, else "default")."""
 
     def __init__(self, kubeconfig: str | None = None, request_timeout: float = 10.0,
-                 history: int = 100_000, lease_namespace: str | None = None):
+                 history: int = 100_000, lease_namespace: str | None = None, max_in_flight: int = _WORKERS):
+        """`max_in_flight`: requests one bulk write (bind_many, evict_many, create_many) sends
+        at once; the HTTP connection pool is sized to match."""
         from kubernetes import client, config
 
         self.timeout = float(request_timeout)
@@ -265,7 +267,7 @@ class KubeStore(ClusterStore):
                 namespace = (active.get("context") or {}).get("namespace")
             except Exception as e:
                 raise StoreUnavailable(f"cannot load kubeconfig {kubeconfig or '~/.kube/config'}: {e}") from None
-        cfg.connection_pool_maxsize = 64
+        cfg.connection_pool_maxsize = max(64, max_in_flight + 16)  # + the watches and reads
         self._where = cfg.host
         self.lease_namespace = lease_namespace or namespace or "default"
         self._api = client.ApiClient(cfg)
@@ -275,7 +277,7 @@ class KubeStore(ClusterStore):
         #: writes whose answer carries no resourceVersion (bindings, evictions): (kind, key)
         #: -> (what the watch must show: "bound" or "deleted", until when to wait for it)
         self._awaiting: dict[tuple[str, str], tuple[str, float]] = {}
-        self._pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="kube-store")
+        self._pool = ThreadPoolExecutor(max_in_flight, thread_name_prefix="kube-store")
         self._call("GET", "/version")
 
     # --- HTTP -----------------------------------------------------------------------------
@@ -598,8 +600,10 @@ class KubeStore(ClusterStore):
         return self._post_to_pod(key, "eviction", eviction, "deleted",
                                  {409: "UIDMismatch", 429: "DisruptionBudget"})
 
-    def evict_many(self, evictions):
-        return self._in_parallel(self._evict, list(evictions))
+    def evict_many(self, evictions, respect_budgets: bool = True):
+        if respect_budgets:
+            return self._in_parallel(self._evict, list(evictions))
+        return self._in_parallel(lambda key, uid: self._delete("Pod", key, uid), list(evictions))
 
     def _patch_status(self, key: str, make_patch, unchanged) -> bool:
         """A status patch of a pending pod, guarded by its resourceVersion (retried when
@@ -654,9 +658,9 @@ class KubeStore(ClusterStore):
         # sub-second TTLs (tests) are kept exactly in an annotation
         meta = {"name": name, "namespace": self.lease_namespace, "labels": {LEASE_LABEL: role},
                 "annotations": {"shardsched.io/ttl-seconds": repr(float(ttl_s))}}
-        path = f"{LEASES}/namespaces/{quote(self.lease_namespace)}/leases"
+        path = self._lease_path()
         try:
-            self._call("PATCH", f"{path}/{quote(name)}", body={"metadata": meta, "spec": spec},
+            self._call("PATCH", self._lease_path(name), body={"metadata": meta, "spec": spec},
                        content_type="application/merge-patch+json")
         except ApiError as e:
             if e.status != 404:
@@ -668,28 +672,82 @@ class KubeStore(ClusterStore):
                 if e2.status != 409:  # created concurrently: the next renewal patches it
                     raise
 
-    def list_leases(self, role: str) -> dict[str, str]:
-        """Live leases of `role`: renewTime + duration still in the future."""
-        page = self._call("GET", f"{LEASES}/namespaces/{quote(self.lease_namespace)}/leases",
-                          query=[("labelSelector", f"{LEASE_LABEL}={role}")])
-        now = time.time()
-        prefix = self._lease_name(role, "")
-        out = {}
-        for lease in page.get("items") or []:
-            spec = lease.get("spec") or {}
-            renew = spec.get("renewTime")
-            if not renew or not spec.get("holderIdentity"):
-                continue
-            ttl = (lease["metadata"].get("annotations") or {}).get("shardsched.io/ttl-seconds")
-            ttl = float(ttl) if ttl else float(spec.get("leaseDurationSeconds") or 0)
-            if _parse_time(renew) + ttl > now:
-                out[lease["metadata"]["name"][len(prefix):]] = spec["holderIdentity"]
-        return out
+    def _lease_path(self, name: str = "") -> str:
+        path = f"{LEASES}/namespaces/{quote(self.lease_namespace)}/leases"
+        return f"{path}/{quote(name)}" if name else path
 
-    def drop_lease(self, role: str, id_: str) -> None:
+    @staticmethod
+    def _lease_live(lease: dict, now: float) -> bool:
+        spec = lease.get("spec") or {}
+        renew = spec.get("renewTime")
+        if not renew or not spec.get("holderIdentity"):
+            return False
+        ttl = (lease["metadata"].get("annotations") or {}).get("shardsched.io/ttl-seconds")
+        ttl = float(ttl) if ttl else float(spec.get("leaseDurationSeconds") or 0)
+        return _parse_time(renew) + ttl > now
+
+    def acquire_lease(self, role: str, id_: str, holder: str, ttl_s: float) -> bool:
+        """client-go's leader election on a coordination.k8s.io Lease: create it, or update
+        it (guarded by its resourceVersion) when it is ours, expired or released."""
+        name = self._lease_name(role, id_)
+        now = time.time()
+        stamp = _rfc3339_micro(now)
+        spec = {"holderIdentity": holder, "leaseDurationSeconds": max(1, int(-(-ttl_s // 1))),
+                "renewTime": stamp}
+        meta = {"name": name, "namespace": self.lease_namespace, "labels": {LEASE_LABEL: role},
+                "annotations": {"shardsched.io/ttl-seconds": repr(float(ttl_s))}}
         try:
-            self._call("DELETE", f"{LEASES}/namespaces/{quote(self.lease_namespace)}/leases/"
-                                 f"{quote(self._lease_name(role, id_))}")
+            lease = self._call("GET", self._lease_path(name))
         except ApiError as e:
             if e.status != 404:
+                raise
+            try:
+                self._call("POST", self._lease_path(), body={
+                    "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
+                    "spec": dict(spec, acquireTime=stamp, leaseTransitions=0)})
+            except ApiError as e2:
+                if e2.status == 409:  # someone else created it first
+                    return False
+                raise
+            return True
+        current = lease.get("spec") or {}
+        ours = current.get("holderIdentity") == holder
+        if not ours and self._lease_live(lease, now):
+            return False
+        if not ours:
+            spec["acquireTime"] = stamp
+            spec["leaseTransitions"] = int(current.get("leaseTransitions") or 0) + 1
+        meta["resourceVersion"] = lease["metadata"]["resourceVersion"]
+        try:
+            self._call("PUT", self._lease_path(name), body={
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
+                "spec": {**current, **spec}})
+        except ApiError as e:
+            if e.status in (404, 409):  # changed under us: whoever changed it holds it now
+                return False
+            raise
+        return True
+
+    def list_leases(self, role: str) -> dict[str, str]:
+        """Live leases of `role`: renewTime + duration still in the future."""
+        page = self._call("GET", self._lease_path(), query=[("labelSelector", f"{LEASE_LABEL}={role}")])
+        now = time.time()
+        prefix = self._lease_name(role, "")
+        return {lease["metadata"]["name"][len(prefix):]: lease["spec"]["holderIdentity"]
+                for lease in page.get("items") or [] if self._lease_live(lease, now)}
+
+    def drop_lease(self, role: str, id_: str, holder: str | None = None) -> None:
+        """Delete the Lease; with `holder`, only while it holds it (a delete guarded by the
+        resourceVersion we read, so a takeover in between is never undone)."""
+        name = self._lease_name(role, id_)
+        options = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        try:
+            if holder is not None:
+                lease = self._call("GET", self._lease_path(name))
+                if (lease.get("spec") or {}).get("holderIdentity") != holder:
+                    return
+                options["preconditions"] = {"resourceVersion": lease["metadata"]["resourceVersion"]}
+            self._call("DELETE", self._lease_path(name), body=options)
+        except ApiError as e:
+            if e.status not in (404, 409):
                 raise

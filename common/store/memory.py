@@ -152,7 +152,7 @@ class MemoryStore(ClusterStore):
                 results.append(reason)
         return results
 
-    def evict_many(self, evictions):
+    def evict_many(self, evictions, respect_budgets: bool = True):
         results = []
         with self._cond:
             for key, uid in evictions:
@@ -192,6 +192,18 @@ class MemoryStore(ClusterStore):
                 del leases[id_]
             return {id_: address for id_, (address, _) in leases.items()}
 
-    def drop_lease(self, role: str, id_: str) -> None:
+    def acquire_lease(self, role: str, id_: str, holder: str, ttl_s: float) -> bool:
+        now = time.monotonic()
         with self._cond:
-            self._leases.get(role, {}).pop(id_, None)
+            leases = self._leases.setdefault(role, {})
+            current = leases.get(id_)
+            if current is not None and current[0] != holder and current[1] > now:
+                return False
+            leases[id_] = (holder, now + ttl_s)
+            return True
+
+    def drop_lease(self, role: str, id_: str, holder: str | None = None) -> None:
+        with self._cond:
+            leases = self._leases.get(role, {})
+            if holder is None or leases.get(id_, ("",))[0] == holder:
+                leases.pop(id_, None)

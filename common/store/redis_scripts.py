@@ -151,6 +151,28 @@ end
 return out
 """
 
+# KEYS: the lease key, the role's lease index. ARGV: holder, ttl in ms, the lease's id.
+# Takes or renews the lease unless another holder's is live; 1 when held.
+ACQUIRE_LEASE = """
+local current = redis.call('GET', KEYS[1])
+if current and current ~= ARGV[1] then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('SADD', KEYS[2], ARGV[3])
+return 1
+"""
+
+# KEYS: the lease key, the role's lease index. ARGV: holder ('' = anyone), the lease's id.
+DROP_LEASE = """
+if ARGV[1] == '' or redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('SREM', KEYS[2], ARGV[2])
+  return 1
+end
+return 0
+"""
+
 # KEYS: a role's lease index (a set of ids). ARGV: the prefix of that role's lease keys.
 # Returns id, address, id, address, ... of live leases and forgets expired ids, atomically so
 # that a lease renewed meanwhile is never dropped from the index.

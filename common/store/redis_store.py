@@ -78,13 +78,17 @@ class RedisStore(ClusterStore):
     `history` is the approximate number of events kept (XADD MAXLEN ~).
     """
 
-    def __init__(self, url: str, prefix: str = "shardsched:", history: int = 100_000):
+    def __init__(self, url: str, prefix: str = "shardsched:", history: int = 100_000,
+                 max_in_flight: int | None = None):
+        """`max_in_flight`: concurrent requests this client may have (its connection pool's
+        size; None = redis-py's default, effectively unbounded)."""
         if history < 1:
             raise ValueError("history must be at least 1")
         self._where = _redacted(url)
         self._r = redis.Redis.from_url(
             url, socket_connect_timeout=3, socket_timeout=_BLOCK_S + 8,
-            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2))
+            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
+            **({"max_connections": max_in_flight + 8} if max_in_flight else {}))
         # Stream entries stay flat lists (read by position in _read), not a dict each.
         self._r.set_response_callback("XRANGE", lambda response, **options: response)
         self._history = history
@@ -94,6 +98,8 @@ class RedisStore(ClusterStore):
         self._delete = self._r.register_script(redis_scripts.DELETE)
         self._patch = self._r.register_script(redis_scripts.PATCH)
         self._leases = self._r.register_script(redis_scripts.LEASES)
+        self._acquire_lease = self._r.register_script(redis_scripts.ACQUIRE_LEASE)
+        self._drop_lease = self._r.register_script(redis_scripts.DROP_LEASE)
         self._check_server()
 
     @_translated
@@ -253,7 +259,7 @@ class RedisStore(ClusterStore):
         return self._run_patch("bind", [(key, node, uid or "") for key, node, uid in bindings])
 
     @_translated
-    def evict_many(self, evictions):
+    def evict_many(self, evictions, respect_budgets: bool = True):
         results = self._chunked(self._delete, "Pod", [self._history, "Pod"],
                                 [(key, uid or "") for key, uid in evictions])
         return [{b"": None, b"NotFound": "PodNotFound"}.get(r, r.decode()) for r in results]
@@ -283,7 +289,12 @@ class RedisStore(ClusterStore):
         return {i.decode(): a.decode() for i, a in zip(flat[::2], flat[1::2])}
 
     @_translated
-    def drop_lease(self, role: str, id_: str) -> None:
+    def acquire_lease(self, role: str, id_: str, holder: str, ttl_s: float) -> bool:
         key, index = self._lease_keys(role, id_)
-        self._r.pipeline(transaction=True).delete(key).srem(index, id_).execute()
+        return bool(self._acquire_lease(keys=[key, index], args=[holder, max(1, int(ttl_s * 1000)), id_]))
+
+    @_translated
+    def drop_lease(self, role: str, id_: str, holder: str | None = None) -> None:
+        key, index = self._lease_keys(role, id_)
+        self._drop_lease(keys=[key, index], args=[holder or "", id_])
 

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from common.predicates import EXISTING_ANTI_AFFINITY, POD_AFFINITY_MISMATCH, POD_ANTI_AFFINITY_MISMATCH
+
 from ..framework import SKIP, Plugin, Status, unresolvable, unschedulable
 from .scoring import MAX_NODE_SCORE
 
-EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
-ANTI = "node(s) didn't match pod anti-affinity rules"
-AFFINITY = "node(s) didn't match pod affinity rules"
+EXISTING_ANTI = EXISTING_ANTI_AFFINITY
+ANTI = POD_ANTI_AFFINITY_MISMATCH
+AFFINITY = POD_AFFINITY_MISMATCH
 FILTER_STATE = "InterPodAffinity/filter"
 SCORE_STATE = "InterPodAffinity/score"
 

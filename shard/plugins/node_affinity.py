@@ -11,12 +11,12 @@ from collections import Counter
 
 import numpy as np
 
-from common.predicates import node_matches
+from common.predicates import NODE_AFFINITY_MISMATCH, node_matches
 from common.selectors import label_int
 from ..framework import SKIP, Plugin, PreFilterResult, Status, unresolvable
 from .scoring import default_normalize
 
-REASON = "node(s) didn't match Pod's node affinity/selector"
+REASON = NODE_AFFINITY_MISMATCH
 
 
 def _numbers(values: dict) -> np.ndarray:

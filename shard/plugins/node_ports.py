@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from common.predicates import host_ports_conflict
+from common.predicates import PORTS_IN_USE, host_ports_conflict
 from ..framework import SKIP, Plugin, Status, unschedulable
 
-REASON = "node(s) didn't have free ports for the requested pod ports"
+REASON = PORTS_IN_USE
 
 
 class NodePorts(Plugin):

@@ -12,6 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from common.predicates import insufficient
 from common.resources import CPU, MEMORY, NUM_SLOTS, PODS, resource_index, resource_name
 from ..framework import Plugin, unschedulable
 from ..node_info import nonzero_amounts
@@ -22,8 +23,7 @@ STATE = "NodeResourcesFit"
 STRATEGIES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
 
 
-def reason(col: int) -> str:
-    return "Too many pods" if col == PODS else f"Insufficient {resource_name(col)}"
+reason = insufficient
 
 
 @lru_cache(maxsize=4096)

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from common.predicates import UNSCHEDULABLE_TAINT
+from common.predicates import UNSCHEDULABLE_NODE, UNSCHEDULABLE_TAINT
 from common.selectors import tolerated
 from ..framework import SKIP, Plugin, Status, unresolvable
 
-REASON = "node(s) were unschedulable"
+REASON = UNSCHEDULABLE_NODE
 
 
 class NodeUnschedulable(Plugin):

@@ -9,7 +9,7 @@ from collections import Counter
 
 import numpy as np
 
-from common.predicates import untolerated_taint
+from common.predicates import untolerated_taint, untolerated_taint_message
 from ..framework import Plugin, unresolvable
 from ..node_table import OVERFLOW_BIT, gather
 from .scoring import default_normalize
@@ -17,8 +17,7 @@ from .scoring import default_normalize
 STATE = "TaintToleration"
 
 
-def _reason(taint) -> str:
-    return f"node(s) had untolerated taint {taint.describe()}"
+_reason = untolerated_taint_message
 
 
 class TaintToleration(Plugin):

@@ -18,14 +18,14 @@ import math
 import numpy as np
 
 from common.objects import SpreadConstraint
-from common.predicates import untolerated_taint
+from common.predicates import SPREAD_MISMATCH, SPREAD_MISSING_LABEL, untolerated_taint
 from common.selectors import LabelSelector
 from ..framework import SKIP, Plugin, Status, unresolvable, unschedulable
 from .node_affinity import matches_mask
 from .scoring import MAX_NODE_SCORE
 
-REASON = "node(s) didn't match pod topology spread constraints"
-MISSING = "node(s) didn't match pod topology spread constraints (missing required label)"
+REASON = SPREAD_MISMATCH
+MISSING = SPREAD_MISSING_LABEL
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 DEFAULT_OWNERS = ("ReplicaSet", "StatefulSet", "ReplicationController")

@@ -62,3 +62,30 @@ def test_shard_nominates_a_preemptor_whose_victims_are_terminating():
     assert store.get("Pod", "default/high")["status"]["nominatedNodeName"] == "n1"
     loop.sync()
     assert "default/high" in loop.scheduler.nominated["n1"]
+
+
+def test_a_pod_placed_elsewhere_wakes_a_spread_pod_it_unblocks():
+    """A DoNotSchedule spread pod is unschedulable while its zone would be too far ahead;
+    another scheduler's pod bound in the other zone raises the minimum, and the waiting pod is
+    retried at once, not after unschedulableMaxSeconds (it used to wait the whole 300 s)."""
+    from builders import Clock, spread, toleration
+    from shard.loop import ShardLoop
+
+    zone = "topology.kubernetes.io/zone"
+    labels = {"app": "s"}
+    clock = Clock(1000.0)
+    store = MemoryStore()
+    store.create(node("a1", labels={zone: "a"}))
+    store.create(node("b1", taints=["dedicated=x:NoSchedule"], labels={zone: "b"}))
+    store.create(running("s0", "a1", "100m", 0, labels=labels))
+    store.create(pod("s1", cpu="100m", labels=labels, spread=[spread(1, zone, labels)]))
+    loop = ShardLoop(make_config("all"), store, clock=clock)
+    loop.start()
+    assert not loop.schedule_next().scheduled
+    assert loop.queue.lengths()["unschedulable"] == 1
+    store.create(running("other", "b1", "100m", 0, labels=labels,
+                         tolerations=[toleration("dedicated", "x", "NoSchedule")], scheduler="default-scheduler"))
+    loop.sync()
+    clock.now += 10  # past the backoff
+    retry = loop.schedule_next()
+    assert retry is not None and retry.node == "a1"

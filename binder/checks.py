@@ -1,0 +1,136 @@
+"""Every check a decision must pass before the binder commits it, as one ordered list.
+
+Each check sees the pod as the binder's own watch shows it, the node's record, the
+victims (resolved from the binder's view, never from the message) and the binder's
+reservations, and answers None or "Reason: message": the name of the kube filter plugin
+whose rule failed and kube's message (the shard retries with it), or one of the binder's own
+reasons for victims. The predicates are common/'s, the same the shard's plugins and
+`verify` use.
+
+Why checks over other partitions' nodes stay exact with several binders (common.partition):
+a domain of the partition label, or of the hostname, lies within one partition, so affinity,
+anti-affinity and the "existing pods" rule see every reservation that could break them. A
+topology spread check also reads other domains' counts; those only grow through other
+binders' commits, and a larger count elsewhere can only lower the skew of this placement,
+so a decision judged against a slightly older view of other partitions stays valid. (A
+concurrent eviction of a matching pod in another partition is the one exception: it lowers
+a count. Constraints over labels wider than the partition label, a region say, are exact
+only with binders.count 1 or a partitionLabel at least that wide.)
+"""
+from __future__ import annotations
+
+from common.constraints import (INTER_POD_AFFINITY, POD_TOPOLOGY_SPREAD, inter_pod_affinity_failure,
+                                topology_spread_failure)
+from common.predicates import (NODE_AFFINITY_MISMATCH, PORTS_IN_USE, UNSCHEDULABLE_NODE,
+                               host_ports_conflict, insufficient, node_matches, unschedulable_blocks,
+                               untolerated_taint, untolerated_taint_message)
+from common.resources import vadd
+
+
+class Judged:
+    """One decision as the checks see it."""
+
+    __slots__ = ("view", "pod", "node_name", "info", "victim_refs", "victims")
+
+    def __init__(self, view, pod, node_name: str, victim_refs: list):
+        self.view = view
+        self.pod = pod
+        self.node_name = node_name
+        self.info = view.nodes.get(node_name)
+        self.victim_refs = victim_refs  # [(key, uid)] as the shard named them
+        self.victims: list = []         # the victims' Pods, once `victims` passed
+
+    @property
+    def node(self):
+        return self.info.node
+
+    @property
+    def excluded(self) -> dict:
+        """The victims, as constraint checks leave them out: key -> node."""
+        return {v.key: self.node_name for v in self.victims}
+
+
+def node_exists(j: Judged):
+    if j.info is None or j.info.node is None:
+        return f"NodeNotFound: node {j.node_name} not found"
+    return None
+
+
+def node_unschedulable(j: Judged):
+    return f"NodeUnschedulable: {UNSCHEDULABLE_NODE}" if unschedulable_blocks(j.pod, j.node) else None
+
+
+def taint_toleration(j: Judged):
+    taint = untolerated_taint(j.node.taints, j.pod.tolerations)
+    return None if taint is None else f"TaintToleration: {untolerated_taint_message(taint)}"
+
+
+def node_affinity(j: Judged):
+    return None if node_matches(j.pod, j.node) else f"NodeAffinity: {NODE_AFFINITY_MISMATCH}"
+
+
+def victims(j: Judged):
+    """Victims exist on this node as the watch shows them, are distinct, are bound (not
+    another decision's reservation), are of lower priority, and nobody else claimed them."""
+    view, seen = j.view, set()
+    for key, uid in j.victim_refs:
+        if key in seen:
+            return f"InvalidVictim: {key} is named twice"
+        seen.add(key)
+        victim = j.info.pods.get(key)
+        if victim is None or (uid and victim.uid != uid) or view.bound_to(key) != j.node_name:
+            return f"VictimGone: {key} is not bound to {j.node_name}"
+        if victim.priority >= j.pod.priority:
+            return (f"InvalidVictim: {key} has priority {victim.priority}, not below the preemptor's "
+                    f"{j.pod.priority}")
+        claimant = view.claimed.get(key)
+        if claimant is not None and claimant != j.pod.key:
+            return f"VictimClaimed: {key} is a victim of {claimant}'s decision in flight"
+        j.victims.append(victim)
+    return None
+
+
+def node_resources_fit(j: Judged):
+    free = j.info.free
+    for v in j.victims:
+        free = vadd(free, v.requests)
+    short = [insufficient(i) for i, (r, f) in enumerate(zip(j.pod.requests, free)) if r > f]
+    return f"NodeResourcesFit: {', '.join(short)}" if short else None
+
+
+def node_ports(j: Judged):
+    if not j.pod.host_ports:
+        return None
+    in_use = dict(j.info.host_ports)
+    for v in j.victims:
+        for port in v.host_ports:
+            in_use[port] -= 1
+    if host_ports_conflict(j.pod.host_ports, [p for p, n in in_use.items() if n > 0]):
+        return f"NodePorts: {PORTS_IN_USE}"
+    return None
+
+
+def inter_pod_affinity(j: Judged):
+    failure = inter_pod_affinity_failure(j.view.constraints, j.pod, j.node, j.excluded)
+    return None if failure is None else f"{INTER_POD_AFFINITY}: {failure[1]}"
+
+
+def topology_spread(j: Judged):
+    if not any(c.hard for c in j.pod.spread_constraints):
+        return None
+    failure = topology_spread_failure(j.view.constraints, j.pod, j.node, j.excluded)
+    return None if failure is None else f"{POD_TOPOLOGY_SPREAD}: {failure[1]}"
+
+
+#: In order; the first failure is the answer.
+NODE_CHECKS = (node_exists, node_unschedulable, taint_toleration, node_affinity, victims,
+               node_resources_fit, node_ports)
+CROSS_NODE_CHECKS = (inter_pod_affinity, topology_spread)
+
+
+def first_failure(j: Judged, checks) -> str | None:
+    for check in checks:
+        why = check(j)
+        if why is not None:
+            return why
+    return None

@@ -1,0 +1,89 @@
+"""Which partitions this binder commits for: held through one lease each.
+
+Every binder replica tries to hold its fair share of the `binders.count` partitions,
+ceil(partitions / live binders): first the partition of its own index (so `up`'s binder i
+holds partition i), then any partition whose lease is free or expired, unless the binder of
+that index is alive (it will take its own). A binder
+that holds more than its share (a replica joined) lets the extra ones go once no decision of
+theirs is in flight. A dead binder stops renewing; its partitions are free after
+`binders.leaseDurationSeconds` and the survivors take them.
+
+`holds(p)` is what the commit path asks before every commit: true only while the lease was
+renewed recently enough that it cannot have expired yet, so a binder cut off from the store
+stops committing before anyone else may take over.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+from common.partition import PARTITION_ROLE
+
+log = logging.getLogger(__name__)
+
+
+class PartitionLeases:
+    def __init__(self, store, partitions: int, preferred: int, ttl: float, clock=time.monotonic):
+        self.store = store
+        self.partitions = partitions
+        self.preferred = preferred % partitions
+        self.ttl = ttl
+        self.clock = clock
+        self.holder = ""  # the binder's address, set once it listens
+        #: partition -> when our hold on it certainly ends (clock seconds)
+        self.held: dict[int, float] = {}
+
+    def holds(self, partition: int) -> bool:
+        return self.held.get(partition, 0.0) > self.clock()
+
+    def held_now(self) -> list[int]:
+        now = self.clock()
+        return sorted(p for p, until in self.held.items() if until > now)
+
+    def _acquire(self, p: int) -> bool:
+        start = self.clock()
+        if self.store.acquire_lease(PARTITION_ROLE, str(p), self.holder, self.ttl):
+            # Counted from before the request: the store's clock started no earlier. A margin
+            # of a quarter TTL leaves room for a renewal that is late.
+            if p not in self.held:
+                log.info("holding partition %d", p)
+            self.held[p] = start + self.ttl * 0.75
+            return True
+        if p in self.held:
+            log.warning("lost partition %d to another binder", p)
+            del self.held[p]
+        return False
+
+    def step(self, busy) -> None:
+        """Renew, take a fair share, give back extras (`busy(p)`: decisions of p in flight)."""
+        for p in list(self.held):
+            self._acquire(p)
+        binders = self.store.list_leases("binder")
+        share = math.ceil(self.partitions / max(1, len(binders)))
+        if len(self.held) < share:
+            holders = self.store.list_leases(PARTITION_ROLE)
+            order = [self.preferred] + [p for p in range(self.partitions) if p != self.preferred]
+            for p in order:
+                if len(self.held) >= share:
+                    break
+                if p in self.held or str(p) in holders:
+                    continue
+                if p != self.preferred and binders.get(str(p), self.holder) != self.holder:
+                    continue  # binder p is alive: its own partition is its to take
+                self._acquire(p)
+        extra = [p for p in sorted(self.held, key=lambda p: p == self.preferred) if not busy(p)]
+        while len(self.held) > share and extra:
+            self.release(extra.pop(0))
+
+    def release(self, p: int) -> None:
+        self.held.pop(p, None)
+        try:
+            self.store.drop_lease(PARTITION_ROLE, str(p), self.holder)
+            log.info("released partition %d", p)
+        except Exception as e:  # it expires by itself
+            log.warning("could not release partition %d: %s", p, e)
+
+    def release_all(self) -> None:
+        for p in list(self.held):
+            self.release(p)
