@@ -37,9 +37,9 @@ class Pending:
 
 class Commits:
     def __init__(self, store, settle, holds, workers: int, stop: threading.Event, count):
-        """`settle(pending, outcome, how)` ends a reservation under the view's lock and sends
-        the outcome; `holds(partition)` says whether we may still commit for it; `count(name,
-        n)` bumps a counter."""
+        """`settle([(pending, outcome, how)])` ends reservations and sends their outcomes;
+        `holds(partition)` says whether we may still commit for it; `count(name, n)` bumps a
+        counter."""
         self.store = store
         self.settle = settle
         self.holds = holds
@@ -91,9 +91,8 @@ class Commits:
                 if i not in done:
                     done[i] = (self._outcome(it, False, f"StoreError: {e}"), "doubt")
         finally:
-            for i, it in enumerate(chunk):
-                outcome, how = done.get(i) or (self._outcome(it, False, "StoreError: not committed"), "doubt")
-                self.settle(it, outcome, how)
+            self.settle([(it, *(done.get(i) or (self._outcome(it, False, "StoreError: not committed"), "doubt")))
+                         for i, it in enumerate(chunk)])
             with self._lock:
                 for it in chunk:
                     self.in_flight[it.reservation.partition] -= 1

@@ -2,7 +2,7 @@
 
 Each shard holds one Decide stream. A decision names a pod and a node (and victims); the
 binder takes the pod from its own watch (BinderView), checks the decision against its view
-and its reservations (binder/checks.py) under one lock, reserves it, and hands it to the
+and its reservations (common/checks.py) under one lock, reserves it, and hands it to the
 commit pipeline (binder/commits.py), which answers on the stream as each commit completes.
 A decision about a pod the watch has not shown yet waits for the watch to reach the
 resourceVersion the shard saw, briefly, before it is judged.
@@ -28,7 +28,7 @@ from common.store.base import rv_order
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
-from .checks import CROSS_NODE_CHECKS, NODE_CHECKS, Judged, first_failure
+from common.checks import CROSS_NODE_CHECKS, NODE_CHECKS, Judged, first_failure
 from .commits import Commits, Pending
 from .partitions import PartitionLeases
 from .view import BinderView, Reservation
@@ -236,13 +236,19 @@ class BinderServer(Component, rpc.BinderServicer):
         else:
             self.counters["bound"] += 1
 
-    def _settle(self, it: Pending, outcome, how: str) -> None:
+    def _settle(self, settled: list) -> None:
+        """End the reservations of a committed chunk; one outcome batch per stream."""
         with self.lock:
-            self.view.settle(outcome.pod_key, how)
-        if not outcome.bound:
-            log.debug("decision for %s on %s not committed: %s", outcome.pod_key, outcome.node, outcome.reason)
-        self._record(outcome.reason, it.shard)
-        it.reply.reply([outcome])
+            for _, outcome, how in settled:
+                self.view.settle(outcome.pod_key, how)
+        replies: dict = {}
+        for it, outcome, _ in settled:
+            if not outcome.bound:
+                log.debug("decision for %s on %s not committed: %s", outcome.pod_key, outcome.node, outcome.reason)
+            self._record(outcome.reason, it.shard)
+            replies.setdefault(it.reply, []).append(outcome)
+        for stream, outcomes in replies.items():
+            stream.reply(outcomes)
 
     # --- running ----------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ Nodes are grouped by the value of one label (`binders.partitionLabel`, the zone 
 nodes without it by their name), hashed onto `binders.count` partitions. So every topology
 domain of that label, and of any label nested in it (the node itself), lies within one
 partition, and one binder sees every reservation that a check over such a domain must see
-(see binder/checks.py for why the other constraints stay exact too).
+(see common/checks.py for why the other constraints stay exact too).
 
 Each partition is held by one binder process at a time through a lease (role
 PARTITION_ROLE, id = the partition's number, holder = the binder's gRPC address), which is

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+import time
+
+from .checks import CROSS_NODE_CHECKS, NODE_CHECKS, Judged, first_failure
 from .constraints import ConstrainedAccounting, inter_pod_affinity_failure, topology_spread_failure
 from .errors import ObjectError
 from .objects import TERMINAL_PHASES, parse_node, parse_pod
@@ -27,8 +30,12 @@ from .selectors import tolerated
 SHOWN = 20  # violations listed in the summary
 
 
-def verify(nodes, pods) -> dict:
-    """{"ok", "nodes", "bound", "pending", "violations": [{"kind", "object", "message"}]}."""
+def verify(nodes, pods, settled_s: float | None = None, scheduler_names=None, now: float | None = None) -> dict:
+    """{"ok", "nodes", "bound", "pending", "violations": [{"kind", "object", "message"}]}.
+
+    With `settled_s`, a pending pod older than that which some node could take now (every
+    check the binder makes) is a violation too ("stuck"): the scheduler should have placed
+    it. `scheduler_names` limits that to pods of these schedulers (default: every pod)."""
     by_name = {n.name: n for n in nodes}
     violations: list[dict] = []
 
@@ -72,26 +79,28 @@ def verify(nodes, pods) -> dict:
                 if u > a]
         if over:
             bad("overcommit", f"Node {name}", f"bound pods request more {', '.join(over)} than allocatable")
-    _cross_node(by_name, pods, bad)
+    placed = [p for p in pods if p.node_name in by_name and p.phase not in TERMINAL_PHASES]
+    constrained = [p for p in placed if p.affinity[0] or p.anti_affinity[0]
+                   or any(c.hard for c in p.spread_constraints)]
+    if constrained or settled_s is not None:
+        acc = ConstrainedAccounting()
+        for node in by_name.values():
+            acc.set_node(node)
+        for p in placed:
+            acc.set_pod(p)
+        _cross_node(acc, constrained, bad)
+        if settled_s is not None:
+            _stuck(acc, pods, settled_s, scheduler_names, time.time() if now is None else now, bad)
     return {"ok": not violations, "nodes": len(by_name), "bound": bound, "pending": pending,
             "violations": violations}
 
 
-def _cross_node(by_name: dict, pods, bad) -> None:
-    """Required inter-pod affinity and anti-affinity, and DoNotSchedule spread."""
-    placed = [p for p in pods if p.node_name in by_name and p.phase not in TERMINAL_PHASES]
-    constrained = [p for p in placed if p.affinity[0] or p.anti_affinity[0]
-                   or any(c.hard for c in p.spread_constraints)]
-    if not constrained:
-        return
-    acc = ConstrainedAccounting()
-    for node in by_name.values():
-        acc.set_node(node)
-    for p in placed:
-        acc.set_pod(p)
+def _cross_node(acc: ConstrainedAccounting, constrained: list, bad) -> None:
+    """Required inter-pod affinity and anti-affinity, and DoNotSchedule spread, of the
+    `constrained` bound pods against all those `acc` counts."""
     index = acc.constraints
     for p in constrained:
-        node, alone = by_name[p.node_name], {p.key: p.node_name}
+        node, alone = acc.nodes[p.node_name].node, {p.key: p.node_name}
         if p.affinity[0] or p.anti_affinity[0]:
             failure = inter_pod_affinity_failure(index, p, node, alone, existing=False)
             if failure is not None:
@@ -103,7 +112,30 @@ def _cross_node(by_name: dict, pods, bad) -> None:
                 bad("topology-spread", f"Pod {p.key}", f"on {node.name}: {failure[1]}")
 
 
-def verify_store(store) -> dict:
+class _Bound:
+    """The bound pods as the checks read a view (no reservations, no claims)."""
+
+    def __init__(self, acc: ConstrainedAccounting):
+        self.nodes, self.constraints, self.claimed = acc.nodes, acc.constraints, {}
+        self.bound_to = acc.pod_node.get
+
+
+def _stuck(acc, pods, settled_s: float, names, now: float, bad) -> None:
+    view = _Bound(acc)
+    checks = NODE_CHECKS + CROSS_NODE_CHECKS
+    for p in pods:
+        if (p.node_name or p.deleting or p.phase in TERMINAL_PHASES or now - p.creation_time <= settled_s
+                or (names is not None and p.scheduler_name not in names)
+                or (p.raw.get("spec") or {}).get("schedulingGates")):
+            continue
+        for info in acc.live_nodes():
+            if first_failure(Judged(view, p, info.name), checks) is None:
+                bad("stuck", f"Pod {p.key}", f"pending for {now - p.creation_time:.0f} s, "
+                                             f"though node {info.name} can take it")
+                break
+
+
+def verify_store(store, settled_s: float | None = None, scheduler_names=None) -> dict:
     """`verify` over everything in `store`; objects that do not parse are listed as errors."""
     nodes, pods, errors = [], [], []
     for kind, parse, into in (("Node", parse_node, nodes), ("Pod", parse_pod, pods)):
@@ -112,7 +144,7 @@ def verify_store(store) -> dict:
                 into.append(parse(d))
             except ObjectError as e:
                 errors.append(e.as_dict())
-    report = verify(nodes, pods)
+    report = verify(nodes, pods, settled_s, scheduler_names)
     report["unparsable"] = errors
     return report
 

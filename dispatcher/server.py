@@ -20,8 +20,6 @@ import queue
 import random
 import time
 
-import orjson
-
 from common.component import Component
 from common.informer import Informer
 from common.links import StreamLink
@@ -36,10 +34,10 @@ MEMBERSHIP_EVERY_S = 0.5
 
 
 class Pending:
-    __slots__ = ("key", "uid", "json", "group", "shard", "sent_at", "avoid")
+    __slots__ = ("key", "uid", "rv", "group", "shard", "sent_at", "avoid")
 
-    def __init__(self, key: str, uid: str, json: bytes, group: str | None):
-        self.key, self.uid, self.json, self.group = key, uid, json, group
+    def __init__(self, key: str, uid: str, rv: str, group: str | None):
+        self.key, self.uid, self.rv, self.group = key, uid, rv, group
         self.shard: str | None = None
         self.sent_at = 0.0
         self.avoid: str | None = None  # the shard that gave it back or sat on it too long
@@ -53,6 +51,9 @@ class ShardLink(StreamLink):
         super().__init__("shard", f"shard {id_}", address,
                          lambda ch, requests: rpc.ShardStub(ch).Dispatch(requests), inbox)
         self.id = id_
+        #: The pods the shard last said it works on, and when it said so.
+        self.holding: set[str] = set()
+        self.holding_at = 0.0
 
     def send(self, pods: list, revoked: list[str]) -> None:
         super().send(pb.PodBatch(pods=pods, revoked=revoked))
@@ -119,7 +120,7 @@ class Dispatcher(Component):
             self._forget(known, revoke=True)  # deleted and recreated under the same name
         labels = meta.get("labels") or {}
         group = labels.get(POD_GROUP_LABEL) if isinstance(labels, dict) else None
-        self.pending[key] = Pending(key, uid, orjson.dumps(obj), group)
+        self.pending[key] = Pending(key, uid, str(meta.get("resourceVersion") or ""), group)
         self.unsent[key] = None
 
     def _forget(self, p: Pending, revoke: bool) -> None:
@@ -198,24 +199,37 @@ class Dispatcher(Component):
                 return
             if payload is not None:
                 self._take_back(link, payload.returned)
+                if payload.holding_listed:
+                    link.holding, link.holding_at = set(payload.holding), time.monotonic()
             elif self.shards.get(link.id) is link:
                 self._shard_down(link)
 
     # --- dispatching ------------------------------------------------------------------------
 
     def _overdue(self) -> None:
-        """Once a second: pods unbound too long go to another shard."""
+        """Once a second: pods unbound too long that their shard does not say it is working
+        on (its last list of them is newer than the dispatch) go to another shard, or back to
+        the same one when it is the only one. A pod its shard still holds (parked as
+        unschedulable, say) stays where it is, its clock restarted."""
         now = time.monotonic()
-        if len(self.shards) < 2 or now - self._overdue_at < 1.0:
+        if now - self._overdue_at < 1.0:
             return
         self._overdue_at = now
         deadline = now - self.redispatch_after
-        overdue = []
+        overdue, held = [], []
         for key in self.sent:
             p = self.pending[key]
             if p.sent_at >= deadline:
                 break
-            overdue.append(p)
+            link = self.shards.get(p.shard)
+            if link is not None and link.holding_at > p.sent_at and key in link.holding:
+                held.append(p)
+            else:
+                overdue.append(p)
+        for p in held:
+            p.sent_at = now
+            del self.sent[p.key]
+            self.sent[p.key] = None
         for p in overdue:
             old = self.shards.get(p.shard)
             if old is not None:
@@ -252,7 +266,7 @@ class Dispatcher(Component):
                 p.shard, p.sent_at = link.id, now
                 self.sent[key] = None
                 link.held.add(key)
-                batches.setdefault(link.id, []).append(pb.PendingPod(key=key, uid=p.uid, json=p.json))
+                batches.setdefault(link.id, []).append(pb.PendingPod(key=key, uid=p.uid, resource_version=p.rv))
                 sent += 1
         for id_, pods in batches.items():
             self.metrics.dispatched.labels(id_).inc(len(pods))

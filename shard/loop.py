@@ -22,6 +22,7 @@ from common.disruption import VICTIMS_TERMINATING, eviction_failures, refusal
 from common.errors import ObjectError
 from common.informer import Informer
 from common.objects import CREATE_ORDER, parse_object, raw_pod_key
+from common.store.base import rv_order
 from .cache import ShardCache
 from .framework import SUCCESS
 from .queue import SchedulingQueue
@@ -128,6 +129,9 @@ class ShardLoop:
         self.pdbs = self.scheduler.pdbs
         self.priority_classes: dict = {}
         self.pods: dict = {}          # every pod we have parsed, by key (pending and bound)
+        #: Pending pods we do not own, unparsed, as the watch showed them: what a dispatch
+        #: names is taken from here (the message carries no pod).
+        self.unowned: dict[str, dict] = {}
         self.errors: dict[str, ObjectError] = {}
         self.messages: dict[str, str] = {}  # pod key -> last unschedulable message
         self.informer = Informer(store, CREATE_ORDER, self.apply, self._forget_everything)
@@ -144,6 +148,7 @@ class ShardLoop:
 
     def _forget_everything(self) -> None:
         """Before a relist: the fresh list will bring back whatever still exists."""
+        self.unowned.clear()
         for key in list(self.pods):
             self.queue.delete(key)
             self.cache.remove_pod(key)
@@ -191,6 +196,7 @@ class ShardLoop:
 
     def _apply_pod(self, type_: str, obj: dict) -> None:
         key = raw_pod_key(obj)
+        self.unowned.pop(key, None)
         if type_ == "DELETED":
             self._nominate(key, None)
             self.pods.pop(key, None)
@@ -206,7 +212,8 @@ class ShardLoop:
         node_name = (obj.get("spec") or {}).get("nodeName")
         if (not node_name and known is None and self.owner.may_skip(key)
                 and not (obj.get("status") or {}).get("nominatedNodeName")):
-            return  # another shard's pending pod: nothing to count until it is bound
+            self.unowned[key] = obj  # another shard's pending pod, until one is dispatched here
+            return
         if (node_name and known is not None and not known.node_name
                 and known.uid == meta.get("uid") and self.cache.is_assumed(key)):
             pod = known.bound_copy(obj)  # the binding of our own decision
@@ -348,6 +355,26 @@ class ShardLoop:
             # lower priority, and the retry binds the pod once they are gone.
             self.store.set_nominated_node(entry.pod.key, result.node)
         self._undo(entry, result.profile, result.state, result.node, f"binding rejected: {reason}")
+
+    def take(self, key: str, uid: str, rv: str):
+        """A pod the dispatcher handed to this loop: queue it as the watch shows it. True when
+        taken (or bound already), None when the watch has not reached `rv` yet (ask again
+        after the next sync), False when the store has no such pending pod."""
+        self.owner.take(key)
+        known = self.pods.get(key)
+        if known is not None and (not uid or known.uid == uid):
+            if not (known.node_name or known.deleting or key in self.queue or self.cache.is_assumed(key)
+                    or key in self.waiting):
+                self.queue.add(known)  # taken back after a re-dispatch: schedule it again
+            return True
+        raw = self.unowned.get(key)
+        if raw is not None and (not uid or (raw.get("metadata") or {}).get("uid") == uid):
+            self._apply_pod("MODIFIED", raw)
+            return True
+        if rv and self.informer.rv and rv_order(rv) > rv_order(self.informer.rv):
+            return None
+        self.owner.release(key)
+        return False
 
     def drop(self, key: str) -> None:
         """Stop scheduling a pod (bound elsewhere, gone, or handed to another shard)."""

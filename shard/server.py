@@ -14,8 +14,6 @@ import threading
 import time
 from collections import deque
 
-import orjson
-
 from common.component import Component
 from common.links import StreamLink
 from common.metrics import ShardMetrics
@@ -141,8 +139,11 @@ class ShardServer(Component, rpc.ShardServicer):
         self.binders = BinderClient(store, self.id, cfg, self.inbox, self._node)
         self.loop = ShardLoop(cfg, store, seed=seed + index, owner=self.owned, committer=self.binders)
         self.report_streams: list[queue.SimpleQueue] = []
+        #: dispatched pods the watch has not shown yet: key -> (uid, resourceVersion)
+        self.waiting_for_watch: dict[str, tuple] = {}
         self.returned: list[str] = []
-        self._last_report = 0.0
+        self._last_report = self._last_holding = 0.0
+        self.holding_every = cfg["dispatcher"]["redispatchAfterSeconds"] / 3
         self.cycle_times: deque = deque(maxlen=1000)  # recent cycle durations, for Status
 
     def register(self, server) -> None:
@@ -187,23 +188,24 @@ class ShardServer(Component, rpc.ShardServicer):
         self.report_streams.remove(reports)
 
     def _take(self, batch) -> None:
-        loop = self.loop
         for key in batch.revoked:
-            loop.drop(key)
-        for p in batch.pods:
-            known = loop.pods.get(p.key)
-            if known is not None and known.node_name:
-                continue  # already bound: the watch was faster than the dispatcher
-            self.owned.take(p.key)
-            try:
-                obj = orjson.loads(p.json)
-            except orjson.JSONDecodeError as e:
-                self.counters["bad_dispatch"] += 1
-                log.warning("dispatched pod %s is not valid JSON: %s", p.key, e)
-                continue
-            if known is None or p.key not in loop.queue:
-                loop.apply("MODIFIED", "Pod", obj)
-            self.counters["dispatched"] += 1
+            self.loop.drop(key)
+            self.waiting_for_watch.pop(key, None)
+        self._take_pods([(p.key, p.uid, p.resource_version) for p in batch.pods])
+
+    def _take_pods(self, pods) -> None:
+        """Queue dispatched pods as this shard's watch shows them; those it has not seen yet
+        wait for the next sync; a pod the store does not hold is given back."""
+        for key, uid, rv in pods:
+            taken = self.loop.take(key, uid, rv)
+            if taken is None:
+                self.waiting_for_watch[key] = (uid, rv)
+            elif taken:
+                self.counters["dispatched"] += 1
+            else:
+                self.counters["dispatched_unknown"] += 1
+                log.debug("dispatched pod %s is not a pending pod in the store", key)
+                self.returned.append(key)
 
     # --- outcomes ---------------------------------------------------------------------------
 
@@ -250,15 +252,29 @@ class ShardServer(Component, rpc.ShardServicer):
         self.metrics.queues(self.queues())
         report = pb.ShardReport(returned=self.returned, queued=len(self.loop.queue),
                                 in_flight=len(self.binders.in_flight))
+        if force or now - self._last_holding >= self.holding_every:
+            self._last_holding = now
+            report.holding.extend(self._holding())
+            report.holding_listed = True
         self.returned = []
         for stream in list(self.report_streams):
             stream.put(report)
+
+    def _holding(self) -> list[str]:
+        """The dispatched pods this shard is really working on (see ShardReport.holding)."""
+        loop, in_flight, waiting = self.loop, self.binders.in_flight, self.waiting_for_watch
+        return [k for k in self.owned.keys
+                if k in loop.queue or k in in_flight or k in waiting or k in loop.waiting
+                or loop.cache.is_assumed(k)]
 
     def step(self) -> int:
         """One pass; returns the number of cycles run."""
         loop = self.loop
         busy = self._drain()
         loop.sync(timeout=0.0 if busy or loop.queue.has_active() else 0.02)
+        if self.waiting_for_watch:
+            waiting, self.waiting_for_watch = self.waiting_for_watch, {}
+            self._take_pods([(k, uid, rv) for k, (uid, rv) in waiting.items()])
         cycles = 0
         while cycles < CYCLES_PER_PASS:
             result = loop.schedule_next()

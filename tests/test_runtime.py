@@ -296,3 +296,30 @@ def test_a_standby_binder_takes_over_a_killed_binders_partition(cluster_env):
     flow_with_fault(store, 2000, kill_the_holder)
     assert took_over and took_over[0] < 2 * cfg["binders"]["leaseDurationSeconds"] + 2
     assert_consistent(store)
+
+
+@pytest.mark.parametrize("pods, shards, wait_s, big_nodes", [(10, 2, 10, 1), (300, 2, 8, 5)])
+def test_pods_that_fit_nowhere_are_placed_once_a_node_comes(cluster_env, pods, shards, wait_s, big_nodes):
+    """Pods that fit nowhere are re-dispatched every 2 s while they wait; once big enough
+    nodes are added, every one is bound. Shards used to ignore a pod from its third dispatch
+    on (a version they had seen), so none ever was, however long one waited."""
+    url, store, start = cluster_env
+    cfg = runtime_config(shards=shards)
+    cfg["dispatcher"]["redispatchAfterSeconds"] = 2
+    start(cfg)
+    store.create_many([pod(i, cpu="100", name="huge") for i in range(pods)])
+    time.sleep(wait_s)
+    assert not any(p["spec"].get("nodeName") for p in store.list("Pod")[0])
+    store.create_many([dict(node, metadata={**node["metadata"], "name": f"big-{i}"})
+                       for i, node in enumerate(fleet.generate(big_nodes, "uniform", seed=2))
+                       for node in [_big(node)]])
+    wait_bound(store, pods, timeout=90)
+    assert_consistent(store)
+
+
+def _big(node: dict) -> dict:
+    """A kwok node with room for 100 cpu pods: 100 x 100 cpu, 110 pods."""
+    node = dict(node)
+    alloc = {"cpu": "10000", "memory": "100Ti", "pods": "110"}
+    node["status"] = {**node["status"], "allocatable": alloc, "capacity": alloc}
+    return node

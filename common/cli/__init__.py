@@ -135,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     ve = sub.add_parser("verify", help="check the store's invariants (capacity, host ports, taints, "
                                        "affinity, missing nodes, double binding)")
     ve.add_argument("--json", action="store_true", help="print {ok, bound, pending, violations, ...} as JSON")
+    ve.add_argument("--settled", type=float, metavar="SECONDS",
+                    help="also fail on any pod pending longer than this that some node could take "
+                         "(pods of --config's profiles when given)")
     _store_args(ve)
     _handler(ve, "manage:cmd_verify")
     return p

@@ -240,8 +240,14 @@ def cmd_verify(args) -> int:
     """`verify`: common.verify's invariants over the store; every violation on its own line
     (not just the first few, as in the benchmark summary). An object that does not parse
     could hide a violation, so it fails the check too."""
+    names = None
+    if args.config:
+        cfg = config_mod.load(args.config)
+        names = {p["schedulerName"] for p in cfg["profiles"]}
+        if cfg["dispatcher"]["alsoDefaultScheduler"]:
+            names.add("default-scheduler")
     with opened_store(args) as store:
-        report = verify_store(store)
+        report = verify_store(store, args.settled, names)
     ok = not report["violations"] and not report["unparsable"]
     if args.json:
         keys = ("nodes", "bound", "pending", "violations", "unparsable")

@@ -1,4 +1,4 @@
-"""Every refusal of the binder's checks (binder/checks.py), each decision sent through the
+"""Every refusal of the binder's checks (common/checks.py), each decision sent through the
 binder's real gRPC port as a shard (or anyone who reaches the port) would send it. The
 binder judges the pod as its own watch shows it: nothing in a decision but names."""
 from __future__ import annotations

@@ -290,6 +290,19 @@ def test_verify_lists_every_violation(capsys, url, tmp_path):
     assert {v["object"] for v in report["violations"]} >= {"Pod default/lost", "Node small", "Pod default/intruder"}
 
 
+
+def test_verify_settled_fails_on_a_pending_pod_a_node_could_take(capsys, url, tmp_path):
+    """`--settled S`: a schedulable pod pending longer than S seconds is a violation, so a
+    test can catch a pod the scheduler lost; one that fits nowhere is not."""
+    path = write_yaml(tmp_path / "a.yaml", node("n1", cpu="1"), pod("fits"), pod("too-big", cpu="2"))
+    assert run(capsys, "create", "-f", path, "--store", url)[0] == 0
+    assert run(capsys, "verify", "--store", url)[0] == 0
+    assert run(capsys, "verify", "--settled", "3600", "--store", url)[0] == 0
+    code, out, _ = run(capsys, "verify", "--settled", "0", "--store", url)
+    assert code == 1
+    assert out.splitlines()[1].startswith("  stuck: Pod default/fits: pending for ")
+    assert "too-big" not in out
+
 # --- as a shell sees it ---------------------------------------------------------------------
 
 def test_exit_codes_of_the_installed_script(url, tmp_path):

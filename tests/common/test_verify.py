@@ -7,6 +7,8 @@ from common.store.memory import MemoryStore
 from common.verify import verify, verify_store
 from builders import verify_node as node
 from builders import verify_pod as pod
+from builders import pod as raw_pod
+from common.objects import parse_pod
 
 NO_SCHEDULE = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 
@@ -47,3 +49,27 @@ def test_verify_store_reads_and_reports():
     report = verify_store(store)
     assert not report["ok"] and report["pending"] == 1 and report["bound"] == 2
     assert report["violations"][0]["object"] == "Node n1"
+
+
+def _aged(name: str, cpu: str = "500m", scheduler: str = "shardsched", **kw):
+    """A pending pod created at 2026-01-01T00:00:00Z (EPOCH below)."""
+    return parse_pod(raw_pod(name, cpu, ns="ns", meta={"creationTimestamp": "2026-01-01T00:00:00Z"},
+                             scheduler=scheduler, **kw))
+
+
+EPOCH = 1767225600.0  # 2026-01-01T00:00:00Z
+
+
+@pytest.mark.parametrize("case, pods, stuck", [
+    ("fits and waited too long", [_aged("p")], {"Pod ns/p"}),
+    ("fits nowhere", [_aged("huge", cpu="8")], set()),
+    ("another scheduler's", [_aged("other", scheduler="default-scheduler")], set()),
+    ("gated", [_aged("gated", spec={"schedulingGates": [{"name": "x"}]})], set()),
+    ("room taken by a bound pod", [_aged("p", cpu="1600m"), pod("a", cpu="600m")], set()),
+])
+def test_settled_flags_pods_left_pending_that_a_node_could_take(case, pods, stuck):
+    report = verify([node()], pods, settled_s=60, scheduler_names={"shardsched"}, now=EPOCH + 120)
+    assert {v["object"] for v in report["violations"] if v["kind"] == "stuck"} == stuck
+    young = verify([node()], pods, settled_s=600, scheduler_names={"shardsched"}, now=EPOCH + 120)
+    assert not [v for v in young["violations"] if v["kind"] == "stuck"]
+    assert not [v for v in verify([node()], pods)["violations"] if v["kind"] == "stuck"]

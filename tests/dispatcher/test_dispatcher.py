@@ -19,6 +19,8 @@ class FakeLink:
         self.sent: list[str] = []
         self.revoked: list[str] = []
         self.address = f"fake:{id_}"
+        self.holding: set[str] = set()
+        self.holding_at = 0.0
 
     def send(self, pods, revoked):
         self.sent += [p.key for p in pods]
@@ -126,3 +128,22 @@ def test_pods_unbound_too_long_move_to_another_shard():
     assert first.revoked == ["ns/slow"]
     assert d.pending["ns/slow"].shard not in (None, first.id)
     assert time.monotonic() - d.pending["ns/slow"].sent_at < 1
+
+
+def test_a_pod_its_shard_still_works_on_stays_and_a_lost_one_comes_back():
+    """With one shard: a pod the shard's last list says it holds (parked as unschedulable)
+    keeps its shard and restarts its clock; a pod missing from the list was lost in the shard
+    and is dispatched to it again (it used to be re-dispatched only with two shards)."""
+    d = make_dispatcher(shards=("0",), redispatchAfterSeconds=1)
+    d._apply("ADDED", "Pod", pending("parked"))
+    d._apply("ADDED", "Pod", pending("lost"))
+    d._dispatch()
+    link = d.shards["0"]
+    for key in ("ns/parked", "ns/lost"):
+        d.pending[key].sent_at -= 5
+    link.holding, link.holding_at = {"ns/parked"}, time.monotonic()
+    d._overdue_at = 0.0
+    d._overdue()
+    d._dispatch()
+    assert link.revoked == ["ns/lost"] and link.sent == ["ns/parked", "ns/lost", "ns/lost"]
+    assert time.monotonic() - d.pending["ns/parked"].sent_at < 1

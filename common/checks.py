@@ -1,11 +1,11 @@
-"""Every check a decision must pass before the binder commits it, as one ordered list.
+"""Every check a placement must pass, as one ordered list: what the binder checks before it
+commits a decision, and what `verify --settled` asks of a pending pod on every node.
 
 Each check sees the pod as the binder's own watch shows it, the node's record, the
 victims (resolved from the binder's view, never from the message) and the binder's
 reservations, and answers None or "Reason: message": the name of the kube filter plugin
 whose rule failed and kube's message (the shard retries with it), or one of the binder's own
-reasons for victims. The predicates are common/'s, the same the shard's plugins and
-`verify` use.
+reasons for victims. The predicates are common/'s, the same the shard's plugins use.
 
 Why checks over other partitions' nodes stay exact with several binders (common.partition):
 a domain of the partition label, or of the hostname, lies within one partition, so affinity,
@@ -19,20 +19,21 @@ only with binders.count 1 or a partitionLabel at least that wide.)
 """
 from __future__ import annotations
 
-from common.constraints import (INTER_POD_AFFINITY, POD_TOPOLOGY_SPREAD, inter_pod_affinity_failure,
-                                topology_spread_failure)
-from common.predicates import (NODE_AFFINITY_MISMATCH, PORTS_IN_USE, UNSCHEDULABLE_NODE,
-                               host_ports_conflict, insufficient, node_matches, unschedulable_blocks,
-                               untolerated_taint, untolerated_taint_message)
-from common.resources import vadd
+from .constraints import (INTER_POD_AFFINITY, POD_TOPOLOGY_SPREAD, inter_pod_affinity_failure,
+                          topology_spread_failure)
+from .predicates import (NODE_AFFINITY_MISMATCH, PORTS_IN_USE, UNSCHEDULABLE_NODE, host_ports_conflict,
+                         insufficient, node_matches, unschedulable_blocks, untolerated_taint,
+                         untolerated_taint_message)
+from .resources import vadd
 
 
 class Judged:
-    """One decision as the checks see it."""
+    """One decision as the checks see it. `view` has `nodes` (name -> node record),
+    `constraints` (a ConstraintIndex), `claimed` (victim key -> claimant) and `bound_to(key)`."""
 
     __slots__ = ("view", "pod", "node_name", "info", "victim_refs", "victims")
 
-    def __init__(self, view, pod, node_name: str, victim_refs: list):
+    def __init__(self, view, pod, node_name: str, victim_refs: list = ()):
         self.view = view
         self.pod = pod
         self.node_name = node_name

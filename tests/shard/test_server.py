@@ -1,0 +1,56 @@
+"""The shard server's handling of the dispatcher's stream (shard/server.py), without the
+network: pods are taken from the shard's own watch, a re-dispatched pod is scheduled again,
+and the report lists what the shard works on."""
+from __future__ import annotations
+
+from builders import make_config, node, pod
+from common.store.memory import MemoryStore
+from proto import shardsched_pb2 as pb
+from shard.server import ShardServer
+
+
+def pending_pod(created: dict) -> pb.PendingPod:
+    meta = created["metadata"]
+    return pb.PendingPod(key=f"{meta['namespace']}/{meta['name']}", uid=meta["uid"],
+                         resource_version=meta["resourceVersion"])
+
+
+def shard_on(store) -> ShardServer:
+    server = ShardServer(make_config(), store, 0)
+    server.loop.start()
+    return server
+
+
+def test_a_pod_dispatched_again_and_again_is_scheduled_again():
+    """The dispatcher re-dispatches a pod that fits nowhere (revoke + dispatch); the shard
+    used to ignore it from the second time on, as a version it had already seen, so it was
+    never scheduled again, not even once a node that fits it came."""
+    store = MemoryStore()
+    store.create(node("small", cpu="1"))
+    big = pending_pod(store.create(pod("big", cpu="4")))
+    server = shard_on(store)
+    server._take(pb.PodBatch(pods=[big]))
+    assert not server.loop.schedule_next().scheduled
+    for _ in range(3):
+        server._take(pb.PodBatch(revoked=[big.key], pods=[big]))
+        assert big.key in server._holding()
+    store.create(node("large", cpu="8"))
+    server.loop.sync()
+    result = server.loop.schedule_next()
+    assert result is not None and result.node == "large"
+
+
+def test_a_pod_is_taken_from_the_watch_never_from_the_message():
+    """A dispatch naming a pod the store does not hold schedules nothing and is given back;
+    one the watch has not shown yet waits for it."""
+    store = MemoryStore()
+    store.create(node("n1"))
+    server = shard_on(store)
+    server._take(pb.PodBatch(pods=[pb.PendingPod(key="default/phantom", uid="x", resource_version="1")]))
+    assert server.loop.schedule_next() is None and server.returned == ["default/phantom"]
+    late = pod("late")
+    created = store.create(late)
+    server._take(pb.PodBatch(pods=[pending_pod(created)]))
+    assert "default/late" in server.waiting_for_watch
+    server.step()
+    assert "default/late" not in server.waiting_for_watch and server.counters["dispatched"] == 1
