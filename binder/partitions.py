@@ -3,10 +3,12 @@
 Every binder replica tries to hold its fair share of the `binders.count` partitions,
 ceil(partitions / live binders): first the partition of its own index (so `up`'s binder i
 holds partition i), then any partition whose lease is free or expired, unless the binder of
-that index is alive (it will take its own). A binder
-that holds more than its share (a replica joined) lets the extra ones go once no decision of
-theirs is in flight. A dead binder stops renewing; its partitions are free after
-`binders.leaseDurationSeconds` and the survivors take them.
+that index is alive (it will take its own). A binder that holds more than its share (a
+replica joined) stops taking new decisions for the extra ones at once (`accepts`; shards
+then look the holders up again) and lets them go as soon as their commits in flight are
+done: under a steady flow of decisions there is never a moment without any, so waiting for
+one would keep the new replica idle. A dead binder stops renewing; its partitions are free
+after `binders.leaseDurationSeconds` and the survivors take them.
 
 `holds(p)` is what the commit path asks before every commit: true only while the lease was
 renewed recently enough that it cannot have expired yet, so a binder cut off from the store
@@ -33,9 +35,15 @@ class PartitionLeases:
         self.holder = ""  # the binder's address, set once it listens
         #: partition -> when our hold on it certainly ends (clock seconds)
         self.held: dict[int, float] = {}
+        #: held partitions beyond our share: no new decisions, released once drained
+        self.draining: set[int] = set()
 
     def holds(self, partition: int) -> bool:
         return self.held.get(partition, 0.0) > self.clock()
+
+    def accepts(self, partition: int) -> bool:
+        """Whether a new decision for `partition` may be taken."""
+        return partition not in self.draining and self.holds(partition)
 
     def held_now(self) -> list[int]:
         now = self.clock()
@@ -72,12 +80,14 @@ class PartitionLeases:
                 if p != self.preferred and binders.get(str(p), self.holder) != self.holder:
                     continue  # binder p is alive: its own partition is its to take
                 self._acquire(p)
-        extra = [p for p in sorted(self.held, key=lambda p: p == self.preferred) if not busy(p)]
-        while len(self.held) > share and extra:
-            self.release(extra.pop(0))
+        by_preference = sorted(self.held, key=lambda p: p == self.preferred)
+        self.draining = set(by_preference[:max(0, len(self.held) - share)])
+        for p in [p for p in self.draining if not busy(p)]:
+            self.release(p)
 
     def release(self, p: int) -> None:
         self.held.pop(p, None)
+        self.draining.discard(p)
         try:
             self.store.drop_lease(PARTITION_ROLE, str(p), self.holder)
             log.info("released partition %d", p)

@@ -200,7 +200,7 @@ class BinderServer(Component, rpc.BinderServicer):
         info = view.nodes.get(d.node)
         partition = partition_of(info.node if info is not None and info.node is not None else d.node,
                                   self.partition_count, self.partition_label)
-        if not self.partitions.holds(partition):
+        if not self.partitions.accepts(partition):
             return f"NotPartitionHolder: partition {partition} (node {d.node}) is not held by binder {self.id}"
         judged = Judged(view, pod, d.node, [(v.key, v.uid) for v in d.victims])
         why = first_failure(judged, self.checks)
