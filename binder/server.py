@@ -99,7 +99,7 @@ class BinderServer(Component, rpc.BinderServicer):
                 "waiting_for_watch": len(self.deferred)}
 
     def gauges(self) -> dict[str, int]:
-        return {"partitions_held": len(self.partitions.held_now())}
+        return {"partitions_held": len(self.partitions.held_now()), "skipped_objects": self.informer.skipped}
 
     # --- following the store and holding partitions ---------------------------------------
 

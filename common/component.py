@@ -96,8 +96,9 @@ class Component(rpc.ComponentServicer):
         return []
 
     def Status(self, request, context):
+        counters = {**self.counters, **self.gauges(), "skipped_records": self.store.skipped_records}
         return pb.StatusReply(role=self.role, id=self.id, uptime_seconds=time.monotonic() - self.started,
-                              queues=self.queues(), counters={**self.counters, **self.gauges()},
+                              queues=self.queues(), counters=counters,
                               address=self.address, metrics=self.metrics_address, peers=self.peers())
 
     # --- serving --------------------------------------------------------------------------

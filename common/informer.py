@@ -12,7 +12,8 @@ import logging
 import time
 from typing import Callable, Iterable
 
-from .errors import ResourceVersionTooOld
+from .errors import ResourceVersionTooOld, StoreUnavailable
+from .logs import ErrorLog
 from .store.base import rv_order
 
 log = logging.getLogger(__name__)
@@ -23,6 +24,11 @@ class Informer:
 
     `on_relist()` is called before a relist so the owner can forget its view; kinds are
     listed in the given order (e.g. PriorityClasses before the Pods that refer to them).
+
+    An object `on_event` fails on (one no other check caught: a record another writer got
+    wrong) is skipped, logged with its kind, key and resourceVersion (each distinct error
+    once, with its traceback) and counted in `skipped`: retrying it would stop every event
+    after it for good.
     """
 
     def __init__(self, store, kinds: Iterable[str], on_event: Callable[[str, str, dict], None],
@@ -32,6 +38,23 @@ class Informer:
         self.on_event = on_event
         self.on_relist = on_relist
         self.rv: str | None = None
+        self.skipped = 0
+        self.errors = ErrorLog(log)
+
+    def _deliver(self, type_: str, kind: str, obj: dict, rv: str | None) -> None:
+        try:
+            self.on_event(type_, kind, obj)
+        except StoreUnavailable:
+            raise  # a write the handler makes failed: the store, not the object, is at fault
+        except Exception as e:
+            self.skipped += 1
+            meta = obj.get("metadata") if isinstance(obj, dict) else None
+            name = (f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else meta.get("name")) \
+                if isinstance(meta, dict) else "?"
+            first = self.errors.error(f"skipped {type_} {kind} {name} at resourceVersion {rv}", e)
+            if not first and (self.skipped <= 100 or self.skipped % 1000 == 0):
+                log.warning("skipped %s %s %s at resourceVersion %s: %s (%d skipped so far)",
+                            type_, kind, name, rv, e, self.skipped)
 
     def start(self) -> None:
         t = time.monotonic()
@@ -44,7 +67,7 @@ class Informer:
             rv = kind_rv if rv is None else min(rv, kind_rv, key=rv_order)
         for kind, objs in listed:
             for obj in objs:
-                self.on_event("ADDED", kind, obj)
+                self._deliver("ADDED", kind, obj, rv)
         self.rv = rv
         log.info("listed %s in %.2f s (resourceVersion %s)",
                  ", ".join(f"{len(objs)} {kind}" for kind, objs in listed), time.monotonic() - t, rv)
@@ -54,13 +77,13 @@ class Informer:
         try:
             events = self.store.poll(self.rv, timeout=timeout, max_events=max_events,
                                      kinds=self.kinds)
-        except ResourceVersionTooOld:
-            log.warning("watch history after %s is gone: relisting %s", self.rv, ", ".join(self.kinds))
+        except ResourceVersionTooOld as e:
+            log.warning("watch history after %s is gone (%s): relisting %s", self.rv, e, ", ".join(self.kinds))
             if self.on_relist is not None:
                 self.on_relist()
             self.start()
             return 0
         for ev in events:
-            self.on_event(ev.type, ev.kind, ev.obj)
+            self._deliver(ev.type, ev.kind, ev.obj, ev.rv)
             self.rv = ev.rv
         return len(events)

@@ -94,6 +94,9 @@ class Dispatcher(Component):
             out[f"in_flight_shard_{id_}"] = len(link.held)
         return out
 
+    def gauges(self) -> dict[str, int]:
+        return {"skipped_objects": self.informer.skipped}
+
     def peers(self) -> list:
         """Shards and binders as their leases show them, for `shardsched top`."""
         return [pb.Peer(role=role, id=id_, address=address) for role in ("shard", "binder")

@@ -161,7 +161,8 @@ class ShardServer(Component, rpc.ShardServicer):
     def gauges(self) -> dict[str, int]:
         recent = sorted(self.cycle_times)
         p99 = recent[min(len(recent) - 1, int(len(recent) * 0.99))] if recent else 0.0
-        return {"threshold": self.loop.scheduler.threshold.last, "cycle_p99_us": int(p99 * 1e6)}
+        return {"threshold": self.loop.scheduler.threshold.last, "cycle_p99_us": int(p99 * 1e6),
+                "skipped_objects": self.loop.informer.skipped}
 
     # --- the dispatcher's stream ------------------------------------------------------------
 

@@ -323,3 +323,26 @@ def _big(node: dict) -> dict:
     alloc = {"cpu": "10000", "memory": "100Ti", "pods": "110"}
     node["status"] = {**node["status"], "allocatable": alloc, "capacity": alloc}
     return node
+
+
+def test_poison_records_are_skipped_and_every_pod_still_bound(cluster_env):
+    """Malformed entries in the event stream (not an event, invalid JSON, metadata a list)
+    and a pod hash entry without its state record, written while pods flow: every process
+    skips and counts them and goes on; they used to stop all four from applying events."""
+    url, store, start = cluster_env
+    cluster = start()
+    r = redis_py.Redis.from_url(url)
+
+    def poison(bound):
+        r.xadd("shardsched:events", {"garbage": "x"})
+        r.xadd("shardsched:events", {"prev": "0-0", "t": "ADDED", "k": "Pod", "n": "default/bad", "o": "{not json"})
+        r.xadd("shardsched:events", {"prev": "0-0", "t": "ADDED", "k": "Pod", "n": "default/bad",
+                                     "o": '{"kind": "Pod", "metadata": []}'})
+        r.hset("shardsched:obj:Pod", "default/orphan", '{"kind": "Pod", "metadata": {"name": "orphan"}}')
+
+    flow_with_fault(store, 1500, poison)
+    assert_consistent(store)
+    leases = cluster.wait_ready()
+    for role in ("dispatcher", "shard", "binder"):
+        for address in leases[role].values():
+            assert cluster.status(role, address).counters["skipped_records"] >= 3, role

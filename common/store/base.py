@@ -104,6 +104,10 @@ class ClusterStore(ABC):
     """Abstract store. Backends implement the batched primitives; the single-object
     conveniences and `watch` live here so that every backend behaves the same."""
 
+    #: Records the backend found unreadable (malformed by another writer) and skipped, each
+    #: logged with its id: one bad record must never stop a reader.
+    skipped_records = 0
+
     # --- reads ---------------------------------------------------------------------------
 
     @abstractmethod

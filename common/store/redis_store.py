@@ -7,6 +7,7 @@ one MULTI so the snapshot and its rv agree. Needs Redis >= 6.2 (exclusive XRANGE
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import time
 from collections.abc import Iterable
@@ -18,6 +19,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from ..errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavailable
+from ..objects import KINDS
 from . import redis_scripts
 from .base import ClusterStore, WatchEvent, already_exists, check_kind, prepare, prepare_many, rv_order
 from .podstatus import apply_patch, now_rfc3339, scheduled_condition
@@ -26,6 +28,12 @@ _CHUNK = 1000            # objects per script call: bounds how long one call blo
 _CHUNKS_PER_PIPELINE = 8  # script calls per pipeline: bounds client-side buffering
 _BLOCK_S = 2.0           # longest single XREAD BLOCK; must stay well under the socket timeout
 _RV = re.compile(r"^\d+-\d+$")
+_EVENT_TYPES = frozenset((b"ADDED", b"MODIFIED", b"DELETED"))
+_KIND_NAMES = frozenset(k.encode() for k in KINDS)
+#: What a record that does not follow the layout raises while it is read.
+_MALFORMED = (ValueError, TypeError, KeyError, IndexError, AttributeError)
+
+log = logging.getLogger(__name__)
 
 
 def _redacted(url: str) -> str:
@@ -63,12 +71,42 @@ def _state(kind: str, obj: dict) -> bytes:
 
 
 def _merged(o: bytes, patch: dict | None, rv: str) -> dict:
-    """The object as clients see it: stored JSON + pending patch + its rv."""
+    """The object as clients see it: stored JSON + pending patch + its rv. Raises one of
+    _MALFORMED when the record is not an object with a metadata mapping."""
     obj = orjson.loads(o)
     if patch:
         apply_patch(obj, patch)
     obj["metadata"]["resourceVersion"] = rv
     return obj
+
+
+def _event(id_: bytes, flat: list, wanted) -> WatchEvent | None:
+    """The event of one stream entry (None when its kind is not `wanted`). The fields are
+    prev, t, k, n, o[, p] in this order (redis_scripts._EMIT) and read by position, since
+    every process reads every event; an entry that does not follow that layout raises one
+    of _MALFORMED."""
+    if len(flat) < 10 or flat[2] != b"t" or flat[4] != b"k" or flat[8] != b"o":
+        raise ValueError("not an event entry (fields prev, t, k, n, o)")
+    type_, kind = flat[3], flat[5]
+    if kind not in _KIND_NAMES:
+        raise ValueError(f"unknown kind {kind[:40]!r}")
+    if type_ not in _EVENT_TYPES:
+        raise ValueError(f"unknown event type {type_[:40]!r}")
+    if wanted is not None and kind not in wanted:
+        return None
+    rv = id_.decode()
+    patch = orjson.loads(flat[11]) if len(flat) > 10 else None
+    return WatchEvent(type_.decode(), kind.decode(), _merged(flat[9], patch, rv), rv)
+
+
+def _prev(entry) -> str | None:
+    """The id an entry names as its predecessor (None when the entry is malformed)."""
+    flat = entry[1]
+    if len(flat) > 1 and flat[0] == b"prev":
+        prev = flat[1].decode(errors="replace")
+        if _RV.match(prev):
+            return prev
+    return None
 
 
 class RedisStore(ClusterStore):
@@ -126,8 +164,9 @@ class RedisStore(ClusterStore):
         rv = head[0][0].decode() if head else "0-0"
         out = []
         for key, o in objs.items():
-            st = orjson.loads(states[key])
-            out.append(_merged(o, st.get("p"), st["rv"]))
+            obj = self._object(kind, key, o, states.get(key))
+            if obj is not None:
+                out.append(obj)
         return out, rv
 
     @_translated
@@ -136,10 +175,23 @@ class RedisStore(ClusterStore):
         _, objs_key, st_key = self._keys(kind)
         pipe = self._r.pipeline(transaction=True)
         o, st = pipe.hget(objs_key, key).hget(st_key, key).execute()
-        if o is None:
+        return None if o is None else self._object(kind, key, o, st)
+
+    def _object(self, kind: str, key, o: bytes, st: bytes | None) -> dict | None:
+        """A stored object with its state record folded in; None (logged and counted) when
+        the pair is unreadable: no state record, or either one malformed."""
+        try:
+            if st is None:
+                raise KeyError("it has no state record")
+            state = orjson.loads(st)
+            return _merged(o, state.get("p"), state["rv"])
+        except _MALFORMED as e:
+            self._skip(f"stored {kind} {key.decode(errors='replace') if isinstance(key, bytes) else key}", e)
             return None
-        st = orjson.loads(st)
-        return _merged(o, st.get("p"), st["rv"])
+
+    def _skip(self, what: str, e: Exception) -> None:
+        self.skipped_records += 1
+        log.warning("skipping %s: not a record shardsched can read (%s: %s)", what, type(e).__name__, e)
 
     @_translated
     def _read(self, since_rv, timeout, max_events, kinds):
@@ -159,32 +211,45 @@ class RedisStore(ClusterStore):
         events = []
         wanted = None if kinds is None else {k.encode() for k in kinds}
         for id_, flat in entries:
-            # prev, t, k, n, o[, p] in this order (redis_scripts._EMIT): read by position,
-            # since every process reads every event.
-            kind = flat[5]
-            if wanted is None or kind in wanted:
-                rv = id_.decode()
-                patch = orjson.loads(flat[11]) if len(flat) > 10 else None
-                events.append(WatchEvent(flat[3].decode(), kind.decode(), _merged(flat[9], patch, rv), rv))
+            try:
+                ev = _event(id_, flat, wanted)
+            except _MALFORMED as e:
+                self._skip(f"event stream entry {id_.decode()}", e)
+                continue
+            if ev is not None:
+                events.append(ev)
         return events, (entries[-1][0].decode() if entries else None)
 
     def _entries_after(self, since: str, count: int) -> list | None:
-        """The raw stream entries after `since`, or None if any of them was trimmed.
+        """The raw stream entries after `since`, or None if any of them was trimmed; raises
+        ResourceVersionTooOld when the history went back in time.
 
         Every entry names its predecessor (prev), so the oldest retained entry tells exactly
         which event was trimmed last: history is missing iff that event is newer than
-        `since`. (Redis's own max-deleted-entry-id is not moved by MAXLEN trimming.) Both
-        ranges are read in one MULTI, with plain XRANGE: a Lua script returning thousands of
-        entries cost Redis a second conversion of every one of them.
+        `since`. (Redis's own max-deleted-entry-id is not moved by MAXLEN trimming.) A
+        reader's `since` is always the id of an event it read (or the head of a list), so
+        when that event is gone though nothing was trimmed past it, the server came back from
+        an older snapshot or without persistence, and what the reader knows may no longer be
+        true. (Entries written since then have newer ids still: they must not be taken for a
+        continuation.) The ranges are read in one MULTI, with plain XRANGE: a Lua script
+        returning thousands of entries cost Redis a second conversion of every one of them.
         """
         pipe = self._r.pipeline(transaction=True)
         pipe.execute_command("XRANGE", self._stream, "-", "+", "COUNT", 1)
+        pipe.execute_command("XRANGE", self._stream, since, since, "COUNT", 1)
         pipe.execute_command("XRANGE", self._stream, "(" + since, "+", "COUNT", count)
-        first, entries = pipe.execute()
+        first, here, entries = pipe.execute()
         if not first:
-            return []
-        if rv_order(since) < rv_order(first[0][1][1].decode()):
+            if since == "0-0":
+                return []
+            raise ResourceVersionTooOld(f"resourceVersion {since} is gone: the event stream was rolled back "
+                                        "(the store restarted empty)")
+        oldest = _prev(first[0])
+        if oldest is not None and rv_order(since) < rv_order(oldest):
             return None
+        if not here and since != "0-0":
+            raise ResourceVersionTooOld(f"resourceVersion {since} is gone: the event stream was rolled back "
+                                        "(the store restarted from an older snapshot, or lost its history)")
         return entries
 
     # --- generic writes -------------------------------------------------------------------

@@ -322,3 +322,38 @@ def test_exit_codes_of_the_installed_script(url, tmp_path):
     assert sh("delete", "pod", "default/web", "--store", url).returncode == 0
     assert sh("delete", "pod", "default/web", "--store", url).returncode == 1
     assert sh("get", "pods", "-o", "bogus", "--store", url).returncode == 2
+
+
+def test_priority_admission_as_the_api_server_runs_it(capsys, url, store, tmp_path):
+    """A pod's priority comes from its class (or the global default, or 0): one that claims
+    a priority itself is refused with the API server's words, so nobody can outrank
+    system-node-critical pods by writing a number."""
+    forged = pod("forged")
+    forged["spec"]["priority"] = 2147483647
+    forged_with_class = pod("forged-with-class", priority_class="high")
+    forged_with_class["spec"]["priority"] = 5
+    honest = pod("honest", priority_class="high")
+    honest["spec"]["priority"] = 1000
+    never = pod("never-policy", priority_class="high")
+    never["spec"]["preemptionPolicy"] = "Never"
+    path = write_yaml(tmp_path / "a.yaml", priority_class("high", 1000), forged, forged_with_class, honest,
+                      pod("critical", priority_class="system-node-critical"), pod("plain"), never)
+    code, out, err = run(capsys, "create", "-f", path, "--store", url)
+    assert code == 1
+    assert ("Pod default/forged: spec.priority: the integer value of priority (2147483647) must not be provided "
+            "in pod spec; priority admission controller computed 0 from the given PriorityClass name") in err
+    assert "Pod default/forged-with-class: spec.priority: the integer value of priority (5)" in err
+    assert ("Pod default/never-policy: spec.preemptionPolicy: the string value of PreemptionPolicy (Never) must "
+            "not be provided in pod spec; priority admission controller computed PreemptLowerPriority") in err
+    stored = {d["metadata"]["name"]: d["spec"] for d in store.list("Pod")[0]}
+    assert sorted(stored) == ["critical", "honest", "plain"]
+    assert (stored["honest"]["priority"], stored["critical"]["priority"], stored["plain"]["priority"]) == (
+        1000, 2000001000, 0)
+    assert stored["honest"]["preemptionPolicy"] == "PreemptLowerPriority"
+
+
+def test_priority_admission_gives_class_less_pods_the_global_default(capsys, url, store, tmp_path):
+    path = write_yaml(tmp_path / "a.yaml", priority_class("everyday", 50, global_default=True), pod("plain"))
+    assert run(capsys, "create", "-f", path, "--store", url)[0] == 0
+    spec = store.get("Pod", "default/plain")["spec"]
+    assert (spec["priority"], spec["priorityClassName"]) == (50, "everyday")

@@ -151,10 +151,13 @@ def test_higher_priority_pending_pod_gets_the_last_slot(tmp_path):
     lower one has nobody of lower priority to preempt)."""
     late_high = pod("late-high", cpu="1")
     late_high["spec"]["priorityClassName"] = "urgent"
-    docs = [node("only", cpu="1"),
-            pod("early-low", cpu="1", priority=1),
+    early_low = pod("early-low", cpu="1")
+    early_low["spec"]["priorityClassName"] = "low"  # Priority admission refuses a bare spec.priority
+    docs = [node("only", cpu="1"), early_low,
             {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "urgent"},
              "value": 1000},
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "low"},
+             "value": 1},
             late_high]
     doc, code = run(tmp_path, docs)
     assert code == 0

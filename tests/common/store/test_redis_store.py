@@ -1,0 +1,104 @@
+"""What only the Redis backend can meet: records that do not follow its layout (written by
+hand, by another program, or a bug), and a server whose history went back in time (restarted
+from an older snapshot, or without persistence). A bad record is skipped, logged with its id
+and counted, and everything else keeps flowing; a history that went back makes readers
+relist instead of waiting for events that will never come."""
+from __future__ import annotations
+
+import logging
+import uuid
+
+import pytest
+import redis as redis_py
+
+from common.errors import ResourceVersionTooOld
+from common.store.redis_store import RedisStore
+from builders import api_pod as pod
+
+
+@pytest.fixture
+def store(redis_url):
+    s = RedisStore(redis_url, prefix=f"test-{uuid.uuid4().hex[:12]}:")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def r(redis_url):
+    """A plain client of the same server, to write what no store method would."""
+    client = redis_py.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+def last_rv(store, r) -> str:
+    return r.xrevrange(store._stream, count=1)[0][0].decode()
+
+
+POISON = {
+    "not an event": {"garbage": "x"},
+    "invalid JSON": {"prev": "0-0", "t": "ADDED", "k": "Pod", "n": "default/bad", "o": "{not json"},
+    "metadata a list": {"prev": "0-0", "t": "ADDED", "k": "Pod", "n": "default/bad",
+                        "o": '{"kind": "Pod", "metadata": []}'},
+    "an unknown kind": {"prev": "0-0", "t": "ADDED", "k": "Secret", "n": "default/bad",
+                        "o": '{"kind": "Secret", "metadata": {"name": "bad"}}'},
+    "an unknown event type": {"prev": "0-0", "t": "EXPLODED", "k": "Pod", "n": "default/bad",
+                              "o": '{"kind": "Pod", "metadata": {"name": "bad", "namespace": "default"}}'},
+}
+
+
+@pytest.mark.parametrize("case", sorted(POISON))
+def test_a_malformed_stream_entry_is_skipped_logged_and_counted(store, r, case, caplog):
+    store.create(pod("before"))
+    since = last_rv(store, r)
+    bad_id = r.xadd(store._stream, POISON[case]).decode()
+    store.create(pod("after"))
+    with caplog.at_level(logging.WARNING):
+        events = store.poll(since, timeout=0.5)
+    assert [(e.type, e.obj["metadata"]["name"]) for e in events] == [("ADDED", "after")]
+    assert store.skipped_records == 1
+    assert any(bad_id in r.getMessage() for r in caplog.records)
+    # the reader moved past it: nothing is read twice, nothing is counted twice
+    assert store.poll(events[-1].rv, timeout=0.1) == [] and store.skipped_records == 1
+
+
+def test_an_object_without_its_state_record_is_skipped_by_list_and_get(store, r, caplog):
+    store.create(pod("good"))
+    store.create(pod("orphan"))
+    r.hdel(f"{store._prefix}st:Pod", "default/orphan")
+    with caplog.at_level(logging.WARNING):
+        objs, _ = store.list("Pod")
+        assert store.get("Pod", "default/orphan") is None
+    assert [o["metadata"]["name"] for o in objs] == ["good"]
+    assert store.get("Pod", "default/good")["metadata"]["name"] == "good"
+    assert store.skipped_records == 2
+    assert any("default/orphan" in r.getMessage() for r in caplog.records)
+
+
+def test_a_history_reset_makes_readers_relist(store, r):
+    """The server came back empty (no persistence): a reader's position is gone, whether or
+    not anything was written since."""
+    store.create(pod("a"))
+    since = last_rv(store, r)
+    r.delete(store._stream, f"{store._prefix}obj:Pod", f"{store._prefix}st:Pod")
+    with pytest.raises(ResourceVersionTooOld, match="rolled back"):
+        store.poll(since, timeout=0.1)
+    store.create(pod("recreated"))
+    with pytest.raises(ResourceVersionTooOld, match="rolled back"):
+        store.poll(since, timeout=0.1)
+
+
+def test_a_history_rolled_back_to_an_older_snapshot_makes_readers_relist(store, r):
+    """The server came back from an older snapshot: the events a reader had seen after it are
+    gone, and the new ones (whose ids are newer still) do not follow what it had seen."""
+    store.create(pod("a"))
+    snapshot = last_rv(store, r)
+    store.create(pod("b"))
+    since = last_rv(store, r)
+    r.xdel(store._stream, since)  # back to the snapshot
+    with pytest.raises(ResourceVersionTooOld, match="rolled back"):
+        store.poll(since, timeout=0.1)
+    store.create(pod("c"))
+    with pytest.raises(ResourceVersionTooOld, match="rolled back"):
+        store.poll(since, timeout=0.1)
+    assert [e.obj["metadata"]["name"] for e in store.poll(snapshot, timeout=0.1)] == ["c"]
