@@ -7,6 +7,7 @@ allocatable, no host port used twice on a node.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
@@ -35,11 +36,11 @@ def runtime_config(shards: int = 2, binders: int = 1) -> dict:
     return cfg
 
 
-@pytest.fixture
-def cluster_env(tmp_path):
-    """A fresh redis-server with a small mixed fleet; yields (url, store, start)."""
+@contextlib.contextmanager
+def _env(tmp_path, **redis_options):
+    """A fresh redis-server with a small mixed fleet; yields (server, store, start)."""
     started = []
-    with EmbeddedRedis() as server:
+    with EmbeddedRedis(**redis_options) as server:
         store = open_store(server.url)
         store.create_many(fleet.generate(NODES, "mixed", seed=1))
 
@@ -49,10 +50,27 @@ def cluster_env(tmp_path):
             c.start()
             return c
 
+        try:
+            yield server, store, start
+        finally:
+            for c in started:
+                c.stop()
+            store.close()
+
+
+@pytest.fixture
+def cluster_env(tmp_path):
+    """A fresh redis-server with a small mixed fleet; yields (url, store, start)."""
+    with _env(tmp_path) as (server, store, start):
         yield server.url, store, start
-        for c in started:
-            c.stop()
-        store.close()
+
+
+@pytest.fixture
+def restartable_env(tmp_path):
+    """cluster_env whose server can be saved and restarted (EmbeddedRedis.save/restart);
+    yields (server, store, start)."""
+    with _env(tmp_path) as env:
+        yield env
 
 
 def wait_bound(store, expected: int, during=None, timeout: float = TIMEOUT_S) -> list[dict]:
@@ -346,3 +364,37 @@ def test_poison_records_are_skipped_and_every_pod_still_bound(cluster_env):
     for role in ("dispatcher", "shard", "binder"):
         for address in leases[role].values():
             assert cluster.status(role, address).counters["skipped_records"] >= 3, role
+
+
+def test_a_store_restarted_from_an_older_snapshot_is_noticed(restartable_env):
+    """Redis comes back from a snapshot taken while 600 pods were pending, after the scheduler
+    had bound them: the store says pending again, every process had seen them bound. The
+    processes notice that the history went back, relist, and bind them again; they used to
+    wait for events that never came, and the pods stayed pending."""
+    server, store, start = restartable_env
+    cluster = start()
+    cluster.kill("dispatcher", 0)
+    store.create_many([pod(i) for i in range(600)])
+    server.save()
+    cluster.start_one("dispatcher", 0)
+    wait_bound(store, 600)
+    server.restart()
+    assert not any(p["spec"].get("nodeName") for p in store.list("Pod")[0])
+    wait_bound(store, 600, timeout=60)
+    assert_consistent(store)
+
+
+def test_a_store_restarted_empty_is_noticed(restartable_env):
+    """Redis comes back empty (no persistence); a client recreates the fleet and creates new
+    pods: every process relists and they are all bound. Each batch takes two thirds of the
+    cluster's cpu, so a process still counting the pods the store lost would find no room
+    for most of the new ones."""
+    server, store, start = restartable_env
+    start()
+    store.create_many([pod(i, cpu="2") for i in range(600)])
+    wait_bound(store, 600)
+    server.restart()
+    store.create_many(fleet.generate(NODES, "mixed", seed=1))
+    store.create_many([pod(i, cpu="2", name="after") for i in range(600)])
+    wait_bound(store, 600, timeout=60)
+    assert_consistent(store)
