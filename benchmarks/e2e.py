@@ -119,7 +119,7 @@ def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: flo
         settle_s: float = 10.0, timeout_s: float = 1800.0, quiet: bool = False,
         live: bool = False) -> dict:
     """One measured run; returns the report (the JSON document)."""
-    with EmbeddedRedis() as server:
+    with EmbeddedRedis(password=True) as server:
         store = open_store(server.url)
         t = time.monotonic()
         store.create_many(fleet_mod.generate(nodes, profile, seed))
@@ -136,7 +136,7 @@ def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: flo
             peers = [(role, id_, address) for role in ("shard", "binder")
                      for id_, address in sorted(leases[role].items())]
             with harness.progress(len(manifests), quiet,
-                                  top.source(lambda: peers) if live else None) as bar:
+                                  top.source(lambda: peers, cluster.security) if live else None) as bar:
                 creator = threading.Thread(target=create_pods, args=(
                     store, manifests, rate, created_at, lambda n: None), daemon=True)
                 creator.start()

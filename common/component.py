@@ -23,14 +23,9 @@ from proto import shardsched_pb2_grpc as rpc
 from . import metrics
 from .errors import StoreUnavailable
 from .logs import ErrorLog
+from .security import CHANNEL_OPTIONS, Security
 
 log = logging.getLogger(__name__)
-
-#: Messages may carry thousands of pods; gRPC's 4 MiB default is too small for that.
-MAX_MESSAGE = 256 * 1024 * 1024
-CHANNEL_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE),
-                   ("grpc.max_receive_message_length", MAX_MESSAGE)]
-
 
 def port_for(base: int, index: int, override: int | None) -> int:
     """Process `index` listens on base + index; a base of 0 means any free port."""
@@ -78,6 +73,8 @@ class Component(rpc.ComponentServicer):
         self.server: grpc.Server | None = None
         self.errors = ErrorLog(logging.getLogger(f"{__name__}.{self.role}"))
         self._lease_held = False
+        #: How this process listens and calls its peers (raises SecurityError on bad files).
+        self.security = Security.from_config(cfg["security"])
 
     @property
     def address(self) -> str:
@@ -107,12 +104,16 @@ class Component(rpc.ComponentServicer):
         """Add the role's own services (the Status service is always added)."""
 
     def serve(self, workers: int = 16) -> None:
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=CHANNEL_OPTIONS)
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=CHANNEL_OPTIONS,
+                             interceptors=self.security.interceptors())
         rpc.add_ComponentServicer_to_server(self, server)
         self.register(server)
-        bound = server.add_insecure_port(self.address)
+        try:
+            bound = self.security.add_port(server, self.address)
+        except RuntimeError:  # grpc's "failed to bind" (older versions return 0 instead)
+            bound = 0
         if bound == 0:
-            raise OSError(f"{self.role} {self.id}: cannot listen on {self.address}")
+            raise OSError(f"{self.role} {self.id}: cannot listen on {self.address} (address in use?)")
         self.port = bound
         server.start()
         self.server = server
@@ -210,11 +211,7 @@ def stop_on_signals(component: Component) -> None:
     signal.signal(signal.SIGINT, handler)
 
 
-def channel(address: str) -> grpc.Channel:
-    return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
-
-
-def status_of(address: str, timeout: float = 5.0):
+def status_of(address: str, security: Security, timeout: float = 5.0):
     """The Status reply of the process listening at `address` (raises grpc.RpcError)."""
-    with channel(address) as ch:
+    with security.channel(address) as ch:
         return rpc.ComponentStub(ch).Status(pb.StatusRequest(), timeout=timeout)

@@ -177,6 +177,19 @@ SCHEMA = {
         "pruning": _b(True, "Skip nodes where even evicting every lower-priority pod cannot free "
                       "enough (priority prefix-sum splay trees)."),
     },
+    "security": {
+        "mode": _s("none", "How the processes authenticate each other on every gRPC link: mtls "
+                   "(certificates signed by caFile), token (the shared secret in tokenFile; "
+                   "unencrypted, for loopback), or none (anyone who reaches a port is trusted).",
+                   choices=("none", "token", "mtls")),
+        "tokenFile": _s(None, "token: file holding the shared secret.", nullable=True),
+        "caFile": _s(None, "mtls: CA certificate (PEM) every peer's certificate must be signed by.",
+                     nullable=True),
+        "certFile": _s(None, "mtls: this process's certificate (PEM), for serverName.", nullable=True),
+        "keyFile": _s(None, "mtls: this process's private key (PEM).", nullable=True),
+        "serverName": _s("shardsched", "mtls: the name every component certificate carries and "
+                         "clients verify (pod addresses change, so certificates do not name them)."),
+    },
     "profiles": ListOf(PROFILE, [{"schedulerName": "shardsched"}], "Scheduling profiles.",
                        ("schedulerName",)),
 }

@@ -13,15 +13,15 @@ import threading
 
 import grpc
 
-from .component import channel
 
 log = logging.getLogger(__name__)
 
 
 class StreamLink:
-    def __init__(self, kind: str, peer: str, address: str, open_stream, inbox):
+    def __init__(self, kind: str, peer: str, address: str, open_stream, inbox, security):
         """`open_stream(channel, requests)` starts the call and returns its responses;
-        `peer` names the other side in logs ("shard 1")."""
+        `peer` names the other side in logs ("shard 1"); `security` (common.security)
+        makes the channel."""
         self.kind = kind
         self.peer = peer
         self.address = address
@@ -31,7 +31,7 @@ class StreamLink:
         self.alive = True
         self._out: queue.SimpleQueue = queue.SimpleQueue()
         self._inbox = inbox
-        self._channel = channel(address)
+        self._channel = security.channel(address)
         self._responses = open_stream(self._channel, self._requests())
         log.info("stream to %s at %s opened", peer, address)
         threading.Thread(target=self._receive, daemon=True, name=f"link-{peer}").start()

@@ -1,12 +1,18 @@
 """Binders, shards and a dispatcher as child processes on this machine (`python -m ROLE`),
 sharing one store and one config: what `shardsched up`, `shardsched bench` and the fault
-tests run. The tests and benchmarks use it to start, kill -9 and restart single processes.
+tests run. The tests and benchmarks use it to start, kill -9 and restart single processes,
+and `up` to restart the ones that die (`supervise`).
 
-Each process logs to `<log_dir>/<role>-<id>.log`.
+Each process logs to `<log_dir>/<role>-<id>.log`. Secrets stay off the command lines (any
+local user can read /proc/PID/cmdline): the store URL, which may carry a password, goes to
+the children in their config file, in a directory only our user can read, and so does the
+token their links authenticate with (`security.mode: token`, generated here unless the
+config chose credentials).
 """
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import signal
 import subprocess
@@ -19,28 +25,45 @@ import grpc
 from . import config as config_mod
 from .component import status_of
 from .partition import PARTITION_ROLE
+from .security import Security, new_token
 from .store import open_configured
 
 ROLES = ("binder", "shard", "dispatcher")
+#: A process that dies is restarted after a delay doubling from the first to the last, reset
+#: once it has run for RESET_BACKOFF_S (as the kubelet's CrashLoopBackOff).
+FIRST_BACKOFF_S, MAX_BACKOFF_S, RESET_BACKOFF_S = 1.0, 30.0, 60.0
+
+
+def private_file(path: str, text: str) -> str:
+    """Write `text` to a file only our user can read."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    return path
 
 
 class LocalCluster:
     def __init__(self, cfg: dict, url: str, seed: int = 0, log_dir: str | None = None,
                  free_metrics_ports: bool = False, verbosity: int = 0):
         """Without `log_dir`, logs go to a temporary directory removed by `stop()`."""
-        self.cfg = cfg
+        self._tmp = tempfile.TemporaryDirectory(prefix="shardsched-")
+        self.cfg = cfg = copy.deepcopy(cfg)
+        cfg["store"]["url"] = url
+        if cfg["security"]["mode"] == "none":
+            cfg["security"].update(mode="token", tokenFile=private_file(
+                os.path.join(self._tmp.name, "token"), new_token()))
+        self.security = Security.from_config(cfg["security"])
         #: Serve metrics on any free port (tests and benchmarks beside a running `up`).
         self.free_metrics_ports = free_metrics_ports
         self.url = url
         self.seed = seed
         self.verbosity = verbosity
-        self._tmp = tempfile.TemporaryDirectory(prefix="shardsched-")
         self.log_dir = log_dir or self._tmp.name
         os.makedirs(self.log_dir, exist_ok=True)
-        self.config_path = os.path.join(self._tmp.name, "config.yaml")
-        with open(self.config_path, "w") as fh:
-            fh.write(config_mod.dump(cfg))
+        self.config_path = private_file(os.path.join(self._tmp.name, "config.yaml"), config_mod.dump(cfg))
         self.procs: dict[tuple[str, int], subprocess.Popen] = {}
+        #: (role, index) -> [started at, restarts in a row, restart due at (None: running)]
+        self._life: dict[tuple[str, int], list] = {}
 
     def counts(self) -> dict[str, int]:
         return {"binder": self.cfg["binders"]["count"], "shard": self.cfg["shards"]["count"],
@@ -51,14 +74,33 @@ class LocalCluster:
 
     def start_one(self, role: str, index: int) -> subprocess.Popen:
         cmd = [sys.executable, "-m", role, "--config", self.config_path, "--id", str(index),
-               "--store", self.url, "--seed", str(self.seed), "-v", str(self.verbosity)]
+               "--seed", str(self.seed), "-v", str(self.verbosity)]
         if self.free_metrics_ports:
             cmd += ["--metrics-port", "0"]
         log = open(self.log_path(role, index), "ab")
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         self.procs[(role, index)] = proc
+        life = self._life.setdefault((role, index), [0.0, 0, None])
+        life[0], life[2] = time.monotonic(), None
         return proc
+
+    def supervise(self) -> list[str]:
+        """Restart the processes that exited, each after its backoff; returns one line per
+        exit and restart, for the caller to print."""
+        now, said = time.monotonic(), []
+        for (role, i), proc in list(self.procs.items()):
+            life = self._life[(role, i)]
+            if life[2] is None and proc.poll() is not None:
+                life[1] = 1 if now - life[0] >= RESET_BACKOFF_S else life[1] + 1
+                delay = min(MAX_BACKOFF_S, FIRST_BACKOFF_S * 2 ** (life[1] - 1))
+                life[2] = now + delay
+                said.append(f"{role} {i} exited with status {proc.returncode}; restarting in {delay:g} s "
+                            f"(see {self.log_path(role, i)})")
+            elif life[2] is not None and now >= life[2]:
+                proc = self.start_one(role, i)
+                said.append(f"{role} {i} restarted (pid {proc.pid})")
+        return said
 
     def start(self, timeout: float = 30.0) -> None:
         for role in ROLES:
@@ -119,4 +161,4 @@ class LocalCluster:
 
     def status(self, role: str, address: str):
         """The Status reply of one of the processes (`role` is for the caller's reading)."""
-        return status_of(address)
+        return status_of(address, self.security)

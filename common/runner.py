@@ -13,6 +13,7 @@ from . import config as config_mod
 from .component import stop_on_signals
 from .errors import StoreUnavailable
 from .logs import FORMATS, setup
+from .security import SecurityError
 from .store import configured_url, open_configured
 
 log = logging.getLogger(__name__)
@@ -55,10 +56,18 @@ def run(role: str, args, build) -> int:
         log.error("%s", e)
         return EXIT_USAGE
     try:
-        component = build(cfg, store, args)
+        try:
+            component = build(cfg, store, args)
+        except SecurityError as e:
+            log.error("config: %s", e)
+            return EXIT_INVALID_CONFIG
         stop_on_signals(component)
         log.info("%s %s starting", role, args.id)
-        component.run()
+        try:
+            component.run()
+        except OSError as e:  # its ports: nothing was served yet
+            log.error("%s", e)
+            return EXIT_USAGE
     finally:
         store.close()
     return 0

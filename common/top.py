@@ -19,22 +19,22 @@ COLUMNS = ("process", "pods/s", "active", "backoff", "unschedulable", "in flight
            "bound", "conflicts", "threshold", "p99 cycle ms", "uptime s")
 
 
-def discover(dispatcher: str | None, store) -> list[tuple[str, str, str]]:
+def discover(dispatcher: str | None, store, security) -> list[tuple[str, str, str]]:
     """(role, id, address) of every shard and binder."""
     if dispatcher:
-        return [(p.role, p.id, p.address) for p in status_of(dispatcher, 2.0).peers]
+        return [(p.role, p.id, p.address) for p in status_of(dispatcher, security, 2.0).peers]
     return [(role, id_, address) for role in ("shard", "binder")
             for id_, address in sorted(store.list_leases(role).items())]
 
 
-def table(rows: list[tuple[str, str, str]], previous: dict, elapsed: float) -> Table:
+def table(rows: list[tuple[str, str, str]], previous: dict, elapsed: float, security) -> Table:
     t = Table(title=f"shardsched top  {time.strftime('%H:%M:%S')}")
     for c in COLUMNS:
         t.add_column(c, justify="left" if c == "process" else "right")
     for role, id_, address in rows:
         name = f"{role} {id_}"
         try:
-            s = status_of(address, 2.0)
+            s = status_of(address, security, 2.0)
         except grpc.RpcError:
             t.add_row(name, *(["-"] * (len(COLUMNS) - 2)), "down")
             continue
@@ -53,25 +53,26 @@ def table(rows: list[tuple[str, str, str]], previous: dict, elapsed: float) -> T
     return t
 
 
-def source(rows) -> callable:
+def source(rows, security) -> callable:
     """A function returning a fresh table each call, with rates since the previous call;
-    `rows` is a function returning the (role, id, address) list."""
+    `rows` is a function returning the (role, id, address) list; `security` (common.security)
+    makes the channels to the processes."""
     previous: dict = {}
     last = [time.monotonic()]
 
     def render() -> Table:
         now = time.monotonic()
-        t = table(rows(), previous, now - last[0])
+        t = table(rows(), previous, now - last[0], security)
         last[0] = now
         return t
 
     return render
 
 
-def run(dispatcher: str | None, store, interval: float = 1.0, iterations: int | None = None,
+def run(dispatcher: str | None, store, security, interval: float = 1.0, iterations: int | None = None,
         console: Console | None = None) -> None:
     """Refresh every `interval` seconds, `iterations` times (None: until interrupted)."""
-    render = source(lambda: discover(dispatcher, store))
+    render = source(lambda: discover(dispatcher, store, security), security)
     done = 0
     with Live(console=console or Console(), auto_refresh=False) as live:
         while iterations is None or done < iterations:

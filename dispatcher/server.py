@@ -47,9 +47,9 @@ class ShardLink(StreamLink):
     """The Dispatch stream to one shard; `held` are the pods dispatched to it and not yet
     bound or revoked; its reports go to the dispatcher's inbox."""
 
-    def __init__(self, id_: str, address: str, inbox):
+    def __init__(self, id_: str, address: str, inbox, security):
         super().__init__("shard", f"shard {id_}", address,
-                         lambda ch, requests: rpc.ShardStub(ch).Dispatch(requests), inbox)
+                         lambda ch, requests: rpc.ShardStub(ch).Dispatch(requests), inbox, security)
         self.id = id_
         #: The pods the shard last said it works on, and when it said so.
         self.holding: set[str] = set()
@@ -163,7 +163,7 @@ class Dispatcher(Component):
         for id_, address in leases.items():
             if id_ not in self.shards:
                 log.info("shard %s joined at %s", id_, address)
-                self.shards[id_] = ShardLink(id_, address, self.inbox)
+                self.shards[id_] = ShardLink(id_, address, self.inbox, self.security)
                 self.counters["shards_joined"] += 1
                 self.metrics.shard_up.labels(id_).set(1)
         for id_, link in self.shards.items():

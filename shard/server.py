@@ -41,9 +41,11 @@ class BinderClient:
     later through the inbox. Who holds which partition comes from the partition leases,
     looked up again when a partition has no known holder or a binder says it lost one."""
 
-    def __init__(self, store, shard_id: str, cfg: dict, inbox, node_of):
-        """`node_of(name)`: the node as the shard knows it (None if it does not)."""
+    def __init__(self, store, shard_id: str, cfg: dict, inbox, node_of, security):
+        """`node_of(name)`: the node as the shard knows it (None if it does not);
+        `security` (common.security) makes the channels to the binders."""
         self.store = store
+        self.security = security
         self.shard_id = shard_id
         self.partitions = cfg["binders"]["count"]
         self.label = cfg["binders"]["partitionLabel"]
@@ -99,7 +101,7 @@ class BinderClient:
         if link is None or not link.alive:
             link = self.links[address] = StreamLink(
                 "binder", f"binder at {address}", address,
-                lambda ch, requests: rpc.BinderStub(ch).Decide(requests), self.inbox)
+                lambda ch, requests: rpc.BinderStub(ch).Decide(requests), self.inbox, self.security)
         return link
 
     def settle(self, outcomes, link: StreamLink | None = None) -> list[tuple]:
@@ -136,7 +138,7 @@ class ShardServer(Component, rpc.ShardServicer):
         super().__init__(cfg, store, index, port, metrics_port, self.metrics.registry)
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.owned = DispatchedPods()
-        self.binders = BinderClient(store, self.id, cfg, self.inbox, self._node)
+        self.binders = BinderClient(store, self.id, cfg, self.inbox, self._node, self.security)
         self.loop = ShardLoop(cfg, store, seed=seed + index, owner=self.owned, committer=self.binders)
         self.report_streams: list[queue.SimpleQueue] = []
         #: dispatched pods the watch has not shown yet: key -> (uid, resourceVersion)

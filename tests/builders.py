@@ -528,8 +528,6 @@ class LiveBinder:
         import threading
         import time
 
-        import grpc
-
         from binder.server import BinderServer
         from proto import shardsched_pb2_grpc as rpc
 
@@ -543,7 +541,7 @@ class LiveBinder:
         while len(self.server.partitions.held_now()) < partitions:
             assert time.monotonic() < deadline, "the binder took no partitions"
             time.sleep(0.02)
-        self.channel = grpc.insecure_channel(self.server.address)
+        self.channel = self.server.security.channel(self.server.address)
         self.requests: queue.SimpleQueue = queue.SimpleQueue()
         self.responses = rpc.BinderStub(self.channel).Decide(iter(self.requests.get, None))
         self.timeout = timeout

@@ -259,7 +259,7 @@ def test_top_shows_every_shard_and_binder(cluster_env):
     wait_bound(store, 200)
     dispatcher = cluster.wait_ready()["dispatcher"]["0"]
     out = io.StringIO()
-    top.run(dispatcher, None, interval=0.2, iterations=2, console=Console(file=out, width=200))
+    top.run(dispatcher, None, cluster.security, interval=0.2, iterations=2, console=Console(file=out, width=200))
     text = out.getvalue()
     for name in ("shard 0", "shard 1", "binder 0"):
         assert name in text

@@ -117,6 +117,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show the live table of shards and binders (as `shardsched top`) while it runs")
     _handler(b, "bench:cmd_bench")
 
+    ce = sub.add_parser("certs", help="write a development CA and a certificate per role (security.mode: mtls)")
+    ce.add_argument("--out", required=True, metavar="DIR", help="directory for ca.crt/.key and ROLE.crt/.key")
+    ce.add_argument("--server-name", default="shardsched",
+                    help="the name every certificate carries (security.serverName; default shardsched)")
+    ce.add_argument("--host", action="append", default=[], metavar="NAME",
+                    help="another DNS name or IP address for the certificates (repeatable)")
+    ce.add_argument("--days", type=int, default=365, help="validity (default 365)")
+    ce.add_argument("--force", action="store_true", help="replace an existing CA in DIR")
+    _handler(ce, "certs:cmd_certs")
+
     cr = sub.add_parser("create", help="create Nodes, Pods, PDBs and PriorityClasses from a file (like kubectl)")
     cr.add_argument("-f", "--filename", dest="file", required=True, metavar="FILE",
                     help="YAML (one or more documents, or kind: List) or JSON; '-' reads stdin")

@@ -13,9 +13,12 @@ import time
 from .. import config as config_mod
 from .. import fleet as fleet_mod
 from .. import runner
-from ..local_cluster import ROLES, LocalCluster
+from ..local_cluster import ROLES, LocalCluster, private_file
+from ..security import Security
 from ..store import configured_url, open_configured
 from ..store.embedded import EmbeddedRedis
+from ..store.redis_store import redacted
+from .errors import EXIT_REJECTED, fail
 
 
 def cmd_role(args) -> int:
@@ -26,7 +29,12 @@ def cmd_role(args) -> int:
 
 def cmd_up(args) -> int:
     """Everything on this machine until Ctrl-C or SIGTERM; one log file per process in a
-    directory that outlives the run (printed first, so a failed start can be read)."""
+    directory that outlives the run (printed first, so a failed start can be read).
+
+    Like a kubelet, it restarts a process that dies (with a growing backoff) and keeps the
+    others running. The embedded redis-server gets a random password and the processes a
+    token for their links; both go to `<log dir>/config.yaml`, readable by our user only,
+    for `get`, `verify` and `top --config`, and never onto a command line."""
     cfg = config_mod.load(args.config)
     if args.shards is not None:
         cfg["shards"]["count"] = args.shards
@@ -38,7 +46,7 @@ def cmd_up(args) -> int:
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     with contextlib.ExitStack() as stack:
-        url = args.store or cfg["store"]["url"] or stack.enter_context(EmbeddedRedis()).url
+        url = args.store or cfg["store"]["url"] or stack.enter_context(EmbeddedRedis(password=True)).url
         store = open_configured(cfg, url)
         stack.callback(store.close)
         if args.nodes:
@@ -46,21 +54,24 @@ def cmd_up(args) -> int:
             print(f"fleet: {args.nodes} {args.profile} nodes written ({len(errors)} rejected)")
         cluster = LocalCluster(cfg, url, args.seed, log_dir=log_dir, verbosity=args.verbosity)
         try:
-            cluster.start()
-            leases = cluster.wait_ready()
-            print(f"store: {url}")
+            try:
+                cluster.start()
+                leases = cluster.wait_ready()
+            except (RuntimeError, TimeoutError) as e:  # a process exited or never got ready
+                return fail(f"{e}", EXIT_REJECTED)
+            print(f"store: {redacted(url)}")
+            users_config = private_file(os.path.join(log_dir, "config.yaml"), config_mod.dump(cluster.cfg))
+            print(f"config: {users_config} (store URL and credentials, for get, verify and top --config)")
             for role in ROLES:
                 for id_, address in sorted(leases[role].items()):
                     reply = cluster.status(role, address)
-                    print(f"{role} {id_}: grpc {address}"
+                    print(f"{role} {id_}: pid {cluster.procs[(role, int(id_))].pid}, grpc {address}"
                           + (f", metrics {reply.metrics}" if reply.metrics else "")
                           + f", log {cluster.log_path(role, int(id_))}")
             print("running; Ctrl-C or SIGTERM stops everything", flush=True)
             while not stopping:
-                for (role, i), proc in cluster.procs.items():
-                    if proc.poll() is not None:
-                        print(f"{role} {i} exited with status {proc.returncode}", file=sys.stderr)
-                        stopping.append(True)
+                for line in cluster.supervise():
+                    print(line, file=sys.stderr, flush=True)
                 time.sleep(0.2)
         except KeyboardInterrupt:
             pass
@@ -74,11 +85,11 @@ def cmd_top(args) -> int:
     from .. import top
 
     store = None
+    cfg = config_mod.load(args.config)
     if not args.dispatcher:
-        cfg = config_mod.load(args.config)
         store = open_configured(cfg, configured_url(args.store, cfg, args.cmd))
     try:
-        top.run(args.dispatcher, store, args.interval, args.iterations)
+        top.run(args.dispatcher, store, Security.from_config(cfg["security"]), args.interval, args.iterations)
     finally:
         if store is not None:
             store.close()

@@ -36,7 +36,7 @@ _MALFORMED = (ValueError, TypeError, KeyError, IndexError, AttributeError)
 log = logging.getLogger(__name__)
 
 
-def _redacted(url: str) -> str:
+def redacted(url: str) -> str:
     """The URL without a password, for messages."""
     parts = urlsplit(url)
     if parts.password:
@@ -122,7 +122,7 @@ class RedisStore(ClusterStore):
         size; None = redis-py's default, effectively unbounded)."""
         if history < 1:
             raise ValueError("history must be at least 1")
-        self._where = _redacted(url)
+        self._where = redacted(url)
         self._r = redis.Redis.from_url(
             url, socket_connect_timeout=3, socket_timeout=_BLOCK_S + 8,
             retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
