@@ -24,7 +24,6 @@ from common.informer import Informer
 from common.metrics import BinderMetrics
 from common.objects import CREATE_ORDER
 from common.partition import partition_of
-from common.store.base import rv_order
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
@@ -184,9 +183,7 @@ class BinderServer(Component, rpc.BinderServicer):
                 return f"AlreadyBound: {key} is bound to {node}"
             if key in view.reserved or view.acc.is_assumed(key):
                 return f"InFlight: a decision for {key} is being committed"
-            behind = d.pod_resource_version and self.informer.rv and \
-                rv_order(d.pod_resource_version) > rv_order(self.informer.rv)
-            if behind:
+            if d.pod_resource_version and not self.informer.seen("Pod", d.pod_resource_version):
                 return None if may_wait else f"NotSeenYet: the binder's watch has not reached {key}"
             return f"PodNotFound: {key} is not a pending pod of this scheduler"
         if d.pod_uid and pod.uid != d.pod_uid:

@@ -38,6 +38,10 @@ class Informer:
         self.on_event = on_event
         self.on_relist = on_relist
         self.rv: str | None = None
+        #: kind -> the resourceVersion up to which this kind's events have been applied.
+        #: Not `rv`: a store that watches each kind apart (the API server) may deliver an
+        #: event of one kind after a newer one of another.
+        self.kind_rv: dict[str, str] = {}
         self.skipped = 0
         self.errors = ErrorLog(log)
 
@@ -60,15 +64,18 @@ class Informer:
         t = time.monotonic()
         listed = []
         rv = None
+        kind_rvs = {}
         for kind in self.kinds:
             objs, kind_rv = self.store.list(kind)
             listed.append((kind, objs))
+            kind_rvs[kind] = kind_rv
             # Events after the oldest of the per-kind versions cover every list.
             rv = kind_rv if rv is None else min(rv, kind_rv, key=rv_order)
         for kind, objs in listed:
             for obj in objs:
                 self._deliver("ADDED", kind, obj, rv)
         self.rv = rv
+        self.kind_rv = kind_rvs
         log.info("listed %s in %.2f s (resourceVersion %s)",
                  ", ".join(f"{len(objs)} {kind}" for kind, objs in listed), time.monotonic() - t, rv)
 
@@ -85,5 +92,10 @@ class Informer:
             return 0
         for ev in events:
             self._deliver(ev.type, ev.kind, ev.obj, ev.rv)
-            self.rv = ev.rv
+            self.rv = self.kind_rv[ev.kind] = ev.rv
         return len(events)
+
+    def seen(self, kind: str, rv: str) -> bool:
+        """Whether every event of `kind` up to resourceVersion `rv` has been applied."""
+        known = self.kind_rv.get(kind)
+        return known is not None and rv_order(rv) <= rv_order(known)

@@ -22,7 +22,6 @@ from common.disruption import VICTIMS_TERMINATING, eviction_failures, refusal
 from common.errors import ObjectError
 from common.informer import Informer
 from common.objects import CREATE_ORDER, parse_object, raw_pod_key
-from common.store.base import rv_order
 from .cache import ShardCache
 from .framework import SUCCESS
 from .queue import SchedulingQueue
@@ -371,7 +370,7 @@ class ShardLoop:
         if raw is not None and (not uid or (raw.get("metadata") or {}).get("uid") == uid):
             self._apply_pod("MODIFIED", raw)
             return True
-        if rv and self.informer.rv and rv_order(rv) > rv_order(self.informer.rv):
+        if rv and not self.informer.seen("Pod", rv):
             return None
         self.owner.release(key)
         return False

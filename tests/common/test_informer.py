@@ -32,3 +32,35 @@ def test_an_object_the_handler_fails_on_is_skipped_and_the_rest_flow(caplog):
     messages = [r.getMessage() for r in caplog.records]
     assert any("Pod default/listed-bad" in m for m in messages)
     assert any("Pod default/watched-bad" in m for m in messages)
+
+
+class KindsApart:
+    """A store that, like the API server, watches each kind apart: a Node event newer than a
+    Pod event may arrive first."""
+
+    def __init__(self, batches):
+        self.batches = list(batches)
+
+    def list(self, kind):
+        return [], "5"
+
+    def poll(self, since_rv, timeout=0.0, max_events=10000, kinds=None):
+        return self.batches.pop(0) if self.batches else []
+
+
+def test_seen_follows_each_kind_apart():
+    """The binder and the shards ask whether their watch has shown a pod's version yet: the
+    position of the stream as a whole (a newer Node event) does not say so. Answering from
+    it made the binder call a pod it had not seen yet "not found", and the shard dropped it
+    until the dispatcher sent it again 30 s later."""
+    from common.store.base import WatchEvent
+
+    node = WatchEvent("MODIFIED", "Node", {"metadata": {"name": "n1"}}, "11")
+    pod_event = WatchEvent("ADDED", "Pod", {"metadata": {"name": "p", "namespace": "default"}}, "10")
+    informer = Informer(KindsApart([[node], [pod_event]]), ("Node", "Pod"), lambda *a: None)
+    informer.start()
+    assert informer.seen("Pod", "5") and not informer.seen("Pod", "10")
+    informer.sync()
+    assert informer.rv == "11" and not informer.seen("Pod", "10")
+    informer.sync()
+    assert informer.seen("Pod", "10") and informer.seen("Node", "11")
