@@ -11,7 +11,11 @@ clients authenticate with a static token mapped to system:masters, RBAC is on (s
 deploy/ manifests' roles can be checked against it), and API priority and fairness is off so
 that the schedulers under test are bounded by the server's work, not by a flow-control queue.
 kwok plays kubelet for nodes annotated `kwok.x-k8s.io/node: fake`: it keeps them Ready and
-runs the pods bound to them.
+runs the pods bound to them. Its node heartbeats are a kubelet's with node leases
+(KWOK_HEARTBEATS): the Lease renewed every 10 s (a 40 s lease, renewed at a quarter of it)
+and the node's status written every 5 to 5.5 minutes (the kubelet's nodeStatusReportFrequency
+of 5 minutes, jittered). kwok v0.7.0 picks its 20-25 s heartbeat stage when node leases are
+on, so the stages are given explicitly (KWOK_STAGES).
 """
 from __future__ import annotations
 
@@ -26,6 +30,54 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+KWOK_HEARTBEATS = {"node_lease_renew_s": 10, "node_lease_duration_s": 40, "node_status_every_s": [300, 330]}
+
+#: kwok's node stages: make a new node Ready (conditions, addresses, phase), then write its
+#: status again every node_status_every_s, as a kubelet does when nothing changed.
+KWOK_STAGES = """
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: shardsched-node-ready}
+spec:
+  resourceRef: {apiGroup: v1, kind: Node}
+  selector:
+    matchExpressions:
+    - {key: '.status.conditions.[] | select( .type == "Ready" ) | .status', operator: NotIn, values: ['True']}
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      {{ range NodeConditions }}
+      - {type: {{ .type | Quote }}, status: {{ .status | Quote }}, reason: {{ .reason | Quote }},
+         message: {{ .message | Quote }}, lastHeartbeatTime: {{ $now | Quote }}, lastTransitionTime: {{ $now | Quote }}}
+      {{ end }}
+      addresses:
+      - {type: InternalIP, address: {{ NodeIP | Quote }}}
+      - {type: Hostname, address: {{ NodeName | Quote }}}
+      phase: Running
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: shardsched-node-status}
+spec:
+  resourceRef: {apiGroup: v1, kind: Node}
+  selector:
+    matchExpressions:
+    - {key: '.status.conditions.[] | select( .type == "Ready" ) | .status', operator: In, values: ['True']}
+  delay: {durationMilliseconds: %(first)d, jitterDurationMilliseconds: %(last)d}
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      {{ range .status.conditions }}
+      - {type: {{ .type | Quote }}, status: {{ .status | Quote }}, reason: {{ .reason | Quote }},
+         message: {{ .message | Quote }}, lastHeartbeatTime: {{ $now | Quote }},
+         lastTransitionTime: {{ .lastTransitionTime | Quote }}}
+      {{ end }}
+""" % {"first": KWOK_HEARTBEATS["node_status_every_s"][0] * 1000,
+       "last": KWOK_HEARTBEATS["node_status_every_s"][1] * 1000}
 
 
 class ClusterError(RuntimeError):
@@ -153,12 +205,13 @@ class KubeCluster:
         write_kubeconfig(self.kubeconfig, self.server, d / "ca.crt", self.token)
         self._wait_ready(timeout)
         if self.with_kwok:
+            (self.dir / "kwok.yaml").write_text(KWOK_STAGES)
             self._spawn("kwok", [
-                str(self.bin / "kwok"), "--kubeconfig", str(self.kubeconfig),
+                str(self.bin / "kwok"), "--kubeconfig", str(self.kubeconfig), "--config", str(self.dir / "kwok.yaml"),
                 "--manage-all-nodes=false",
                 "--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake",
                 "--cidr", "10.0.0.1/16", "--node-ip", "10.0.0.1",
-                "--node-lease-duration-seconds", "40"])
+                "--node-lease-duration-seconds", str(KWOK_HEARTBEATS["node_lease_duration_s"])])
         return self
 
     def _wait_ready(self, timeout: float) -> None:

@@ -1,29 +1,40 @@
-"""shardsched against kube-scheduler on one real API server.
+"""shardsched against kube-scheduler, and both against the API server's ceiling.
 
-    python -m benchmarks.kube_vs [--nodes 5000] [--pods N] [--shards N] [--rate R] [--json FILE]
+    python -m benchmarks.kube_vs [--mode backlog|stream] [--nodes 5000] [--pods N] [--shards N]
+                                 [--sides ceiling,shardsched,kube_scheduler] [--rate R] [--json FILE]
 
 One control plane from benchmarks/kube_cluster.py (etcd, kube-apiserver, kwok; `make kube-bins`
 builds them), one fresh kwok fleet (`shardsched fleet --nodes N --profile P -o yaml |
-kubectl create -f -`), then the same pods (a `shardsched bench` workload, the same count and
-shapes, created at the same rate by this process) scheduled twice, first by shardsched
-(dispatcher, shards and binder processes with `--store kube://...`), then by kube-scheduler
-(client QPS and burst raised so its client is not the limit). Each side is warmed up with one
-pod (so a scheduler's start-up is not measured) and its pods are deleted afterwards, so both
-start from the same empty fleet.
+kubectl create -f -`), kwok's node heartbeats set as a kubelet with node leases behaves
+(benchmarks/kube_cluster.py says the intervals), then the same pods (a `shardsched bench`
+workload) scheduled by each side in turn, each in its own namespace, deleted afterwards:
 
-For each side: pods/s from the first creation to the last binding and the steady rate (between
-the 10% and 90% bindings), creation->binding latency p50/p90/p99 (creation = the create call
-returning, binding = first seen on this process's watch), pods bound, `verify`'s result, and
-the CPU each process used during the run (share of one core); then shardsched/kube-scheduler.
+* `ceiling`: benchmarks/ceiling.py, a binder with one pod watch and no scheduling in it,
+  binding round-robin to nodes with room, many requests in flight: what this API server on
+  this machine can take from a scheduler;
+* `shardsched`: dispatcher, shards and binders as processes with `--store kube://...`;
+* `kube_scheduler`: kube-scheduler built from the same release, client QPS limits raised.
+
+Modes. `backlog` (the default, as scheduler_perf measures a scheduler rather than the client
+creating pods): every pod is created while no scheduler runs, then the side is started and
+timed from its start, start-up included, to its last binding. `stream`: the side is started
+and warmed up with one pod, then the pods are created at `--rate` (0 = as fast as the server
+takes them) and timed from the first creation.
+
+For each side: pods/s and its fraction of the ceiling's, latency p50/p90/p99 (backlog: from
+the side's start to each binding; stream: from each pod's creation call returning to its
+binding), pods bound, `verify`'s result, the CPU of the side's own processes per bound pod
+(all shards, binders and the dispatcher together; kube-scheduler's one process) and the API
+server's; then `ratio` = shardsched's pods/s over kube-scheduler's.
 """
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -37,8 +48,8 @@ from .workloads import WORKLOADS
 
 #: Create calls in flight at once.
 CREATORS = 16
-SIDES = ("shardsched", "kube-scheduler")
-SCHEDULER_NAME = {"shardsched": "shardsched", "kube-scheduler": "default-scheduler"}
+SIDES = ("ceiling", "shardsched", "kube_scheduler")
+SCHEDULER_NAME = {"ceiling": "ceiling", "shardsched": "shardsched", "kube_scheduler": "default-scheduler"}
 
 
 # --- steps shared with tests/test_kube_e2e.py -------------------------------------------------
@@ -110,7 +121,8 @@ def _machine_busy() -> tuple[float, float]:
 
 
 class CpuMeter:
-    """Share of one core each named process used between start() and stop()."""
+    """CPU each named process used between start() and stop(): seconds, and the share of one
+    core over the wall time."""
 
     def __init__(self, pids: dict[str, int]):
         self.pids = pids
@@ -120,77 +132,141 @@ class CpuMeter:
         self.cpu0 = {name: _cpu_s(pid) for name, pid in self.pids.items()}
         self.machine0 = _machine_busy()
 
-    def stop(self) -> dict:
+    def stop(self) -> tuple[dict, dict]:
+        """(cores: name -> share of one core, seconds: name -> CPU seconds)."""
         wall = time.monotonic() - self.t0
-        out = {name: round((_cpu_s(pid) - self.cpu0[name]) / wall, 2) for name, pid in self.pids.items()}
+        seconds = {name: _cpu_s(pid) - self.cpu0[name] for name, pid in self.pids.items()}
+        cores = {name: round(s / wall, 2) for name, s in seconds.items()}
         busy, total = (b - a for a, b in zip(self.machine0, _machine_busy()))
-        cores = os.cpu_count() * busy / total if total else 0.0
-        out["other processes"] = round(cores - sum(out.values()), 2)
-        out["whole machine"] = round(cores, 2)
-        return out
+        machine = os.cpu_count() * busy / total if total else 0.0
+        cores["other processes"] = round(machine - sum(cores.values()), 2)
+        cores["whole machine"] = round(machine, 2)
+        return cores, seconds
 
 
-def figures(run: dict, pods: int) -> dict:
-    bound = sorted(run["bound_at"].values())
+def create_all(store: KubeStore, pods: list[dict], rate: float) -> dict:
+    """Create `pods`, CREATORS calls at a time (`rate` pods/s, 0 = as fast as the server
+    takes them); "namespace/name" -> when its create call returned."""
+    created_at: dict[str, float] = {}
+    errors = []
+    start = time.monotonic()
+
+    def create_one(i: int) -> None:
+        if rate:
+            wait = start + i / rate - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+        errors.extend(store.create_many(pods[i:i + 1]))
+        created_at[f"{pods[i]['metadata']['namespace']}/{pods[i]['metadata']['name']}"] = time.monotonic()
+
+    with ThreadPoolExecutor(CREATORS, thread_name_prefix="create") as pool:
+        list(pool.map(create_one, range(len(pods))))
+    if errors:
+        raise RuntimeError(f"{len(errors)} pods could not be created, e.g. {errors[0]}")
+    return created_at
+
+
+def figures(bound_at: dict, since: dict, start: float, pods: int) -> dict:
+    """pods/s from `start` to the last binding, and latency of each binding from `since[key]`."""
+    bound = sorted(bound_at.values())
+    latencies = [bound_at[k] - since[k] for k in bound_at if k in since]
     n = len(bound)
-    latencies = [run["bound_at"][k] - run["created_at"][k] for k in run["bound_at"] if k in run["created_at"]]
     lo, hi = int(0.1 * (n - 1)), int(0.9 * (n - 1))
-    per_node = Counter(run["nodes"][k] for k in run["bound_at"])
-    since_start = e2e.per_second([run["start"]] + bound)  # the start counted once in the first second
-    since_start[0] -= 1
+    per_second = e2e.per_second([start] + bound)
+    if per_second:
+        per_second[0] -= 1  # the start is not a binding
     return {
         "pods": pods, "bound": n,
-        "created_in_s": round(run["created"] - run["start"], 2),
-        "creation_rate": round(pods / (run["created"] - run["start"]), 1),
-        "first_bound_s": round(bound[0] - run["start"], 2) if bound else None,
-        "last_bound_s": round(bound[-1] - run["start"], 2) if bound else None,
-        "pods_per_s": round(n / (bound[-1] - run["start"]), 1) if bound else 0.0,
+        "pods_per_s": round(n / (bound[-1] - start), 1) if bound else 0.0,
+        "first_bound_s": round(bound[0] - start, 2) if bound else None,
+        "last_bound_s": round(bound[-1] - start, 2) if bound else None,
         "steady_pods_per_s": round((hi - lo) / (bound[hi] - bound[lo]), 1) if n > 10 and bound[hi] > bound[lo] else None,
-        "throughput_per_second_window": e2e.throughput(bound),
-        **{f"latency_{q}_s": round(harness.percentile(latencies, q), 3) if latencies else None for q in (50, 90, 99)},
-        "nodes_used": len(per_node), "max_pods_per_node": max(per_node.values(), default=0),
-        "series": {"bound_per_second_since_start": since_start,
-                   "latency_s_by_creation": [round(run["bound_at"][k] - t, 3) for k, t in
-                                             sorted(run["created_at"].items(), key=lambda kv: kv[1])
-                                             if k in run["bound_at"]]},
+        "latency_s": {f"p{q}": round(harness.percentile(latencies, q), 3) if latencies else None for q in (50, 90, 99)},
+        "series": {"bound_per_second_since_start": per_second},
     }
 
 
-def side_pods(workload: str, pods: int, seed: int, nodes: int, side: str) -> list[dict]:
-    """The workload's pods for one side: the same shapes, in this side's namespace, for its scheduler."""
-    out = WORKLOADS[workload](pods, seed, nodes)
-    for p in out:
-        p["metadata"]["namespace"] = f"vs-{side}"
-        p["spec"]["schedulerName"] = SCHEDULER_NAME[side]
-    return out
+class Side:
+    """One scheduler under test: `start()` returns the pids of its own processes."""
+
+    def __init__(self, name: str, kube: kube_cluster.KubeCluster, args, work: Path):
+        self.name, self.kube, self.args, self.work = name, kube, args, work
+        self._stop = None
+
+    def start(self) -> dict[str, int]:
+        if self.name == "shardsched":
+            ours = shardsched_cluster(self.kube.kubeconfig, self.args, str(self.work))
+            for role in ("binder", "shard", "dispatcher"):  # as LocalCluster.start, without waiting
+                for i in range(ours.counts()[role]):
+                    ours.start_one(role, i)
+            self._stop = ours.stop
+            return {f"{role} {i}": proc.pid for (role, i), proc in ours.procs.items()}
+        if self.name == "kube_scheduler":
+            proc = self.kube.start_kube_scheduler(self.work)
+        else:
+            proc = subprocess.Popen([sys.executable, "-m", "benchmarks.ceiling", "--kubeconfig",
+                                     str(self.kube.kubeconfig), "--scheduler-name", SCHEDULER_NAME["ceiling"]],
+                                    stdout=(self.work / "ceiling.log").open("wb"), stderr=subprocess.STDOUT)
+
+        def stop():
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self._stop = stop
+        return {self.name: proc.pid}
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self._stop()
+            self._stop = None
 
 
-def warm_up(store: KubeStore, side: str, timeout: float = 120.0) -> None:
-    """One pod, scheduled and deleted: the scheduler has synced its caches and runs."""
-    pod = WORKLOADS["basic"](1, 0, 1)[0]
-    pod["metadata"].update(name=f"warm-up-{side}", namespace="vs-warm-up")
-    pod["spec"]["schedulerName"] = SCHEDULER_NAME[side]
-    run = run_pods(store, [pod], 0, timeout)
-    assert not run["missing"], f"{side} did not bind its warm-up pod within {timeout} s"
-    clear_pods(store, "vs-warm-up")
-
-
-def measure(store: KubeStore, side: str, args, meter: CpuMeter) -> dict:
-    warm_up(store, side)
-    create_namespace(store, f"vs-{side}")
-    pods = side_pods(args.workload, args.pods, args.seed, args.nodes, side)
-    print(f"{side}: creating {len(pods)} pods at {args.rate or 'as many as the server takes'} pods/s", flush=True)
-    meter.start()
-    run = run_pods(store, pods, args.rate, args.timeout,
-                   during=_progress(side, len(pods)), settle=args.settle)
-    out = figures(run, len(pods))
-    out["create_errors"] = len(run["errors"])
-    out["cpu_cores"] = meter.stop()
+def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
+    ns = f"vs-{side.name.replace('_', '-')}"
+    create_namespace(store, ns)
+    pods = side_pods(args.workload, args.pods, args.seed, args.nodes, side.name)
+    keys = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods}
+    if args.mode == "backlog":
+        print(f"{side.name}: creating {len(pods)} pods with no scheduler running", flush=True)
+        created_at = create_all(store, pods, 0)
+    observer = e2e.Observer(store, store.list("Pod")[1], ns)
+    observer.thread.start()
+    try:
+        own = side.start()
+        if args.mode == "stream":
+            warm_up(store, side.name)
+        meter = CpuMeter({**control_plane, **own})
+        meter.start()
+        start = time.monotonic()
+        if args.mode == "stream":
+            print(f"{side.name}: creating {len(pods)} pods at {args.rate or 'as many as the server takes'} pods/s",
+                  flush=True)
+            creator = ThreadPoolExecutor(1)
+            pending_created = creator.submit(create_all, store, pods, args.rate)
+        missing = observer.wait_bound(keys, args.timeout, _progress(side.name, len(pods)), args.settle)
+        cores, seconds = meter.stop()
+        if args.mode == "stream":
+            created_at = pending_created.result()
+            creator.shutdown()
+    finally:
+        side.stop()
+    bound_at = {k: t for k, t in observer.bound_at.items() if k in keys}
+    since = created_at if args.mode == "stream" else {k: start for k in keys}
+    out = figures(bound_at, since, start, len(pods))
+    own_s = sum(seconds[name] for name in own)
+    out["cpu_ms_per_pod"] = round(1000 * own_s / out["bound"], 3) if out["bound"] else None
+    out["apiserver_cpu_ms_per_pod"] = (round(1000 * seconds["kube-apiserver"] / out["bound"], 3)
+                                       if out["bound"] else None)
+    out["cpu_cores"] = cores
+    out["missing"] = len(missing)
     report = verify_store(store)
     out["verify_ok"] = report["ok"] and not report["unparsable"]
-    print(f"{side}: {out['bound']}/{len(pods)} bound, last after {out['last_bound_s']} s; deleting the pods",
-          flush=True)
-    clear_pods(store, f"vs-{side}")
+    print(f"{side.name}: {out['bound']}/{len(pods)} bound at {out['pods_per_s']} pods/s, last after "
+          f"{out['last_bound_s']} s, {out['cpu_ms_per_pod']} ms cpu per pod; deleting the pods", flush=True)
+    clear_pods(store, ns)
     return out
 
 
@@ -217,37 +293,59 @@ def shardsched_cluster(kubeconfig: Path, args, log_dir: str):
     return LocalCluster(cfg, f"kube://{kubeconfig}", args.seed, log_dir=log_dir)
 
 
-def table(doc: dict) -> dict:
-    ours, theirs = doc["shardsched"], doc["kube-scheduler"]
+def side_pods(workload: str, pods: int, seed: int, nodes: int, side: str) -> list[dict]:
+    """The workload's pods for one side: the same shapes, in this side's namespace, for its scheduler."""
+    out = WORKLOADS[workload](pods, seed, nodes)
+    for p in out:
+        p["metadata"]["namespace"] = f"vs-{side.replace('_', '-')}"
+        p["spec"]["schedulerName"] = SCHEDULER_NAME[side]
+    return out
+
+
+def warm_up(store: KubeStore, side: str, timeout: float = 120.0) -> None:
+    """One pod, scheduled and deleted: the scheduler has synced its caches and runs."""
+    pod = WORKLOADS["basic"](1, 0, 1)[0]
+    pod["metadata"].update(name=f"warm-up-{side.replace('_', '-')}", namespace="vs-warm-up")
+    pod["spec"]["schedulerName"] = SCHEDULER_NAME[side]
+    run = run_pods(store, [pod], 0, timeout)
+    assert not run["missing"], f"{side} did not bind its warm-up pod within {timeout} s"
+    clear_pods(store, "vs-warm-up")
+
+
+def summary(doc: dict) -> dict:
+    """The table: one row per figure, one column per side."""
     rows = {}
-    for key in ("pods", "bound", "created_in_s", "creation_rate", "first_bound_s", "last_bound_s", "pods_per_s",
-                "steady_pods_per_s", "latency_50_s", "latency_90_s", "latency_99_s", "nodes_used",
-                "max_pods_per_node", "verify_ok"):
-        a, b = ours[key], theirs[key]
-        ratio = round(a / b, 2) if isinstance(a, (int, float)) and not isinstance(a, bool) and b else ""
-        rows[key] = {"shardsched": a, "kube-scheduler": b, "shardsched / kube-scheduler": ratio}
-    for name in sorted(set(ours["cpu_cores"]) | set(theirs["cpu_cores"])):
-        rows[f"cpu: {name}"] = {"shardsched": ours["cpu_cores"].get(name, ""),
-                                "kube-scheduler": theirs["cpu_cores"].get(name, ""),
-                                "shardsched / kube-scheduler": ""}
+    for key in ("pods_per_s", "fraction_of_ceiling", "cpu_ms_per_pod", "apiserver_cpu_ms_per_pod", "bound",
+                "first_bound_s", "last_bound_s", "steady_pods_per_s", "verify_ok"):
+        rows[key] = {side: doc[side].get(key, "") for side in SIDES if side in doc}
+    for q in ("p50", "p90", "p99"):
+        rows[f"latency {q} s"] = {side: doc[side]["latency_s"][q] for side in SIDES if side in doc}
+    for name in sorted({n for side in SIDES if side in doc for n in doc[side]["cpu_cores"]}):
+        rows[f"cpu cores: {name}"] = {side: doc[side]["cpu_cores"].get(name, "") for side in SIDES if side in doc}
     return rows
 
 
 def main(argv=None) -> int:
     p = harness.parser(__doc__.split("\n\n")[0])
     p.set_defaults(nodes=5000)
+    p.add_argument("--mode", choices=("backlog", "stream"), default="backlog")
+    p.add_argument("--sides", default=",".join(SIDES),
+                   help=f"which sides to run, in this order (default {','.join(SIDES)})")
     p.add_argument("--profile", choices=fleet_mod.PROFILES, default="mixed")
     p.add_argument("--workload", choices=sorted(WORKLOADS), default="mixed")
     p.add_argument("--pods", type=int, default=5000)
     p.add_argument("--shards", type=int, default=2)
     p.add_argument("--binders", type=int, default=1)
     p.add_argument("--rate", type=float, default=0.0,
-                   help="pods created per second on both sides (0 = as fast as the API server takes them; "
-                        "the table shows the rate each side got)")
+                   help="stream mode: pods created per second (0 = as fast as the API server takes them)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for one side's bindings")
     p.add_argument("--settle", type=float, default=60.0,
                    help="stop waiting once no pod was bound for this many seconds")
     args = p.parse_args(argv)
+    sides = [s for s in args.sides.split(",") if s]
+    unknown = set(sides) - set(SIDES)
+    if unknown:
+        p.error(f"unknown sides {sorted(unknown)} (choose from {', '.join(SIDES)})")
 
     with tempfile.TemporaryDirectory(prefix="kube-vs-") as tmp:
         work = Path(tmp)
@@ -256,32 +354,18 @@ def main(argv=None) -> int:
         try:
             cluster.start()
             t = time.monotonic()
-            cluster.create_fleet(args.nodes, args.profile, timeout=1200)
+            cluster.create_fleet(args.nodes, args.profile, timeout=3600)
             fleet_s = time.monotonic() - t
             print(f"{args.nodes} {args.profile} kwok nodes created and taken over by kwok in {fleet_s:.0f} s",
                   flush=True)
             store = KubeStore(str(cluster.kubeconfig))
             create_namespace(store, "vs-warm-up")
             control_plane = {name: proc.pid for name, proc in cluster.procs.items()}
-            client = {"this client (creates pods, watches bindings)": os.getpid()}
-            doc = {"nodes": args.nodes, "profile": args.profile, "workload": args.workload, "pods": args.pods,
-                   "rate": args.rate, "shards": args.shards, "binders": args.binders, "fleet_s": round(fleet_s, 1)}
-
-            ours = shardsched_cluster(cluster.kubeconfig, args, str(work))
-            try:
-                ours.start(timeout=120)
-                pids = {f"{role} {i}": proc.pid for (role, i), proc in ours.procs.items()}
-                doc["shardsched"] = measure(store, "shardsched", args, CpuMeter({**control_plane, **pids, **client}))
-            finally:
-                ours.stop()
-
-            sched = cluster.start_kube_scheduler(work)
-            try:
-                doc["kube-scheduler"] = measure(store, "kube-scheduler", args, CpuMeter(
-                    {**control_plane, "kube-scheduler": sched.pid, **client}))
-            finally:
-                sched.terminate()
-                sched.wait(10)
+            doc = {"mode": args.mode, "nodes": args.nodes, "profile": args.profile, "workload": args.workload,
+                   "pods": args.pods, "rate": args.rate, "shards": args.shards, "binders": args.binders,
+                   "fleet_s": round(fleet_s, 1), "kwok": kube_cluster.KWOK_HEARTBEATS}
+            for name in sides:
+                doc[name] = measure(store, Side(name, cluster, args, work), args, control_plane)
         except BaseException:
             for log in sorted(work.glob("*.log")):
                 print(f"--- {log.name}\n{log.read_text(errors='replace')[-2000:]}", file=sys.stderr)
@@ -291,13 +375,18 @@ def main(argv=None) -> int:
                 store.close()
             cluster.stop()
 
-    doc["table"] = table(doc)
-    harness.print_table(f"{args.pods} {args.workload} pods on {args.nodes} {args.profile} kwok nodes, one real "
-                        f"kube-apiserver, created at {args.rate or 'the most'} pods/s; shardsched: {args.shards} "
-                        f"shard(s), {args.binders} binder(s); cpu in cores", doc["table"])
+    ceiling = doc.get("ceiling", {}).get("pods_per_s")
+    doc["ceiling_pods_per_s"] = ceiling
+    for name in sides:
+        doc[name]["fraction_of_ceiling"] = round(doc[name]["pods_per_s"] / ceiling, 3) if ceiling else None
+    if "shardsched" in doc and "kube_scheduler" in doc and doc["kube_scheduler"]["pods_per_s"]:
+        doc["ratio"] = round(doc["shardsched"]["pods_per_s"] / doc["kube_scheduler"]["pods_per_s"], 2)
+    doc["table"] = summary(doc)
+    harness.print_table(f"{args.mode}: {args.pods} {args.workload} pods on {args.nodes} {args.profile} kwok nodes, "
+                        f"one real kube-apiserver; shardsched: {args.shards} shard(s), {args.binders} binder(s); "
+                        f"ratio {doc.get('ratio')}, ceiling {ceiling} pods/s", doc["table"])
     harness.write_json(args.json, doc)
-    both = (doc["shardsched"], doc["kube-scheduler"])
-    return 0 if all(s["bound"] == s["pods"] and s["verify_ok"] for s in both) else 1
+    return 0 if all(doc[s]["bound"] == doc[s]["pods"] and doc[s]["verify_ok"] for s in sides) else 1
 
 
 if __name__ == "__main__":
