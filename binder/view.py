@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 
+from common.changes import node_unchanged, pod_status_only
 from common.constraints import ConstrainedAccounting, ConstraintIndex
 from common.errors import ObjectError
 from common.objects import parse_object, raw_pod_key
@@ -74,8 +75,12 @@ class BinderView:
         if kind == "Pod":
             self._apply_pod(type_, obj)
         elif kind == "Node":
+            name = (obj.get("metadata") or {}).get("name")
+            info = self.acc.nodes.get(name)
             if type_ == "DELETED":
-                self.acc.remove_node((obj.get("metadata") or {}).get("name"))
+                self.acc.remove_node(name)
+            elif info is not None and info.node is not None and node_unchanged(info.node.raw, obj):
+                return  # a heartbeat
             elif (node := self._parse(obj)) is not None:
                 self.acc.set_node(node)
         elif kind in ("PodDisruptionBudget", "PriorityClass"):
@@ -106,9 +111,21 @@ class BinderView:
                 self.pending[key] = pod
             return
         pending = self.pending.pop(key, None)
+        if pending is None and self._refreshed(key, obj):
+            return
         pod = self._own_binding(key, pending, obj) or self._parse(obj)
         if pod is not None:
             self.acc.set_pod(pod)
+
+    def _refreshed(self, key: str, obj: dict) -> bool:
+        """A status-only update of a bound pod we count: swapped in without a parse."""
+        counted = self.acc.counted(key)
+        if counted is None or counted.node_name != obj["spec"]["nodeName"] or not pod_status_only(counted.raw, obj):
+            return False
+        try:
+            return self.acc.refresh_pod(counted.with_status(obj))
+        except ObjectError:
+            return False
 
     def _own_binding(self, key: str, pending, obj: dict):
         """The pending pod we parsed, as its binding shows it, rather than parsed again."""

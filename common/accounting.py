@@ -135,6 +135,19 @@ class PodAccounting:
             return  # the binding of our assumption arrived
         self._place(pod, pod.node_name)
 
+    def refresh_pod(self, pod) -> bool:
+        """Swap in a new version of a bound pod counted on the same node whose update changed
+        only its status (common.changes.pod_status_only), without marking the node changed;
+        False when it is not counted there as bound (the caller then sets it as usual)."""
+        name = self.pod_node.get(pod.key)
+        if name != pod.node_name or pod.key in self.assumed:
+            return False
+        info = self.nodes.get(name)
+        if pod.key not in info.pods:
+            return False
+        info.replace_pod(pod)
+        return True
+
     def _confirmed(self, pod) -> bool:
         """Swap in the bound version of a pod assumed on the same node, if it counts exactly
         as the assumed one did (see Pod.counts_like); False means it must be placed anew.

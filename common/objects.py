@@ -337,6 +337,16 @@ class Pod:
         p.raw = d
         return p
 
+    def with_status(self, d: dict) -> "Pod":
+        """This bound pod as `d`, an update of its status only (common.changes.pod_status_only),
+        shows it: phase and start time from `d`, everything else as parsed before. Raises
+        ObjectError when the new start time does not parse."""
+        p = self.bound_copy(d)
+        started = (d.get("status") or {}).get("startTime")
+        if started:
+            p.start_time = parse_time(started, Field(f"Pod {self.key}").at("status").at("startTime"))
+        return p
+
     def __repr__(self):
         return f"Pod({self.key})"
 

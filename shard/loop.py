@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 
+from common.changes import node_unchanged, pod_status_only
 from common.disruption import VICTIMS_TERMINATING, eviction_failures, refusal
 from common.errors import ObjectError
 from common.informer import Informer
@@ -184,10 +185,13 @@ class ShardLoop:
             into[parsed.key] = parsed
 
     def _apply_node(self, type_: str, obj: dict) -> None:
+        name = (obj.get("metadata") or {}).get("name")
         if type_ == "DELETED":
-            name = (obj.get("metadata") or {}).get("name")
             self.cache.remove_node(name)
             return
+        info = self.cache.nodes.get(name)
+        if info is not None and info.node is not None and node_unchanged(info.node.raw, obj):
+            return  # a heartbeat: no parse, no snapshot clone, no pod woken up
         node = self._parse(obj)
         if node is not None:
             self.cache.set_node(node)
@@ -209,6 +213,8 @@ class ShardLoop:
         if known is not None and rv and known.resource_version == rv:
             return  # seen already (the dispatcher's copy and the watch carry the same version)
         node_name = (obj.get("spec") or {}).get("nodeName")
+        if node_name and known is not None and known.node_name == node_name and self._refreshed(known, obj):
+            return
         if (not node_name and known is None and self.owner.may_skip(key)
                 and not (obj.get("status") or {}).get("nominatedNodeName")):
             self.unowned[key] = obj  # another shard's pending pod, until one is dispatched here
@@ -235,6 +241,20 @@ class ShardLoop:
             pass  # our binding is in flight; the watch will bring the bound version
         elif self.owner.owns(pod) and not pod.deleting:
             self.queue.add(pod)
+
+    def _refreshed(self, known, obj: dict) -> bool:
+        """A status update of a bound pod (kubelet or kwok saying it runs): swapped in without
+        a parse and without marking its node changed, when that is all it is."""
+        if not pod_status_only(known.raw, obj):
+            return False
+        try:
+            pod = known.with_status(obj)
+        except ObjectError:
+            return False  # parsed in full, and reported, by the usual path
+        self.pods[pod.key] = pod
+        if not self.cache.refresh_pod(pod):
+            self.cache.set_pod(pod)
+        return True
 
     def _nominate(self, key: str, pod) -> None:
         """Keep the scheduler's nominated pods: `pod` if it is nominated somewhere, else none."""

@@ -65,9 +65,13 @@ class NodeInfo(NodeUsage):
         return pod
 
     def replace_pod(self, pod) -> None:
+        old = self.pods.get(pod.key)
         super().replace_pod(pod)
         if pod.key in self.affinity_pods:
             self.affinity_pods[pod.key] = pod
+        if self.tree is not None and old is not None and priority_key(old) != priority_key(pod):
+            self.tree.delete(priority_key(old))  # its start time came with its status
+            self.tree.insert(priority_key(pod), pod.requests)
 
     def clone(self) -> "NodeInfo":
         """Copy for a snapshot: containers copied, immutable pods and node objects shared.

@@ -333,6 +333,21 @@ def pdb(name: str, labels: dict, min_available=None, max_unavailable=None, allow
     return d
 
 
+def with_priority_classes(docs: list) -> list:
+    """Manifests as Priority admission accepts them: a pod stating spec.priority (and a
+    preemptionPolicy) gets a PriorityClass granting exactly that, added to the documents."""
+    classes, out = {}, []
+    for d in docs:
+        spec = d.get("spec") or {}
+        if d.get("kind") == "Pod" and spec.get("priority") is not None and not spec.get("priorityClassName"):
+            policy = spec.get("preemptionPolicy") or "PreemptLowerPriority"
+            name = f"priority-{spec['priority']}-{policy.lower()}"
+            classes.setdefault(name, priority_class(name, spec["priority"], policy=policy))
+            d = {**d, "spec": {**spec, "priorityClassName": name}}
+        out.append(d)
+    return list(classes.values()) + out
+
+
 def priority_class(name: str, value: int, global_default: bool | None = None, policy: str | None = None) -> dict:
     d = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
          "value": value}

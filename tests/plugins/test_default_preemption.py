@@ -2,8 +2,9 @@
 
 Most rules are shown end to end through `simulate` (a pending preemptor, running pods as
 potential victims); the pruning property drives the Scheduler directly on random clusters.
-(The binder's checks on decisions with victims: tests/binder/test_binder_preemption.py; the
-shard loop's nomination: tests/shard/test_loop.py.)
+(The binder's checks on decisions with victims: tests/binder/test_checks.py; the shard loop's
+nomination: tests/shard/test_loop.py.) Pods that state a priority get a PriorityClass granting
+it (builders.with_priority_classes), as Priority admission requires.
 """
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ from common.objects import parse_object
 from shard.cache import ShardCache
 from shard.scheduler import Scheduler
 from common.cli.simulate import simulate
-from builders import make_config, node, pdb, pod, running, toleration
+from builders import make_config, node, pdb, pod, running, toleration, with_priority_classes
 
 
 def sim(tmp_path, docs, cfg=None, seed=0) -> dict:
     path = tmp_path / "cluster.yaml"
-    path.write_text(yaml.safe_dump_all(docs))
+    path.write_text(yaml.safe_dump_all(with_priority_classes(docs)))
     out, code = simulate([str(path)], cfg or make_config(), seed)
     assert code == 0, out["errors"]
     return out["pods"]

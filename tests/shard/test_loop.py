@@ -89,3 +89,43 @@ def test_a_pod_placed_elsewhere_wakes_a_spread_pod_it_unblocks():
     clock.now += 10  # past the backoff
     retry = loop.schedule_next()
     assert retry is not None and retry.node == "a1"
+
+
+def test_heartbeats_and_status_updates_cost_no_cache_work():
+    """A node's heartbeat (new condition times) and a bound pod's move to Running (phase,
+    start time, IP) change nothing a cycle reads: the node keeps its generation (no snapshot
+    clone, scheduling contexts stay valid) and no unschedulable pod is woken up. The pod's
+    new start time still orders it among victims: removing it later finds it in the tree."""
+    import copy
+
+    from builders import Clock
+    from shard.loop import ShardLoop
+
+    store = MemoryStore()
+    store.create(node("n1", cpu="2"))
+    store.create(running("web", "n1", "1", 0))
+    store.create(pod("big", cpu="8"))
+    loop = ShardLoop(make_config("all"), store, clock=Clock(1000.0))
+    loop.start()
+    assert not loop.schedule_next().scheduled
+    info = loop.cache.nodes.get("n1")
+    generation = info.generation
+    assert loop.queue.lengths()["unschedulable"] == 1
+
+    beat = copy.deepcopy(store.get("Node", "n1"))
+    beat["status"]["conditions"] = [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-11-23T10:00:00Z"}]
+    store.update(beat)
+    started = copy.deepcopy(store.get("Pod", "default/web"))
+    started["status"].update(phase="Running", startTime="2026-11-23T09:00:00Z", podIP="10.1.2.3")
+    store.update(started)
+    loop.sync()
+    info = loop.cache.nodes.get("n1")
+    assert info.generation == generation
+    assert loop.queue.lengths()["unschedulable"] == 1
+    assert loop.pods["default/web"].phase == "Running"
+    assert loop.pods["default/web"].start_time == 1795424400.0 and info.pods["default/web"].start_time == 1795424400.0
+
+    store.delete("Pod", "default/web")
+    loop.sync()
+    info = loop.cache.nodes.get("n1")
+    assert not info.pods and len(info.tree) == 0
