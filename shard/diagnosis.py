@@ -59,6 +59,17 @@ class Diagnosis:
                 counts[r] += 1
         return counts
 
+    def rejectors(self) -> frozenset[str]:
+        """The plugins that turned down at least one node (shard/queueing_hints.py); a node
+        refused for the nominated pods it must leave room for counts under its status's
+        plugin ("" when unknown, which wakes the pod on any event)."""
+        names = set(self._narrowed_by)
+        if self.pre_filter_status is not None:
+            names.add(self.pre_filter_status.plugin)
+        names.update(p.name for p, rows in self.vec_failures if len(rows))
+        names.update(p.name if p is not None else st.plugin for p, st in self.node_failures.values())
+        return frozenset(names)
+
     def message(self, state, pod, table) -> str:
         counts = self.reasons(state, pod, table)
         parts = sorted(f"{n} {reason}" for reason, n in counts.items())

@@ -24,14 +24,11 @@ from common.errors import ObjectError
 from common.informer import Informer
 from common.objects import CREATE_ORDER, parse_object, raw_pod_key
 from .cache import ShardCache
+from . import queueing_hints as hints
 from .framework import SUCCESS
 from .queue import SchedulingQueue
 from .scheduler import Scheduler
 from .waiting import Wait
-
-
-def _depends_on_other_pods(pod) -> bool:
-    return pod.has_cross_node_constraints()
 
 
 class ProfileOwnership:
@@ -162,6 +159,7 @@ class ShardLoop:
             self._apply_simple(type_, obj, self.priority_classes)
         elif kind == "PodDisruptionBudget":
             self._apply_simple(type_, obj, self.pdbs)
+            self.queue.wake(hints.preemption_changed)
         elif kind == "Node":
             self._apply_node(type_, obj)
         elif kind == "Pod":
@@ -188,24 +186,33 @@ class ShardLoop:
         name = (obj.get("metadata") or {}).get("name")
         if type_ == "DELETED":
             self.cache.remove_node(name)
+            self.queue.wake(hints.node_deleted)
             return
         info = self.cache.nodes.get(name)
-        if info is not None and info.node is not None and node_unchanged(info.node.raw, obj):
+        old = info.node if info is not None else None
+        if old is not None and node_unchanged(old.raw, obj):
             return  # a heartbeat: no parse, no snapshot clone, no pod woken up
         node = self._parse(obj)
         if node is not None:
             self.cache.set_node(node)
-            self.queue.move_all_to_active()
+            if old is None:
+                self.queue.wake(hints.node_added, node)
+            else:
+                self.queue.wake(hints.node_updated, old, node)
 
     def _apply_pod(self, type_: str, obj: dict) -> None:
         key = raw_pod_key(obj)
         self.unowned.pop(key, None)
         if type_ == "DELETED":
-            self._nominate(key, None)
+            gone = self.cache.counted(key)
+            nominated = self._nominate(key, None)
             self.pods.pop(key, None)
             self.queue.delete(key)
             self.cache.remove_pod(key)
-            self.queue.move_all_to_active()
+            if gone is not None:
+                self.queue.wake(hints.pod_left, gone)
+            elif nominated:
+                self.queue.wake(hints.preemption_changed)
             return
         meta = obj.get("metadata") or {}
         known = self.pods.get(key)
@@ -227,16 +234,17 @@ class ShardLoop:
         if pod is None:
             self._report_bad_pod(key, obj)
             return
-        self._nominate(key, None if pod.node_name or pod.deleting else pod)
+        if self._nominate(key, None if pod.node_name or pod.deleting else pod):
+            self.queue.wake(hints.preemption_changed)
         self.pods[key] = pod
         if pod.node_name:
             self.queue.delete(key)
+            counted = self.cache.counted(key)
             self.cache.set_pod(pod)
-            if known is None or not known.node_name:
-                # A pod newly placed can only help pods whose fit depends on other pods (a
-                # spread's minimum rose, an affinity's partner arrived); kube's queueing hint
-                # for an assigned pod's arrival does the same.
-                self.queue.move_all_to_active(only=_depends_on_other_pods)
+            if counted is not None and self.cache.counted(key) is None:
+                self.queue.wake(hints.pod_left, counted)  # it finished: its room is free
+            elif known is None or not known.node_name or known.labels != pod.labels:
+                self.queue.wake(hints.pod_arrived, pod)
         elif self.cache.is_assumed(key):
             pass  # our binding is in flight; the watch will bring the bound version
         elif self.owner.owns(pod) and not pod.deleting:
@@ -256,16 +264,20 @@ class ShardLoop:
             self.cache.set_pod(pod)
         return True
 
-    def _nominate(self, key: str, pod) -> None:
-        """Keep the scheduler's nominated pods: `pod` if it is nominated somewhere, else none."""
+    def _nominate(self, key: str, pod) -> bool:
+        """Keep the scheduler's nominated pods: `pod` if it is nominated somewhere, else none.
+        True when a nomination was withdrawn or moved (room left for other pods)."""
         nominated = self.scheduler.nominated
         old = self.pods.get(key)
+        withdrawn = False
         if old is not None and old.nominated_node in nominated:
-            nominated[old.nominated_node].pop(key, None)
+            withdrawn = nominated[old.nominated_node].pop(key, None) is not None and (
+                pod is None or pod.nominated_node != old.nominated_node)
             if not nominated[old.nominated_node]:
                 del nominated[old.nominated_node]
         if pod is not None and pod.nominated_node:
             nominated.setdefault(pod.nominated_node, {})[key] = pod
+        return withdrawn
 
     def _report_bad_pod(self, key: str, obj: dict) -> None:
         err = self.errors.get(f"Pod {key}")
@@ -298,7 +310,10 @@ class ShardLoop:
             self._commit(entry, result)
         else:
             self.messages[pod.key] = self.scheduler.explain(result)
-            self.queue.requeue_unschedulable(entry, self.cache.nodes.generation if result.context_safe else 0)
+            # Nodes the scheduling context skipped were turned down by last time's rejectors.
+            rejectors = result.rejectors | (entry.rejectors if result.skipped_by_context else frozenset())
+            self.queue.requeue_unschedulable(entry, self.cache.nodes.generation if result.context_safe else 0,
+                                             rejectors)
         return result
 
     def _commit(self, entry, result) -> None:

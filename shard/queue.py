@@ -5,10 +5,11 @@
 * backoffQ: pods that failed and wait out an exponential backoff (initial * 2^(attempts-1),
   capped at the maximum) before they go back to activeQ. A sorted list by expiry: a pod
   deleted or updated while it waits leaves it at once, and the next expiry is always exact.
-* unschedulable pool: pods no node could take. They move back (through backoffQ if their
-  backoff has not expired) when a cluster event may help them (a node added or changed, a
-  pod deleted), and after `unschedulable_max` seconds at the latest. The pool is a dict in
-  arrival order, so the pods due for that periodic retry are found at its front.
+* unschedulable pool: pods no node could take, each with the plugins that rejected it. They
+  move back (through backoffQ if their backoff has not expired) when a cluster event may help
+  them (`wake` with a hint from shard/queueing_hints.py), and after `unschedulable_max`
+  seconds at the latest. The pool is a dict in arrival order, so the pods due for that
+  periodic retry are found at its front.
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ class QueuedPod:
     """A pod in the queue with its scheduling history (attempts, backoff, last generation)."""
 
     __slots__ = ("pod", "queued_at", "attempts", "backoff_until", "unschedulable_since",
-                 "last_generation", "seq", "_less")
+                 "last_generation", "rejectors", "seq", "_less")
 
     def __init__(self, pod, now: float, less):
         self.pod = pod
@@ -49,6 +50,7 @@ class QueuedPod:
         self.backoff_until = 0.0
         self.unschedulable_since = 0.0
         self.last_generation = 0   # node-store generation of the last failed attempt
+        self.rejectors: frozenset = frozenset()  # plugins that turned it down last time
         self.seq = 0
         self._less = less
 
@@ -159,8 +161,10 @@ class SchedulingQueue:
         entry.backoff_until = now + self._backoff_for(entry.attempts)
         self._push_backoff(entry)
 
-    def requeue_unschedulable(self, entry: QueuedPod, generation: int = 0) -> None:
-        """No node fits: park the pod until a cluster event may help it."""
+    def requeue_unschedulable(self, entry: QueuedPod, generation: int = 0,
+                              rejectors: frozenset = frozenset()) -> None:
+        """No node fits: park the pod until a cluster event may help it; `rejectors` are the
+        plugins that turned it down (none known: any event wakes it)."""
         if self._entries.get(entry.pod.key) is not entry:
             return
         now = self.clock()
@@ -168,6 +172,7 @@ class SchedulingQueue:
         entry.backoff_until = now + self._backoff_for(entry.attempts)
         entry.unschedulable_since = now
         entry.last_generation = generation
+        entry.rejectors = rejectors
         self._where[entry.pod.key] = "unschedulable"
         self._unschedulable[entry.pod.key] = entry
 
@@ -177,14 +182,14 @@ class SchedulingQueue:
 
     # --- moving pods back ---------------------------------------------------------------------
 
-    def move_all_to_active(self, only=None) -> int:
-        """A cluster event that may make unschedulable pods fit (node added/changed, pod gone);
-        with `only`, just the pods for which `only(pod)` says the event could matter."""
+    def move_all_to_active(self, only=None, entries: bool = False) -> int:
+        """Move unschedulable pods back; with `only`, just those for which `only(pod)` (or
+        `only(entry)` with `entries`) is true."""
         if only is None:
             moved = list(self._unschedulable.values())
             self._unschedulable.clear()
         else:
-            moved = [e for e in self._unschedulable.values() if only(e.pod)]
+            moved = [e for e in self._unschedulable.values() if only(e if entries else e.pod)]
             for e in moved:
                 del self._unschedulable[e.pod.key]
         now = self.clock()
@@ -194,6 +199,11 @@ class SchedulingQueue:
             else:
                 self._push_active(entry)
         return len(moved)
+
+    def wake(self, hint, *event) -> int:
+        """A cluster event: move the parked pods for which `hint(pod, rejectors, *event)`
+        (shard/queueing_hints.py) says it could make them fit."""
+        return self.move_all_to_active(only=lambda e: hint(e.pod, e.rejectors, *event), entries=True)
 
     def flush(self) -> None:
         """Move pods whose backoff expired, and pods unschedulable for too long, to activeQ."""

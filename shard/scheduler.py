@@ -78,7 +78,7 @@ class ScheduleResult:
 
     __slots__ = ("pod", "node", "status", "state", "evaluated", "feasible", "diagnosis",
                  "profile", "_message", "victims", "skipped_by_context", "phases",
-                 "snapshot_s", "cloned", "threshold", "pruned", "context_safe")
+                 "snapshot_s", "cloned", "threshold", "pruned", "context_safe", "rejectors")
 
     def __init__(self, pod, profile, state):
         self.pod, self.profile, self.state = pod, profile, state
@@ -96,6 +96,9 @@ class ScheduleResult:
         #: Whether a retry may skip nodes unchanged since this attempt (scheduling context):
         #: not when the pod's fate depends on pods elsewhere.
         self.context_safe = True
+        #: After a failure: the plugins that turned the pod down (Diagnosis.rejectors, plus
+        #: DefaultPreemption when preemption found nothing); the queue's hints read them.
+        self.rejectors: frozenset = frozenset()
 
     @property
     def scheduled(self) -> bool:
@@ -175,6 +178,7 @@ class Scheduler:
                 out.plugin = p.name
                 diag.pre_filter_status = out
                 result.status = out
+                result.rejectors = frozenset((p.name,))
                 return result
         if n == 0:
             result.status = Status("UnschedulableAndUnresolvable", "no nodes available to schedule pods")
@@ -191,10 +195,13 @@ class Scheduler:
         result.feasible = len(feasible)
         if not len(feasible):
             result.status = Status(UNSCHEDULABLE)
+            result.rejectors = diag.rejectors()
             if profile.post_filter and self.cache.lowest_priority() < pod.priority:
                 if result.skipped_by_context:  # preemption needs every node's verdict
                     return self.schedule(pod, queued, 0, profile)
                 self._post_filter(profile, state, pod, result)
+                if not result.scheduled:
+                    result.rejectors |= {p.name for p in profile.post_filter}
             elif result.skipped_by_context:
                 result.diagnosis = None  # partial: the message needs a full scan (see explain)
             return result

@@ -30,7 +30,8 @@ def runtime_config(shards: int = 2, binders: int = 1) -> dict:
     cfg["binders"]["count"] = binders
     for section in ("shards", "binders"):
         cfg[section]["basePort"] = 0
-    cfg["dispatcher"]["port"] = 0
+        cfg[section]["metricsBasePort"] = 0  # off: fixed ports clash with other runs on the machine
+    cfg["dispatcher"].update(port=0, metricsPort=0)
     cfg["dispatcher"]["shardTimeoutSeconds"] = 2
     cfg["dispatcher"]["redispatchAfterSeconds"] = 5
     return cfg
