@@ -1,15 +1,16 @@
 """Admission of manifests: what the API server checks before it stores an object.
 
 `shardsched create -f` and `shardsched simulate` both take Kubernetes manifests; both run them
-through `admit`, so an object one accepts the other accepts too: the store's own parse, the
-kind's apiVersion, a pod's priorityClassName (Priority admission), and one object per kind
-and name.
+through `admit`, so an object one accepts the other accepts too: the limits on any object
+(size, nesting, JSON values), the store's own parse, the kind's apiVersion, a pod's
+priorityClassName (Priority admission), and one object per kind and name.
 """
 from __future__ import annotations
 
 import contextlib
 
 from .errors import ObjectError
+from .limits import check_object
 from .objects import CREATE_ORDER, parse_object, parse_priority_class
 
 #: kind -> apiVersion
@@ -22,9 +23,11 @@ API_VERSIONS = {
 
 
 def check_document(doc, classes: dict):
-    """Validate one object as the API server would before storing it: the store's own
-    parse, the kind's apiVersion, and (Priority admission) a pod's priorityClassName.
-    Returns the parsed object; raises ObjectError naming the object and field."""
+    """Validate one object as the API server would before storing it: the limits on any
+    object, the store's own parse, the kind's apiVersion, and (Priority admission) a pod's
+    priorityClassName. Returns the parsed object; raises ObjectError naming the object and
+    field."""
+    check_object(doc)
     obj = parse_object(doc, classes)
     api_version = doc.get("apiVersion")
     want = API_VERSIONS[obj.kind]

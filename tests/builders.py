@@ -279,6 +279,18 @@ def manifest_node(name: str, cpu: str = "4", taints=None, unschedulable: bool = 
                 capacity=False)
 
 
+def anchor_bomb(name: str = "bomb", levels: int = 7, fan_out: int = 9) -> str:
+    """A billion-laughs Pod as YAML text: each level lists the one before `fan_out` times.
+    About 500 bytes that PyYAML builds at once (as shared lists) and that expand to 9^7
+    strings, 38 MB of JSON, wherever the pod is serialised."""
+    lines = ["apiVersion: v1", "kind: Pod", f"metadata: {{name: {name}}}", "spec:",
+             "  containers: [{name: c, image: x}]", "  x:",
+             "    l0: &l0 [" + ", ".join(["lol"] * fan_out) + "]"]
+    for i in range(1, levels):
+        lines.append(f"    l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * fan_out) + "]")
+    return "\n".join(lines) + "\n"
+
+
 def manifest_pod(name: str, ns: str = "default", cpu: str = "500m", node_name: str | None = None,
                  host_port: int | None = None, priority_class: str | None = None, tolerations=None) -> dict:
     """A 500m/256Mi Pod as `shardsched create` reads it: no uid, schedulerName or status."""

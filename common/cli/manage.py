@@ -58,8 +58,8 @@ def _display_name(kind: str, key: str) -> str:
 def cmd_create(args) -> int:
     """`create -f FILE`: every valid object is created even when others are rejected."""
     try:
-        docs = read_documents(args.file)
-        if not docs:
+        docs, unreadable = read_documents(args.file)
+        if not docs and not unreadable:
             raise UsageError(f"{args.file}: no objects to create")
     except UsageError as e:
         return fail(str(e), EXIT_USAGE)
@@ -67,7 +67,7 @@ def cmd_create(args) -> int:
         accepted, errors = admit(docs, stored_classes(store))
         refused = store.create_many([doc for _, _, doc in accepted]) if accepted else []
     failed = {e.obj for e in refused}
-    errors += refused
+    errors = unreadable + errors + refused
     for kind, key, _ in accepted:
         if f"{kind} {key}" not in failed:
             print(f"{_display_name(kind, key)} created")
