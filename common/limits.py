@@ -24,11 +24,12 @@ import orjson
 
 from .errors import ObjectError
 from .objects import NAMESPACED
+from .resources import INT64_MAX
 from .selectors import Field
 
 MAX_OBJECT_BYTES = 1536 * 1024
 MAX_NESTING_DEPTH = 100
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+INT64_MIN = -INT64_MAX - 1
 
 
 def describe(obj) -> str:
@@ -126,7 +127,7 @@ def _first_problem(obj: dict, root: Field) -> ObjectError | None:
             continue
         elif isinstance(value, int):
             if not INT64_MIN <= value <= INT64_MAX:
-                return f.error(f"integer {value} does not fit in 64 bits")
+                return f.error(f"integer {value} is outside the int64 range")
         elif isinstance(value, float):
             if not math.isfinite(value):
                 return f.error(f"{value!r} is not a JSON number")

@@ -279,6 +279,21 @@ def manifest_node(name: str, cpu: str = "4", taints=None, unschedulable: bool = 
                 capacity=False)
 
 
+def overflowing_pod(name: str = "huge") -> dict:
+    """A pod whose two containers' memory requests (2^62 bytes each) sum past int64."""
+    half = str(1 << 62)
+    d = pod(name, memory=half, images=("a", "b"))
+    d["spec"]["containers"][1]["resources"] = {"requests": {"memory": half}}
+    return d
+
+
+def too_wide_node(name: str = "wide") -> dict:
+    """A node with one extended resource more than a process may track at once."""
+    from common.resources import MAX_EXTENDED_RESOURCES
+
+    return node(name, extra={f"example.com/many-{i}": "1" for i in range(MAX_EXTENDED_RESOURCES + 1)})
+
+
 def anchor_bomb(name: str = "bomb", levels: int = 7, fan_out: int = 9) -> str:
     """A billion-laughs Pod as YAML text: each level lists the one before `fan_out` times.
     About 500 bytes that PyYAML builds at once (as shared lists) and that expand to 9^7

@@ -151,7 +151,7 @@ def test_create_values_json_cannot_hold_name_the_object_and_field(capsys, url, s
     assert code == 1
     assert out.splitlines() == ["pod/a created", "pod/b created"]
     assert sorted(err.splitlines()) == [
-        "shardsched: error: Pod default/big: spec.x: integer 36893488147419103232 does not fit in 64 bits",
+        "shardsched: error: Pod default/big: spec.x: integer 36893488147419103232 is outside the int64 range",
         "shardsched: error: Pod default/bin: metadata.annotations.a: binary data (!!binary) cannot be stored; "
         "use a base64 string",
         "shardsched: error: Pod default/keyed: metadata.labels: keys must be strings, got int 1"]
