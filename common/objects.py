@@ -311,6 +311,9 @@ def _effective_requests(spec: dict, f: Field, checked: bool) -> dict[str, int]:
 
 
 class Pod:
+    """A parsed pod. `requests` is its resource vector; `hold` (common.resources.SlotHold, or
+    None) keeps the vector's extended slots assigned for as long as the pod lives."""
+
     kind = "Pod"
     __slots__ = (
         "namespace", "name", "uid", "key", "labels", "annotations", "owner_refs", "node_name",
@@ -558,6 +561,8 @@ def resolve_priority(p: Pod, priority_classes: dict, f: Field | None = None) -> 
 
 
 class Node:
+    """A parsed node; `hold` keeps the extended slots of `allocatable`, as Pod's does."""
+
     kind = "Node"
     __slots__ = ("name", "key", "uid", "labels", "annotations", "taints", "unschedulable",
                  "allocatable", "images", "resource_version", "raw", "hold")
