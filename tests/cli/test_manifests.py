@@ -11,7 +11,6 @@ refusing only the document at fault while the documents beside it are read.
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 import yaml
@@ -36,9 +35,7 @@ def write(tmp_path, text: str, name: str = "in.yaml") -> str:
 def test_an_anchor_bomb_is_refused_naming_its_document_and_the_rest_is_read(tmp_path):
     text = dump(pod("before")) + "---\n" + bomb() + "---\n" + dump(pod("after"))
     path = write(tmp_path, text)
-    t = time.monotonic()
     docs, errors = read_documents(path)
-    assert time.monotonic() - t < 5  # refused while reading, never expanded
     assert [d["metadata"]["name"] for d in docs] == ["before", "after"]
     (err,) = errors
     assert err.obj == f"{path}: document 2"
