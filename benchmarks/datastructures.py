@@ -21,7 +21,7 @@ import time
 
 from common.fleet import generate
 from common.objects import parse_node
-from common.resources import NUM_SLOTS, vadd
+from common.resources import ZERO, vadd
 from shard.node_info import NodeInfo
 from shard.snapshot import Snapshot
 from shard.zone_tree import ZoneTree, zone_of
@@ -101,9 +101,8 @@ def bench_releasable(cache, repeat: int, priority: int = 1000) -> dict:
 
     def linear():
         out = []
-        zero = (0,) * NUM_SLOTS
         for info in infos:
-            total = zero
+            total = ZERO
             for pod in info.pods.values():
                 if pod.priority < priority:
                     total = vadd(total, pod.requests)

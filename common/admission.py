@@ -1,8 +1,9 @@
 """Admission of manifests: what the API server checks before it stores an object.
 
 `shardsched create -f` and `shardsched simulate` both take Kubernetes manifests; both run them
-through `admit`, so an object one accepts the other accepts too: the store's own parse, the
-kind's apiVersion, Priority admission, and one object per kind and name.
+through `admit`, so an object one accepts the other accepts too: the limits on any object
+(size, nesting, JSON values), the store's own parse, the kind's apiVersion, Priority
+admission, and one object per kind and name.
 
 Priority admission works as the API server's plugin: a pod's priority and preemptionPolicy
 come from its PriorityClass (the global default class when it names none, then 0), and a pod
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 
 from .errors import ObjectError
+from .limits import check_object
 from .objects import CREATE_ORDER, SYSTEM_PRIORITY_CLASSES, parse_object, parse_priority_class
 
 #: kind -> apiVersion
@@ -27,10 +29,11 @@ API_VERSIONS = {
 
 
 def check_document(doc, classes: dict):
-    """Validate one object as the API server would before storing it: the store's own
-    parse, the kind's apiVersion, and Priority admission (which fills in a pod's
-    spec.priority and preemptionPolicy in `doc`). Returns the parsed object; raises
-    ObjectError naming the object and field."""
+    """Validate one object as the API server would before storing it: the limits on any
+    object, the store's own parse, the kind's apiVersion, and Priority admission (which fills
+    in a pod's spec.priority and preemptionPolicy in `doc`). Returns the parsed object;
+    raises ObjectError naming the object and field."""
+    check_object(doc)
     obj = parse_object(doc, classes)
     if obj.kind == "Pod":
         _admit_priority(obj, doc, classes)

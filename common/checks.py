@@ -24,7 +24,7 @@ from .constraints import (INTER_POD_AFFINITY, POD_TOPOLOGY_SPREAD, inter_pod_aff
 from .predicates import (NODE_AFFINITY_MISMATCH, PORTS_IN_USE, UNSCHEDULABLE_NODE, host_ports_conflict,
                          insufficient, node_matches, unschedulable_blocks, untolerated_taint,
                          untolerated_taint_message)
-from .resources import vadd
+from .resources import shortfalls, vadd
 
 
 class Judged:
@@ -95,7 +95,7 @@ def node_resources_fit(j: Judged):
     free = j.info.free
     for v in j.victims:
         free = vadd(free, v.requests)
-    short = [insufficient(i) for i, (r, f) in enumerate(zip(j.pod.requests, free)) if r > f]
+    short = [insufficient(i) for i in shortfalls(j.pod.requests, free)]
     return f"NodeResourcesFit: {', '.join(short)}" if short else None
 
 

@@ -92,15 +92,12 @@ def generate(nodes: int, profile: str = "uniform", seed: int = 0, prefix: str = 
 
 def summarize(node_objs) -> dict:
     """Nodes per zone and shape, and total allocatable, from parsed Node objects."""
-    from .resources import known_resources
+    from .resources import ZERO, vadd, vector_to_map
 
     zones = Counter(n.labels.get("topology.kubernetes.io/zone", "-") for n in node_objs)
     shapes = Counter(n.labels.get("node.kubernetes.io/instance-type", "-") for n in node_objs)
-    total = [0] * 64
+    total = ZERO
     for n in node_objs:
-        for i, x in enumerate(n.allocatable):
-            total[i] += x
-    names = known_resources()
+        total = vadd(total, n.allocatable)
     return {"nodes": len(node_objs), "zones": dict(sorted(zones.items())),
-            "shapes": dict(sorted(shapes.items())),
-            "allocatable": {names[i]: total[i] for i in range(len(names)) if total[i]}}
+            "shapes": dict(sorted(shapes.items())), "allocatable": vector_to_map(total)}

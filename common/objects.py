@@ -7,14 +7,13 @@ The original dict stays in `raw` so stores and reports can round-trip it unchang
 from __future__ import annotations
 
 import copy
+import weakref
 from datetime import datetime
 
 import orjson
 
 from .errors import ObjectError
-from .resources import (
-    BASE_RESOURCES, NUM_SLOTS, PODS, TooManyResources, parse_amount, resource_index,
-)
+from .resources import INT64_MAX, TooManyResources, parse_amount, resource_vector
 from .selectors import (
     Field, LabelSelector, parse_label_selector,
     parse_node_selector_term, parse_taint, parse_toleration,
@@ -87,16 +86,16 @@ def parse_resource_list(value, f: Field, allow_negative: bool = False) -> dict[s
     return out
 
 
-def _vector(amounts: dict[str, int], f: Field) -> tuple[int, ...]:
-    v = [0] * NUM_SLOTS
-    for name, amount in amounts.items():
-        if not amount and name not in BASE_RESOURCES:
-            continue  # zero-valued extended resources (hugepages-2Mi: 0) need no slot
-        try:
-            v[resource_index(name)] += amount
-        except TooManyResources as e:
-            raise f.at(name).error(str(e)) from None
-    return tuple(v)
+def _vector(amounts: dict[str, int], field_of) -> tuple:
+    """(vector, its SlotHold or None) of `amounts`; `field_of(name)` is the Field to blame
+    when the resource table is full. Zero extended amounts (hugepages-2Mi: 0) take no slot.
+
+    Parsers build the vector last, once nothing else can fail: an error's traceback keeps the
+    parser's locals, and with them the hold, alive for as long as the error is kept."""
+    try:
+        return resource_vector(amounts)
+    except TooManyResources as e:
+        raise field_of(e.name).error(str(e)) from None
 
 
 class OwnerRef:
@@ -241,9 +240,16 @@ def _container_requests(c: dict, f: Field) -> dict[str, int]:
     return reqs
 
 
-def _add(acc: dict, more: dict) -> None:
+def _add(acc: dict, more: dict, where=None) -> None:
+    """acc += more; with `where` (resource name -> the Field it came from), refuse a sum past
+    the largest amount a resource vector holds, naming that field."""
     for k, v in more.items():
-        acc[k] = acc.get(k, 0) + v
+        total = acc.get(k, 0) + v
+        if where is not None and total > INT64_MAX:
+            unit = "m" if k == "cpu" else ""
+            raise where(k).error(f"the pod's total {k} request would be more than {INT64_MAX}{unit}, "
+                                 "the most a resource amount can be")
+        acc[k] = total
 
 
 def _max(acc: dict, other: dict) -> None:
@@ -252,18 +258,35 @@ def _max(acc: dict, other: dict) -> None:
             acc[k] = v
 
 
+def _request_field(c: dict, f: Field):
+    """resource name -> the field of container `c` its request comes from (for errors)."""
+    requests = ((c.get("resources") or {}).get("requests")) or {}
+    return lambda name: f.at("resources").at("requests" if name in requests else "limits").at(name)
+
+
 def effective_requests(spec: dict, f: Field) -> dict[str, int]:
     """A pod's scheduling request by Kubernetes' rules (component-helpers PodRequests).
 
     Sum of the containers; sidecars (init containers with restartPolicy Always) add to that
     sum and stay running while later init containers run; the result is the max of the sum
-    and every init container's peak; then pod overhead is added.
+    and every init container's peak; then pod overhead is added. Each quantity is capped at
+    2^63-1 as Kubernetes caps it, but a sum past that cannot be counted in the int64 columns
+    every process keeps: it is refused, naming the field that crossed it (found by a second,
+    checked pass, so the usual parse pays nothing for it).
     """
+    total = _effective_requests(spec, f, checked=False)
+    if total and max(total.values()) > INT64_MAX:
+        _effective_requests(spec, f, checked=True)
+    return total
+
+
+def _effective_requests(spec: dict, f: Field, checked: bool) -> dict[str, int]:
     containers = f.get_list(spec, "containers")
     total: dict[str, int] = {}
     for i, c in enumerate(containers):
         cf = f.at("containers").at(i)
-        _add(total, _container_requests(cf.dict(c), cf))
+        c = cf.dict(c)
+        _add(total, _container_requests(c, cf), _request_field(c, cf) if checked else None)
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
     inits = f.get_list(spec, "initContainers")
@@ -271,21 +294,26 @@ def effective_requests(spec: dict, f: Field) -> dict[str, int]:
         cf = f.at("initContainers").at(i)
         c = cf.dict(c)
         req = _container_requests(c, cf)
+        where = _request_field(c, cf) if checked else None
         if c.get("restartPolicy") == "Always":
-            _add(total, req)
-            _add(sidecars, req)
+            _add(total, req, where)
+            _add(sidecars, req, where)
             peak = dict(sidecars)
         else:
             peak = dict(req)
-            _add(peak, sidecars)
+            _add(peak, sidecars, where)
         _max(init_peak, peak)
     _max(total, init_peak)
     if spec.get("overhead") is not None:
-        _add(total, parse_resource_list(spec["overhead"], f.at("overhead")))
+        overhead = f.at("overhead")
+        _add(total, parse_resource_list(spec["overhead"], overhead), overhead.at if checked else None)
     return total
 
 
 class Pod:
+    """A parsed pod. `requests` is its resource vector; `hold` (common.resources.SlotHold, or
+    None) keeps the vector's extended slots assigned for as long as the pod lives."""
+
     kind = "Pod"
     __slots__ = (
         "namespace", "name", "uid", "key", "labels", "annotations", "owner_refs", "node_name",
@@ -293,7 +321,7 @@ class Pod:
         "host_ports", "tolerations", "node_selector", "required_node_terms",
         "preferred_node_terms", "affinity", "anti_affinity", "spread_constraints", "images",
         "creation_time", "start_time", "phase", "nominated_node", "deleting", "resource_version",
-        "raw",
+        "raw", "hold",
     )
 
     @property
@@ -374,9 +402,10 @@ def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
         refs.append(OwnerRef(rf.get_str(r, "kind", required=True), rf.get_str(r, "name", required=True),
                              rf.get_str(r, "uid"), bool(r.get("controller"))))
     p.owner_refs = tuple(refs)
-    (p.images, p.scheduler_name, p.priority_class_name, p.priority, p.preemption_policy, p.requests,
+    parsed_spec = _spec_fields(spec, sf, ns, labels)
+    (p.images, p.scheduler_name, p.priority_class_name, p.priority, p.preemption_policy,
      p.host_ports, p.tolerations, p.node_selector, p.required_node_terms, p.preferred_node_terms,
-     p.affinity, p.anti_affinity, p.spread_constraints) = _spec_fields(spec, sf, ns, labels)
+     p.affinity, p.anti_affinity, p.spread_constraints) = parsed_spec.fields
     p.node_name = sf.get_str(spec, "nodeName")
     if priority_classes is not None:
         resolve_priority(p, priority_classes, sf)
@@ -389,14 +418,49 @@ def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
     p.deleting = bool(meta.get("deletionTimestamp"))
     p.resource_version = str(meta.get("resourceVersion") or "")
     p.raw = d
+    p.requests, p.hold = parsed_spec.requests(spec, sf)
     return p
+
+
+class _SpecParse:
+    """One parse of a pod spec, shared by the pods with that spec: the fields parse_pod
+    takes, the effective requests by resource name, and the vector last built from them with
+    a weak reference to its hold. Pods share that vector and hold while the hold lives; once
+    it is gone its slots may be another resource's, so the next pod gets a new vector."""
+
+    __slots__ = ("fields", "amounts", "built")
+
+    def __init__(self, fields: tuple, amounts: dict):
+        self.fields, self.amounts, self.built = fields, amounts, None
+
+    def requests(self, spec: dict, sf: Field) -> tuple:
+        built = self.built  # read once: another thread may replace it
+        if built is not None:
+            vector, ref = built
+            hold = None if ref is None else ref()
+            if ref is None or hold is not None:
+                return vector, hold
+        vector, hold = _vector(self.amounts, lambda name: _request_origin(spec, sf, name))
+        self.built = (vector, None if hold is None else weakref.ref(hold))
+        return vector, hold
+
+
+def _request_origin(spec: dict, sf: Field, name: str) -> Field:
+    """The first field of a (valid) spec that requests resource `name`, for errors."""
+    for section in ("containers", "initContainers"):
+        for i, c in enumerate(spec.get(section) or ()):
+            res = c.get("resources") or {}
+            for kind in ("requests", "limits"):
+                if name in (res.get(kind) or {}):
+                    return sf.at(section).at(i).at("resources").at(kind).at(name)
+    return sf.at("overhead").at(name)
 
 
 _SPEC_MEMO: dict = {}
 _SPEC_MEMO_SIZE = 4096
 
 
-def _spec_fields(spec: dict, sf: Field, ns: str, labels: dict) -> tuple:
+def _spec_fields(spec: dict, sf: Field, ns: str, labels: dict) -> _SpecParse:
     """What parse_pod reads from the spec (all but nodeName), memoised by the spec's JSON.
 
     Pods of one Deployment, Job or benchmark share their spec, and every pod is parsed by
@@ -422,7 +486,7 @@ def _spec_fields(spec: dict, sf: Field, ns: str, labels: dict) -> tuple:
     return fields
 
 
-def _parse_spec(spec: dict, sf: Field, ns: str, labels: dict) -> tuple:
+def _parse_spec(spec: dict, sf: Field, ns: str, labels: dict) -> _SpecParse:
     containers = sf.get_list(spec, "containers")
     cf = sf.at("containers")
     if not containers:
@@ -437,8 +501,8 @@ def _parse_spec(spec: dict, sf: Field, ns: str, labels: dict) -> tuple:
     policy = sf.get_str(spec, "preemptionPolicy")
     if policy and policy not in ("PreemptLowerPriority", "Never"):
         raise sf.at("preemptionPolicy").error(f"must be PreemptLowerPriority or Never, got {policy!r}")
-    requests = _vector(effective_requests(spec, sf), sf)
-    requests = requests[:PODS] + (1,) + requests[PODS + 1:]  # every pod takes one pod slot
+    amounts = effective_requests(spec, sf)
+    amounts["pods"] = 1  # every pod takes one pod slot
     host_ports = _host_ports(containers, cf)
     tolerations = tuple(parse_toleration(t, sf.at("tolerations").at(i))
                         for i, t in enumerate(sf.get_list(spec, "tolerations")))
@@ -471,8 +535,9 @@ def _parse_spec(spec: dict, sf: Field, ns: str, labels: dict) -> tuple:
                      if aff.get("podAntiAffinity") else EMPTY_AFFINITY)
     spread = tuple(_spread_constraint(c, sf.at("topologySpreadConstraints").at(i), labels)
                    for i, c in enumerate(sf.get_list(spec, "topologySpreadConstraints")))
-    return (images, scheduler_name, priority_class_name, priority, policy, requests, host_ports,
-            tolerations, node_selector, required_terms, tuple(preferred), affinity, anti_affinity, spread)
+    return _SpecParse((images, scheduler_name, priority_class_name, priority, policy, host_ports,
+                       tolerations, node_selector, required_terms, tuple(preferred), affinity,
+                       anti_affinity, spread), amounts)
 
 
 def resolve_priority(p: Pod, priority_classes: dict, f: Field | None = None) -> None:
@@ -506,9 +571,11 @@ def resolve_priority(p: Pod, priority_classes: dict, f: Field | None = None) -> 
 
 
 class Node:
+    """A parsed node; `hold` keeps the extended slots of `allocatable`, as Pod's does."""
+
     kind = "Node"
     __slots__ = ("name", "key", "uid", "labels", "annotations", "taints", "unschedulable",
-                 "allocatable", "images", "resource_version", "raw")
+                 "allocatable", "images", "resource_version", "raw", "hold")
 
     def __repr__(self):
         return f"Node({self.name})"
@@ -529,8 +596,8 @@ def parse_node(d: dict) -> Node:
                      for i, t in enumerate(f.at("spec.taints").list(spec.get("taints"))))
     n.unschedulable = bool(spec.get("unschedulable"))
     alloc_src = "allocatable" if status.get("allocatable") is not None else "capacity"
-    n.allocatable = _vector(parse_resource_list(status.get(alloc_src), f.at(f"status.{alloc_src}")),
-                            f.at(f"status.{alloc_src}"))
+    alloc_field = f.at(f"status.{alloc_src}")
+    allocatable = parse_resource_list(status.get(alloc_src), alloc_field)
     images = {}
     for i, img in enumerate(f.at("status.images").list(status.get("images"))):
         imf = f.at("status.images").at(i)
@@ -541,6 +608,7 @@ def parse_node(d: dict) -> Node:
     n.images = images
     n.resource_version = str(meta.get("resourceVersion") or "")
     n.raw = d
+    n.allocatable, n.hold = _vector(allocatable, alloc_field.at)
     return n
 
 

@@ -1,63 +1,206 @@
 """Quantities and resource vectors.
 
-Every resource amount the scheduler compares is an integer in a fixed-width tuple (a
-"resource vector"): cpu in millicores, memory and ephemeral-storage in bytes, pods as a count,
-then one slot per extended resource (``nvidia.com/gpu``...) in order of first appearance.
-Fixed-width tuples let the node table keep them as numpy columns and let the splay trees add
-them without dictionaries on the hot path.
+Every resource amount the scheduler compares is an integer in a tuple (a "resource vector"):
+cpu in millicores, memory and ephemeral-storage in bytes, pods as a count, then one slot per
+extended resource (``nvidia.com/gpu``...). Tuples let the node table keep them as numpy
+columns and let the splay trees add them without dictionaries on the hot path.
+
+Extended resources get their slots from a process-wide ResourceTable as they appear, and give
+them back once nothing uses them: a vector is only as long as its highest slot (the four base
+slots always), missing slots are zero, and the arithmetic here pads. Whatever holds a vector
+with extended slots also holds the SlotHold that came with it (parsed Pods and Nodes do), so
+a slot is reused for another resource only after every vector that used it is gone.
 """
 from __future__ import annotations
 
+import collections
+import heapq
 import math
 import re
+import threading
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
+from operator import add, sub
 
 from kubernetes.utils import parse_quantity as _k8s_parse_quantity
 
 CPU, MEMORY, EPHEMERAL, PODS = 0, 1, 2, 3
 BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
-#: Width of every resource vector; the slots past the four base resources hold extended ones.
-NUM_SLOTS = 16
+BASE_WIDTH = len(BASE_RESOURCES)
+_BASE_INDEX = {n: i for i, n in enumerate(BASE_RESOURCES)}
+#: Extended resources one process tracks at once: each is a column of every shard's node
+#: table (8 bytes x 3 columns x nodes), the one hard limit left.
+MAX_EXTENDED_RESOURCES = 128
+#: The largest amount a vector holds: the int64 columns of the node table.
+INT64_MAX = (1 << 63) - 1
 
-_names: list[str] = list(BASE_RESOURCES)
-_index: dict[str, int] = {n: i for i, n in enumerate(_names)}
-
-ZERO: tuple[int, ...] = (0,) * NUM_SLOTS
+ZERO: tuple[int, ...] = (0,) * BASE_WIDTH
 
 #: Kubernetes' quantity grammar (apimachinery resource.ParseQuantity): signed ASCII decimal,
 #: then one of: an integer decimal exponent, a binary suffix, a decimal suffix (only lowercase k).
 #: The client library's parser alone also takes "1K", "1_000", "1e3k" and non-ASCII digits.
 #: Kubernetes caps quantities at 2^63-1 in magnitude; amounts also have to fit int64 columns.
-_INT64_MAX = (1 << 63) - 1
-_MAX_QUANTITY = Decimal(_INT64_MAX)
+_MAX_QUANTITY = Decimal(INT64_MAX)
 _QUANTITY_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?")
 
 
 class TooManyResources(ValueError):
-    """More distinct extended resources than the vector has slots for."""
+    """More distinct extended resources in use at once than the table may hold."""
+
+    def __init__(self, name: str, limit: int):
+        super().__init__(f"more than {limit} distinct extended resources in use at once "
+                         f"(a column of every node table each), cannot add {name!r}")
+        self.name = name
+
+
+class SlotHold:
+    """The extended slots of one vector, kept assigned while anything holds this object.
+
+    Copies of an object share its hold; when the last holder goes, CPython drops the hold at
+    once and `__del__` queues its slots for the table to take back. Queued, not handed back
+    here, because `__del__` may run anywhere, even inside the table's own lock.
+    """
+
+    __slots__ = ("slots", "_released", "__weakref__")
+
+    def __init__(self, slots: tuple, released: collections.deque):
+        self.slots = slots
+        self._released = released
+
+    def __del__(self):
+        self._released.append(self.slots)
+
+
+class ResourceTable:
+    """Slots of extended resources: given out on first use, lowest free slot first (so
+    vectors stay short), taken back when no SlotHold uses them any more."""
+
+    def __init__(self, max_extended: int = MAX_EXTENDED_RESOURCES):
+        self.max_extended = max_extended
+        self._names: list[str | None] = list(BASE_RESOURCES)  # slot -> name, None when free
+        self._index: dict[str, int] = dict(_BASE_INDEX)
+        self._holds: list[int] = [1] * BASE_WIDTH             # slot -> live holds (+1 if pinned)
+        self._pinned: set[str] = set(BASE_RESOURCES)
+        self._free: list[int] = []                            # a heap of free slots
+        self._released: collections.deque = collections.deque()
+        self._lock = threading.Lock()
+
+    @property
+    def width(self) -> int:
+        """One past the highest slot ever given out: no vector is longer."""
+        return len(self._names)
+
+    def name(self, i: int) -> str:
+        return self._names[i]
+
+    def vector(self, amounts: dict[str, int]) -> tuple[tuple[int, ...], SlotHold | None]:
+        """The vector of {resource name: amount}, and the hold on its extended slots (None
+        when it has none; zero amounts take no slot). Raises TooManyResources naming the
+        resource that found the table full."""
+        v = [0] * BASE_WIDTH
+        extended: dict[str, int] = {}
+        for name, amount in amounts.items():
+            i = _BASE_INDEX.get(name)
+            if i is not None:
+                v[i] += amount
+            elif amount:
+                extended[name] = amount
+        if not extended:
+            return tuple(v), None
+        slots = self._take(extended)
+        v.extend([0] * (max(slots) + 1 - BASE_WIDTH))
+        for i, amount in zip(slots, extended.values()):
+            v[i] = amount
+        return tuple(v), SlotHold(tuple(slots), self._released)
+
+    def pin(self, name: str) -> int:
+        """The slot of `name`, kept for the life of the process (resources named in the
+        configuration, which plugins address by slot)."""
+        with self._lock:
+            if name in self._pinned:
+                return self._index[name]
+            self._take_back()
+            i = self._acquire(name)
+            self._pinned.add(name)
+            return i
+
+    def in_use(self) -> int:
+        """Extended slots given out now (pinned ones included)."""
+        with self._lock:
+            self._take_back()
+            return len(self._index) - BASE_WIDTH
+
+    def names(self) -> list[str]:
+        """Resources with a slot now, by slot."""
+        with self._lock:
+            self._take_back()
+            return [n for n in self._names if n is not None]
+
+    def _take(self, names) -> list[int]:
+        with self._lock:
+            self._take_back()  # here too, so the queue of dropped holds never piles up
+            taken: list[int] = []
+            try:
+                for name in names:
+                    taken.append(self._acquire(name))
+            except TooManyResources:
+                for i in taken:
+                    self._let_go(i)
+                raise
+            return taken
+
+    def _acquire(self, name: str) -> int:
+        i = self._index.get(name)
+        if i is None:
+            i = self._new_slot(name)
+        self._holds[i] += 1
+        return i
+
+    def _new_slot(self, name: str) -> int:
+        if self._free:
+            i = heapq.heappop(self._free)
+            self._names[i] = name
+        elif self.width - BASE_WIDTH < self.max_extended:
+            i = self.width
+            self._names.append(name)
+            self._holds.append(0)
+        else:
+            raise TooManyResources(name, self.max_extended)
+        self._index[name] = i
+        return i
+
+    def _take_back(self) -> None:
+        """Count down the holds dropped since the last call (the lock is held)."""
+        released = self._released
+        while released:
+            for i in released.popleft():
+                self._let_go(i)
+
+    def _let_go(self, i: int) -> None:
+        self._holds[i] -= 1
+        if not self._holds[i]:
+            del self._index[self._names[i]]
+            self._names[i] = None
+            heapq.heappush(self._free, i)
+
+
+#: The table of this process.
+RESOURCES = ResourceTable()
+
+
+def resource_vector(amounts: dict[str, int]) -> tuple[tuple[int, ...], SlotHold | None]:
+    """RESOURCES.vector: keep the hold wherever the vector is kept."""
+    return RESOURCES.vector(amounts)
 
 
 def resource_index(name: str) -> int:
-    """Slot of a resource name, registering extended resources on first sight."""
-    i = _index.get(name)
-    if i is None:
-        if len(_names) >= NUM_SLOTS:
-            raise TooManyResources(
-                f"too many distinct resources (at most {NUM_SLOTS - len(BASE_RESOURCES)} "
-                f"extended resources are supported), cannot add {name!r}")
-        i = len(_names)
-        _names.append(name)
-        _index[name] = i
-    return i
+    """The slot of a resource named in the configuration (pinned for good)."""
+    i = _BASE_INDEX.get(name)
+    return i if i is not None else RESOURCES.pin(name)
 
 
 def resource_name(i: int) -> str:
-    return _names[i]
-
-
-def known_resources() -> list[str]:
-    return list(_names)
+    return RESOURCES.name(i)
 
 
 @lru_cache(maxsize=65536)
@@ -93,7 +236,7 @@ def parse_quantity(value) -> Decimal:
 def quantity_to_int(name: str, q: Decimal) -> int:
     """Integer amount in the resource's unit: millicores for cpu, rounded up like Kubernetes."""
     n = int(math.ceil(q * 1000)) if name == "cpu" else int(math.ceil(q))
-    return max(-_INT64_MAX, min(_INT64_MAX, n))
+    return max(-INT64_MAX, min(INT64_MAX, n))
 
 
 @lru_cache(maxsize=65536, typed=True)
@@ -116,36 +259,55 @@ def parse_amount(name: str, value) -> tuple[int, bool]:
         return quantity_to_int(name, q), q < 0
 
 
-def vector_from_map(amounts: dict[str, int]) -> tuple[int, ...]:
-    """Dense vector from {resource name: integer amount}."""
-    v = [0] * NUM_SLOTS
-    for name, amount in amounts.items():
-        v[resource_index(name)] += amount
+def vector_to_map(v) -> dict[str, int]:
+    return {RESOURCES.name(i): int(x) for i, x in enumerate(v) if x}
+
+
+def _trimmed(v: list) -> tuple[int, ...]:
+    """The canonical form: no zero slots past the last non-zero extended one."""
+    while len(v) > BASE_WIDTH and not v[-1]:
+        v.pop()
     return tuple(v)
 
 
-def vector_to_map(v) -> dict[str, int]:
-    return {_names[i]: int(x) for i, x in enumerate(v) if x and i < len(_names)}
+def _combined(op, a, b) -> tuple[int, ...]:
+    if len(a) == len(b):
+        if len(a) == BASE_WIDTH:
+            return tuple(map(op, a, b))
+        return _trimmed(list(map(op, a, b)))
+    n = max(len(a), len(b))
+    return _trimmed(list(map(op, padded(a, n), padded(b, n))))
+
+
+def padded(v, n: int) -> tuple[int, ...]:
+    """`v` with zeros up to length `n` (a longer `v` stays as it is)."""
+    return tuple(v) + (0,) * (n - len(v)) if len(v) < n else tuple(v)
 
 
 def vadd(a, b) -> tuple[int, ...]:
-    return tuple([x + y for x, y in zip(a, b)])
+    return _combined(add, a, b)
 
 
 def vsub(a, b) -> tuple[int, ...]:
-    return tuple([x - y for x, y in zip(a, b)])
+    return _combined(sub, a, b)
 
 
 def vmax(a, b) -> tuple[int, ...]:
-    return tuple([x if x >= y else y for x, y in zip(a, b)])
+    return _combined(max, a, b)
 
 
 def fits(request, free) -> bool:
-    """True when every requested amount is available."""
+    """True when every requested amount is available (slots past the end of `free` hold 0)."""
     for r, f in zip(request, free):
         if r > f:
             return False
-    return True
+    return len(request) <= len(free) or not any(r > 0 for r in request[len(free):])
+
+
+def shortfalls(request, free) -> list[int]:
+    """The slots where `request` asks for more than `free` has."""
+    n = len(free)
+    return [i for i, r in enumerate(request) if r > (free[i] if i < n else 0)]
 
 
 def format_amount(name: str, amount: int) -> str:

@@ -13,7 +13,8 @@ order) cannot hit Python's recursion limit.
 """
 from __future__ import annotations
 
-from operator import add
+from .resources import ZERO, vadd
+
 Key = tuple[int, float, str]
 Vector = tuple[int, ...]
 
@@ -40,29 +41,27 @@ def _pull(node: _Node) -> None:
     size = 1
     child = node.left
     if child is not None:
-        total = tuple(map(add, total, child.sum))
+        total = vadd(total, child.sum)
         size += child.size
         node.low = child.low
     else:
         node.low = node.key[0]
     child = node.right
     if child is not None:
-        total = tuple(map(add, total, child.sum))
+        total = vadd(total, child.sum)
         size += child.size
     node.sum = total
     node.size = size
 
 
 class PrioritySplayTree:
-    """Entries keyed by unique (priority, start_time, uid), each with a resource vector."""
+    """Entries keyed by unique (priority, start_time, uid), each with a resource vector
+    (common.resources: vectors of different lengths add up as if padded with zeros)."""
 
-    __slots__ = ("_root", "width", "_zero")
+    __slots__ = ("_root",)
 
-    def __init__(self, width: int) -> None:
+    def __init__(self) -> None:
         self._root: _Node | None = None
-        #: Length of every vector in the tree.
-        self.width = width
-        self._zero: Vector = (0,) * width
 
     def __len__(self) -> int:
         return 0 if self._root is None else self._root.size
@@ -135,8 +134,6 @@ class PrioritySplayTree:
 
     def insert(self, key: Key, vector: Vector) -> None:
         """Add an entry; KeyError if the key is already present."""
-        if len(vector) != self.width:
-            raise ValueError(f"vector of length {len(vector)} in a tree of width {self.width}")
         found, parent = self._descend(key)
         if found is not None:
             self._splay(found)
@@ -205,11 +202,11 @@ class PrioritySplayTree:
         pred = self._below(priority)
         root = self._root
         if root is None:
-            return self._zero
+            return ZERO
         left = root.left
         if pred is None:
-            return self._zero if left is None else left.sum
-        return root.vec if left is None else tuple(map(add, left.sum, root.vec))
+            return ZERO if left is None else left.sum
+        return root.vec if left is None else vadd(left.sum, root.vec)
 
     def count_below(self, priority: int) -> int:
         """Number of entries with priority strictly below ``priority``."""
@@ -222,7 +219,7 @@ class PrioritySplayTree:
 
     def total(self) -> Vector:
         """Sum of all vectors."""
-        return self._zero if self._root is None else self._root.sum
+        return ZERO if self._root is None else self._root.sum
 
     def items(self) -> list[tuple[Key, Vector]]:
         """All (key, vector) pairs in key order; a list, so callers may mutate the tree."""

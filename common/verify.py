@@ -24,7 +24,7 @@ from .constraints import ConstrainedAccounting, inter_pod_affinity_failure, topo
 from .errors import ObjectError
 from .objects import TERMINAL_PHASES, parse_node, parse_pod
 from .predicates import HARD_EFFECTS, host_ports_conflict, node_matches
-from .resources import resource_name, vadd
+from .resources import resource_name, shortfalls, vadd
 from .selectors import tolerated
 
 SHOWN = 20  # violations listed in the summary
@@ -75,8 +75,7 @@ def verify(nodes, pods, settled_s: float | None = None, scheduler_names=None, no
         if not node_matches(p, node):
             bad("node-affinity", where, f"nodeSelector or required node affinity excludes {node.name}")
     for name, total in used.items():
-        over = [resource_name(i) for i, (u, a) in enumerate(zip(total, by_name[name].allocatable))
-                if u > a]
+        over = [resource_name(i) for i in shortfalls(total, by_name[name].allocatable)]
         if over:
             bad("overcommit", f"Node {name}", f"bound pods request more {', '.join(over)} than allocatable")
     placed = [p for p in pods if p.node_name in by_name and p.phase not in TERMINAL_PHASES]

@@ -16,6 +16,7 @@ PodScheduled condition says why; everything else keeps flowing.
 """
 from __future__ import annotations
 
+import logging
 import time
 
 from common.changes import node_unchanged, pod_status_only
@@ -29,6 +30,8 @@ from .framework import SUCCESS
 from .queue import SchedulingQueue
 from .scheduler import Scheduler
 from .waiting import Wait
+
+log = logging.getLogger(__name__)
 
 
 class ProfileOwnership:
@@ -170,7 +173,10 @@ class ShardLoop:
             return parse_object(obj, self.priority_classes)
         except ObjectError as e:
             meta = obj.get("metadata") or {}
-            self.errors[f"{obj.get('kind')} {meta.get('namespace', '')}/{meta.get('name', '')}"] = e
+            key = f"{obj.get('kind')} {meta.get('namespace', '')}/{meta.get('name', '')}"
+            if key not in self.errors:
+                log.warning("ignoring an object the store holds but shardsched cannot read: %s", e)
+            self.errors[key] = e
             return None
 
     def _apply_simple(self, type_: str, obj: dict, into: dict) -> None:

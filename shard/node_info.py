@@ -9,7 +9,7 @@ snapshots hold clones.
 from __future__ import annotations
 
 from common.accounting import NodeUsage
-from common.resources import CPU, MEMORY, NUM_SLOTS
+from common.resources import CPU, MEMORY
 from common.splay import PrioritySplayTree
 
 #: kube-scheduler scores a pod that requests no cpu or memory as if it asked for these.
@@ -42,7 +42,7 @@ class NodeInfo(NodeUsage):
         self.nonzero = (0, 0)             # sum of nonzero_request() of the pods, for scoring
         self.affinity_pods: dict = {}     # pod key -> Pod, pods with any pod (anti-)affinity
         self.generation = 0
-        self.tree = PrioritySplayTree(NUM_SLOTS)
+        self.tree = PrioritySplayTree()
 
     def add_pod(self, pod) -> None:
         super().add_pod(pod)

@@ -7,13 +7,17 @@ search may start at a random row and stop early without favouring one zone.
 
 The numpy columns (allocatable, requested, free, taint bitmask, unschedulable flag,
 generation, and label columns created on first use) are in the same row order and are
-rewritten only for rows that change, so vectorised filters cost one numpy pass.
+rewritten only for rows that change, so vectorised filters cost one numpy pass. The resource
+columns are as wide as the process's resource table (common.resources): they widen when an
+extended resource takes a new slot, and a slot given back is reused, column and all, by the
+next new resource. Sums over a node's pods that pass int64 (each pod's own request fits) are
+held at the int64 maximum: the node is full either way.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from common.resources import NUM_SLOTS
+from common.resources import BASE_WIDTH, INT64_MAX, RESOURCES, padded
 
 OVERFLOW_BIT = np.uint64(1 << 63)
 MAX_TAINT_BITS = 63
@@ -86,6 +90,8 @@ class NodeTable:
         self.image_nodes: dict[str, int] = {}  # image name -> number of nodes that have it
         self.affinity_nodes: set[str] = set()  # nodes holding pods with pod (anti-)affinity
         self._cap = 0
+        #: Resource columns (slots of common.resources) in alloc, requested, free, releasable.
+        self.width = BASE_WIDTH
         self.alloc = self.requested = self.free = self.nonzero = None
         self.taints = self.prefer_taints = self.unschedulable = self.generation = None
         self._labels: dict[str, tuple[np.ndarray, dict]] = {}
@@ -102,9 +108,9 @@ class NodeTable:
                 new[: len(old)] = old
             return new
 
-        self.alloc = grown(self.alloc, (cap, NUM_SLOTS), np.int64)
-        self.requested = grown(self.requested, (cap, NUM_SLOTS), np.int64)
-        self.free = grown(self.free, (cap, NUM_SLOTS), np.int64)
+        self.alloc = grown(self.alloc, (cap, self.width), np.int64)
+        self.requested = grown(self.requested, (cap, self.width), np.int64)
+        self.free = grown(self.free, (cap, self.width), np.int64)
         self.nonzero = grown(self.nonzero, (cap, 2), np.int64)
         self.taints = grown(self.taints, cap, np.uint64)
         self.prefer_taints = grown(self.prefer_taints, cap, np.uint64)
@@ -116,6 +122,29 @@ class NodeTable:
             pc.values = grown(pc.values, (cap,) + pc.values.shape[1:], np.int64)
             pc.counted_at = grown(pc.counted_at, cap, np.int64)
         self._cap = cap
+
+    def fit_width(self, width: int | None = None) -> None:
+        """Widen the resource columns to `width` (default: the resource table's), so that
+        every slot a vector or a plugin may name is a column. Rare: once per new slot."""
+        width = RESOURCES.width if width is None else width
+        if width <= self.width:
+            return
+        for attr in ("alloc", "requested", "free"):
+            old = getattr(self, attr)
+            new = np.zeros((self._cap, width), dtype=np.int64)
+            new[:, : self.width] = old
+            setattr(self, attr, new)
+        self._counts = {k: pc for k, pc in self._counts.items() if pc.values.ndim == 1}  # releasable
+        self.width = width
+
+    def _row(self, v) -> tuple:
+        """A vector as a row of the resource columns: padded, held within int64."""
+        if len(v) > self.width:
+            self.fit_width(len(v))
+        v = padded(v, self.width)
+        if max(v) > INT64_MAX:
+            v = tuple(min(x, INT64_MAX) for x in v)
+        return v
 
     def upsert(self, info) -> int:
         """Add or rewrite the row of `info` (a NodeInfo with a node); returns its row.
@@ -188,7 +217,7 @@ class NodeTable:
         self.row_of = {name: row for row, name in enumerate(names)}
 
     def _write_node(self, row: int, node) -> None:
-        self.alloc[row] = node.allocatable
+        self.alloc[row] = self._row(node.allocatable)
         self.taints[row] = self.taint_bits.mask(node.taints)
         self.prefer_taints[row] = self.prefer_bits.mask(node.taints)
         self.unschedulable[row] = node.unschedulable
@@ -196,10 +225,10 @@ class NodeTable:
             codes[row] = _code(values, node.labels.get(key))
 
     def _write_pods(self, row: int, info) -> None:
-        requested = info.requested
+        requested = self._row(info.requested)
         self.requested[row] = requested
-        self.free[row] = [a - r for a, r in zip(info.node.allocatable, requested)]
-        self.nonzero[row] = info.nonzero
+        self.free[row] = [a - r for a, r in zip(self._row(info.node.allocatable), requested)]
+        self.nonzero[row] = [min(x, INT64_MAX) for x in info.nonzero]
         self.generation[row] = info.generation
         if info.affinity_pods:
             self.affinity_nodes.add(info.name)
@@ -243,7 +272,8 @@ class NodeTable:
         What preemption could free on each node for a preemptor of that priority: one splay
         prefix query per node the first time, then only for the nodes that changed.
         """
-        return self._per_row(("releasable", priority), (NUM_SLOTS,), lambda info: info.tree.sum_below(priority))
+        return self._per_row(("releasable", priority), (self.width,),
+                             lambda info: self._row(info.tree.sum_below(priority)))
 
     def _per_row(self, key, shape: tuple, compute) -> np.ndarray:
         """A column of `compute(NodeInfo)` per row, cached under `key`; rows are recomputed
@@ -282,9 +312,9 @@ class NodeTable:
         assert len(self.names) == len(self.infos) == len(self.row_of)
         for row, (name, info) in enumerate(zip(self.names, self.infos)):
             assert self.row_of[name] == row and info.name == name
-            assert tuple(self.alloc[row]) == tuple(info.node.allocatable)
-            assert tuple(self.requested[row]) == tuple(info.requested)
-            assert tuple(self.nonzero[row]) == tuple(info.nonzero)
+            assert tuple(self.alloc[row]) == self._row(info.node.allocatable)
+            assert tuple(self.requested[row]) == self._row(info.requested)
+            assert tuple(self.nonzero[row]) == tuple(min(x, INT64_MAX) for x in info.nonzero)
             assert (self.free[row] == self.alloc[row] - self.requested[row]).all()
             assert int(self.generation[row]) == info.generation
             assert bool(self.unschedulable[row]) == bool(info.node.unschedulable)

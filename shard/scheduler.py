@@ -157,6 +157,7 @@ class Scheduler:
         state = CycleState()
         result = ScheduleResult(pod, profile, state)
         table = self.table
+        table.fit_width()  # a column for every slot the pod or a plugin may name
         n = len(table)
         diag = Diagnosis(n)
         result.diagnosis = diag

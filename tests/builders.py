@@ -279,6 +279,33 @@ def manifest_node(name: str, cpu: str = "4", taints=None, unschedulable: bool = 
                 capacity=False)
 
 
+def overflowing_pod(name: str = "huge") -> dict:
+    """A pod whose two containers' memory requests (2^62 bytes each) sum past int64."""
+    half = str(1 << 62)
+    d = pod(name, memory=half, images=("a", "b"))
+    d["spec"]["containers"][1]["resources"] = {"requests": {"memory": half}}
+    return d
+
+
+def too_wide_node(name: str = "wide") -> dict:
+    """A node with one extended resource more than a process may track at once."""
+    from common.resources import MAX_EXTENDED_RESOURCES
+
+    return node(name, extra={f"example.com/many-{i}": "1" for i in range(MAX_EXTENDED_RESOURCES + 1)})
+
+
+def anchor_bomb(name: str = "bomb", levels: int = 7, fan_out: int = 9) -> str:
+    """A billion-laughs Pod as YAML text: each level lists the one before `fan_out` times.
+    About 500 bytes that PyYAML builds at once (as shared lists) and that expand to 9^7
+    strings, 38 MB of JSON, wherever the pod is serialised."""
+    lines = ["apiVersion: v1", "kind: Pod", f"metadata: {{name: {name}}}", "spec:",
+             "  containers: [{name: c, image: x}]", "  x:",
+             "    l0: &l0 [" + ", ".join(["lol"] * fan_out) + "]"]
+    for i in range(1, levels):
+        lines.append(f"    l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * fan_out) + "]")
+    return "\n".join(lines) + "\n"
+
+
 def manifest_pod(name: str, ns: str = "default", cpu: str = "500m", node_name: str | None = None,
                  host_port: int | None = None, priority_class: str | None = None, tolerations=None) -> dict:
     """A 500m/256Mi Pod as `shardsched create` reads it: no uid, schedulerName or status."""

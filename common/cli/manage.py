@@ -19,7 +19,7 @@ from .. import config as config_mod
 from ..admission import admit, stored_classes
 from ..errors import ObjectError
 from ..objects import TERMINAL_PHASES, object_key, parse_node, parse_pod
-from ..resources import CPU, MEMORY, PODS, format_amount, known_resources, resource_name, vadd
+from ..resources import CPU, MEMORY, PODS, format_amount, padded, resource_name, vadd
 from ..store import configured_url, open_configured
 from ..verify import summary, verify_store
 from .errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, UsageError, fail, print_error
@@ -58,8 +58,8 @@ def _display_name(kind: str, key: str) -> str:
 def cmd_create(args) -> int:
     """`create -f FILE`: every valid object is created even when others are rejected."""
     try:
-        docs = read_documents(args.file)
-        if not docs:
+        docs, unreadable = read_documents(args.file)
+        if not docs and not unreadable:
             raise UsageError(f"{args.file}: no objects to create")
     except UsageError as e:
         return fail(str(e), EXIT_USAGE)
@@ -67,7 +67,7 @@ def cmd_create(args) -> int:
         accepted, errors = admit(docs, stored_classes(store))
         refused = store.create_many([doc for _, _, doc in accepted]) if accepted else []
     failed = {e.obj for e in refused}
-    errors += refused
+    errors = unreadable + errors + refused
     for kind, key, _ in accepted:
         if f"{kind} {key}" not in failed:
             print(f"{_display_name(kind, key)} created")
@@ -186,13 +186,14 @@ def node_rows(nodes: list, pods: list, wide: bool, now: float) -> tuple[list, li
         header += ["ZONE", "EXTENDED", "TAINTS"]
     rows = []
     for n in sorted(nodes, key=lambda n: n.name):
-        u = used.get(n.name, (0,) * len(n.allocatable))
-        cell = [f"{format_amount(resource_name(i), u[i])}/{format_amount(resource_name(i), n.allocatable[i])}"
-                for i in range(len(known_resources()))]
+        width = max(len(n.allocatable), len(used.get(n.name, ())))
+        u, a = padded(used.get(n.name, ()), width), padded(n.allocatable, width)
+        cell = [f"{format_amount(resource_name(i), u[i])}/{format_amount(resource_name(i), a[i])}"
+                for i in range(width)]
         row = [n.name, node_status(n), cell[0], cell[1], cell[PODS],
                age(n.raw["metadata"].get("creationTimestamp"), now)]
         if wide:
-            extended = [f"{resource_name(i)}={cell[i]}" for i in range(PODS + 1, len(cell)) if n.allocatable[i] or u[i]]
+            extended = [f"{resource_name(i)}={cell[i]}" for i in range(PODS + 1, width) if a[i] or u[i]]
             row += [n.labels.get("topology.kubernetes.io/zone", "<none>"), ",".join(extended) or "<none>",
                     ",".join(f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
                              for t in n.taints) or "<none>"]

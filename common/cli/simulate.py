@@ -11,10 +11,19 @@ from .manifests import read_documents
 
 def simulate(paths, cfg: dict, seed: int = 0) -> tuple[dict, int]:
     """(the JSON document, exit status 0 or 1) for the manifests in `paths` ('-' = stdin);
-    raises UsageError for an unreadable file."""
+    raises UsageError for an unreadable file. Documents refused while reading are listed in
+    `errors` first, as the objects admission refuses are."""
     from shard.simulate import run
 
-    return run([doc for path in paths for doc in read_documents(path)], cfg, seed)
+    docs, unreadable = [], []
+    for path in paths:
+        read, refused = read_documents(path)
+        docs += read
+        unreadable += refused
+    doc, code = run(docs, cfg, seed)
+    if unreadable:
+        doc["errors"] = [e.as_dict() for e in unreadable] + doc["errors"]
+    return doc, (1 if unreadable else code)
 
 
 def cmd_simulate(args) -> int:

@@ -20,6 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 
 from ..errors import Conflict, ObjectError
+from ..limits import check_object
 from ..objects import KINDS, NAMESPACED, parse_object
 from .podstatus import now_rfc3339
 
@@ -62,10 +63,13 @@ def prepare_many(objs: Iterable[dict], errors: list) -> Iterator[tuple[str, str,
 def prepare(obj: dict, new: bool = True) -> tuple[str, str, dict]:
     """Validate `obj` and return (kind, key, copy to store) with server-set fields filled in.
 
-    The caller's dict is not modified. The copy has no resourceVersion (the backend stamps
+    Any client may write, so the store itself enforces the limits on every object (size,
+    nesting, JSON values: common.limits) before the kind's own parse. The caller's dict is
+    not modified. The copy has no resourceVersion (the backend stamps
     the event's) and the "default" namespace when a namespaced object has none; for a `new`
     object it also gets a uid and creationTimestamp when missing.
     """
+    check_object(obj)
     parsed = parse_object(obj)
     meta = dict(obj["metadata"])
     meta.pop("resourceVersion", None)

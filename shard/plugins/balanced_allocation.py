@@ -29,7 +29,8 @@ class NodeResourcesBalancedAllocation(Plugin):
         self.two_base = len(self.cols) == 2 and all(c < len(BASE_RESOURCES) for c in self.cols)
 
     def pre_score(self, state, pod, rows):
-        req = np.array([pod.requests[c] for c in self.cols], dtype=np.int64)
+        requests = pod.requests
+        req = np.array([requests[c] if c < len(requests) else 0 for c in self.cols], dtype=np.int64)
         if not req.any():
             # kube-scheduler skips best-effort pods: scoring them by the existing load alone
             # would draw every one of them to the same most balanced node.

@@ -13,7 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from common.predicates import insufficient
-from common.resources import CPU, MEMORY, NUM_SLOTS, PODS, resource_index, resource_name
+from common.resources import CPU, MEMORY, resource_index
 from ..framework import Plugin, unschedulable
 from ..node_info import nonzero_amounts
 from ..node_table import column_index, gather
@@ -45,7 +45,7 @@ def _score_columns(resources: tuple, requests: tuple) -> tuple:
     amounts of them; capacity columns; weights; whether all weights are positive; their sum).
     """
     nonzero = [(0 if col == CPU else 1, col, w) for col, w in resources if col in (CPU, MEMORY)]
-    others = [(col, w) for col, w in resources if col < NUM_SLOTS and col not in (CPU, MEMORY) and requests[col]]
+    others = [(col, w) for col, w in resources if col < len(requests) and col not in (CPU, MEMORY) and requests[col]]
     k = [i for i, _, _ in nonzero]
     pod_nonzero = nonzero_amounts(requests)
     weights = np.array([w for _, _, w in nonzero] + [w for _, w in others], dtype=np.int64)
@@ -96,8 +96,8 @@ class NodeResourcesFit(Plugin):
 
     def filter(self, state, pod, info):
         fs = state[STATE]
-        free = info.free
-        bad = [reason(c) for c in fs.cols if fs.req[c] > free[c]]
+        free = info.free  # as long as its highest slot in use: the rest are zero
+        bad = [reason(c) for c in fs.cols if fs.req[c] > (free[c] if c < len(free) else 0)]
         return unschedulable(*bad) if bad else None
 
     def filter_vec(self, state, pod, table, rows):

@@ -21,6 +21,7 @@ import yaml
 from common.cli import main
 from common.store import open_store
 from common.store.embedded import EmbeddedRedis
+from builders import anchor_bomb
 from builders import manifest_node as node
 from builders import manifest_pod as pod
 from builders import pdb as _pdb
@@ -121,6 +122,40 @@ def test_create_invalid_objects_name_object_and_field_while_valid_ones_are_creat
     assert "Node n9: apiVersion: must be v1 for Node, got 'v2'" in err
     assert "Pod default/no-class: spec.priorityClassName: no PriorityClass named 'missing'" in err
     assert names(store, "Node") == {"n1"} and names(store, "Pod") == {"good"}
+
+
+def test_create_refuses_an_anchor_bomb_and_creates_the_rest(capsys, url, store, tmp_path):
+    """The bomb's document is refused while reading: it used to be stored as a 38 MB pod
+    that every shard and binder then held."""
+    path = tmp_path / "bomb.yaml"
+    path.write_text(yaml.safe_dump(pod("before")) + "---\n" + anchor_bomb() + "---\n" + yaml.safe_dump(pod("after")))
+    code, out, err = run(capsys, "create", "-f", str(path), "--store", url)
+    assert code == 1
+    assert out.splitlines() == ["pod/before created", "pod/after created"]
+    (line,) = err.splitlines()
+    assert line.startswith(f"shardsched: error: {path}: document 2: <root>: yaml: document contains excessive aliasing")
+    assert names(store, "Pod") == {"before", "after"}
+
+
+def test_create_values_json_cannot_hold_name_the_object_and_field(capsys, url, store, tmp_path):
+    """A numeric label key, an integer past 2^64 and !!binary data: each object is refused by
+    name, and the valid objects beside them are created (an orjson traceback used to stop
+    the whole input)."""
+    path = tmp_path / "odd.yaml"
+    path.write_text(yaml.safe_dump(pod("a")) + "\n".join([
+        "---", "kind: Pod", "metadata: {name: keyed, labels: {1: one}}", "spec: {containers: [{name: c}]}",
+        "---", "kind: Pod", "metadata: {name: big}", "spec: {containers: [{name: c}], x: 36893488147419103232}",
+        "---", "kind: Pod", "metadata: {name: bin, annotations: {a: !!binary aGVsbG8=}}",
+        "spec: {containers: [{name: c}]}", "---", yaml.safe_dump(pod("b"))]))
+    code, out, err = run(capsys, "create", "-f", str(path), "--store", url)
+    assert code == 1
+    assert out.splitlines() == ["pod/a created", "pod/b created"]
+    assert sorted(err.splitlines()) == [
+        "shardsched: error: Pod default/big: spec.x: integer 36893488147419103232 is outside the int64 range",
+        "shardsched: error: Pod default/bin: metadata.annotations.a: binary data (!!binary) cannot be stored; "
+        "use a base64 string",
+        "shardsched: error: Pod default/keyed: metadata.labels: keys must be strings, got int 1"]
+    assert names(store, "Pod") == {"a", "b"}
 
 
 def test_create_usage_errors_create_nothing(capsys, url, store, tmp_path):

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builders import HOST, ZONE, expr, node, node_affinity, pod, pod_affinity, pod_term, spread, toleration
+from builders import (HOST, ZONE, anchor_bomb, expr, node, node_affinity, overflowing_pod, pod, pod_affinity,
+                      pod_term, spread, toleration)
 from common import config as config_mod
 from common.cli.errors import UsageError
 from common.cli.simulate import simulate
@@ -307,3 +308,59 @@ def test_cli_invalid_config_is_rejected_and_unreadable_config_is_usage(tmp_path)
     assert code == 1 and "threshold.mode" in err
     code, _, err = cli(path, "--config", str(tmp_path / "missing.yaml"))
     assert code == 2 and "cannot read" in err
+
+
+# --- input that would exhaust resources -------------------------------------------------------
+
+def test_thirty_distinct_extended_resources_are_scheduled(tmp_path):
+    """Each node offers its own extended resource and one pod asks for each: the slot table
+    grows (it held 12 extended resources for good: "too many distinct resources")."""
+    names = [f"example.com/sim-widget-{i}" for i in range(30)]
+    docs = [node(f"n{i}", extra={name: "1"}) for i, name in enumerate(names)]
+    docs += [pod(f"p{i}", extra={name: "1"}) for i, name in enumerate(names)]
+    docs.append(pod("greedy", extra={names[0]: "1"}))  # n0's one widget is taken by p0
+    doc, code = run(tmp_path, docs)
+    assert code == 0 and doc["errors"] == []
+    assert {f"default/p{i}": f"n{i}" for i in range(30)}.items() <= placements(doc).items()
+    assert filter_message(doc["pods"]["default/greedy"]["message"]) == (
+        f"0/30 nodes are available: 30 Insufficient {names[0]}.")
+
+
+def test_requests_summing_past_int64_are_reported_and_the_rest_is_simulated(tmp_path):
+    """The pod used to be accepted and then raise OverflowError in every cycle, which ended
+    the simulation."""
+    doc, code = run(tmp_path, [node("n1"), overflowing_pod(), pod("fine", cpu="1")])
+    assert code == 1
+    assert doc["errors"] == [{"object": "Pod default/huge", "field": "spec.containers[1].resources.requests.memory",
+                              "message": f"the pod's total memory request would be more than {(1 << 63) - 1}, "
+                                         "the most a resource amount can be"}]
+    assert placements(doc) == {"default/fine": "n1"}
+
+
+def test_an_anchor_bomb_is_reported_and_the_rest_is_simulated(tmp_path):
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all([node("n1"), pod("a")]) + "---\n" + anchor_bomb())
+    doc, code = simulate([str(path)], config_mod.load(None), 0)
+    check_shape(doc)
+    assert code == 1
+    (err,) = doc["errors"]
+    assert err["object"] == f"{path}: document 3" and "excessive aliasing" in err["message"]
+    assert placements(doc) == {"default/a": "n1"}
+
+
+def test_values_json_cannot_hold_are_reported_per_object(tmp_path):
+    """A label key that is a number, an integer past 2^64 and !!binary data used to end the
+    simulation with an orjson traceback."""
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all([node("n1"), pod("a")]) + "\n".join([
+        "---", "kind: Pod", "metadata: {name: keyed, labels: {1: one}}", "spec: {containers: [{name: c}]}",
+        "---", "kind: Pod", "metadata: {name: big}", "spec: {containers: [{name: c}], x: 36893488147419103232}",
+        "---", "kind: Pod", "metadata: {name: bin, annotations: {a: !!binary aGVsbG8=}}",
+        "spec: {containers: [{name: c}]}", "---", yaml.safe_dump(pod("b"))]))
+    doc, code = simulate([str(path)], config_mod.load(None), 0)
+    check_shape(doc)
+    assert code == 1
+    assert sorted((e["object"], e["field"]) for e in doc["errors"]) == [
+        ("Pod default/big", "spec.x"), ("Pod default/bin", "metadata.annotations.a"),
+        ("Pod default/keyed", "metadata.labels")]
+    assert placements(doc) == {"default/a": "n1", "default/b": "n1"}

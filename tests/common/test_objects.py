@@ -13,9 +13,7 @@ from common.objects import (
     Node, Pod, PodDisruptionBudget, PriorityClass, parse_node, parse_object, parse_pdb, parse_pod,
     parse_priority_class, resolve_priority,
 )
-from common.resources import (
-    CPU, MEMORY, NUM_SLOTS, PODS, known_resources, resource_index, vector_to_map,
-)
+from common.resources import CPU, MEMORY, PODS, RESOURCES, ZERO, resource_index, vector_to_map
 from common.selectors import Field, Taint, parse_taint
 from builders import bare_node as node
 from builders import bare_pod as pod
@@ -122,7 +120,6 @@ def test_effective_requests_match_kubernetes_rules(containers, inits, overhead):
     if overhead:
         spec["overhead"] = {n: render(n, v, 0) for n, v in overhead.items()}
     p = parse_pod(pod(spec=spec))
-    assert len(p.requests) == NUM_SLOTS
     assert p.requests[PODS] == 1
     assert vector_to_map(p.requests) == reference_requests(containers, inits, overhead)
 
@@ -155,10 +152,53 @@ def test_pod_without_resources_requests_one_pod_slot():
 
 def test_zero_extended_request_takes_no_slot():
     name = "example.com/objects-never-requested"
-    before = known_resources()
+    before = RESOURCES.names()
     p = parse_pod(pod(spec={"containers": [{"name": "c", "resources": {"requests": {name: "0"}}}]}))
-    assert name not in known_resources() or name in before
+    assert name not in RESOURCES.names() or name in before
     assert vector_to_map(p.requests) == {"pods": 1}
+
+
+INT64_MAX = (1 << 63) - 1
+#: 4.6 exabytes: two of them are past the largest amount a resource vector holds
+HALF = "4611686018427387904"
+
+
+def requests(**amounts) -> dict:
+    return {"resources": {"requests": dict(amounts)}}
+
+
+@pytest.mark.parametrize("spec,field,resource", [
+    ({"containers": [dict(name="a", **requests(memory=HALF)), dict(name="b", **requests(memory=HALF))]},
+     "spec.containers[1].resources.requests.memory", "memory"),
+    ({"containers": [dict(name="a", **requests(memory=HALF))],
+      "initContainers": [dict(name="s", restartPolicy="Always", **requests(memory=HALF))]},
+     "spec.initContainers[0].resources.requests.memory", "memory"),
+    ({"containers": [dict(name="a", resources={"limits": {"cpu": "4611686018427388"}}),
+                     dict(name="b", **requests(cpu="4611686018427388"))]},
+     "spec.containers[1].resources.requests.cpu", "cpu"),
+    ({"containers": [dict(name="a", **requests(**{WIDGET: HALF}))], "overhead": {WIDGET: HALF}},
+     f"spec.overhead.{WIDGET}", WIDGET),
+])
+def test_requests_summing_past_int64_are_refused_naming_the_field(spec, field, resource):
+    """Each quantity is capped at 2^63-1 as Kubernetes caps it, but a pod's sum of them must
+    fit the int64 columns every process keeps (they raised OverflowError in every cycle)."""
+    with pytest.raises(ObjectError) as e:
+        parse_pod(pod(spec=spec))
+    assert (e.value.obj, e.value.field) == ("Pod default/web", field)
+    unit = "m" if resource == "cpu" else ""
+    assert e.value.message == (f"the pod's total {resource} request would be more than "
+                               f"{INT64_MAX}{unit}, the most a resource amount can be")
+
+
+def test_requests_summing_to_exactly_int64_max_are_accepted():
+    rest = str(INT64_MAX - int(HALF))
+    p = parse_pod(pod(spec={"containers": [dict(name="a", **requests(memory=HALF)),
+                                           dict(name="b", **requests(memory=rest))]}))
+    assert p.requests[MEMORY] == INT64_MAX
+    # an init container's peak is a max, not a sum: two big ones one after the other fit
+    p = parse_pod(pod(spec={"containers": [dict(name="a", **requests(memory=HALF))],
+                            "initContainers": [dict(name="i", **requests(memory=str(INT64_MAX)))]}))
+    assert p.requests[MEMORY] == INT64_MAX
 
 
 # --- b) bad input names object and field --------------------------------------------------------
@@ -509,16 +549,16 @@ def test_allocatable_falls_back_to_capacity():
     assert vector_to_map(n.allocatable) == {"cpu": 3500, "memory": 7 << 30, "pods": 100}
     n = parse_node(node(status={"capacity": {"cpu": "4"}, "allocatable": {}}))
     assert vector_to_map(n.allocatable) == {}  # an empty allocatable is still allocatable
-    assert parse_node(node()).allocatable == (0,) * NUM_SLOTS
+    assert parse_node(node()).allocatable == ZERO
 
 
 def test_zero_hugepages_take_no_slot():
     name = "hugepages-16Gi"
-    before = name in known_resources()
+    before = name in RESOURCES.names()
     n = parse_node(node(status={"allocatable": {"cpu": "2", name: "0", "hugepages-objects-test": 0}}))
     if not before:
-        assert name not in known_resources()
-    assert "hugepages-objects-test" not in known_resources()
+        assert name not in RESOURCES.names()
+    assert "hugepages-objects-test" not in RESOURCES.names()
     assert vector_to_map(n.allocatable) == {"cpu": 2000}
     gpu = parse_node(node(status={"allocatable": {WIDGET: "2"}}))
     assert gpu.allocatable[resource_index(WIDGET)] == 2

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from common.resources import (
-    BASE_RESOURCES, CPU, EPHEMERAL, MEMORY, NUM_SLOTS, PODS, ZERO, fits, format_amount,
-    known_resources, parse_quantity, quantity_to_int, resource_index, resource_name, vadd,
-    vector_from_map, vector_to_map, vmax, vsub,
+    BASE_RESOURCES, CPU, EPHEMERAL, MEMORY, PODS, ZERO, ResourceTable, TooManyResources, fits,
+    format_amount, parse_quantity, quantity_to_int, resource_index, resource_name, resource_vector,
+    shortfalls, vadd, vector_to_map, vmax, vsub,
 )
 
 INT64_MAX = (1 << 63) - 1
@@ -183,7 +183,20 @@ def test_parse_never_raises_anything_but_value_error(text):
 
 # --- resource vectors ------------------------------------------------------------------------
 
-vectors = st.lists(st.integers(min_value=0, max_value=10**12), min_size=NUM_SLOTS, max_size=NUM_SLOTS).map(tuple)
+#: Vectors as processes hold them: the four base slots, then extended ones up to the highest
+#: slot in use, so two vectors may differ in length (missing slots are zero).
+vectors = st.lists(st.integers(min_value=0, max_value=10**12), min_size=4, max_size=9).map(tuple)
+
+
+def padded(v, n) -> list:
+    return list(v) + [0] * (n - len(v))
+
+
+def canonical(v) -> tuple:
+    v = list(v)
+    while len(v) > len(BASE_RESOURCES) and v[-1] == 0:
+        v.pop()
+    return tuple(v)
 
 
 def test_base_slots_are_fixed():
@@ -191,56 +204,110 @@ def test_base_slots_are_fixed():
     for i, name in enumerate(BASE_RESOURCES):
         assert resource_index(name) == i
         assert resource_name(i) == name
-    assert len(ZERO) == NUM_SLOTS and not any(ZERO)
+    assert ZERO == (0, 0, 0, 0)
 
 
 @given(vectors, vectors)
-def test_vadd_vsub(a, b):
+def test_vector_arithmetic_over_different_lengths(a, b):
+    n = max(len(a), len(b))
     s = vadd(a, b)
-    assert len(s) == NUM_SLOTS
-    assert s == tuple(x + y for x, y in zip(a, b))
-    assert vsub(s, b) == a
-    assert vsub(s, a) == b
-    assert vadd(a, ZERO) == a
-    assert vmax(a, b) == tuple(max(x, y) for x, y in zip(a, b))
+    assert s == canonical(x + y for x, y in zip(padded(a, n), padded(b, n)))
+    assert vadd(b, a) == s
+    assert vsub(s, b) == canonical(a)
+    assert vsub(s, a) == canonical(b)
+    assert vadd(a, ZERO) == canonical(a)
+    assert vmax(a, b) == canonical(max(x, y) for x, y in zip(padded(a, n), padded(b, n)))
 
 
 @given(vectors, vectors)
 def test_fits(request, free):
-    assert fits(request, free) == all(r <= f for r, f in zip(request, free))
+    n = max(len(request), len(free))
+    assert fits(request, free) == all(r <= f for r, f in zip(padded(request, n), padded(free, n)))
     assert fits(request, vadd(request, free))  # what you add on top is enough
     assert fits(ZERO, free)
     assert fits(request, request)
 
 
-@given(vectors, st.integers(min_value=0, max_value=NUM_SLOTS - 1))
+@given(vectors, st.integers(min_value=0, max_value=8))
 def test_one_slot_short_does_not_fit(v, slot):
-    bigger = list(v)
+    bigger = padded(v, max(len(v), slot + 1))
     bigger[slot] += 1
-    assert not fits(tuple(bigger), v)
+    assert not fits(tuple(bigger), v)      # past the end of `v` too: a missing slot is zero
     assert fits(v, tuple(bigger))
+    assert shortfalls(tuple(bigger), v) == [i for i, (r, f) in enumerate(
+        zip(bigger, padded(v, len(bigger)))) if r > f]
 
 
-def test_extended_resource_gets_a_stable_slot():
+def test_extended_resources_get_a_slot_while_something_holds_them():
+    table = ResourceTable()
     name = "example.com/qty-stable-slot"
-    i = resource_index(name)
-    assert i >= len(BASE_RESOURCES) and i < NUM_SLOTS
-    assert resource_index(name) == i
-    assert resource_name(i) == name
-    assert name in known_resources()
-    # registering another one does not move the first
-    j = resource_index("example.com/qty-stable-slot-2")
-    assert j != i and resource_index(name) == i
-    v = vector_from_map({"cpu": 250, name: 2})
-    assert v[CPU] == 250 and v[i] == 2 and sum(v) == 252
-    assert vector_to_map(v) == {"cpu": 250, name: 2}
+    v, hold = table.vector({"cpu": 250, name: 2})
+    i = len(v) - 1
+    assert i >= len(BASE_RESOURCES) and v == (250, 0, 0, 0, 2)
+    assert table.name(i) == name and hold is not None
+    w, hold2 = table.vector({name: 1, "example.com/qty-stable-slot-2": 3})
+    assert w[i] == 1 and len(w) == i + 2           # the first keeps its slot, the second comes after
+    assert table.vector({"cpu": 1, "memory": 2})[1] is None  # base resources need no hold
+    assert table.vector({name: 0})[0] == ZERO       # a zero extended amount takes no slot
+    assert table.in_use() == 2
+
+
+def test_the_table_grows_past_sixteen_slots_and_reclaims_what_nothing_holds():
+    """30 distinct extended resources fit (the table held 12, for good); slots whose every
+    holder is gone go to the next new names, lowest first, so vectors stay short."""
+    table = ResourceTable(max_extended=40)
+    held = {f"example.com/r{i}": table.vector({f"example.com/r{i}": 1}) for i in range(30)}
+    assert sorted(len(v) - 1 for v, _ in held.values()) == list(range(4, 34))
+    assert table.in_use() == 30 and table.width == 34
+    slots = {name: len(v) - 1 for name, (v, _) in held.items()}
+    for i in range(10):
+        del held[f"example.com/r{i}"]
+    assert table.in_use() == 20
+    new = [table.vector({f"example.com/s{i}": 1}) for i in range(10)]
+    assert sorted(len(v) - 1 for v, _ in new) == sorted(slots[f"example.com/r{i}"] for i in range(10))
+    assert table.width == 34 and table.in_use() == 30
+
+
+def test_a_hold_shared_by_copies_keeps_the_slot_until_the_last_one_goes():
+    table = ResourceTable(max_extended=2)
+    v, hold = table.vector({"example.com/a": 1})
+    copies = [hold, hold]
+    del hold
+    copies.pop()
+    assert table.in_use() == 1
+    copies.pop()
+    assert table.in_use() == 0
+    assert table.vector({"example.com/b": 1})[0] == v  # the same slot, now for b
+
+
+def test_the_hard_limit_names_the_resource_and_frees_what_it_took():
+    table = ResourceTable(max_extended=3)
+    keep = [table.vector({f"example.com/k{i}": 1}) for i in range(2)]
+    with pytest.raises(TooManyResources) as e:
+        table.vector({"example.com/x": 1, "example.com/y": 1})
+    assert e.value.name == "example.com/y"
+    assert str(e.value) == ("more than 3 distinct extended resources in use at once "
+                            "(a column of every node table each), cannot add 'example.com/y'")
+    assert table.in_use() == 2                       # x was given back
+    assert len(keep) == 2 and table.vector({"example.com/z": 1})[1] is not None
+
+
+def test_pinned_resources_keep_their_slot():
+    table = ResourceTable(max_extended=2)
+    i = table.pin("example.com/scored")
+    assert table.pin("example.com/scored") == i and table.in_use() == 1
+    v, hold = table.vector({"example.com/scored": 2})
+    del hold
+    assert table.in_use() == 1 and table.name(i) == "example.com/scored"
 
 
 @given(st.dictionaries(st.sampled_from(["cpu", "memory", "ephemeral-storage", "pods",
-                                        "example.com/qty-widget"]),
+                                        "example.com/qty-widget", "example.com/qty-gadget"]),
                        st.integers(min_value=1, max_value=10**12)))
 def test_vector_map_round_trip(amounts):
-    assert vector_to_map(vector_from_map(amounts)) == amounts
+    v, hold = resource_vector(amounts)
+    assert vector_to_map(v) == amounts
+    assert v == canonical(v)
 
 
 @pytest.mark.parametrize("name,amount,text", [

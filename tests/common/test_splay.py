@@ -1,15 +1,18 @@
-"""PrioritySplayTree against brute force over a sorted list."""
+"""PrioritySplayTree against brute force over a sorted list, with resource vectors of
+different lengths as processes hold them (the four base slots, then extended ones)."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from common.resources import ZERO
 from common.splay import PrioritySplayTree
 
-WIDTH = 3
-
 KEY = st.tuples(st.integers(-3, 3), st.sampled_from([0.0, 1.5, 2.0]), st.sampled_from("abc"))
-VECTOR = st.tuples(*[st.integers(0, 1000)] * WIDTH)
+#: four base slots, then up to two extended ones, the last non-zero (as parsed vectors are)
+VECTOR = st.builds(lambda base, ext: tuple(base) + tuple(ext),
+                   st.lists(st.integers(0, 1000), min_size=4, max_size=4),
+                   st.lists(st.integers(1, 1000), max_size=2))
 OPS = st.lists(
     st.one_of(
         st.tuples(st.just("insert"), KEY, VECTOR),
@@ -21,10 +24,12 @@ OPS = st.lists(
 
 
 def vsum(vectors) -> tuple[int, ...]:
-    total = [0] * WIDTH
+    total = [0] * 6
     for vec in vectors:
         for i, amount in enumerate(vec):
             total[i] += amount
+    while len(total) > len(ZERO) and not total[-1]:
+        total.pop()
     return tuple(total)
 
 
@@ -42,7 +47,7 @@ def check(tree: PrioritySplayTree, model: dict, priority: int) -> None:
 @settings(max_examples=200, deadline=None)
 @given(ops=OPS)
 def test_matches_brute_force(ops):
-    tree = PrioritySplayTree(WIDTH)
+    tree = PrioritySplayTree()
     model: dict = {}
     for op in ops:
         if op[0] == "insert":
@@ -74,13 +79,13 @@ def test_degenerate_insert_orders_do_not_recurse(order):
     keys = [(i // 10, float(i), f"p{i}") for i in range(n)]
     if order == "descending":
         keys.reverse()
-    tree = PrioritySplayTree(2)
+    tree = PrioritySplayTree()
     for key in keys:
-        tree.insert(key, (1, key[0]))
+        tree.insert(key, (1, key[0], 0, 0))
     assert len(tree) == n
-    assert tree.total() == (n, sum(k[0] for k in keys))
+    assert tree.total() == (n, sum(k[0] for k in keys), 0, 0)
     assert tree.count_below(250) == 2500
-    assert tree.sum_below(250) == (2500, sum(i // 10 for i in range(2500)))
+    assert tree.sum_below(250) == (2500, sum(i // 10 for i in range(2500)), 0, 0)
     assert [k for k, _ in tree.items()] == sorted(keys)
     for key in sorted(keys)[::2]:
         tree.delete(key)
@@ -88,14 +93,12 @@ def test_degenerate_insert_orders_do_not_recurse(order):
     assert len(tree.items_below(500)) == n // 2
 
 
-def test_empty_tree_and_wrong_width():
-    tree = PrioritySplayTree(2)
-    assert tree.total() == (0, 0)
-    assert tree.sum_below(10) == (0, 0)
+def test_empty_tree():
+    tree = PrioritySplayTree()
+    assert tree.total() == ZERO
+    assert tree.sum_below(10) == ZERO
     assert tree.count_below(10) == 0
     assert tree.items() == [] and tree.items_below(10) == []
     assert (0, 0.0, "a") not in tree
     with pytest.raises(KeyError):
         tree.delete((0, 0.0, "a"))
-    with pytest.raises(ValueError):
-        tree.insert((0, 0.0, "a"), (1, 2, 3))

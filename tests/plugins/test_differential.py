@@ -113,19 +113,24 @@ def test_vectorised_and_per_node_cycles_agree(seed):
 
 # --- the vectorised resource scores against kube's per-node formulas ---------------------------
 
+def _at(v, col: int) -> int:
+    """Slot `col` of a resource vector (vectors end at their highest slot in use)."""
+    return v[col] if col < len(v) else 0
+
+
 def _fit_reference(strategy: str, resources, lut, pod_, info) -> int:
     """kube's resourceAllocationScorer for one node, written out node by node: a resource
     with no capacity is left out, an extended one counts only when the pod asks for it,
     cpu and memory use the non-zero requests."""
     total = weights = 0
     for col, w in resources:
-        if col not in (CPU, MEMORY) and not pod_.requests[col]:
+        if col not in (CPU, MEMORY) and not _at(pod_.requests, col):
             continue
-        cap = info.node.allocatable[col]
+        cap = _at(info.node.allocatable, col)
         if col in (CPU, MEMORY):
             req = info.nonzero[col] + nonzero_request(pod_)[col]
         else:
-            req = info.requested[col] + pod_.requests[col]
+            req = _at(info.requested, col) + _at(pod_.requests, col)
         if cap == 0:
             continue
         if strategy == "LeastAllocated":
@@ -148,10 +153,10 @@ def _fit_reference(strategy: str, resources, lut, pod_, info) -> int:
 def _balanced_reference(cols, pod_, info) -> int:
     fractions = []
     for col in cols:
-        cap = info.node.allocatable[col]
-        if cap == 0 or (col >= len(BASE_RESOURCES) and not pod_.requests[col]):
+        cap = _at(info.node.allocatable, col)
+        if cap == 0 or (col >= len(BASE_RESOURCES) and not _at(pod_.requests, col)):
             continue
-        fractions.append(min((info.requested[col] + pod_.requests[col]) / cap, 1.0))
+        fractions.append(min((_at(info.requested, col) + _at(pod_.requests, col)) / cap, 1.0))
     if len(fractions) < 2:
         std = 0.0
     elif len(fractions) == 2:
@@ -202,6 +207,6 @@ def test_vectorised_resource_scores_match_kube_formulas(seed, args):
         assert c.score("NodeResourcesFit", p, normalize=False) == {
             name: _fit_reference(fit.strategy, fit.resources, fit.shape_lut, parsed, info)
             for name, info in infos.items()}
-        if any(parsed.requests[col] for col in balanced.cols):  # else PreScore skips it
+        if any(_at(parsed.requests, col) for col in balanced.cols):  # else PreScore skips it
             assert c.score("NodeResourcesBalancedAllocation", p, normalize=False) == {
                 name: _balanced_reference(balanced.cols, parsed, info) for name, info in infos.items()}

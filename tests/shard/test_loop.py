@@ -4,7 +4,7 @@ terminating."""
 from __future__ import annotations
 
 from common.store.memory import MemoryStore
-from builders import make_config, node, pod, running
+from builders import make_config, node, overflowing_pod, pod, running, too_wide_node
 
 
 def test_scheduling_context_through_the_shard_loop():
@@ -129,3 +129,109 @@ def test_heartbeats_and_status_updates_cost_no_cache_work():
     loop.sync()
     info = loop.cache.nodes.get("n1")
     assert not info.pods and len(info.tree) == 0
+
+
+def _drain(loop) -> None:
+    while loop.schedule_next() is not None:
+        loop.sync()
+    loop.sync()
+
+
+def test_extended_resources_come_and_go_without_filling_the_slot_table():
+    """Four rounds of 40 new extended resources each (160 in all, more than the table ever
+    holds at once), every round created, scheduled, checked and deleted again, with a shard
+    loop, a binder's view and `verify` all following the store: slots nobody holds any more
+    are reclaimed, in the node table's columns, the splay trees and the accounting alike.
+    The per-process table used to fill for good at 12 ("too many distinct resources")."""
+    from binder.view import BinderView
+    from common.informer import Informer
+    from common.objects import CREATE_ORDER
+    from common.resources import MAX_EXTENDED_RESOURCES, RESOURCES, vector_to_map
+    from common.verify import verify_store
+    from shard.loop import ShardLoop
+
+    rounds, per_round = 4, 40
+    assert rounds * per_round > MAX_EXTENDED_RESOURCES
+    store = MemoryStore()
+    loop = ShardLoop(make_config(), store)
+    loop.start()
+    view = BinderView(["shardsched"])
+    watch = Informer(store, CREATE_ORDER, view.apply, view.reset)
+    watch.start()
+    in_use_before = RESOURCES.in_use()
+    for r in range(rounds):
+        names = [f"example.com/round{r}-widget{i}" for i in range(per_round)]
+        for n in range(8):  # five resources per node, two of each
+            store.create(node(f"r{r}-n{n}", extra={name: "2" for name in names[5 * n:5 * n + 5]}))
+        for i, name in enumerate(names):
+            store.create(pod(f"r{r}-p{i}", extra={name: "1"}, priority=i % 3))
+        loop.sync()
+        _drain(loop)
+        watch.sync()
+        pods = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in store.list("Pod")[0]}
+        assert pods == {f"r{r}-p{i}": f"r{r}-n{i // 5}" for i in range(per_round)}
+        report = verify_store(store)
+        assert report["ok"] and report["bound"] == per_round and report["unparsable"] == []
+        for n in range(8):  # (no local keeps a node record: it would keep its slots too)
+            assert {k: v for k, v in vector_to_map(view.nodes[f"r{r}-n{n}"].requested).items()
+                    if k != "pods"} == {name: 1 for name in names[5 * n:5 * n + 5]}
+        loop.scheduler.table.check()
+        releasable = loop.scheduler.table.releasable(10)[loop.scheduler.table.row_of[f"r{r}-n0"]]
+        assert {k: v for k, v in vector_to_map(releasable).items() if k != "pods"} == {
+            name: 1 for name in names[:5]}
+        for i in range(per_round):
+            store.delete("Pod", f"default/r{r}-p{i}")
+        for n in range(8):
+            store.delete("Node", f"r{r}-n{n}")
+        loop.sync()
+        watch.sync()
+        loop.scheduler.refresh()
+    assert RESOURCES.in_use() == in_use_before, RESOURCES.names()
+
+
+def test_bound_pods_summing_past_int64_on_one_node_do_not_break_cycles():
+    """Each pod fits int64, their sum on one node does not: the node table saturates instead
+    of raising OverflowError in every cycle, and the pending pod is judged normally."""
+    from shard.loop import ShardLoop
+
+    half = str(1 << 62)
+    store = MemoryStore()
+    store.create(node("n1", memory="8Ei"))
+    store.create(node("n2"))
+    for i in range(3):
+        store.create(running(f"big{i}", "n1", "100m", 0, memory=half))
+    store.create(pod("next", memory="1Gi", cpu="100m"))
+    loop = ShardLoop(make_config(), store)
+    loop.start()
+    result = loop.schedule_next()
+    assert result.node == "n2"
+    loop.scheduler.table.check()
+
+
+def test_objects_a_shard_cannot_count_are_skipped_and_logged(caplog):
+    """What the watch delivers and the shard cannot count is logged once and left out; the
+    shard goes on scheduling the rest."""
+    import logging
+
+    from common.resources import RESOURCES
+    from shard.loop import ShardLoop
+
+    store = MemoryStore()
+    store.create(node("n1"))
+    store.create(pod("ok", cpu="1"))
+    loop = ShardLoop(make_config(), store)
+    loop.start()
+    in_use = RESOURCES.in_use()
+    with caplog.at_level(logging.WARNING, logger="shard.loop"):
+        loop.apply("ADDED", "Pod", overflowing_pod())
+        loop.apply("ADDED", "Node", too_wide_node())
+        loop.apply("MODIFIED", "Node", too_wide_node())
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 2
+    assert "Pod default/huge: spec.containers[1].resources.requests.memory: the pod's total memory" in warnings[0]
+    assert "Node wide: status.allocatable.example.com/many-" in warnings[1]
+    assert "distinct extended resources in use at once" in warnings[1]
+    assert RESOURCES.in_use() == in_use  # the slots the node's parse took were given back
+    result = loop.schedule_next()
+    assert result.node == "n1" and "wide" not in loop.scheduler.table.row_of
+    assert loop.schedule_next() is None  # the unreadable pod is not queued

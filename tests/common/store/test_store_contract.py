@@ -14,9 +14,11 @@ import socket
 import threading
 import uuid
 
+import orjson
 import pytest
 
 from common.errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavailable
+from common.limits import MAX_OBJECT_BYTES
 from common.store import open_store
 from common.store.base import rv_order
 from common.store.embedded import EmbeddedRedis
@@ -442,6 +444,26 @@ def test_create_many_skips_the_malformed_object_and_creates_the_rest(store):
     (dup,) = store.create_many([pod("ok-1"), pod("ok-3")])
     assert (dup.obj, dup.field) == ("Pod default/ok-1", "metadata.name")
     assert store.get("Pod", "default/ok-3") is not None
+
+
+def test_objects_a_store_cannot_hold_are_refused_by_name_and_the_rest_created(store):
+    """Any client may write: the store itself refuses an object over etcd's 1.5 MiB, nested
+    too deep, or holding what JSON cannot (here a numeric label key), naming it and the
+    field, and a bulk create goes on with the rest."""
+    big = pod("big")
+    big["metadata"]["annotations"] = {"blob": "x" * MAX_OBJECT_BYTES}
+    deep = pod("deep")
+    deep["spec"]["x"] = orjson.loads("[" * 300 + "]" * 300)
+    keyed = pod("keyed")
+    keyed["metadata"]["labels"] = {1: "one"}
+    with pytest.raises(ObjectError) as e:
+        store.create(big)
+    assert (e.value.obj, e.value.field) == ("Pod default/big", "<root>")
+    assert "more than the limit of 1572864" in e.value.message
+    errors = store.create_many([pod("ok-1"), big, deep, keyed, pod("ok-2")])
+    assert sorted((e.obj, e.field.split("[")[0]) for e in errors) == [
+        ("Pod default/big", "<root>"), ("Pod default/deep", "spec.x"), ("Pod default/keyed", "metadata.labels")]
+    assert sorted(p["metadata"]["name"] for p in store.list("Pod")[0]) == ["ok-1", "ok-2"]
 
 
 def test_leases_expire_and_can_be_dropped(store):
