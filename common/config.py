@@ -88,8 +88,8 @@ PLUGIN_ENTRY = {
 
 DISABLED_ENTRY = {
     "name": _s("", "Plugin name, or '*' for all defaults."),
-    "extensionPoints": Leaf((list,), [], "Switch the plugin (or with '*' every plugin) off at these "
-                            "extension points only (kube's names: preFilter, filter, postFilter, preScore, "
+    "extensionPoints": Leaf((list,), [], "Switch the plugin (or with '*' every plugin not enabled) off "
+                            "at these extension points only (kube's names: preFilter, filter, postFilter, preScore, "
                             "score, ...); [] = remove it."),
 }
 
@@ -292,7 +292,20 @@ def _merge_list(schema: ListOf, items, path: str) -> list:
     return out
 
 
+#: The store URL schemes common.store opens.
+STORE_SCHEMES = ("memory", "redis", "rediss", "unix", "kube")
+
+
 def _cross_checks(cfg: dict) -> None:
+    url = cfg["store"]["url"]
+    if url is not None and url.split("://", 1)[0].lower() not in STORE_SCHEMES:
+        raise ConfigError("store.url", f"must be {', '.join(s + '://...' for s in STORE_SCHEMES)}, got {url!r}")
+    for section in ("shards", "binders"):
+        for key in ("basePort", "metricsBasePort"):
+            last = cfg[section][key] + cfg[section]["count"] - 1
+            if cfg[section][key] and last > 65535:
+                raise ConfigError(f"{section}.{key}", f"the last of {cfg[section]['count']} {section} would listen "
+                                  f"on port {last}, past 65535")
     if cfg["preemption"]["minCandidateNodesPercentage"] == 0 == cfg["preemption"]["minCandidateNodesAbsolute"]:
         raise ConfigError("preemption.minCandidateNodesAbsolute", "must not be 0 when minCandidateNodesPercentage is")
     known = plugin_names.KNOWN

@@ -3,9 +3,9 @@
 A profile's `plugins` start from the default plugins (common.plugin_names): `disabled`
 entries without `extensionPoints` remove a plugin (`*`: every default), `enabled` entries add
 one or set its weight (in place, keeping the default order), and `disabled` entries with
-`extensionPoints` switch a plugin (`*`: every plugin) off at those points only, as kube's
-per-extension-point `disabled` lists do (a plugin's preFilter and preScore go off with its
-filter and score). The shard builds its plugins from this, the binder
+`extensionPoints` switch a plugin (`*`: every plugin not in `enabled`) off at those points
+only, as kube's per-extension-point `disabled` lists do (a plugin's preFilter and preScore go
+off with its filter and score). The shard builds its plugins from this, the binder
 re-checks exactly the filters a pod's profile runs, and config validation rejects a profile
 no shard could run, each with the path of the entry at fault.
 """
@@ -55,7 +55,7 @@ def resolve(profile: dict, path: str = "profile") -> list[PluginUse]:
         weights[name] = entry["weight"]
     uses = []
     for name in order:
-        switched_off = {**off.get("*", {}), **off.get(name, {})}
+        switched_off = {**({} if name in seen else off.get("*", {})), **off.get(name, {})}
         _check_pairs(name, switched_off)
         points = frozenset(p for p in POINTS[name] if p not in switched_off
                            and PAIRED_POINTS.get(p) not in switched_off)

@@ -135,6 +135,10 @@ def test_profiles_no_shard_could_run_are_refused(plugins, expected):
     ({"leaderElection": {"renewDeadlineSeconds": 2, "retryPeriodSeconds": 2}},
      "config: leaderElection.renewDeadlineSeconds: must be > 1.2 x retryPeriodSeconds"),
     ({"store": {"qps": -1}}, "config: store.qps: must be >= 0.0, got -1"),
+    ({"store": {"url": "http://localhost:6379"}}, "config: store.url: must be memory://..., redis://..., "
+     "rediss://..., unix://..., kube://..., got 'http://localhost:6379'"),
+    ({"shards": {"count": 3, "basePort": 65534}},
+     "config: shards.basePort: the last of 3 shards would listen on port 65536, past 65535"),
 ])
 def test_cross_field_rules(section, expected):
     assert error_of(section) == expected
