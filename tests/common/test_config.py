@@ -7,10 +7,11 @@ import math
 
 import pytest
 import yaml
+from hypothesis import given, settings, strategies as st
 
 from common import config
 from common.checks import profile_checks
-from builders import make_config
+from builders import Cluster, make_config, node, pod
 
 from shard.scheduler import Scheduler
 from shard.cache import ShardCache
@@ -170,3 +171,29 @@ def test_per_profile_percentage_of_nodes_to_score():
     sched = Scheduler(cfg, ShardCache())
     assert sched.profiles["quality"].threshold.target(1000) == 500
     assert sched.profiles["shardsched"].threshold is sched.threshold
+
+
+_NAMES = ["*", "PrioritySort", "TaintToleration", "NodeResourcesFit", "InterPodAffinity", "ImageLocality",
+          "DefaultBinder", "NodePorts", "PodTopologySpread", "NodeResourcesBalancedAllocation"]
+_POINTS = ["preFilter", "filter", "preScore", "score", "queueSort", "bind", "postFilter"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_NAMES), st.lists(st.sampled_from(_POINTS), max_size=3, unique=True)),
+                max_size=4),
+       st.lists(st.tuples(st.sampled_from(_NAMES[1:]), st.integers(0, 100)), max_size=3, unique_by=lambda e: e[0]))
+def test_whatever_validates_builds_in_every_role(disabled, enabled):
+    """Random plugin sets: validation refuses them with a ConfigError, or the shard's profile
+    and the binder's checks build from them (a file that validates never stops a process)."""
+    doc = {"profiles": [{"schedulerName": "a", "plugins": {
+        "disabled": [{"name": n, "extensionPoints": p} for n, p in disabled],
+        "enabled": [{"name": n, "weight": w} for n, w in enabled]}}]}
+    try:
+        cfg = config.validate(doc)
+    except config.ConfigError:
+        return
+    profile = Scheduler(cfg, ShardCache()).profiles["a"]
+    assert profile.queue_sort is not None and profile.bind
+    assert profile_checks(cfg)["a"]
+    cluster = Cluster([node("n1", cpu="1"), node("n2", taints=["t=x:NoSchedule"])], [pod("old", node_name="n1")], cfg=cfg)
+    assert cluster.schedule(pod("p", cpu="2", scheduler="a", priority=10)).status is not None
