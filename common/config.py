@@ -328,6 +328,8 @@ def _cross_checks(cfg: dict) -> None:
     if cfg["shards"]["podMaxBackoffSeconds"] < cfg["shards"]["podInitialBackoffSeconds"]:
         raise ConfigError("shards.podMaxBackoffSeconds", "must be >= podInitialBackoffSeconds")
     election = cfg["leaderElection"]
+    if not election["leaderElect"]:
+        return
     if election["leaseDurationSeconds"] <= election["renewDeadlineSeconds"]:
         raise ConfigError("leaderElection.leaseDurationSeconds", "must be > renewDeadlineSeconds")
     if election["renewDeadlineSeconds"] <= 1.2 * election["retryPeriodSeconds"]:  # client-go's JitterFactor

@@ -198,6 +198,9 @@ class _Conversion:
             if seconds["leaseDuration"] <= seconds["renewDeadline"]:
                 raise invalid(f"{p}.leaseDuration", format_duration(seconds["renewDeadline"]),
                               "LeaseDuration must be greater than RenewDeadline")
+            if seconds["renewDeadline"] <= 1.2 * seconds["retryPeriod"]:  # client-go's leader elector
+                raise invalid(f"{p}.renewDeadline", format_duration(seconds["renewDeadline"]),
+                              "renewDeadline must be greater than retryPeriod*JitterFactor (1.2)")
             for key in ("resourceLock", "resourceNamespace", "resourceName"):
                 if not le[key]:
                     raise invalid(f"{p}.{key}", "", f"{key} is required")

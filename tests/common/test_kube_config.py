@@ -103,6 +103,8 @@ def test_star_and_a_plugin_only_at_one_point():
     (dict(parallelism=0), "parallelism: Invalid value: 0: should be an integer value greater than zero"),
     (dict(leaderElection={"leaseDuration": "10s", "renewDeadline": "10s"}),
      "leaderElection.leaseDuration: Invalid value: 10s: LeaseDuration must be greater than RenewDeadline"),
+    (dict(leaderElection={"renewDeadline": "2s"}),
+     "leaderElection.renewDeadline: Invalid value: 2s: renewDeadline must be greater than retryPeriod*JitterFactor (1.2)"),
     (dict(leaderElection={"retryPeriod": "0s"}),
      "leaderElection.retryPeriod: Invalid value: 0s: must be greater than zero"),
     (dict(leaderElection={"resourceLock": "configmaps"}),
@@ -212,3 +214,9 @@ def test_a_converted_file_validates_as_shardsched_configuration_unchanged():
         "score": {"disabled": [{"name": "ImageLocality"}]}, "filter": {"disabled": [{"name": "NodePorts"}]}}}]))
     again = config.validate(copy.deepcopy(cfg))
     assert again == cfg
+
+
+def test_lease_durations_are_not_checked_without_leader_election():
+    """As kube: with leaderElect false, the durations are never used, so never refused."""
+    cfg, _ = load(ksc(leaderElection={"leaderElect": False, "leaseDuration": "5s", "renewDeadline": "10s"}))
+    assert cfg["leaderElection"]["leaderElect"] is False
