@@ -27,7 +27,7 @@ from common.partition import partition_of
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
-from common.checks import CROSS_NODE_CHECKS, NODE_CHECKS, Judged, first_failure
+from common.checks import Judged, first_failure, profile_checks
 from .commits import Commits, Pending
 from .partitions import PartitionLeases
 from .view import BinderView, Reservation
@@ -68,7 +68,10 @@ class BinderServer(Component, rpc.BinderServicer):
             names.add("default-scheduler")
         self.view = BinderView(names, cfg["shards"]["assumeTtlSeconds"],
                                doubt_s=2 * cfg["store"]["requestTimeoutSeconds"])
-        self.checks = NODE_CHECKS + (CROSS_NODE_CHECKS if binders["crossNodeChecks"] else ())
+        #: schedulerName -> the checks its pods get; other pods (default-scheduler's, with
+        #: alsoDefaultScheduler) get the first profile's, as a shard schedules them with it.
+        self.checks = profile_checks(cfg, binders["crossNodeChecks"])
+        self.default_checks = self.checks[cfg["profiles"][0]["schedulerName"]]
         self.partition_count = binders["count"]
         self.partition_label = binders["partitionLabel"]
         self.lock = threading.Lock()
@@ -200,7 +203,7 @@ class BinderServer(Component, rpc.BinderServicer):
         if not self.partitions.accepts(partition):
             return f"NotPartitionHolder: partition {partition} (node {d.node}) is not held by binder {self.id}"
         judged = Judged(view, pod, d.node, [(v.key, v.uid) for v in d.victims])
-        why = first_failure(judged, self.checks)
+        why = first_failure(judged, self.checks.get(pod.scheduler_name, self.default_checks))
         if why is not None:
             return why
         victims = [(v.key, v.uid) for v in judged.victims]

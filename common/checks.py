@@ -19,11 +19,16 @@ only with binders.count 1 or a partitionLabel at least that wide.)
 """
 from __future__ import annotations
 
+from functools import partial
+
+from . import plugin_names as names
 from .constraints import (INTER_POD_AFFINITY, POD_TOPOLOGY_SPREAD, inter_pod_affinity_failure,
                           topology_spread_failure)
-from .predicates import (NODE_AFFINITY_MISMATCH, PORTS_IN_USE, UNSCHEDULABLE_NODE, host_ports_conflict,
-                         insufficient, node_matches, unschedulable_blocks, untolerated_taint,
-                         untolerated_taint_message)
+from .plugin_args import profile_args
+from .predicates import (NODE_AFFINITY_MISMATCH, PORTS_IN_USE, UNSCHEDULABLE_NODE, IgnoredResources,
+                         host_ports_conflict, insufficient, node_matches, unschedulable_blocks,
+                         untolerated_taint, untolerated_taint_message)
+from .profile_plugins import filters
 from .resources import shortfalls, vadd
 
 
@@ -91,11 +96,11 @@ def victims(j: Judged):
     return None
 
 
-def node_resources_fit(j: Judged):
+def node_resources_fit(j: Judged, ignored: IgnoredResources = IgnoredResources()):
     free = j.info.free
     for v in j.victims:
         free = vadd(free, v.requests)
-    short = [insufficient(i) for i in shortfalls(j.pod.requests, free)]
+    short = [insufficient(i) for i in shortfalls(j.pod.requests, free) if not (ignored and ignored.column(i))]
     return f"NodeResourcesFit: {', '.join(short)}" if short else None
 
 
@@ -127,6 +132,33 @@ def topology_spread(j: Judged):
 NODE_CHECKS = (node_exists, node_unschedulable, taint_toleration, node_affinity, victims,
                node_resources_fit, node_ports)
 CROSS_NODE_CHECKS = (inter_pod_affinity, topology_spread)
+#: The checks that stand for a kube filter plugin: a profile that does not run the plugin's
+#: Filter does not get the check either (node_exists and victims always run).
+CHECKED_PLUGIN = {
+    node_unschedulable: names.NODE_UNSCHEDULABLE, taint_toleration: names.TAINT_TOLERATION,
+    node_affinity: names.NODE_AFFINITY, node_resources_fit: names.NODE_RESOURCES_FIT,
+    node_ports: names.NODE_PORTS, inter_pod_affinity: names.INTER_POD_AFFINITY,
+    topology_spread: names.POD_TOPOLOGY_SPREAD,
+}
+
+
+def profile_checks(cfg: dict, cross_node: bool = True) -> dict[str, tuple]:
+    """schedulerName -> the checks for that profile's pods: the filters it runs, with its
+    NodeResourcesFit's ignored resources."""
+    out = {}
+    for i, profile in enumerate(cfg["profiles"]):
+        runs = filters(profile)
+        fit = profile_args(cfg, i)[names.NODE_RESOURCES_FIT]
+        ignored = IgnoredResources(fit["ignoredResources"], fit["ignoredResourceGroups"])
+        checks = []
+        for check in NODE_CHECKS + (CROSS_NODE_CHECKS if cross_node else ()):
+            plugin = CHECKED_PLUGIN.get(check)
+            if plugin is not None and plugin not in runs:
+                continue
+            checks.append(partial(node_resources_fit, ignored=ignored) if check is node_resources_fit and ignored
+                          else check)
+        out[profile["schedulerName"]] = tuple(checks)
+    return out
 
 
 def first_failure(j: Judged, checks) -> str | None:

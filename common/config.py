@@ -1,19 +1,24 @@
-"""The configuration file: one YAML document, `kind: ShardschedConfiguration`.
+"""The configuration file: one YAML document, `kind: ShardschedConfiguration`, or a
+kube-scheduler `KubeSchedulerConfiguration` (common.kube_config maps it onto this one).
 
 The schema below is the single source of the defaults, the validation rules and the field
-documentation (`shardsched config defaults` prints it, the README lists it). Unknown fields and
-wrong types are rejected with the dotted path of the field, so a typo never silently falls back
-to a default.
+documentation (`shardsched config defaults` prints it, the README lists it). Unknown fields,
+wrong types and numbers out of range or not finite are rejected with the dotted path of the
+field, so a typo never silently falls back to a default. Validation also runs every check a
+process makes when it starts (profiles through common.profile_plugins, plugin arguments
+through common.plugin_args), so a file that validates never stops a process.
 """
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field as dc_field
 from typing import Any
 
 import yaml
 
-from . import plugin_names
+from . import kube_config, plugin_args, plugin_names, profile_plugins
+from .validation import FieldError
 
 API_VERSION = "shardsched.io/v1alpha1"
 KIND = "ShardschedConfiguration"
@@ -50,13 +55,21 @@ class ListOf:
     default: list
     doc: str
     required_keys: tuple = dc_field(default_factory=tuple)
+    min_items: int = 0
 
 
-def _i(default, doc, minimum=0, maximum=None, nullable=False):
+#: Largest integer a field takes unless it says otherwise (kube's int32 fields).
+INT_MAX = 2**31 - 1
+#: Longest time in seconds a field takes unless it says otherwise: a day.
+SECONDS_MAX = 86400
+
+
+def _i(default, doc, minimum=0, maximum=INT_MAX, nullable=False):
     return Leaf((int,), default, doc, minimum=minimum, maximum=maximum, nullable=nullable)
 
 
-def _f(default, doc, minimum=0.0, maximum=None):
+def _f(default, doc, minimum=0.0, maximum=SECONDS_MAX):
+    """A number (of seconds unless `maximum` says otherwise); always finite."""
     return Leaf((int, float), default, doc, minimum=minimum, maximum=maximum)
 
 
@@ -73,6 +86,13 @@ PLUGIN_ENTRY = {
     "weight": _i(1, "Score weight; 0 disables its score but keeps its filter.", minimum=0, maximum=100),
 }
 
+DISABLED_ENTRY = {
+    "name": _s("", "Plugin name, or '*' for all defaults."),
+    "extensionPoints": Leaf((list,), [], "Switch the plugin (or with '*' every plugin not enabled) off "
+                            "at these extension points only (kube's names: preFilter, filter, postFilter, preScore, "
+                            "score, ...); [] = remove it."),
+}
+
 PLUGIN_CONFIG_ENTRY = {
     "name": _s("", "Plugin the arguments are for."),
     "args": Leaf((dict,), {}, "Plugin arguments, as kube-scheduler's pluginConfig args."),
@@ -80,10 +100,12 @@ PLUGIN_CONFIG_ENTRY = {
 
 PROFILE = {
     "schedulerName": _s("shardsched", "Pods whose spec.schedulerName equals this use the profile."),
+    "percentageOfNodesToScore": _i(None, "This profile's threshold: mode percentage with this percent "
+                                   "(0 = kube's rule); null = the threshold section.", maximum=100,
+                                   nullable=True),
     "plugins": {
         "enabled": ListOf(PLUGIN_ENTRY, [], "Plugins added to (or re-weighted in) the defaults.", ("name",)),
-        "disabled": ListOf({"name": _s("", "Plugin name, or '*' for all defaults.")}, [],
-                           "Default plugins switched off.", ("name",)),
+        "disabled": ListOf(DISABLED_ENTRY, [], "Default plugins switched off.", ("name",)),
     },
     "pluginConfig": ListOf(PLUGIN_CONFIG_ENTRY, [], "Per-plugin arguments.", ("name",)),
 }
@@ -97,7 +119,11 @@ SCHEMA = {
         "kubeconfig": _s(None, "Kubeconfig file for kube://; null uses in-cluster config or ~/.kube/config.",
                          nullable=True),
         "requestTimeoutSeconds": _f(10, "Timeout of every store request; a dead connection never hangs.",
-                                    minimum=0.1),
+                                    minimum=0.1, maximum=3600),
+        "qps": _f(0, "kube:// only: requests per second each process sends the API server at most "
+                  "(client-go's token bucket; 0 = no limit). Watches are not counted.", maximum=1e6),
+        "burst": _i(0, "kube:// only: requests allowed at once above qps (0 = qps, rounded up).",
+                    maximum=1_000_000),
     },
     "dispatcher": {
         "host": _s("127.0.0.1", "Address the dispatcher listens on."),
@@ -108,7 +134,17 @@ SCHEMA = {
         "redispatchAfterSeconds": _f(30, "Re-dispatch a pod still unbound this long after dispatch.",
                                      minimum=1),
         "shardTimeoutSeconds": _f(5, "A shard whose lease is older than this is considered dead.",
-                                  minimum=0.5),
+                                  minimum=0.5, maximum=3600),
+    },
+    "leaderElection": {
+        "leaderElect": _b(True, "Dispatcher replicas elect a leader through a Lease; only the leader dispatches."),
+        "leaseDurationSeconds": _f(15, "A standby takes the Lease over once it was not renewed for this long.",
+                                   minimum=0.1, maximum=3600),
+        "renewDeadlineSeconds": _f(10, "The leader stops leading when it could not renew the Lease for this long.",
+                                   minimum=0.1, maximum=3600),
+        "retryPeriodSeconds": _f(2, "Time between attempts to acquire or renew the Lease.", minimum=0.1,
+                                 maximum=3600),
+        "resourceName": _s("shardsched-dispatcher", "Name of the dispatcher's Lease."),
     },
     "shards": {
         "count": _i(2, "Scheduler shard processes started by `shardsched up`.", minimum=1),
@@ -143,7 +179,7 @@ SCHEMA = {
                              "a partition (nodes without it go by their name), so constraints over "
                              "it or the hostname are checked by one binder. \"\" partitions by name."),
         "leaseDurationSeconds": _f(5, "A partition whose binder stops renewing its lease is taken over "
-                                   "by another binder after this long.", minimum=0.5),
+                                   "by another binder after this long.", minimum=0.5, maximum=3600),
         "maxInFlight": _i(128, "Store requests a binder keeps in flight for its commits (and the size "
                           "of its connection pool).", minimum=1, maximum=4096),
         "crossNodeChecks": _b(True, "Re-check inter-pod affinity, anti-affinity and topology spread "
@@ -164,9 +200,9 @@ SCHEMA = {
         "maxFeasibleNodes": _i(300, "adaptive: target number of feasible nodes with no rejections and "
                                "an empty queue.", minimum=1),
         "rejectionDecay": _f(1.0, "adaptive: how fast the target shrinks with the share of nodes "
-                             "rejected so far in the cycle (0 = not at all).", minimum=0),
+                             "rejected so far in the cycle (0 = not at all).", minimum=0, maximum=100),
         "queueDecay": _f(0.5, "adaptive: how fast the target shrinks as the active queue grows "
-                         "(per decade of queued pods; 0 = not at all).", minimum=0),
+                         "(per decade of queued pods; 0 = not at all).", minimum=0, maximum=100),
         "growth": _b(False, "Quality-first profiles: grow the target with rejections and queue "
                      "length instead of shrinking it (capped at all nodes)."),
     },
@@ -191,7 +227,7 @@ SCHEMA = {
                          "clients verify (pod addresses change, so certificates do not name them)."),
     },
     "profiles": ListOf(PROFILE, [{"schedulerName": "shardsched"}], "Scheduling profiles.",
-                       ("schedulerName",)),
+                       ("schedulerName",), min_items=1),
 }
 
 
@@ -212,6 +248,8 @@ def _check_leaf(leaf: Leaf, value, path: str):
         raise ConfigError(path, f"must be {_type_names(leaf)}, got boolean {value!r}")
     if not isinstance(value, leaf.types):
         raise ConfigError(path, f"must be {_type_names(leaf)}, got {type(value).__name__} {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(path, f"must be a finite number, got {value!r}")
     if leaf.choices and value not in leaf.choices:
         raise ConfigError(path, f"must be one of {', '.join(map(str, leaf.choices))}, got {value!r}")
     if leaf.minimum is not None and value < leaf.minimum:
@@ -244,37 +282,71 @@ def _merge(schema: dict, value, path: str) -> dict:
         elif isinstance(sub, Leaf):
             out[key] = _check_leaf(sub, value[key], p)
         elif isinstance(sub, ListOf):
-            items = value[key]
-            if not isinstance(items, list):
-                raise ConfigError(p, f"must be a list, got {type(items).__name__}")
-            out[key] = []
-            for i, item in enumerate(items):
-                ip = f"{p}[{i}]"
-                for req in sub.required_keys:
-                    if not isinstance(item, dict) or not item.get(req):
-                        raise ConfigError(f"{ip}.{req}", "is required")
-                out[key].append(_merge(sub.item, item, ip))
+            out[key] = _merge_list(sub, value[key], p)
         else:
             out[key] = _merge(sub, value[key], p)
     return out
 
 
+def _merge_list(schema: ListOf, items, path: str) -> list:
+    if not isinstance(items, list):
+        raise ConfigError(path, f"must be a list, got {type(items).__name__}")
+    if len(items) < schema.min_items:
+        raise ConfigError(path, f"must have at least {schema.min_items} item(s)")
+    out = []
+    for i, item in enumerate(items):
+        ip = f"{path}[{i}]"
+        if not isinstance(item, dict):
+            raise ConfigError(ip, f"must be a mapping, got {type(item).__name__}")
+        for req in schema.required_keys:
+            if not item.get(req):
+                raise ConfigError(f"{ip}.{req}", "is required")
+        out.append(_merge(schema.item, item, ip))
+    return out
+
+
+#: The store URL schemes common.store opens.
+STORE_SCHEMES = ("memory", "redis", "rediss", "unix", "kube")
+
+
 def _cross_checks(cfg: dict) -> None:
+    url = cfg["store"]["url"]
+    if url is not None and url.split("://", 1)[0].lower() not in STORE_SCHEMES:
+        raise ConfigError("store.url", f"must be {', '.join(s + '://...' for s in STORE_SCHEMES)}, got {url!r}")
+    for section in ("shards", "binders"):
+        for key in ("basePort", "metricsBasePort"):
+            last = cfg[section][key] + cfg[section]["count"] - 1
+            if cfg[section][key] and last > 65535:
+                raise ConfigError(f"{section}.{key}", f"the last of {cfg[section]['count']} {section} would listen "
+                                  f"on port {last}, past 65535")
+    if cfg["preemption"]["minCandidateNodesPercentage"] == 0 == cfg["preemption"]["minCandidateNodesAbsolute"]:
+        raise ConfigError("preemption.minCandidateNodesAbsolute", "must not be 0 when minCandidateNodesPercentage is")
     known = plugin_names.KNOWN
+    seen: dict[str, int] = {}
     for i, prof in enumerate(cfg["profiles"]):
         for section in ("enabled", "disabled"):
             for j, entry in enumerate(prof["plugins"][section]):
                 if entry["name"] not in known and not (section == "disabled" and entry["name"] == "*"):
                     raise ConfigError(f"profiles[{i}].plugins.{section}[{j}].name",
                                       f"unknown plugin {entry['name']!r} (known: {', '.join(sorted(known))})")
-        for j, entry in enumerate(prof["pluginConfig"]):
-            if entry["name"] not in known:
-                raise ConfigError(f"profiles[{i}].pluginConfig[{j}].name", f"unknown plugin {entry['name']!r}")
-    names = [p["schedulerName"] for p in cfg["profiles"]]
-    if len(set(names)) != len(names):
-        raise ConfigError("profiles", "two profiles have the same schedulerName")
+        try:
+            profile_plugins.resolve(prof, f"profiles[{i}]")
+            plugin_args.profile_args(cfg, i)
+        except FieldError as e:
+            raise ConfigError(e.path, e.body) from None
+        name = prof["schedulerName"]
+        if name in seen:
+            raise ConfigError(f"profiles[{i}].schedulerName", f"same as profiles[{seen[name]}].schedulerName {name!r}")
+        seen[name] = i
     if cfg["shards"]["podMaxBackoffSeconds"] < cfg["shards"]["podInitialBackoffSeconds"]:
         raise ConfigError("shards.podMaxBackoffSeconds", "must be >= podInitialBackoffSeconds")
+    election = cfg["leaderElection"]
+    if not election["leaderElect"]:
+        return
+    if election["leaseDurationSeconds"] <= election["renewDeadlineSeconds"]:
+        raise ConfigError("leaderElection.leaseDurationSeconds", "must be > renewDeadlineSeconds")
+    if election["renewDeadlineSeconds"] <= 1.2 * election["retryPeriodSeconds"]:  # client-go's JitterFactor
+        raise ConfigError("leaderElection.renewDeadlineSeconds", "must be > 1.2 x retryPeriodSeconds")
 
 
 def defaults() -> dict:
@@ -283,15 +355,40 @@ def defaults() -> dict:
 
 def validate(doc) -> dict:
     """Full config (defaults filled in) from a parsed YAML document; raises ConfigError."""
+    return validate_with_notes(doc)[0]
+
+
+def validate_with_notes(doc) -> tuple[dict, list[str]]:
+    """validate(), and for a KubeSchedulerConfiguration the notes on what it left out (the
+    kube defaults shardsched does not ship, say): `config validate` prints them, processes
+    log them. A KubeSchedulerConfiguration's errors name its own fields."""
+    if not kube_config.is_kube(doc):
+        return _validate_native(doc), []
+    try:
+        native, origin, notes = kube_config.convert(doc)
+    except FieldError as e:
+        raise ConfigError(e.path, e.body) from None
+    try:
+        return _validate_native(native), notes
+    except ConfigError as e:
+        raise ConfigError(origin(e.path), e.message) from None
+
+
+def _validate_native(doc) -> dict:
     cfg = _merge(SCHEMA, doc, "")
     _cross_checks(cfg)
     return cfg
 
 
 def load(path: str | None) -> dict:
-    """Read and validate a config file; None gives the defaults."""
+    """Read and validate a config file (shardsched's or a KubeSchedulerConfiguration);
+    None gives the defaults."""
+    return load_with_notes(path)[0]
+
+
+def load_with_notes(path: str | None) -> tuple[dict, list[str]]:
     if path is None:
-        return validate({})
+        return validate({}), []
     try:
         with open(path) as fh:
             doc = yaml.safe_load(fh)
@@ -299,7 +396,7 @@ def load(path: str | None) -> dict:
         raise ConfigError(path, f"cannot read: {e.strerror}", unreadable=True) from None
     except yaml.YAMLError as e:
         raise ConfigError(path, f"not valid YAML: {e}", unreadable=True) from None
-    return validate(doc)
+    return validate_with_notes(doc)
 
 
 def dump(cfg: dict) -> str:

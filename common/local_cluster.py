@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 
 import grpc
 
@@ -109,16 +110,20 @@ class LocalCluster:
         self.wait_ready(timeout)
 
     def wait_ready(self, timeout: float = 30.0) -> dict:
-        """Block until every process holds its lease, every binder partition is held and the
-        dispatcher streams to every shard; returns role -> {id: address}."""
+        """Block until every process holds its lease, every binder partition is held, no
+        binder holds more than its share (a binder that started first takes them all, then
+        hands the others over), and the dispatcher streams to every shard; returns role ->
+        {id: address}."""
         store = open_configured(self.cfg, self.url)
         try:
             deadline = time.monotonic() + timeout
             while True:
                 leases = {role: store.list_leases(role) for role in ROLES}
                 partitions = store.list_leases(PARTITION_ROLE)
+                share = -(-self.cfg["binders"]["count"] // max(1, len(leases["binder"])))
                 if (all(len(leases[r]) >= n for r, n in self.counts().items())
                         and len(partitions) >= self.cfg["binders"]["count"]
+                        and max(Counter(partitions.values()).values(), default=0) <= share
                         and self._dispatcher_linked(leases)):
                     return leases
                 for (role, i), proc in self.procs.items():

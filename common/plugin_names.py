@@ -29,3 +29,31 @@ DEFAULT_PLUGINS = (
 
 #: Every plugin a profile may name.
 KNOWN = frozenset(name for name, _ in DEFAULT_PLUGINS)
+
+#: kube-scheduler's extension points, in the order a pod meets them.
+EXTENSION_POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score",
+                    "reserve", "permit", "preBind", "bind", "postBind")
+
+#: The extension points each plugin implements, as kube-scheduler v1.33's plugin of that name
+#: does (DefaultPreemption's PreEnqueue, for kube's asynchronous preemption, aside): a profile
+#: may enable or disable a plugin at these. tests/plugins/test_registry.py checks them against
+#: the shard's plugin classes.
+POINTS = {
+    PRIORITY_SORT: ("queueSort",),
+    NODE_UNSCHEDULABLE: ("filter",),
+    NODE_NAME: ("filter",),
+    TAINT_TOLERATION: ("filter", "preScore", "score"),
+    NODE_AFFINITY: ("preFilter", "filter", "preScore", "score"),
+    NODE_PORTS: ("preFilter", "filter"),
+    NODE_RESOURCES_FIT: ("preFilter", "filter", "preScore", "score"),
+    NODE_RESOURCES_BALANCED_ALLOCATION: ("preScore", "score"),
+    POD_TOPOLOGY_SPREAD: ("preFilter", "filter", "preScore", "score"),
+    INTER_POD_AFFINITY: ("preFilter", "filter", "preScore", "score"),
+    IMAGE_LOCALITY: ("score",),
+    DEFAULT_PREEMPTION: ("postFilter",),
+    DEFAULT_BINDER: ("bind",),
+}
+
+#: A plugin's PreFilter and PreScore prepare its Filter and Score: shardsched runs each with
+#: its main point, so a profile switches the pair on or off together.
+PAIRED_POINTS = {"preFilter": "filter", "preScore": "score"}

@@ -19,6 +19,26 @@ SPREAD_MISMATCH = "node(s) didn't match pod topology spread constraints"
 SPREAD_MISSING_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
 
 
+class IgnoredResources:
+    """NodeResourcesFit's ignoredResources and ignoredResourceGroups (the part of a resource
+    name before its '/'): resources the fit check leaves out. As in kube, only extended
+    resources can be ignored (cpu, memory and kubernetes.io/ names are always checked)."""
+
+    def __init__(self, names=(), groups=()):
+        self.names = frozenset(names)
+        self.groups = frozenset(groups)
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.groups)
+
+    def column(self, col: int) -> bool:
+        """Whether the resource in column `col` of a request vector is ignored."""
+        name = resource_name(col)
+        if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+            return False
+        return name in self.names or name.split("/", 1)[0] in self.groups
+
+
 def untolerated_taint_message(taint) -> str:
     return f"node(s) had untolerated taint {taint.describe()}"
 

@@ -45,10 +45,12 @@ def run(role: str, args, build) -> int:
     """Load the config, open the store, run the component until SIGTERM/SIGINT."""
     setup(f"{role}-{args.id}", args.verbosity, args.log_format)
     try:
-        cfg = config_mod.load(args.config)
+        cfg, notes = config_mod.load_with_notes(args.config)
     except config_mod.ConfigError as e:
         log.error("%s", e)
         return EXIT_USAGE if e.unreadable else EXIT_INVALID_CONFIG
+    for note in notes:
+        log.warning("config: %s", note)
     try:
         store = open_configured(cfg, configured_url(args.store, cfg, f"{role} {args.id}"),
                                 max_in_flight=cfg["binders"]["maxInFlight"] if role == "binder" else None)

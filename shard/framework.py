@@ -15,6 +15,8 @@ Plugins reach the rest of the scheduler only through their Handle (see handle.py
 """
 from __future__ import annotations
 
+from common.plugin_args import resolve
+
 SUCCESS = "Success"
 UNSCHEDULABLE = "Unschedulable"
 #: Unschedulable and preemption cannot help (node affinity, taints, unschedulable node...).
@@ -95,8 +97,9 @@ class Plugin:
     """Base class: subclasses override the extension points they take part in.
 
     `name` is the registry name (common.plugin_names); `handle` what the plugin may use of
-    the scheduler (its profile's Handle); `args` the plugin's pluginConfig args; `weight`
-    its score weight in the profile.
+    the scheduler (its profile's Handle); `args` the plugin's pluginConfig args, read through
+    common.plugin_args (every field present, kube's defaults filled in); `weight` its score
+    weight in the profile.
     """
 
     name = ""
@@ -105,7 +108,7 @@ class Plugin:
 
     def __init__(self, handle, args: dict | None = None, weight: int = 1):
         self.handle = handle
-        self.args = args or {}
+        self.args = resolve(self.name, args)
         self.weight = weight
 
     # QueueSort

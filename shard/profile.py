@@ -1,30 +1,45 @@
-"""One scheduling profile: its plugins sorted into the extension points they implement."""
+"""One scheduling profile: its plugins sorted into the extension points they run at."""
 from __future__ import annotations
+
+from common.profile_plugins import resolve
 
 from .framework import implements
 from .handle import Handle
 from .registry import build_plugins
 
+#: Each plugin method, and kube's extension point that switches it on: a plugin's PreFilter
+#: (and the PreFilter extensions AddPod, RemovePod) runs with its Filter, its PreScore and
+#: NormalizeScore with its Score (common.plugin_names.PAIRED_POINTS).
+POINT_OF = {
+    "less": "queueSort", "pre_filter": "filter", "filter": "filter", "filter_vec": "filter",
+    "add_pod": "filter", "remove_pod": "filter", "post_filter": "postFilter", "pre_score": "score",
+    "score": "score", "score_vec": "score", "normalize": "score", "reserve": "reserve",
+    "unreserve": "reserve", "permit": "permit", "pre_bind": "preBind", "bind": "bind", "post_bind": "postBind",
+}
+
 
 class Profile:
-    def __init__(self, cfg: dict, sched, default_args: dict | None = None):
-        """`cfg` is one entry of the config's `profiles`; `default_args` the arguments a
-        plugin gets where the profile's pluginConfig gives none (plugin name -> args)."""
+    def __init__(self, cfg: dict, sched, args: dict, threshold):
+        """`cfg` is one entry of the config's `profiles`; `args` every plugin's resolved
+        arguments (common.plugin_args.profile_args); `threshold` the profile's Threshold."""
         self.name = cfg["schedulerName"]
+        self.threshold = threshold
         self.handle = Handle(sched, self)
-        self.plugins = build_plugins(cfg, self.handle, default_args or {})
+        uses = resolve(cfg)
+        self.plugins = build_plugins(uses, args, self.handle)
+        runs = {u.name: u.points for u in uses}
 
-        def at(point):
-            return [p for p in self.plugins if implements(p, point)]
+        def at(*methods):
+            return [p for p in self.plugins
+                    if any(implements(p, m) and POINT_OF[m] in runs[p.name] for m in methods)]
 
         sorters = at("less")
         self.queue_sort = sorters[0] if sorters else None
         self.pre_filter = at("pre_filter")
-        self.filters = [p for p in self.plugins if implements(p, "filter") or implements(p, "filter_vec")]
+        self.filters = at("filter", "filter_vec")
         self.post_filter = at("post_filter")
         self.pre_score = at("pre_score")
-        self.scorers = [p for p in self.plugins
-                        if p.weight and (implements(p, "score") or implements(p, "score_vec"))]
+        self.scorers = [p for p in at("score", "score_vec") if p.weight]
         #: (plugin, has a vectorised score, has NormalizeScore), worked out once, not per cycle.
         self.score_forms = [(p, implements(p, "score_vec"), implements(p, "normalize")) for p in self.scorers]
         #: The filters split into vectorised and per-node forms (see Scheduler._filters).

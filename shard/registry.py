@@ -1,12 +1,10 @@
 """Plugin registry and profile assembly.
 
-Maps plugin names (common.plugin_names) to classes and turns a profile from the config
-(enabled, disabled, weights, pluginConfig args) into the ordered plugin list the framework
-runs, in the default profile's order.
+Maps plugin names (common.plugin_names) to classes; which plugins a profile runs, where, and
+with which arguments is common's business (profile_plugins, plugin_args), shared with config
+validation and the binder.
 """
 from __future__ import annotations
-
-from common.plugin_names import DEFAULT_PLUGINS
 
 from .plugins.balanced_allocation import NodeResourcesBalancedAllocation
 from .plugins.default_binder import DefaultBinder
@@ -29,18 +27,7 @@ REGISTRY = {cls.name: cls for cls in (
 )}
 
 
-def build_plugins(profile: dict, handle, default_args: dict) -> list:
-    """Instantiate the profile's plugins: defaults minus disabled, plus enabled (re-weighted),
-    each with its pluginConfig args laid over `default_args` for it."""
-    disabled = {e["name"] for e in profile["plugins"]["disabled"]}
-    entries = [] if "*" in disabled else [(n, w) for n, w in DEFAULT_PLUGINS if n not in disabled]
-    order = [n for n, _ in entries]
-    weights = dict(entries)
-    for e in profile["plugins"]["enabled"]:
-        if e["name"] not in weights:
-            order.append(e["name"])
-        weights[e["name"]] = e["weight"]
-    args = {name: dict(a) for name, a in default_args.items()}
-    for e in profile["pluginConfig"]:
-        args[e["name"]] = {**args.get(e["name"], {}), **e["args"]}
-    return [REGISTRY[n](handle, args.get(n), weights[n]) for n in order]
+def build_plugins(uses: list, args: dict, handle) -> list:
+    """Instantiate a profile's plugins (common.profile_plugins' PluginUses, in order), each
+    with its resolved arguments (common.plugin_args.profile_args)."""
+    return [REGISTRY[u.name](handle, args.get(u.name), u.weight) for u in uses]

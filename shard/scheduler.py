@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from common.disruption import Budgets
-from common.plugin_names import DEFAULT_PREEMPTION
+from common.plugin_args import profile_args
 from .diagnosis import Diagnosis
 from .framework import SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status
 from .plugins.inter_pod_affinity import FILTER_STATE as INTER_POD_FILTER_STATE
@@ -133,10 +133,15 @@ class Scheduler:
         self.pdbs: dict = {}
         #: Pods held at Permit until their plugins allow them.
         self.waiting = WaitingPods(clock)
-        preemption = cfg["preemption"]
-        default_args = {DEFAULT_PREEMPTION: {k: preemption[k] for k in (
-            "minCandidateNodesPercentage", "minCandidateNodesAbsolute")}}
-        self.profiles = {p["schedulerName"]: Profile(p, self, default_args) for p in cfg["profiles"]}
+        self.profiles = {p["schedulerName"]: Profile(p, self, profile_args(cfg, i), self._threshold(cfg, p))
+                         for i, p in enumerate(cfg["profiles"])}
+
+    def _threshold(self, cfg: dict, profile: dict) -> Threshold:
+        """The profile's own (percentageOfNodesToScore), else the scheduler's."""
+        pct = profile.get("percentageOfNodesToScore")
+        if pct is None:
+            return self.threshold
+        return Threshold(dict(cfg["threshold"], mode="percentage", percentage=pct))
 
     @property
     def table(self):
@@ -192,7 +197,7 @@ class Scheduler:
                               last_generation if skip_unchanged else 0)
         t2 = time.perf_counter()
         result.phases["PreFilter"], result.phases["Filter"] = t1 - t0, t2 - t1
-        result.threshold = self.threshold.last
+        result.threshold = profile.threshold.last
         result.feasible = len(feasible)
         if not len(feasible):
             result.status = Status(UNSCHEDULABLE)
@@ -295,7 +300,7 @@ class Scheduler:
             windows = (slice(a, b) for a, b in _growing([(start, n), (0, start)]))
         found: list[np.ndarray] = []
         nfound = examined = rejected = 0
-        target = self.threshold.target(n, 0, 0, queued)
+        target = profile.threshold.target(n, 0, 0, queued)
         for rows in windows:
             base = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
             alive = None  # rows that passed every filter so far (None: all of them)
@@ -329,7 +334,7 @@ class Scheduler:
                 found.append(cand)
                 nfound += len(cand)
             result.evaluated = examined
-            target = self.threshold.target(n, examined, rejected, queued)
+            target = profile.threshold.target(n, examined, rejected, queued)
             if nfound >= target:
                 break
         if not found:

@@ -388,16 +388,17 @@ def priority_class(name: str, value: int, global_default: bool | None = None, po
 # --- configuration ---------------------------------------------------------------------------
 
 def make_config(mode: str = "all", plugin_config: dict | None = None, disabled=(), enabled=(),
-                **sections) -> dict:
-    """A validated config: threshold `mode`, pluginConfig {plugin: args} for the one profile,
-    plus any top-level section overrides (e.g. shards={...}, threshold={...})."""
+                extra_profiles=(), **sections) -> dict:
+    """A validated config: threshold `mode`, pluginConfig {plugin: args} and disabled and
+    enabled plugins (names or entries) for the first profile, then `extra_profiles`, plus any
+    top-level section overrides (e.g. shards={...}, threshold={...})."""
     profile: dict = {"schedulerName": SCHEDULER}
     if plugin_config:
         profile["pluginConfig"] = [{"name": n, "args": a} for n, a in plugin_config.items()]
     if disabled or enabled:
-        profile["plugins"] = {"disabled": [{"name": n} for n in disabled],
+        profile["plugins"] = {"disabled": [e if isinstance(e, dict) else {"name": e} for e in disabled],
                               "enabled": [e if isinstance(e, dict) else {"name": e} for e in enabled]}
-    doc: dict = {"threshold": {"mode": mode}, "profiles": [profile]}
+    doc: dict = {"threshold": {"mode": mode}, "profiles": [profile, *extra_profiles]}
     for k, v in sections.items():
         doc.setdefault(k, {}).update(v)
     return config_mod.validate(copy.deepcopy(doc))
@@ -470,6 +471,7 @@ class Cluster:
         plugin = self.plugin(name)
         pod_ = parse_pod(p)
         table = self.table
+        table.fit_width()  # as a cycle starts: a column for every resource the pod names
         n = len(table)
         state = CycleState()
         if implements(plugin, "pre_filter"):
@@ -511,6 +513,7 @@ class Cluster:
         plugin = self.plugin(name)
         pod_ = parse_pod(p)
         table = self.table
+        table.fit_width()
         names = list(nodes) if nodes is not None else list(table.names)
         rows = np.array([table.row_of[nm] for nm in names], dtype=np.int64)
         state = CycleState()

@@ -46,6 +46,8 @@ def _env(tmp_path, **redis_options):
         store.create_many(fleet.generate(NODES, "mixed", seed=1))
 
         def start(cfg=None, **opts) -> LocalCluster:
+            # metrics on free ports: fixed ones collide with any other stack on the machine
+            opts.setdefault("free_metrics_ports", True)
             c = LocalCluster(cfg or runtime_config(), server.url, log_dir=str(tmp_path), **opts)
             started.append(c)
             c.start()

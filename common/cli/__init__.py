@@ -63,9 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("config", help="print or check a configuration file")
     csub = c.add_subparsers(dest="config_cmd", required=True)
     _handler(csub.add_parser("defaults", help="print the full default configuration"), "config_cmd:cmd_defaults")
-    v = csub.add_parser("validate", help="check one configuration file")
+    v = csub.add_parser("validate", help="check one configuration file (shardsched's or a "
+                                         "KubeSchedulerConfiguration) as every process would")
     v.add_argument("file")
     _handler(v, "config_cmd:cmd_validate")
+    cv = csub.add_parser("convert", help="print the full shardsched configuration a file means")
+    cv.add_argument("file")
+    _handler(cv, "config_cmd:cmd_convert")
 
     u = sub.add_parser("up", help="run the store, dispatcher, shards and binders on this machine")
     u.add_argument("--config", help="configuration file (default: built-in defaults)")

@@ -1,4 +1,4 @@
-"""`shardsched config defaults|validate`."""
+"""`shardsched config defaults|validate|convert`."""
 from __future__ import annotations
 
 import sys
@@ -13,7 +13,25 @@ def cmd_defaults(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    """Exit 1 for invalid content, 2 for an unreadable file (via the CLI's ConfigError rule)."""
-    config_mod.load(args.file)
+    """Every check a process makes of its config (plugin args included), so a file this
+    passes never stops a process. Exit 1 for invalid content, 2 for an unreadable file (via
+    the CLI's ConfigError rule); notes on what a KubeSchedulerConfiguration leaves out go to
+    stderr."""
+    _, notes = config_mod.load_with_notes(args.file)
+    _print_notes(args.file, notes)
     print(f"{args.file}: valid")
     return EXIT_OK
+
+
+def cmd_convert(args) -> int:
+    """The full ShardschedConfiguration a file means (a KubeSchedulerConfiguration mapped
+    onto shardsched's sections, defaults filled in), on stdout; notes on stderr."""
+    cfg, notes = config_mod.load_with_notes(args.file)
+    _print_notes(args.file, notes)
+    sys.stdout.write(config_mod.dump(cfg))
+    return EXIT_OK
+
+
+def _print_notes(file: str, notes: list[str]) -> None:
+    for note in notes:
+        print(f"{file}: note: {note}", file=sys.stderr)

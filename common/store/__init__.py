@@ -16,16 +16,17 @@ def configured_url(url: str | None, cfg: dict, who: str) -> str:
 
 
 def open_configured(cfg: dict, url: str, max_in_flight: int | None = None) -> "ClusterStore":
-    """The store at `url`, with the config's kubeconfig and request timeout."""
-    return open_store(url, kubeconfig=cfg["store"]["kubeconfig"],
-                      request_timeout=cfg["store"]["requestTimeoutSeconds"], max_in_flight=max_in_flight)
+    """The store at `url`, with the config's kubeconfig, request timeout and (kube://) rate limit."""
+    s = cfg["store"]
+    return open_store(url, kubeconfig=s["kubeconfig"], request_timeout=s["requestTimeoutSeconds"],
+                      max_in_flight=max_in_flight, qps=s["qps"], burst=s["burst"])
 
 
 def open_store(url: str, kubeconfig: str | None = None, request_timeout: float = 10.0,
-               max_in_flight: int | None = None) -> ClusterStore:
+               max_in_flight: int | None = None, qps: float = 0, burst: int = 0) -> ClusterStore:
     """The store behind `url`: memory://, redis[s]://host:port/db (unix:// sockets too), or
     kube:// (a Kubernetes API server: `kubeconfig`, else in-cluster config or ~/.kube/config)
-    and kube:///path/to/kubeconfig.
+    and kube:///path/to/kubeconfig (`qps` > 0 paces its requests, `burst` at once).
 
     No URL at all (an embedded redis-server) is the CLI's business: see embedded.py.
     """
@@ -39,7 +40,7 @@ def open_store(url: str, kubeconfig: str | None = None, request_timeout: float =
     if scheme == "kube":
         from .kube_store import KubeStore
         path = url.split("://", 1)[1].split("?", 1)[0]
-        return KubeStore(kubeconfig=path or kubeconfig, request_timeout=request_timeout,
+        return KubeStore(kubeconfig=path or kubeconfig, request_timeout=request_timeout, qps=qps, burst=burst,
                          **({"max_in_flight": max_in_flight} if max_in_flight else {}))
     raise ValueError(f"unsupported store URL {url!r}: use memory://, redis://HOST:PORT/DB, kube://, "
                      f"or leave --store out to run an embedded redis-server")

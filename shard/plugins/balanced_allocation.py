@@ -22,8 +22,7 @@ class NodeResourcesBalancedAllocation(Plugin):
 
     def __init__(self, handle, args=None, weight=1):
         super().__init__(handle, args, weight)
-        resources = self.args.get("resources") or [{"name": "cpu"}, {"name": "memory"}]
-        self.cols = [resource_index(r["name"]) for r in resources]
+        self.cols = [resource_index(r["name"]) for r in self.args["resources"]]
         self.col_index = column_index(self.cols)
         #: exactly two base resources (the default cpu and memory): always scored, fast path
         self.two_base = len(self.cols) == 2 and all(c < len(BASE_RESOURCES) for c in self.cols)

@@ -61,7 +61,10 @@ class InterPodAffinity(Plugin):
 
     def __init__(self, handle, args=None, weight=1):
         super().__init__(handle, args, weight)
-        self.hard_weight = int(self.args.get("hardPodAffinityWeight", 1))
+        self.hard_weight = self.args["hardPodAffinityWeight"]
+        #: kube's ignorePreferredTermsOfExistingPods: a pod without preferred terms of its own
+        #: is not scored at all (existing pods' terms towards it are not looked at).
+        self.only_own_preferences = self.args["ignorePreferredTermsOfExistingPods"]
 
     def _existing_with_terms(self):
         table = self.handle.table
@@ -179,6 +182,8 @@ class InterPodAffinity(Plugin):
     def pre_score(self, state, pod, rows):
         table = self.handle.table
         preferred_aff, preferred_anti = pod.affinity[1], pod.anti_affinity[1]
+        if self.only_own_preferences and not preferred_aff and not preferred_anti:
+            return Status(SKIP)
         parts = []  # (codes per row, weighted sums per code)
         for sign, terms in ((1, preferred_aff), (-1, preferred_anti)):
             for weight, term in terms:

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from common.predicates import insufficient
+from common.predicates import IgnoredResources, insufficient
 from common.resources import CPU, MEMORY, resource_index
 from ..framework import Plugin, unschedulable
 from ..node_info import nonzero_amounts
@@ -20,7 +20,6 @@ from ..node_table import column_index, gather
 from .scoring import MAX_NODE_SCORE
 
 STATE = "NodeResourcesFit"
-STRATEGIES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
 
 
 reason = insufficient
@@ -71,25 +70,20 @@ class NodeResourcesFit(Plugin):
 
     def __init__(self, handle, args=None, weight=1):
         super().__init__(handle, args, weight)
-        strategy = self.args.get("scoringStrategy") or {}
-        self.strategy = strategy.get("type", "LeastAllocated")
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"NodeResourcesFit: scoringStrategy.type must be one of {', '.join(STRATEGIES)}")
-        resources = strategy.get("resources") or [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
-        self.resources = tuple((resource_index(r["name"]), int(r.get("weight", 1))) for r in resources)
-        shape = (strategy.get("requestedToCapacityRatio") or {}).get("shape") or [
-            {"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]
-        points = [(int(p["utilization"]), int(p["score"]) * (MAX_NODE_SCORE // 10)) for p in shape]
+        strategy = self.args["scoringStrategy"]
+        self.strategy = strategy["type"]
+        self.resources = tuple((resource_index(r["name"]), r["weight"]) for r in strategy["resources"])
+        ratio = strategy["requestedToCapacityRatio"]
+        points = [(p["utilization"], p["score"] * (MAX_NODE_SCORE // 10)) for p in ratio["shape"]] if ratio else []
         #: RequestedToCapacityRatio's score for every utilisation 0..100 (kube's integer
         #: broken-linear function, so interpolation truncates exactly as kube-scheduler's does).
-        self.shape_lut = np.array([broken_linear(points, u) for u in range(101)], dtype=np.int64)
-        ignored = set(self.args.get("ignoredResources") or [])
-        self.ignored = [resource_index(n) for n in ignored]
+        self.shape_lut = np.array([broken_linear(points, u) for u in range(101)], dtype=np.int64) if points else None
+        self.ignored = IgnoredResources(self.args["ignoredResources"], self.args["ignoredResourceGroups"])
 
     def pre_filter(self, state, pod):
         fs = FitState(pod)
         if self.ignored:
-            fs.cols = np.array([c for c in fs.cols if c not in self.ignored], dtype=np.int64)
+            fs.cols = np.array([c for c in fs.cols if not self.ignored.column(c)], dtype=np.int64)
             fs.req_cols = fs.req[fs.cols]
         state[STATE] = fs
         return None
@@ -114,7 +108,6 @@ class NodeResourcesFit(Plugin):
     def score_vec(self, state, pod, table, rows):
         """All scored resources of all rows in one set of array operations (the per-resource
         loop this replaced cost a third of a scheduling cycle in numpy call overhead)."""
-        fs = state[STATE]
         (nonzero_cols, nonzero_req, other_cols, other_req, cap_cols, weights, positive,
          weight_total) = _score_columns(self.resources, pod.requests)
         if not len(weights):

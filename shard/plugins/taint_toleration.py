@@ -24,11 +24,21 @@ class TaintToleration(Plugin):
     name = "TaintToleration"
 
     def pre_filter(self, state, pod):
+        self._prepare(state, pod)
+        return None
+
+    def pre_score(self, state, pod, rows):
+        """Scoring reads what PreFilter prepares; a profile may score with this plugin and
+        not filter with it."""
+        if STATE not in state:
+            self._prepare(state, pod)
+        return None
+
+    def _prepare(self, state, pod) -> None:
         table = self.handle.table
         prefer_tols = [t for t in pod.tolerations if not t.effect or t.effect == "PreferNoSchedule"]
         state[STATE] = (np.uint64(table.taint_bits.tolerated_mask(pod.tolerations)),
                         np.uint64(table.prefer_bits.tolerated_mask(prefer_tols)), prefer_tols)
-        return None
 
     def filter(self, state, pod, info):
         t = untolerated_taint(info.node.taints, pod.tolerations)

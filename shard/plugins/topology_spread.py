@@ -98,8 +98,10 @@ class PodTopologySpread(Plugin):
 
     def __init__(self, handle, args=None, weight=1):
         super().__init__(handle, args, weight)
-        self.defaulting = self.args.get("defaultingType", "System")
-        self.defaults = self.args.get("defaultConstraints") or []
+        self.defaulting = self.args["defaultingType"]
+        #: (topologyKey, maxSkew) of the List defaults: ScheduleAnyway only (common.plugin_args
+        #: refuses DoNotSchedule ones, which the binder could not check).
+        self.defaults = [(d["topologyKey"], d["maxSkew"]) for d in self.args["defaultConstraints"]]
 
     # --- filter -------------------------------------------------------------------------------
 
@@ -179,11 +181,7 @@ class PodTopologySpread(Plugin):
         if owner is None or owner.kind not in DEFAULT_OWNERS or not pod.labels:
             return [], False
         selector = LabelSelector(dict(pod.labels), ())
-        if self.defaulting == "List":
-            spec = [(d["topologyKey"], int(d["maxSkew"])) for d in self.defaults
-                    if d.get("whenUnsatisfiable", "ScheduleAnyway") == "ScheduleAnyway"]
-        else:
-            spec = SYSTEM_DEFAULTS
+        spec = self.defaults if self.defaulting == "List" else SYSTEM_DEFAULTS
         return [SpreadConstraint(skew, key, False, selector, 1, True, False) for key, skew in spec], False
 
     def pre_score(self, state, pod, rows):

@@ -235,3 +235,27 @@ def test_cross_node_checks_can_be_switched_off(cluster):
               cfg=make_config(binders={"crossNodeChecks": False}))
     out = b.decide(decision("default/s0", "n1"), decision("default/s1", "n1"))
     assert out["default/s0"].bound and out["default/s1"].bound
+
+
+def test_a_filter_the_pods_profile_does_not_run_is_not_checked(cluster):
+    """A profile that switches TaintToleration's filter off (keeping its score) places pods on
+    tainted nodes; the binder checks the filters the pod's profile runs, no more."""
+    store, start = cluster
+    cfg = make_config(disabled=[{"name": "TaintToleration", "extensionPoints": ["filter"]}],
+                      extra_profiles=[{"schedulerName": "other"}])
+    b = start(pod("p", cpu="10m"), pod("q", cpu="10m", scheduler="other"), cfg=cfg)
+    out = b.decide(decision("default/p", "gpu"), decision("default/q", "gpu"))
+    assert out["default/p"].bound
+    assert reason(out["default/q"]) == "TaintToleration"
+
+
+def test_ignored_extended_resources_are_not_checked(cluster):
+    """NodeResourcesFit's ignoredResources and ignoredResourceGroups hold in the binder too."""
+    store, start = cluster
+    cfg = make_config(plugin_config={"NodeResourcesFit": {"ignoredResources": ["example.com/foo"],
+                                                          "ignoredResourceGroups": ["vendor.io"]}})
+    b = start(pod("p", extra={"example.com/foo": 2, "vendor.io/card": 1}), pod("q", extra={"example.com/bar": 1}),
+              cfg=cfg)
+    out = b.decide(decision("default/p", "n1"), decision("default/q", "n1"))
+    assert out["default/p"].bound
+    assert out["default/q"].reason == "NodeResourcesFit: Insufficient example.com/bar"

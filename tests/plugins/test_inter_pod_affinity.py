@@ -187,3 +187,17 @@ def test_interpod_normalisation_uses_kubes_float_arithmetic():
     aff = pod_affinity(preferred=[(100, pod_term({"app": "a"}, HOST)), (29, pod_term({"app": "b"}, HOST))])
     assert c.score("InterPodAffinity", pod("p", affinity=aff), normalize=False) == {"n1": 100, "n2": 29, "n3": 0, "n4": 0}
     assert c.score("InterPodAffinity", pod("p", affinity=aff)) == {"n1": 100, "n2": 28, "n3": 0, "n4": 0}
+
+
+def test_interpod_can_ignore_existing_pods_preferred_terms():
+    """ignorePreferredTermsOfExistingPods: a pod without preferred terms of its own is not
+    scored at all (kube skips the plugin), one with them is scored as usual."""
+    fan = pod("fan", labels={"app": "fan"}, node_name="n3",
+              affinity=pod_affinity(preferred=[(7, pod_term({"app": "db"}, ZONE))]))
+    cfg = make_config(plugin_config={"InterPodAffinity": {"ignorePreferredTermsOfExistingPods": True}})
+    assert cluster(fan).score("InterPodAffinity", pod("db", labels={"app": "db"}), normalize=False)["n3"] == 7
+    assert cluster(fan, cfg=cfg).score("InterPodAffinity", pod("db", labels={"app": "db"})) == dict.fromkeys(ALL, 0)
+    own = pod_affinity(preferred=[(2, pod_term({"app": "fan"}, HOST))])
+    raw = cluster(fan, cfg=cfg).score("InterPodAffinity", pod("db", labels={"app": "db"}, affinity=own),
+                                      normalize=False)
+    assert raw["n3"] == 9  # its own term (2) and the existing pod's term towards it (7)

@@ -163,3 +163,18 @@ def test_extended_resource_scored_only_when_requested():
     assert c.score("NodeResourcesFit", pod("p", cpu="3", memory="5000")) == {"n1": 37, "n2": 37}
     # foo requested: n1 adds (4-1)*100/4 = 75 -> (25+50+75)/3 = 50; n2 has no foo: left out -> 37
     assert c.score("NodeResourcesFit", pod("p", cpu="3", memory="5000", extra={FOO: 1})) == {"n1": 50, "n2": 37}
+
+
+def test_fit_ignored_resource_groups():
+    """args.ignoredResourceGroups: every extended resource of the group (the part before '/')."""
+    cfg = make_config(plugin_config={"NodeResourcesFit": {"ignoredResourceGroups": ["example.com"]}})
+    c = Cluster([node("none")], cfg=cfg)
+    assert c.filter("NodeResourcesFit", pod("p", extra={FOO: 5})) == {"none": None}
+    assert c.filter("NodeResourcesFit", pod("p", extra={"other.io/bar": 1}))["none"] is not None
+
+
+def test_fit_never_ignores_native_resources():
+    """As in kube, only extended resources can be ignored: cpu is always checked."""
+    cfg = make_config(plugin_config={"NodeResourcesFit": {"ignoredResources": ["cpu"]}})
+    c = Cluster([node("small", cpu="1")], cfg=cfg)
+    assert c.filter("NodeResourcesFit", pod("p", cpu="2")) == {"small": (UNSCHEDULABLE, "Insufficient cpu")}

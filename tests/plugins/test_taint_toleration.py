@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from builders import UNRESOLVABLE, Cluster, node, pod, toleration
+from builders import UNRESOLVABLE, Cluster, make_config, node, pod, toleration
 
 
 # --- TaintToleration filter -----------------------------------------------------------------
@@ -103,3 +103,14 @@ def test_taint_toleration_score_beyond_63_distinct_prefer_taints():
     tolerant = pod("p", tolerations=[toleration(f"a{i}") for i in range(40)] + [toleration("b7")])
     raw = c.score("TaintToleration", tolerant, normalize=False)
     assert raw == {**{f"n{i}": 1 for i in range(40)}, "n7": 0, "clean": 0}
+
+
+def test_a_profile_may_score_taints_without_filtering_on_them():
+    """TaintToleration switched off at filter (kube's `filter: disabled`) still scores: a pod
+    that tolerates nothing goes to the node with no PreferNoSchedule taint, NoSchedule or not."""
+    nodes = [node("hard", taints=["dedicated=infra:NoSchedule"]), node("soft", taints=["dedicated=x:PreferNoSchedule"])]
+    only_score = make_config(disabled=[{"name": "*", "extensionPoints": ["score"]},
+                                       {"name": "TaintToleration", "extensionPoints": ["filter"]}],
+                             enabled=[{"name": "TaintToleration", "weight": 1}])
+    assert Cluster(nodes, cfg=only_score).schedule(pod("p")).node == "hard"
+    assert Cluster(nodes).schedule(pod("p")).node == "soft"

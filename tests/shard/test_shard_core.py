@@ -62,8 +62,11 @@ def apply(cache: ShardCache, clock: Clock, op: tuple) -> set[str]:
     if kind in ("bind_pod", "assume"):
         name, node = op[1], op[2]
         before = cache.pod_node.get(f"default/{name}")
+        generation = cache.nodes.generation_of(node) if node in cache.nodes else None
         if kind == "bind_pod":
             cache.set_pod(make_pod(name, node, op[3], op[4], op[5]))
+            if before == node and generation is not None and cache.nodes.generation_of(node) == generation:
+                return set()  # the binding of the pod assumed there, counted as it was: swapped in
         else:
             cache.assume(make_pod(name, None, op[3], op[4]), node)
         return {node} | ({before} if before else set())

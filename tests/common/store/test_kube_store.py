@@ -90,3 +90,17 @@ def test_an_unreachable_server_is_one_clear_error_and_never_hangs(tmp_path, kube
     assert time.monotonic() - start < 10
     with pytest.raises(StoreUnavailable, match="cannot load kubeconfig"):
         open_store(f"kube://{tmp_path}/missing")
+
+
+def test_client_qps_and_burst_pace_requests_to_the_api_server(kube_cluster):
+    """store.qps / store.burst (a KubeSchedulerConfiguration's clientConnection): after the
+    burst, requests go out at qps at most, as client-go's token bucket sends them."""
+    s = open_store(f"kube://{kube_cluster.kubeconfig}", qps=20, burst=2)
+    try:
+        start = time.monotonic()
+        for _ in range(12):
+            s.list("PriorityClass")
+        # the store's /version call and the first list take the burst; 11 lists wait 1/20 s each
+        assert time.monotonic() - start >= 0.5
+    finally:
+        s.close()

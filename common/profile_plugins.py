@@ -1,0 +1,87 @@
+"""Which plugins a profile runs, with which score weight, at which extension points.
+
+A profile's `plugins` start from the default plugins (common.plugin_names): `disabled`
+entries without `extensionPoints` remove a plugin (`*`: every default), `enabled` entries add
+one or set its weight (in place, keeping the default order), and `disabled` entries with
+`extensionPoints` switch a plugin (`*`: every plugin not in `enabled`) off at those points
+only, as kube's per-extension-point `disabled` lists do (a plugin's preFilter and preScore go
+off with its filter and score). The shard builds its plugins from this, the binder
+re-checks exactly the filters a pod's profile runs, and config validation rejects a profile
+no shard could run, each with the path of the entry at fault.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .plugin_names import DEFAULT_PLUGINS, EXTENSION_POINTS, KNOWN, PAIRED_POINTS, POINTS
+from .validation import duplicate, invalid, not_supported, required
+
+
+@dataclass(frozen=True)
+class PluginUse:
+    name: str
+    weight: int
+    #: kube's names of the extension points it runs at (a subset of POINTS[name])
+    points: frozenset
+
+    def runs(self, point: str) -> bool:
+        return point in self.points
+
+
+def resolve(profile: dict, path: str = "profile") -> list[PluginUse]:
+    """The profile's plugins in order (`profile` is one validated entry of the config's
+    `profiles`, `path` its path); raises FieldError when no shard could run it."""
+    plugins = profile["plugins"]
+    removed, off = set(), {}
+    for j, entry in enumerate(plugins["disabled"]):
+        points = entry.get("extensionPoints") or []
+        for k, point in enumerate(points):
+            if point not in EXTENSION_POINTS:
+                raise not_supported(f"{path}.plugins.disabled[{j}].extensionPoints[{k}]", point, EXTENSION_POINTS)
+        if points:
+            off.setdefault(entry["name"], {}).update({p: f"{path}.plugins.disabled[{j}]" for p in points})
+        else:
+            removed.add(entry["name"])
+    order = [] if "*" in removed else [n for n, _ in DEFAULT_PLUGINS if n not in removed]
+    weights = {n: w for n, w in DEFAULT_PLUGINS if n in order}
+    seen = set()
+    for j, entry in enumerate(plugins["enabled"]):
+        name = entry["name"]
+        if name in seen:
+            raise duplicate(f"{path}.plugins.enabled[{j}]", name)
+        seen.add(name)
+        if name not in weights:
+            order.append(name)
+        weights[name] = entry["weight"]
+    uses = []
+    for name in order:
+        switched_off = {**({} if name in seen else off.get("*", {})), **off.get(name, {})}
+        _check_pairs(name, switched_off)
+        points = frozenset(p for p in POINTS[name] if p not in switched_off
+                           and PAIRED_POINTS.get(p) not in switched_off)
+        if points:
+            uses.append(PluginUse(name, weights[name], points))
+    _check_required_points(uses, path)
+    return uses
+
+
+def _check_pairs(name: str, switched_off: dict) -> None:
+    """A plugin's PreFilter and PreScore prepare its Filter and Score: they go off with them,
+    and cannot go off alone (kube's plugins then fail every pod)."""
+    for pre, main in PAIRED_POINTS.items():
+        if pre in POINTS[name] and pre in switched_off and main not in switched_off:
+            raise invalid(switched_off[pre], name, f"{name}'s {main} needs its {pre}: switch {main} off too")
+
+
+def _check_required_points(uses: list[PluginUse], path: str) -> None:
+    """kube's framework needs exactly one queueSort plugin and at least one bind plugin."""
+    for point, rule in (("queueSort", "exactly one"), ("bind", "at least one")):
+        at = [u.name for u in uses if u.runs(point)]
+        if not at or (rule == "exactly one" and len(at) > 1):
+            names = ", ".join(n for n in sorted(KNOWN) if point in POINTS[n])
+            raise required(f"{path}.plugins", f"{rule} {point} plugin ({names}) must run, got {len(at)}")
+
+
+def filters(profile: dict) -> frozenset:
+    """Names of the plugins whose Filter the profile runs (what the binder re-checks)."""
+    return frozenset(u.name for u in resolve(profile) if u.runs("filter"))
