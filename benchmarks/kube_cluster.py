@@ -152,6 +152,7 @@ class KubeCluster:
             "--profiling=false", "--v", "1"])
         write_kubeconfig(self.kubeconfig, self.server, d / "ca.crt", self.token)
         self._wait_ready(timeout)
+        self.install_crds()
         if self.with_kwok:
             self._spawn("kwok", [
                 str(self.bin / "kwok"), "--kubeconfig", str(self.kubeconfig),
@@ -178,6 +179,13 @@ class KubeCluster:
                 last = str(e)
             time.sleep(0.3)
         raise ClusterError(f"kube-apiserver not ready after {timeout}s ({last}):\n{self.log_tail('kube-apiserver')}")
+
+    def install_crds(self) -> None:
+        """The PodGroup definition shardsched ships (deploy/), established before anything
+        lists PodGroups."""
+        self.kubectl("apply", "-f", str(ROOT / "deploy" / "crd-podgroup.yaml"))
+        self.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                     "crd/podgroups.scheduling.x-k8s.io")
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True,
                 timeout: float = 300) -> subprocess.CompletedProcess:

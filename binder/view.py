@@ -24,16 +24,6 @@ from common.objects import parse_object, raw_pod_key
 log = logging.getLogger(__name__)
 
 
-class BinderAccounting(ConstrainedAccounting):
-    """The binder's accounting: constraint indexes, and assumptions held in doubt."""
-
-    def hold(self, key: str, seconds: float) -> None:
-        """Keep an assumed pod counted for `seconds` more, no longer."""
-        if key in self.assumed:
-            del self.assumed[key]  # re-inserted last; expire() may then see it a little late
-            self.assumed[key] = self.clock() + seconds
-
-
 class Reservation:
     __slots__ = ("pod", "node", "victims", "delete", "partition")
 
@@ -52,7 +42,7 @@ class BinderView:
         self.names = frozenset(scheduler_names)
         self.doubt_s = doubt_s
         self.clock = clock
-        self.acc = BinderAccounting(assume_ttl, clock)
+        self.acc = ConstrainedAccounting(assume_ttl, clock)  # in doubt: acc.hold
         self.pending: dict = {}           # pod key -> Pod: pending pods of this scheduler
         self.priority_classes: dict = {}
         self.pdbs: dict = {}

@@ -1,6 +1,8 @@
 """One scheduling profile: its plugins sorted into the extension points they implement."""
 from __future__ import annotations
 
+from common.plugin_names import COSCHEDULING
+
 from .framework import implements
 from .handle import Handle
 from .registry import build_plugins
@@ -18,7 +20,11 @@ class Profile:
             return [p for p in self.plugins if implements(p, point)]
 
         sorters = at("less")
-        self.queue_sort = sorters[0] if sorters else None
+        #: kube takes one QueueSort plugin: one added after the default PrioritySort (as
+        #: Coscheduling is) replaces it.
+        self.queue_sort = sorters[-1] if sorters else None
+        #: Whether pods of a PodGroup are scheduled as a unit here (Coscheduling is on).
+        self.gang = any(p.name == COSCHEDULING for p in self.plugins)
         self.pre_filter = at("pre_filter")
         self.filters = [p for p in self.plugins if implements(p, "filter") or implements(p, "filter_vec")]
         self.post_filter = at("post_filter")

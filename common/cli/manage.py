@@ -30,6 +30,7 @@ RESOURCE_NAMES = {
     "PriorityClass": "priorityclass.scheduling.k8s.io",
     "Node": "node",
     "PodDisruptionBudget": "poddisruptionbudget.policy",
+    "PodGroup": "podgroup.scheduling.x-k8s.io",
     "Pod": "pod",
 }
 #: Command-line spellings of the kinds `get` and `delete` take.

@@ -57,6 +57,7 @@ class DefaultPreemption(Plugin):
     minCandidateNodesAbsolute (defaults from the config's `preemption` section)."""
 
     name = "DefaultPreemption"
+    finds_victims = True
 
     def post_filter(self, state, pod, result) -> PostFilterResult:
         out = PostFilterResult()
