@@ -85,7 +85,7 @@ class GroupCommit:
         if refused is not None:
             return [refused] * len(members)
         self._hit("group-intent-written")
-        results = self._bind(members)
+        results = self._landed(members, self._bind(members))
         self._hit("group-bound-all")
         if any(r is not None for r in results):
             self._roll_back(members, results)
@@ -106,6 +106,19 @@ class GroupCommit:
         if cut < len(rows):
             results += self.store.bind_many(rows[cut:])
         return results
+
+    def _landed(self, members: list, results: list) -> list[str | None]:
+        """A member the store says is already bound counts as bound when it is bound where
+        this intent puts it: the next holder of the partition, resolving the intent while
+        this commit was still under way, bound it first."""
+        out = list(results)
+        for i, ((key, uid, node), r) in enumerate(zip(members, results)):
+            if r == "AlreadyBound":
+                obj = self.store.get("Pod", key) or {}
+                if (obj.get("spec") or {}).get("nodeName") == node and \
+                        (not uid or (obj.get("metadata") or {}).get("uid") == uid):
+                    out[i] = None
+        return out
 
     @staticmethod
     def _aborted(members: list, results: list) -> list[str]:

@@ -33,3 +33,24 @@ DEFAULT_PLUGINS = (
 
 #: Every plugin a profile may name.
 KNOWN = frozenset(name for name, _ in DEFAULT_PLUGINS)
+
+
+def profile_plugins(profile: dict) -> list[tuple[str, int]]:
+    """(plugin, weight) of a configured profile, in order: the defaults minus the disabled
+    ones ('*' disables them all), then the enabled ones not among them; an enabled default
+    keeps its place with the weight given."""
+    disabled = {e["name"] for e in profile["plugins"]["disabled"]}
+    entries = [] if "*" in disabled else [(n, w) for n, w in DEFAULT_PLUGINS if n not in disabled]
+    order = [n for n, _ in entries]
+    weights = dict(entries)
+    for e in profile["plugins"]["enabled"]:
+        if e["name"] not in weights:
+            order.append(e["name"])
+        weights[e["name"]] = e["weight"]
+    return [(n, weights[n]) for n in order]
+
+
+def gang_scheduler_names(cfg: dict) -> frozenset:
+    """schedulerNames whose profile schedules PodGroups all or nothing (Coscheduling on)."""
+    return frozenset(p["schedulerName"] for p in cfg["profiles"]
+                     if any(n == COSCHEDULING for n, _ in profile_plugins(p)))

@@ -291,14 +291,21 @@ class Intent:
                              "holder": self.holder}).decode()
 
     @classmethod
+    def parse(cls, text: str) -> "Intent":
+        """The intent an annotation holds; ValueError when it is not one shardsched wrote."""
+        try:
+            d = orjson.loads(text)
+            members = [(str(k), str(u), str(n)) for k, u, n in d["members"]]
+            return cls(members, int(d["partition"]), str(d.get("holder") or ""))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise ValueError("is not a binding intent shardsched wrote") from None
+
+    @classmethod
     def decode(cls, group: PodGroup) -> "Intent | None":
         """The group's intent, or None; ObjectError names the annotation when it is bad."""
         if not group.intent_json:
             return None
-        f = Field(f"PodGroup {group.key}", f"metadata.annotations[{INTENT_ANNOTATION}]")
         try:
-            d = orjson.loads(group.intent_json)
-            members = [(str(k), str(u), str(n)) for k, u, n in d["members"]]
-            return cls(members, int(d["partition"]), str(d.get("holder") or ""))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            raise f.error("is not a binding intent shardsched wrote") from None
+            return cls.parse(group.intent_json)
+        except ValueError as e:
+            raise Field(f"PodGroup {group.key}", f"metadata.annotations[{INTENT_ANNOTATION}]").error(str(e)) from None

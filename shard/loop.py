@@ -447,11 +447,15 @@ class ShardLoop:
             if not evicted and current is not None and current.node_name:
                 self.cache.set_pod(current)
 
-    def units(self) -> dict:
-        """The pod groups this loop knows, as units: group key -> minMember, members, and
-        how many are bound, assumed here (waiting or in flight) and waiting at Permit."""
+    def units(self, keys=None) -> dict:
+        """The pod groups this loop knows (or those of `keys`), as units: group key ->
+        minMember, members, and how many are bound, assumed here (waiting or in flight) and
+        waiting at Permit."""
         out = {}
-        for key, group in self.groups.groups.items():
+        for key in (self.groups.groups if keys is None else keys):
+            group = self.groups.groups.get(key)
+            if group is None:
+                continue
             members = self.groups.members.get(key, {})
             out[key] = {"minMember": group.min_member, "members": sorted(members),
                         "bound": sum(1 for m in members.values() if m.node is not None and m.live),

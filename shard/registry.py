@@ -6,7 +6,7 @@ runs, in the default profile's order.
 """
 from __future__ import annotations
 
-from common.plugin_names import DEFAULT_PLUGINS
+from common.plugin_names import profile_plugins
 
 from .plugins.balanced_allocation import NodeResourcesBalancedAllocation
 from .plugins.coscheduling import Coscheduling
@@ -33,15 +33,7 @@ REGISTRY = {cls.name: cls for cls in (
 def build_plugins(profile: dict, handle, default_args: dict) -> list:
     """Instantiate the profile's plugins: defaults minus disabled, plus enabled (re-weighted),
     each with its pluginConfig args laid over `default_args` for it."""
-    disabled = {e["name"] for e in profile["plugins"]["disabled"]}
-    entries = [] if "*" in disabled else [(n, w) for n, w in DEFAULT_PLUGINS if n not in disabled]
-    order = [n for n, _ in entries]
-    weights = dict(entries)
-    for e in profile["plugins"]["enabled"]:
-        if e["name"] not in weights:
-            order.append(e["name"])
-        weights[e["name"]] = e["weight"]
     args = {name: dict(a) for name, a in default_args.items()}
     for e in profile["pluginConfig"]:
         args[e["name"]] = {**args.get(e["name"], {}), **e["args"]}
-    return [REGISTRY[n](handle, args.get(n), weights[n]) for n in order]
+    return [REGISTRY[n](handle, args.get(n), w) for n, w in profile_plugins(profile)]
