@@ -221,10 +221,10 @@ class Coscheduling(Plugin):
         placed = self.placed.get(key)
         if placed is not None:
             where = placed.pop(pod.key, None)
-            if where is not None and self.handle.partitioning[0] > 1 and self.assigned(key) < self._quorum(key):
-                self.tried.setdefault(key, set()).add(where[1])
             if not placed:
                 del self.placed[key]
+            if where is not None and self.handle.partitioning[0] > 1 and self.assigned(key) < self._quorum(key):
+                self.tried.setdefault(key, set()).add(where[1])
         self._reject_waiting(key, "rejection in Unreserve")
         self._failed(key)
 
