@@ -580,12 +580,13 @@ class LiveBinder:
             assert time.monotonic() < deadline, "the binder's watch did not catch up"
             time.sleep(0.02)
 
-    def decide(self, *decisions, shard: str = "0") -> dict:
-        """Send one batch; pod key -> its Outcome once every decision is answered."""
+    def decide(self, *decisions, shard: str = "0", groups=()) -> dict:
+        """Send one batch (`groups`: GroupDecisions); pod key -> its Outcome once every
+        decision is answered."""
         from proto import shardsched_pb2 as pb
 
-        self.requests.put(pb.DecisionBatch(shard=shard, decisions=list(decisions)))
-        wanted = {d.pod_key for d in decisions}
+        self.requests.put(pb.DecisionBatch(shard=shard, decisions=list(decisions), groups=list(groups)))
+        wanted = {d.pod_key for d in decisions} | {m.pod_key for g in groups for m in g.members}
         got = {}
         for batch in self.responses:
             got.update((o.pod_key, o) for o in batch.outcomes)
