@@ -10,6 +10,7 @@ happens, and that its successor finishes it.
 from __future__ import annotations
 
 import io
+import threading
 import time
 
 from rich.console import Console
@@ -57,33 +58,41 @@ def assert_all_or_nothing(store) -> None:
 
 
 def test_groups_are_bound_whole_through_kill_9_of_a_shard_and_the_binder(cluster_env):
+    """Groups of 3 to 16 pods are created one after the other, with single pods, while shard 0
+    and then the binder are killed: each kill strikes while some group is not placed yet."""
     url, store, start = cluster_env
     cluster = start(gang_config())
     sizes = [4, 12, 6, 8, 16, 5, 10, 7, 9, 3] * 3
-    first = [o for g, n in enumerate(sizes[:10]) for o in group_objects(f"a{g}", n)]
-    assert not store.create_many(first + group_objects(UNFIT, 3, cpu="100") + [numbered_pod(i) for i in range(200)])
-    deadline = time.monotonic() + TIMEOUT_S
-    while not any(b for b, _ in placed_per_group(store).values()):
-        assert time.monotonic() < deadline, "no group was bound"
-        time.sleep(0.05)
-    cluster.kill("shard", 0)  # groups waiting at its Permit, or on their way to it
-    rest = [o for g, n in enumerate(sizes[10:]) for o in group_objects(f"b{g}", n)]
-    assert not store.create_many(rest[: len(rest) // 2])
-    time.sleep(0.3)
-    cluster.kill("binder", 0)  # whatever it was committing is cut short
-    unplaced = [g for g, (b, t) in placed_per_group(store).items() if b < t and g != UNFIT]
-    assert unplaced, "every group was placed before the binder was killed: no fault struck"
-    cluster.start_one("binder", 0)
-    assert not store.create_many(rest[len(rest) // 2:] + [numbered_pod(i) for i in range(200, 400)])
-    fitting = sum(sizes) + 400
-    wait_bound(store, fitting, timeout=TIMEOUT_S)
+    assert not store.create_many(group_objects(UNFIT, 3, cpu="100") + [numbered_pod(i) for i in range(200)])
+
+    def create():
+        for g, n in enumerate(sizes):
+            store.create_many(group_objects(f"g{g}", n) + [numbered_pod(200 + g)])
+            time.sleep(0.05)
+
+    creator = threading.Thread(target=create, daemon=True)
+    creator.start()
+    struck = []
+    for role, after in (("shard", 3), ("binder", 12)):
+        deadline = time.monotonic() + TIMEOUT_S
+        while sum(1 for g, (b, t) in placed_per_group(store).items() if b == t and g != UNFIT) < after:
+            assert time.monotonic() < deadline, f"fewer than {after} groups placed"
+            time.sleep(0.02)
+        cluster.kill(role, 0)
+        if role == "binder":
+            cluster.start_one("binder", 0)
+        struck.append(bool(creator.is_alive() or any(
+            b < t for g, (b, t) in placed_per_group(store).items() if g != UNFIT)))
+    creator.join(TIMEOUT_S)
+    assert all(struck), "a kill came after every group was placed"
+    wait_bound(store, sum(sizes) + 200 + len(sizes), timeout=TIMEOUT_S)
     time.sleep(1.0)  # anything still in flight lands, or not
     assert_all_or_nothing(store)
     groups = placed_per_group(store)
     assert groups[UNFIT][0] == 0 and all(b == t for g, (b, t) in groups.items() if g != UNFIT)
     deadline = time.monotonic() + 10  # the dispatcher writes the status within a second
     while {g["metadata"]["name"]: (g.get("status") or {}).get("phase") for g in store.list("PodGroup")[0]
-           if g["metadata"]["name"] != UNFIT} != {f"{p}{i}": "Running" for p, n in (("a", 10), ("b", 20)) for i in range(n)}:
+           if g["metadata"]["name"] != UNFIT} != {f"g{i}": "Running" for i in range(len(sizes))}:
         assert time.monotonic() < deadline, "PodGroup status not kept current"
         time.sleep(0.2)
 
