@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--pods", type=int, default=50000)
     b.add_argument("--workload", type=_workload, default="basic",
                    help="a workload of benchmarks/workloads.py: basic (default), mixed, preemption, "
-                        "unschedulable, daemonset, spread")
+                        "unschedulable, daemonset, spread, gang")
     b.add_argument("--shards", type=int, default=2)
     b.add_argument("--binders", type=int)
     b.add_argument("--rate", type=float, default=0.0, help="pods created per second (0 = as fast as possible)")
