@@ -195,10 +195,12 @@ class GroupIndex:
             self.group_of[key] = new
         return new or old
 
-    def clear_pods(self) -> None:
-        """Before a relist of the pods."""
+    def clear(self) -> None:
+        """Before a relist: the fresh list brings back whatever still exists."""
+        self.groups.clear()
         self.members.clear()
         self.group_of.clear()
+        self.errors.clear()
 
     def get(self, key: str | None) -> PodGroup | None:
         return self.groups.get(key) if key else None

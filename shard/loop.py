@@ -187,7 +187,7 @@ class ShardLoop:
             self.cache.remove_node(info_name)
         self.pods.clear()
         self.scheduler.nominated.clear()
-        self.groups.clear_pods()
+        self.groups.clear()
         self.claimed.clear()
 
     def apply(self, type_: str, kind: str, obj: dict) -> None:

@@ -15,6 +15,7 @@ runs so both start from an empty fleet.
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 import subprocess
 import sys
@@ -161,26 +162,44 @@ def service_account_kubeconfigs(kube_cluster, store: KubeStore, workdir: Path) -
     return out
 
 
+def service_account_cluster(kube_cluster, store: KubeStore, workdir: Path) -> ServiceAccountCluster:
+    """The dispatcher, two shards and a binder as processes on the API server, each as its
+    deploy/ ServiceAccount (not started)."""
+    kubeconfigs = service_account_kubeconfigs(kube_cluster, store, workdir)
+    admin = workdir / "admin.kubeconfig"  # for LocalCluster's own lease checks
+    write_kubeconfig(admin, kube_cluster.server, kube_cluster.dir / "ca.crt", kube_cluster.token,
+                     namespace="shardsched")
+    cfg = config.defaults()
+    cfg["store"]["kubeconfig"] = str(admin)
+    cfg["shards"]["count"], cfg["binders"]["count"] = 2, 1
+    for section in ("shards", "binders"):
+        cfg[section]["basePort"] = 0
+        cfg[section]["metricsBasePort"] = 0
+    cfg["dispatcher"].update(port=0, metricsPort=0, shardTimeoutSeconds=2, redispatchAfterSeconds=5)
+    return ServiceAccountCluster(cfg, "kube://", log_dir=str(workdir), kubeconfigs=kubeconfigs)
+
+
+@contextlib.contextmanager
+def running(cluster: ServiceAccountCluster, workdir: Path):
+    """The processes started, and stopped afterwards; their logs printed when the body fails."""
+    try:
+        cluster.start(timeout=60)
+        yield cluster
+    except BaseException:
+        for name in sorted(p.name for p in workdir.glob("*.log")):
+            print(f"--- {name}\n{(workdir / name).read_text(errors='replace')[-3000:]}", file=sys.stderr)
+        raise
+    finally:
+        cluster.stop()
+
+
 def test_shardsched_and_kube_scheduler_on_a_real_api_server(kube_cluster, tmp_path):
     kube_cluster.create_fleet(NODES)  # kwok takes each node over: it renews the node's Lease
     store = KubeStore(str(kube_cluster.kubeconfig))
     try:
-        kubeconfigs = service_account_kubeconfigs(kube_cluster, store, tmp_path)
-        admin = tmp_path / "admin.kubeconfig"  # for LocalCluster's own lease checks
-        write_kubeconfig(admin, kube_cluster.server, kube_cluster.dir / "ca.crt", kube_cluster.token,
-                         namespace="shardsched")
-        cfg = config.defaults()
-        cfg["store"]["kubeconfig"] = str(admin)
-        cfg["shards"]["count"], cfg["binders"]["count"] = 2, 1
-        for section in ("shards", "binders"):
-            cfg[section]["basePort"] = 0
-            cfg[section]["metricsBasePort"] = 0
-        cfg["dispatcher"].update(port=0, metricsPort=0, shardTimeoutSeconds=2, redispatchAfterSeconds=5)
-        cluster = ServiceAccountCluster(cfg, "kube://", log_dir=str(tmp_path), kubeconfigs=kubeconfigs)
+        cluster = service_account_cluster(kube_cluster, store, tmp_path)
         killed = []
-        try:
-            cluster.start(timeout=60)
-
+        with running(cluster, tmp_path):
             def kill_a_shard(bound):
                 if not killed and bound >= PODS // 4:
                     cluster.kill("shard", 0)
@@ -196,12 +215,6 @@ def test_shardsched_and_kube_scheduler_on_a_real_api_server(kube_cluster, tmp_pa
             cluster.wait_ready(timeout=60)
             ours = run_workload(store, "e2e-shardsched", "shardsched")
             assert_invariants(store)
-        except Exception:
-            for name in sorted(p.name for p in tmp_path.glob("*.log")):
-                print(f"--- {name}\n{(tmp_path / name).read_text(errors='replace')[-3000:]}", file=sys.stderr)
-            raise
-        finally:
-            cluster.stop()
         clear_pods(store, "e2e-shardsched")
 
         sched = kube_cluster.start_kube_scheduler(tmp_path)
@@ -251,20 +264,8 @@ def test_a_pod_group_of_kwok_pods_is_scheduled_all_or_nothing(kube_cluster, tmp_
     store = KubeStore(str(kube_cluster.kubeconfig))
     namespace = "e2e-gang"
     try:
-        kubeconfigs = service_account_kubeconfigs(kube_cluster, store, tmp_path)
-        admin = tmp_path / "admin.kubeconfig"
-        write_kubeconfig(admin, kube_cluster.server, kube_cluster.dir / "ca.crt", kube_cluster.token,
-                         namespace="shardsched")
-        cfg = config.defaults()
-        cfg["store"]["kubeconfig"] = str(admin)
-        cfg["shards"]["count"], cfg["binders"]["count"] = 2, 1
-        for section in ("shards", "binders"):
-            cfg[section]["basePort"] = 0
-            cfg[section]["metricsBasePort"] = 0
-        cfg["dispatcher"].update(port=0, metricsPort=0, shardTimeoutSeconds=2, redispatchAfterSeconds=5)
-        cluster = ServiceAccountCluster(cfg, "kube://", log_dir=str(tmp_path), kubeconfigs=kubeconfigs)
-        try:
-            cluster.start(timeout=60)
+        cluster = service_account_cluster(kube_cluster, store, tmp_path)
+        with running(cluster, tmp_path):
             kube_vs.create_namespace(store, namespace)
             never = gang_objects(namespace, "never", 4)
             never[-1]["spec"]["nodeSelector"] = {"e2e": "nowhere"}
@@ -295,12 +296,6 @@ def test_a_pod_group_of_kwok_pods_is_scheduled_all_or_nothing(kube_cluster, tmp_
             for g in store.list("PodGroup")[0]:
                 assert "scheduling.shardsched.io/binding-intent" not in (g["metadata"].get("annotations") or {})
             assert_invariants(store)
-        except Exception:
-            for name in sorted(p.name for p in tmp_path.glob("*.log")):
-                print(f"--- {name}\n{(tmp_path / name).read_text(errors='replace')[-3000:]}", file=sys.stderr)
-            raise
-        finally:
-            cluster.stop()
     finally:
         clear_pods(store, namespace)
         for g in store.list("PodGroup")[0]:
