@@ -11,7 +11,8 @@ clients authenticate with a static token mapped to system:masters, RBAC is on (s
 deploy/ manifests' roles can be checked against it), and API priority and fairness is off so
 that the schedulers under test are bounded by the server's work, not by a flow-control queue.
 kwok plays kubelet for nodes annotated `kwok.x-k8s.io/node: fake`: it keeps them Ready and
-runs the pods bound to them.
+runs the pods bound to them. The PodGroup CustomResourceDefinition shardsched ships
+(deploy/crd-podgroup.yaml) is applied once the API server is ready.
 """
 from __future__ import annotations
 
