@@ -5,7 +5,8 @@ binder takes the pod from its own watch (BinderView), checks the decision agains
 and its reservations (common/checks.py) under one lock, reserves it, and hands it to the
 commit pipeline (binder/commits.py), which answers on the stream as each commit completes.
 A decision about a pod the watch has not shown yet waits for the watch to reach the
-resourceVersion the shard saw, briefly, before it is judged.
+resourceVersion the shard saw, briefly, before it is judged. A pod group's members come as one
+unit (a GroupDecision), judged and committed as a whole (binder/groups.py).
 
 The binder commits only for the partitions it holds (binder/partitions.py); threads: the
 gRPC workers (one reader per stream), the watch, the partition leases, the commit feeder
