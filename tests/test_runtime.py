@@ -29,7 +29,8 @@ def runtime_config(shards: int = 2, binders: int = 1) -> dict:
     cfg["binders"]["count"] = binders
     for section in ("shards", "binders"):
         cfg[section]["basePort"] = 0
-    cfg["dispatcher"]["port"] = 0
+        cfg[section]["metricsBasePort"] = 0  # off: fixed ports collide with whatever else runs here
+    cfg["dispatcher"]["port"] = cfg["dispatcher"]["metricsPort"] = 0
     cfg["dispatcher"]["shardTimeoutSeconds"] = 2
     cfg["dispatcher"]["redispatchAfterSeconds"] = 5
     return cfg

@@ -32,8 +32,6 @@ def group_objects(name: str, size: int, cpu: str = "250m", **group) -> list[dict
 def gang_config():
     cfg = runtime_config(shards=2)
     cfg["binders"]["leaseDurationSeconds"] = 2
-    for section, key in (("shards", "metricsBasePort"), ("binders", "metricsBasePort"), ("dispatcher", "metricsPort")):
-        cfg[section][key] = 0  # off: fixed ports collide with whatever else runs on the machine
     cfg["profiles"][0]["pluginConfig"] = [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}]
     return cfg
 
