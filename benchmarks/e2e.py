@@ -9,7 +9,9 @@ events and records when each pod is bound. Reported:
   (average = all bound / that span; p50/p90/p99 of the per-second samples);
 * end-to-end latency per pod, from its creation call returning to its binding being seen;
 * conflicts (decisions a binder rejected), bound and unschedulable pods, per-shard counts,
-  and the `verify` result over the final state of the store.
+  and the `verify` result over the final state of the store;
+* with pod groups (`gang`): groups placed per second, the time to place them (those of 64
+  pods apart) and the groups left partial (benchmarks/groups.py).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from common.store import open_store
 from common.store.embedded import EmbeddedRedis
 from common.verify import verify_store
 
-from . import harness
+from . import groups, harness
 from .workloads import WORKLOADS
 
 CREATE_BATCH = 500
@@ -132,10 +134,11 @@ def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: flo
             observer = Observer(open_store(server.url), rv)
             observer.thread.start()
             manifests = WORKLOADS[workload](pods, seed, nodes)
+            pod_count = sum(1 for m in manifests if m.get("kind", "Pod") == "Pod")  # (gang: PodGroups too)
             created_at: dict[str, float] = {}
             peers = [(role, id_, address) for role in ("shard", "binder")
                      for id_, address in sorted(leases[role].items())]
-            with harness.progress(len(manifests), quiet,
+            with harness.progress(pod_count, quiet,
                                   top.source(lambda: peers, cluster.security) if live else None) as bar:
                 creator = threading.Thread(target=create_pods, args=(
                     store, manifests, rate, created_at, lambda n: None), daemon=True)
@@ -146,12 +149,12 @@ def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: flo
                 while time.monotonic() < deadline:
                     time.sleep(0.5)
                     bound = len(observer.bound_at)
-                    bar(created=len(created_at), scheduled=bound)
+                    bar(created=min(len(created_at), pod_count), scheduled=bound)
                     if bound != last_bound:
                         last_change, last_bound = time.monotonic(), bound
                     # Settled: no new binding for settle_s, once bindings have started (a slow
                     # variant may need longer than that for its first one; the deadline bounds it).
-                    if not creator.is_alive() and (bound >= len(manifests) or (
+                    if not creator.is_alive() and (bound >= pod_count or (
                             bound and time.monotonic() - last_change > settle_s)):
                         break
             elapsed_s = time.monotonic() - started
@@ -169,8 +172,8 @@ def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: flo
                   "conflicts": int(s.counters["conflicts"]), "cycles": int(s.counters["cycles"]),
                   "unschedulable_attempts": int(s.counters["unschedulable"])}
                  for id_, s in shard_status.items()]
-    return {
-        "workload": workload, "nodes": nodes, "profile": profile, "pods": len(manifests),
+    doc = {
+        "workload": workload, "nodes": nodes, "profile": profile, "pods": pod_count,
         "shards": cfg["shards"]["count"], "binders": cfg["binders"]["count"],
         "threshold": cfg["threshold"]["mode"], "fleet_write_s": round(fleet_s, 2),
         "elapsed_s": round(elapsed_s, 1), "timed_out": elapsed_s >= timeout_s,
@@ -179,12 +182,15 @@ def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: flo
                            for q, n in (("p50", 50), ("p90", 90), ("p99", 99))},
         "conflicts": sum(s["conflicts"] for s in per_shard),
         "scheduled": len(bound_times),
-        "unschedulable": len(manifests) - len(bound_times),
+        "unschedulable": pod_count - len(bound_times),
         "per_shard": per_shard,
         "verify": verified,
         "series": {"per_second": per_second(bound_times),
                    "latencies_ms": [round(x, 1) for x in latencies]},
     }
+    if any(m.get("kind") == "PodGroup" for m in manifests):
+        doc["groups"] = groups.figures(manifests, created_at, observer.bound_at)
+    return doc
 
 
 #: The ablation's variants: the config change that switches one optimisation off.
@@ -195,7 +201,14 @@ ABLATIONS = {
     "no preemption pruning": lambda c: c["preemption"].update(pruning=False),
     "no scheduling context": lambda c: c["shards"]["optimizations"].update(schedulingContext=False),
     "one shard": lambda c: c["shards"].update(count=1),
+    # not an optimisation: what placing pod groups all or nothing costs (gang workload)
+    "no coscheduling": lambda c: _disable(c, "Coscheduling"),
 }
+
+
+def _disable(cfg: dict, plugin: str) -> None:
+    for profile in cfg["profiles"]:
+        profile["plugins"]["disabled"].append({"name": plugin})
 
 
 def ablation(cfg: dict, full: dict, args) -> list[dict]:

@@ -118,6 +118,16 @@ def print_bench(doc: dict) -> None:
                         ("conflicts", doc["conflicts"]), ("verify", "ok" if doc["verify"]["ok"] else
                                                           f"{len(doc['verify']['violations'])} violation(s)")):
         t.add_row(name, str(value))
+    if doc.get("groups"):
+        g = doc["groups"]
+        for name, value in (("pod groups placed / created", f"{g['placed']} / {g['groups']}"),
+                            ("groups/s", g["groups_per_s"]),
+                            ("64-pod group placed in p50/p99/max s",
+                             " / ".join(str(g["place_64_s"][q]) for q in ("p50", "p99", "max"))),
+                            ("any group placed in p50/p99/max s",
+                             " / ".join(str(g["place_s"][q]) for q in ("p50", "p99", "max"))),
+                            ("partial groups at the end", g["partial"])):
+            t.add_row(name, str(value))
     console = Console()
     console.print(t)
     s = Table(title="per shard")

@@ -16,6 +16,8 @@ runs the pods bound to them. Its node heartbeats are a kubelet's with node lease
 and the node's status written every 5 to 5.5 minutes (the kubelet's nodeStatusReportFrequency
 of 5 minutes, jittered). kwok v0.7.0 picks its 20-25 s heartbeat stage when node leases are
 on, so the stages are given explicitly (KWOK_STAGES).
+The PodGroup CustomResourceDefinition shardsched ships (deploy/crd-podgroup.yaml) is applied
+once the API server is ready.
 """
 from __future__ import annotations
 
@@ -204,6 +206,7 @@ class KubeCluster:
             "--profiling=false", "--v", "1"])
         write_kubeconfig(self.kubeconfig, self.server, d / "ca.crt", self.token)
         self._wait_ready(timeout)
+        self.install_crds()
         if self.with_kwok:
             (self.dir / "kwok.yaml").write_text(KWOK_STAGES)
             self._spawn("kwok", [
@@ -231,6 +234,13 @@ class KubeCluster:
                 last = str(e)
             time.sleep(0.3)
         raise ClusterError(f"kube-apiserver not ready after {timeout}s ({last}):\n{self.log_tail('kube-apiserver')}")
+
+    def install_crds(self) -> None:
+        """The PodGroup definition shardsched ships (deploy/), established before anything
+        lists PodGroups."""
+        self.kubectl("apply", "-f", str(ROOT / "deploy" / "crd-podgroup.yaml"))
+        self.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                     "crd/podgroups.scheduling.x-k8s.io")
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True,
                 timeout: float = 300) -> subprocess.CompletedProcess:

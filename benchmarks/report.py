@@ -24,6 +24,7 @@ def markdown(doc: dict) -> str:
         f"| unschedulable | {doc['unschedulable']} |",
         f"| conflicts | {doc['conflicts']} |",
         f"| verify | {'ok' if verify['ok'] else str(len(verify['violations'])) + ' violation(s)'} |",
+        *_groups_rows(doc.get("groups")),
         "",
         "| shard | scheduled | conflicts | cycles | unschedulable attempts |", "|---|---:|---:|---:|---:|",
     ]
@@ -32,6 +33,18 @@ def markdown(doc: dict) -> str:
     if doc.get("ablation"):
         lines += ["", "## Ablation", "", ablation_markdown(doc["ablation"])]
     return "\n".join(lines) + "\n"
+
+
+def _groups_rows(g: dict | None) -> list[str]:
+    if not g:
+        return []
+    def spread(q):
+        return " / ".join(str(q[k]) for k in ("p50", "p99", "max"))
+    return [f"| pod groups placed / created | {g['placed']} / {g['groups']} |",
+            f"| groups/s | {g['groups_per_s']} |",
+            f"| 64-pod group placed in p50 / p99 / max (s) | {spread(g['place_64_s'])} |",
+            f"| any group placed in p50 / p99 / max (s) | {spread(g['place_s'])} |",
+            f"| partial groups at the end | {g['partial']} |"]
 
 
 def ablation_markdown(rows: list[dict]) -> str:

@@ -1,7 +1,8 @@
 """Pod manifests for `shardsched bench --workload W`, deterministic for a seed.
 
 Each workload is a function (pods, seed, nodes) -> list of Pod dicts for profile
-`shardsched`. Node names follow `common.fleet.generate` (kwok-node-<i>).
+`shardsched` (and, for `gang`, the PodGroups before their pods). Node names follow
+`common.fleet.generate` (kwok-node-<i>).
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ SCHEDULER = "shardsched"
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
 POOL = "shardsched.io/pool"
+GROUP = "scheduling.x-k8s.io/pod-group"
 
 
 def pause_pod(name: str, cpu: str = "100m", memory: str = "500Mi", labels: dict | None = None,
@@ -96,4 +98,25 @@ def spread(pods: int, seed: int, nodes: int) -> list[dict]:
     return out
 
 
-WORKLOADS = {f.__name__: f for f in (basic, mixed, preemption, unschedulable, daemonset, spread)}
+def gang(pods: int, seed: int, nodes: int) -> list[dict]:
+    """Pod groups of 8 to 64 members (every fourth of exactly 64; minMember = its size; each
+    member 1 cpu and 2Gi, as a training worker) mixed with as many single pods (100m, 500Mi):
+    a group's PodGroup, then its members, then single pods, and so on; `pods` pods in all."""
+    rng = random.Random(seed)
+    out: list[dict] = []
+    made = group = 0
+    while made < pods:
+        size = min(64 if group % 4 == 0 else rng.randint(8, 64), pods - made)
+        name = f"gang-{group}"
+        out.append({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                    "metadata": {"name": name, "namespace": "bench"}, "spec": {"minMember": size}})
+        out += [pause_pod(f"{name}-{i}", "1", "2Gi", labels={"app": "gang", GROUP: name}) for i in range(size)]
+        made += size
+        singles = min(size, pods - made)
+        out += [pause_pod(f"single-{group}-{i}") for i in range(singles)]
+        made += singles
+        group += 1
+    return out
+
+
+WORKLOADS = {f.__name__: f for f in (basic, mixed, preemption, unschedulable, daemonset, spread, gang)}

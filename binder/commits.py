@@ -7,6 +7,9 @@ is sized to `binders.maxInFlight`, so that many requests can be in flight. Each 
 outcomes go back to their shards' streams as soon as it completes: nothing waits for
 another shard's batch, or for the next batch of the same shard.
 
+A pod group's unit is committed by one worker as a whole: the victims of all its members,
+then the group commit of common/group_commit.py (all members bound or none).
+
 Every reservation is settled exactly once, on every path: bound, refused, or in doubt when
 the store failed part-way (see BinderView.settle).
 """
@@ -21,6 +24,8 @@ from common.disruption import VICTIMS_TERMINATING, eviction_failures
 from common.logs import ErrorLog
 from proto import shardsched_pb2 as pb
 
+from .groups import GroupPending
+
 log = logging.getLogger(__name__)
 
 CHUNK = 256  # reservations per chunk: one pipelined store call each for evictions and bindings
@@ -34,16 +39,23 @@ class Pending:
     def __init__(self, reservation, reply, shard: str):
         self.reservation, self.reply, self.shard = reservation, reply, shard
 
+    @property
+    def partition(self) -> int:
+        return self.reservation.partition
+
 
 class Commits:
-    def __init__(self, store, settle, holds, workers: int, stop: threading.Event, count):
+    def __init__(self, store, settle, holds, workers: int, stop: threading.Event, count, groups):
         """`settle([(pending, outcome, how)])` ends reservations and sends their outcomes;
         `holds(partition)` says whether we may still commit for it; `count(name, n)` bumps a
-        counter."""
+        counter; `groups` (common.group_commit.GroupCommit) binds a unit all or nothing."""
         self.store = store
         self.settle = settle
         self.holds = holds
         self.count = count
+        self.groups = groups
+        #: pod groups whose unit is being committed (their intent is ours, not an orphan)
+        self.groups_in_flight: set[str] = set()
         self.stop = stop
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.slots = threading.Semaphore(workers)
@@ -52,13 +64,19 @@ class Commits:
         self.in_flight: dict[int, int] = {}  # partition -> reservations not yet settled
         self._lock = threading.Lock()
 
-    def submit(self, items: list[Pending]) -> None:
+    def submit(self, items: list) -> None:
+        """Queue Pending decisions and GroupPending units for commit."""
         with self._lock:
             for it in items:
-                p = it.reservation.partition
-                self.in_flight[p] = self.in_flight.get(p, 0) + 1
+                self.in_flight[it.partition] = self.in_flight.get(it.partition, 0) + 1
+                if isinstance(it, GroupPending):
+                    self.groups_in_flight.add(it.group)
         for it in items:
             self.queue.put(it)
+
+    def groups_busy(self) -> set[str]:
+        with self._lock:
+            return set(self.groups_in_flight)
 
     def busy(self, partition: int) -> bool:
         with self._lock:
@@ -80,28 +98,70 @@ class Commits:
                     break
             self.pool.submit(self._run, chunk)
 
-    def _run(self, chunk: list[Pending]) -> None:
-        done: dict[int, tuple] = {}  # index in chunk -> (outcome, how)
+    def _run(self, chunk: list) -> None:
+        singles = [it for it in chunk if isinstance(it, Pending)]
+        units = [it for it in chunk if isinstance(it, GroupPending)]
+        settled = []
         try:
-            self._commit(chunk, done)
+            if singles:
+                settled += self._guarded(singles, self._commit)
+            for unit in units:
+                members = [Pending(r, unit.reply, unit.shard) for r in unit.reservations]
+                settled += self._guarded(members, lambda items, done, u=unit: self._commit_unit(u, items, done))
+        finally:
+            self.settle(settled)
+            with self._lock:
+                for it in chunk:
+                    self.in_flight[it.partition] -= 1
+                    if isinstance(it, GroupPending):
+                        self.groups_in_flight.discard(it.group)
+            self.slots.release()
+
+    def _guarded(self, items: list[Pending], commit) -> list[tuple]:
+        """(pending, outcome, how) of each item after `commit(items, done)`; whatever it had
+        not decided when the store failed is in doubt."""
+        done: dict[int, tuple] = {}  # index in items -> (outcome, how)
+        try:
+            commit(items, done)
         except Exception as e:
             self.errors.error("commit failed; the undecided reservations are in doubt", e)
             self.count("commit_errors", 1)
-            for i, it in enumerate(chunk):
+            for i, it in enumerate(items):
                 if i not in done:
                     done[i] = (self._outcome(it, False, f"StoreError: {e}"), "doubt")
-        finally:
-            self.settle([(it, *(done.get(i) or (self._outcome(it, False, "StoreError: not committed"), "doubt")))
-                         for i, it in enumerate(chunk)])
-            with self._lock:
-                for it in chunk:
-                    self.in_flight[it.reservation.partition] -= 1
-            self.slots.release()
+        return [(it, *(done.get(i) or (self._outcome(it, False, "StoreError: not committed"), "doubt")))
+                for i, it in enumerate(items)]
 
     @staticmethod
     def _outcome(it: Pending, bound: bool, reason: str = "", evicted=()):
         r = it.reservation
         return pb.Outcome(pod_key=r.pod.key, node=r.node, bound=bound, reason=reason, evicted=list(evicted))
+
+    def _commit_unit(self, unit: GroupPending, items: list[Pending], done: dict) -> None:
+        """A pod group's unit: every member's victims evicted, then all members bound or none
+        (common.group_commit); one refusal refuses them all."""
+        if not self.holds(unit.partition):
+            for i, it in enumerate(items):
+                done[i] = (self._outcome(it, False, f"NotPartitionHolder: partition {unit.partition} "
+                                                    f"was lost before the commit"), "refused")
+            return
+        evicted = self._evict(items)
+        for it in items:
+            r = it.reservation
+            refused = eviction_failures((k for k, _ in r.victims), (evicted[k] for k, _ in r.victims))
+            if refused is None and (terminating := self._still_there(r.victims)):
+                refused = f"{VICTIMS_TERMINATING}: {', '.join(terminating)}"
+            if refused is not None:
+                for i, other in enumerate(items):
+                    done[i] = (self._outcome(other, False, refused), "refused")
+                return
+        results = self.groups.commit(unit.group, [(it.reservation.pod.key, it.reservation.pod.uid or "",
+                                                   it.reservation.node) for it in items], unit.partition)
+        for i, (it, reason) in enumerate(zip(items, results)):
+            if reason is None:
+                done[i] = (self._outcome(it, True, evicted=[k for k, _ in it.reservation.victims]), "bound")
+            else:
+                done[i] = (self._outcome(it, False, self._explained(it, reason)), "refused")
 
     def _commit(self, chunk: list[Pending], done: dict) -> None:
         live = []
@@ -132,11 +192,15 @@ class Commits:
             if reason is None:
                 done[i] = (self._outcome(chunk[i], True, evicted=[k for k, _ in r.victims]), "bound")
             else:
-                if reason == "AlreadyBound":
-                    obj = self.store.get("Pod", r.pod.key)
-                    node = ((obj or {}).get("spec") or {}).get("nodeName")
-                    reason = f"AlreadyBound: {r.pod.key} is bound to {node}" if node else "PodNotFound"
-                done[i] = (self._outcome(chunk[i], False, reason), "refused")
+                done[i] = (self._outcome(chunk[i], False, self._explained(chunk[i], reason)), "refused")
+
+    def _explained(self, it: Pending, reason: str) -> str:
+        """A store's AlreadyBound, with the node the pod is bound to (or PodNotFound)."""
+        if reason != "AlreadyBound":
+            return reason
+        key = it.reservation.pod.key
+        node = ((self.store.get("Pod", key) or {}).get("spec") or {}).get("nodeName")
+        return f"AlreadyBound: {key} is bound to {node}" if node else "PodNotFound"
 
     def _evict(self, items: list[Pending]) -> dict:
         """Victim key -> eviction result. Victims whose eviction would break a

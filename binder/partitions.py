@@ -26,13 +26,18 @@ log = logging.getLogger(__name__)
 
 
 class PartitionLeases:
-    def __init__(self, store, partitions: int, preferred: int, ttl: float, clock=time.monotonic):
+    def __init__(self, store, partitions: int, preferred: int, ttl: float, clock=time.monotonic,
+                 on_acquire=None):
+        """`on_acquire(p)`, when given, runs once this binder holds the lease of a partition
+        it did not hold, before it counts as held (the binder resolves what a previous holder
+        left half done there: binder/groups.py); if it raises, the partition is not taken."""
         self.store = store
         self.partitions = partitions
         self.preferred = preferred % partitions
         self.ttl = ttl
         self.clock = clock
         self.holder = ""  # the binder's address, set once it listens
+        self.on_acquire = on_acquire
         #: partition -> when our hold on it certainly ends (clock seconds)
         self.held: dict[int, float] = {}
         #: held partitions beyond our share: no new decisions, released once drained
@@ -55,6 +60,12 @@ class PartitionLeases:
             # Counted from before the request: the store's clock started no earlier. A margin
             # of a quarter TTL leaves room for a renewal that is late.
             if p not in self.held:
+                if self.on_acquire is not None:
+                    resolved = self.on_acquire(p)
+                    if resolved:
+                        log.info("partition %d: resolved %d group commit(s) a previous holder left", p, resolved)
+                    if self.clock() >= start + self.ttl * 0.75:
+                        return False  # that took too long to be sure of the lease: renew first
                 log.info("holding partition %d", p)
             self.held[p] = start + self.ttl * 0.75
             return True

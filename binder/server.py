@@ -5,7 +5,8 @@ binder takes the pod from its own watch (BinderView), checks the decision agains
 and its reservations (common/checks.py) under one lock, reserves it, and hands it to the
 commit pipeline (binder/commits.py), which answers on the stream as each commit completes.
 A decision about a pod the watch has not shown yet waits for the watch to reach the
-resourceVersion the shard saw, briefly, before it is judged.
+resourceVersion the shard saw, briefly, before it is judged. A pod group's members come as one
+unit (a GroupDecision), judged and committed as a whole (binder/groups.py).
 
 The binder commits only for the partitions it holds (binder/partitions.py); threads: the
 gRPC workers (one reader per stream), the watch, the partition leases, the commit feeder
@@ -28,7 +29,10 @@ from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
 from common.checks import Judged, first_failure, profile_checks
+from common.group_commit import GroupCommit, env_failpoint
+from common.profile_plugins import gang_scheduler_names
 from .commits import Commits, Pending
+from .groups import GroupPending, GroupRules, IntentRecovery, judge_unit
 from .partitions import PartitionLeases
 from .view import BinderView, Reservation
 
@@ -76,11 +80,21 @@ class BinderServer(Component, rpc.BinderServicer):
         self.partition_label = binders["partitionLabel"]
         self.lock = threading.Lock()
         self.informer = Informer(store, CREATE_ORDER, self._apply, self._relist)
-        self.partitions = PartitionLeases(store, binders["count"], number, binders["leaseDurationSeconds"])
-        self.commits = Commits(store, self._settle, self.partitions.holds,
+        self.group_rules = GroupRules(self.view, gang_scheduler_names(cfg))
+        self.group_commit = GroupCommit(store, failpoint=env_failpoint())
+        self.commits = Commits(store, self._settle, lambda p: self.partitions.holds(p),
                                max(1, min(COMMIT_WORKERS, binders["maxInFlight"])), self.stop_event,
-                               self._count)
+                               self._count, self.group_commit)
+        self.recovery = IntentRecovery(store, self.group_commit, self.view, self.lock, self.checks_for,
+                                       self.commits.groups_busy, grace_s=3 * cfg["store"]["requestTimeoutSeconds"])
+        self.partitions = PartitionLeases(store, binders["count"], number, binders["leaseDurationSeconds"],
+                                          on_acquire=self.recovery.on_acquire)
         self.deferred: list[tuple] = []  # (decision, stream, deadline) waiting for the watch
+        self.deferred_units: list[tuple] = []  # (group decision, stream, deadline) likewise
+
+    def checks_for(self, pod) -> tuple:
+        """The checks of the filters the pod's profile runs (common.checks.profile_checks)."""
+        return self.checks.get(pod.scheduler_name, self.default_checks)
 
     def _count(self, name: str, n: int) -> None:
         self.counters[name] += n
@@ -98,7 +112,7 @@ class BinderServer(Component, rpc.BinderServicer):
 
     def queues(self) -> dict[str, int]:
         return {"assumed": len(self.view.acc.assumed), "reserved": len(self.view.reserved),
-                "waiting_for_watch": len(self.deferred)}
+                "waiting_for_watch": len(self.deferred) + len(self.deferred_units)}
 
     def gauges(self) -> dict[str, int]:
         return {"partitions_held": len(self.partitions.held_now()), "skipped_objects": self.informer.skipped}
@@ -106,7 +120,7 @@ class BinderServer(Component, rpc.BinderServicer):
     # --- following the store and holding partitions ---------------------------------------
 
     def watch_step(self) -> None:
-        self.informer.sync(timeout=0.05 if self.deferred else 0.2)
+        self.informer.sync(timeout=0.05 if self.deferred or self.deferred_units else 0.2)
         with self.lock:
             self.view.expire()
             deferred, self.deferred = self.deferred, []
@@ -117,15 +131,19 @@ class BinderServer(Component, rpc.BinderServicer):
             for stream, items in by_stream.items():
                 self._receive_locked([d for d, _, _ in items], stream,
                                      {d.pod_key: (last, deadline) for d, last, deadline in items})
+            units, self.deferred_units = self.deferred_units, []
+            for gd, stream, deadline in units:
+                self._receive_units_locked([gd], stream, now >= deadline, deadline)
 
     def watch_forever(self) -> None:
         self.loop_forever(self.watch_step)
 
     def partitions_forever(self) -> None:
-        self.partitions.holder = self.address
+        self.partitions.holder = self.group_commit.holder = self.address
         while not self.stop_event.is_set():
             try:
                 self.partitions.step(self.commits.busy)
+                self.counters["intents_resolved"] += self.recovery.sweep(self.partitions.held_now())
             except Exception as e:
                 self.counters["lease_errors"] += 1
                 self.errors.error("partition leases", e)
@@ -141,7 +159,7 @@ class BinderServer(Component, rpc.BinderServicer):
             try:
                 for batch in request_iterator:
                     stream.shard = batch.shard
-                    self.receive(batch.decisions, stream)
+                    self.receive(batch.decisions, stream, batch.groups)
             except Exception as e:  # the shard went away; its in-flight commits still settle
                 if not self.stop_event.is_set():
                     log.warning("decision stream from %s broke: %s", context.peer(), str(e) or type(e).__name__)
@@ -154,10 +172,31 @@ class BinderServer(Component, rpc.BinderServicer):
                 return
             yield batch
 
-    def receive(self, decisions, stream: Stream) -> None:
-        """Judge, reserve and queue for commit; refusals are answered at once."""
+    def receive(self, decisions, stream: Stream, units=()) -> None:
+        """Judge, reserve and queue for commit (decisions, and pod groups' units as wholes);
+        refusals are answered at once."""
         with self.lock:
             self._receive_locked(decisions, stream, {})
+            if units:
+                self._receive_units_locked(units, stream, False, None)
+
+    def _receive_units_locked(self, units, stream: Stream, last: bool, deadline) -> None:
+        refused, passed = [], []
+        for gd in units:
+            self.counters["decisions"] += len(gd.members)
+            verdict = judge_unit(gd, lambda d, may_wait: self._judge(d, may_wait, unit_size=None),
+                                 self.view, self.group_rules, may_wait=not last)
+            if verdict is None:
+                self.deferred_units.append((gd, stream, deadline or time.monotonic() + WAIT_FOR_WATCH_S))
+            elif isinstance(verdict, tuple):
+                failed, why = verdict
+                refused += [self._refusal(d, why if d.pod_key == failed else f"GroupRefused: {failed}: {why}",
+                                          stream.shard) for d in gd.members]
+            else:
+                passed.append(GroupPending(gd.group, verdict, stream, stream.shard))
+        stream.reply(refused)
+        if passed:
+            self.commits.submit(passed)
 
     def _receive_locked(self, decisions, stream: Stream, waited: dict) -> None:
         refused, passed = [], []
@@ -176,8 +215,10 @@ class BinderServer(Component, rpc.BinderServicer):
         if passed:
             self.commits.submit(passed)
 
-    def _judge(self, d, may_wait: bool):
-        """A Reservation, the reason for refusing, or None to wait for the watch."""
+    def _judge(self, d, may_wait: bool, unit_size: int | None = 1):
+        """A Reservation, the reason for refusing, or None to wait for the watch. A lone
+        decision is a unit of one for its pod group; a group decision's members are judged
+        with `unit_size` None (judge_unit checks the unit)."""
         view, key = self.view, d.pod_key
         pod = view.pending.get(key)
         if pod is None:
@@ -202,8 +243,11 @@ class BinderServer(Component, rpc.BinderServicer):
                                   self.partition_count, self.partition_label)
         if not self.partitions.accepts(partition):
             return f"NotPartitionHolder: partition {partition} (node {d.node}) is not held by binder {self.id}"
+        if unit_size is not None and (why := self.group_rules.unit_failure(pod, unit_size)) is not None:
+            return why
         judged = Judged(view, pod, d.node, [(v.key, v.uid) for v in d.victims])
-        why = first_failure(judged, self.checks.get(pod.scheduler_name, self.default_checks))
+        why = (first_failure(judged, self.checks_for(pod))
+               or self.group_rules.victims_failure(pod, judged.victims))
         if why is not None:
             return why
         victims = [(v.key, v.uid) for v in judged.victims]

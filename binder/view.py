@@ -2,9 +2,9 @@
 
 It follows the store's watch: every node, every bound pod, the pending pods of this
 scheduler (parsed once, when the watch shows them, with their priority from the
-PriorityClasses), and the PodDisruptionBudgets. Decisions that pass the checks are
-*reserved*: counted at once as assumed pods (common.accounting, as a shard counts its own
-decisions), their victims claimed, until the commit settles them. So two decisions in
+PriorityClasses), the PodDisruptionBudgets, and the PodGroups with their members. Decisions
+that pass the checks are *reserved*: counted at once as assumed pods (common.accounting, as
+a shard counts its own decisions), their victims claimed, until the commit settles them. So two decisions in
 flight can never both take the last room on a node or break a constraint between them.
 
 A reservation ends in exactly one of three ways (`settle`): bound (the pod stays counted
@@ -21,18 +21,9 @@ from common.changes import node_unchanged, pod_status_only
 from common.constraints import ConstrainedAccounting, ConstraintIndex
 from common.errors import ObjectError
 from common.objects import parse_object, raw_pod_key
+from common.podgroup import GroupIndex, object_key_of
 
 log = logging.getLogger(__name__)
-
-
-class BinderAccounting(ConstrainedAccounting):
-    """The binder's accounting: constraint indexes, and assumptions held in doubt."""
-
-    def hold(self, key: str, seconds: float) -> None:
-        """Keep an assumed pod counted for `seconds` more, no longer."""
-        if key in self.assumed:
-            del self.assumed[key]  # re-inserted last; expire() may then see it a little late
-            self.assumed[key] = self.clock() + seconds
 
 
 class Reservation:
@@ -53,13 +44,14 @@ class BinderView:
         self.names = frozenset(scheduler_names)
         self.doubt_s = doubt_s
         self.clock = clock
-        self.acc = BinderAccounting(assume_ttl, clock)
+        self.acc = ConstrainedAccounting(assume_ttl, clock)  # in doubt: acc.hold
         self.pending: dict = {}           # pod key -> Pod: pending pods of this scheduler
         self.priority_classes: dict = {}
         self.pdbs: dict = {}
         self.reserved: dict[str, Reservation] = {}
         self.claimed: dict[str, str] = {}  # victim key -> key of the pod it is claimed for
         self.errors: dict[str, ObjectError] = {}
+        self.groups = GroupIndex()
 
     @property
     def nodes(self):
@@ -73,7 +65,12 @@ class BinderView:
 
     def apply(self, type_: str, kind: str, obj: dict) -> None:
         if kind == "Pod":
+            self.groups.apply_pod(type_, raw_pod_key(obj), obj)
             self._apply_pod(type_, obj)
+        elif kind == "PodGroup":
+            if self.groups.apply_group(type_, obj) is None and type_ != "DELETED":
+                key = object_key_of(obj)
+                self._report_error(self.groups.errors[key])
         elif kind == "Node":
             name = (obj.get("metadata") or {}).get("name")
             info = self.acc.nodes.get(name)
@@ -141,10 +138,13 @@ class BinderView:
         try:
             return parse_object(obj, self.priority_classes)
         except ObjectError as e:
-            if e.obj not in self.errors:
-                log.warning("ignoring an object the store holds but shardsched cannot read: %s", e)
-            self.errors[e.obj] = e
+            self._report_error(e)
             return None
+
+    def _report_error(self, e: ObjectError) -> None:
+        if e.obj not in self.errors:
+            log.warning("ignoring an object the store holds but shardsched cannot read: %s", e)
+        self.errors[e.obj] = e
 
     def reset(self) -> None:
         """Before a relist: forget what the watch told us. Reservations stay: their commits
@@ -152,6 +152,11 @@ class BinderView:
         reserved, claimed = self.reserved, self.claimed
         self.__init__(self.names, self.acc.assume_ttl, self.doubt_s, self.clock)
         self.reserved, self.claimed = reserved, claimed
+
+    def priority_of(self, key: str) -> int | None:
+        """The priority of a pod the view knows (counted on a node, or pending)."""
+        pod = self.acc.counted(key) or self.pending.get(key)
+        return None if pod is None else pod.priority
 
     # --- reservations ---------------------------------------------------------------------
 

@@ -212,6 +212,13 @@ class PodAccounting:
         self.assumed.pop(pod.key, None)  # re-inserted last: the dict stays in deadline order
         self.assumed[pod.key] = self.clock() + self.assume_ttl
 
+    def hold(self, key: str, seconds: float) -> None:
+        """Keep an assumed pod counted for `seconds` from now, no longer (a binder's
+        decision in doubt; a shard's pod waiting at Permit)."""
+        if key in self.assumed:
+            del self.assumed[key]  # re-inserted last; expire() may then see it a little late
+            self.assumed[key] = self.clock() + seconds
+
     def is_assumed(self, key: str) -> bool:
         return key in self.assumed
 

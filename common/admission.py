@@ -24,6 +24,7 @@ API_VERSIONS = {
     "PriorityClass": "scheduling.k8s.io/v1",
     "Node": "v1",
     "PodDisruptionBudget": "policy/v1",
+    "PodGroup": "scheduling.x-k8s.io/v1alpha1",
     "Pod": "v1",
 }
 

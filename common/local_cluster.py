@@ -73,13 +73,15 @@ class LocalCluster:
     def log_path(self, role: str, index: int) -> str:
         return os.path.join(self.log_dir, f"{role}-{index}.log")
 
-    def start_one(self, role: str, index: int) -> subprocess.Popen:
+    def start_one(self, role: str, index: int, env: dict | None = None) -> subprocess.Popen:
+        """Start one process; `env` adds environment variables (the fault tests' failpoints)."""
         cmd = [sys.executable, "-m", role, "--config", self.config_path, "--id", str(index),
                "--seed", str(self.seed), "-v", str(self.verbosity)]
         if self.free_metrics_ports:
             cmd += ["--metrics-port", "0"]
         log = open(self.log_path(role, index), "ab")
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                env={**os.environ, **env} if env else None)
         log.close()
         self.procs[(role, index)] = proc
         life = self._life.setdefault((role, index), [0.0, 0, None])

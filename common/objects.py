@@ -19,11 +19,12 @@ from .selectors import (
     parse_node_selector_term, parse_taint, parse_toleration,
 )
 
-KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass")
+KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", "PodGroup")
 #: The kinds in dependency order, for creating and for listing: a pod never comes before the
-#: PriorityClass it names or the node it is pinned to, so no reader sees it half-defined.
-CREATE_ORDER = ("PriorityClass", "Node", "PodDisruptionBudget", "Pod")
-NAMESPACED = {"Pod", "PodDisruptionBudget"}
+#: PriorityClass it names, the node it is pinned to or the PodGroup it joins, so no reader
+#: sees it half-defined.
+CREATE_ORDER = ("PriorityClass", "Node", "PodDisruptionBudget", "PodGroup", "Pod")
+NAMESPACED = {"Pod", "PodDisruptionBudget", "PodGroup"}
 #: kube-apiserver's built-in classes, present on every cluster.
 SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
 #: Pods of one group carry this label (scheduler-plugins' coscheduling); the dispatcher keeps
@@ -700,10 +701,13 @@ def parse_object(d, priority_classes: dict | None = None):
     if not isinstance(d, dict):
         raise ObjectError("<object>", "<root>", f"must be a mapping, got {type(d).__name__}")
     kind = d.get("kind")
-    if kind not in _PARSERS:
+    if kind not in KINDS:
         meta = d.get("metadata") if isinstance(d.get("metadata"), dict) else {}
         raise ObjectError(f"{kind or '<no kind>'} {meta.get('name', '<unnamed>')}", "kind",
                           f"unsupported kind {kind!r} (one of {', '.join(KINDS)})")
     if kind == "Pod":
         return parse_pod(d, priority_classes)
+    if kind == "PodGroup":  # defined beside the rest of gang scheduling, which builds on this module
+        from .podgroup import parse_pod_group
+        return parse_pod_group(d)
     return _PARSERS[kind](d)

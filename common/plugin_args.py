@@ -57,6 +57,16 @@ def _inter_pod_affinity_rules(a: dict, path: str) -> list:
     return [] if 0 <= w <= 100 else [invalid(f"{path}.hardPodAffinityWeight", w, "not in valid range [0, 100]")]
 
 
+def _coscheduling_rules(a: dict, path: str) -> list:
+    """scheduler-plugins' CoschedulingArgs: non-negative seconds, a percentage."""
+    errs = [invalid(f"{path}.{k}", a[k], "must be greater than or equal to 0")
+            for k in ("permitWaitingTimeSeconds", "podGroupBackoffSeconds") if a[k] < 0]
+    if not 0 <= a["podGroupRejectPercentage"] <= 100:
+        errs.append(invalid(f"{path}.podGroupRejectPercentage", a["podGroupRejectPercentage"],
+                            "not in valid range [0, 100]"))
+    return errs
+
+
 RESOURCE_SPEC = Obj(name=Str(), weight=Int(0, bits=64))
 DEFAULT_RESOURCES = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
 SHAPE_POINT = Obj(utilization=Int(), score=Int())
@@ -212,6 +222,9 @@ KINDS: dict[str, ArgsKind] = {
         _fit_rules, _fit_defaulting),
     names.POD_TOPOLOGY_SPREAD: ArgsKind(
         {"defaultConstraints": List(DEFAULT_CONSTRAINT), "defaultingType": Str("System")}, _spread_rules),
+    names.COSCHEDULING: ArgsKind(
+        {"permitWaitingTimeSeconds": Int(60), "podGroupBackoffSeconds": Int(0), "podGroupRejectPercentage": Int(10)},
+        _coscheduling_rules),
 }
 
 

@@ -17,14 +17,18 @@ INTER_POD_AFFINITY = "InterPodAffinity"
 IMAGE_LOCALITY = "ImageLocality"
 DEFAULT_PREEMPTION = "DefaultPreemption"
 DEFAULT_BINDER = "DefaultBinder"
+#: scheduler-plugins' gang scheduling over PodGroups (not a kube-scheduler default, but on by
+#: default here: pods outside a group never notice it).
+COSCHEDULING = "Coscheduling"
 
 #: (plugin, score weight) of the default profile, in kube-scheduler's order: filters run
-#: cheapest-and-most-selective first.
+#: cheapest-and-most-selective first. Coscheduling comes last, as scheduler-plugins adds it
+#: (its PostFilter runs after preemption had its chance; its QueueSort replaces PrioritySort).
 DEFAULT_PLUGINS = (
     (PRIORITY_SORT, 0), (NODE_UNSCHEDULABLE, 0), (NODE_NAME, 0), (TAINT_TOLERATION, 3),
     (NODE_AFFINITY, 2), (NODE_PORTS, 0), (NODE_RESOURCES_FIT, 1),
     (NODE_RESOURCES_BALANCED_ALLOCATION, 1), (POD_TOPOLOGY_SPREAD, 2), (INTER_POD_AFFINITY, 2),
-    (IMAGE_LOCALITY, 1), (DEFAULT_PREEMPTION, 0), (DEFAULT_BINDER, 0),
+    (IMAGE_LOCALITY, 1), (DEFAULT_PREEMPTION, 0), (DEFAULT_BINDER, 0), (COSCHEDULING, 0),
 )
 
 #: Every plugin a profile may name.
@@ -52,6 +56,8 @@ POINTS = {
     IMAGE_LOCALITY: ("score",),
     DEFAULT_PREEMPTION: ("postFilter",),
     DEFAULT_BINDER: ("bind",),
+    # scheduler-plugins' Coscheduling; its QueueSort replaces PrioritySort's when both run.
+    COSCHEDULING: ("queueSort", "preFilter", "filter", "postFilter", "reserve", "permit"),
 }
 
 #: A plugin's PreFilter and PreScore prepare its Filter and Score: shardsched runs each with

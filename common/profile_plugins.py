@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .plugin_names import DEFAULT_PLUGINS, EXTENSION_POINTS, KNOWN, PAIRED_POINTS, POINTS
+from .plugin_names import COSCHEDULING, DEFAULT_PLUGINS, EXTENSION_POINTS, KNOWN, PAIRED_POINTS, POINTS
 from .validation import duplicate, invalid, not_supported, required
 
 
@@ -74,9 +74,13 @@ def _check_pairs(name: str, switched_off: dict) -> None:
 
 
 def _check_required_points(uses: list[PluginUse], path: str) -> None:
-    """kube's framework needs exactly one queueSort plugin and at least one bind plugin."""
+    """kube's framework needs exactly one queueSort plugin and at least one bind plugin.
+    Coscheduling's QueueSort replaces PrioritySort's (scheduler-plugins has users switch
+    PrioritySort off; shardsched runs both by default and lets Coscheduling's win)."""
     for point, rule in (("queueSort", "exactly one"), ("bind", "at least one")):
         at = [u.name for u in uses if u.runs(point)]
+        if point == "queueSort" and COSCHEDULING in at:
+            at = [COSCHEDULING]
         if not at or (rule == "exactly one" and len(at) > 1):
             names = ", ".join(n for n in sorted(KNOWN) if point in POINTS[n])
             raise required(f"{path}.plugins", f"{rule} {point} plugin ({names}) must run, got {len(at)}")
@@ -85,3 +89,9 @@ def _check_required_points(uses: list[PluginUse], path: str) -> None:
 def filters(profile: dict) -> frozenset:
     """Names of the plugins whose Filter the profile runs (what the binder re-checks)."""
     return frozenset(u.name for u in resolve(profile) if u.runs("filter"))
+
+
+def gang_scheduler_names(cfg: dict) -> frozenset:
+    """schedulerNames whose profile schedules PodGroups all or nothing (Coscheduling on)."""
+    return frozenset(p["schedulerName"] for p in cfg["profiles"]
+                     if any(u.name == COSCHEDULING for u in resolve(p)))

@@ -3,18 +3,21 @@
 The processes are found through the dispatcher (its Status lists the shards and binders it
 knows) or, without `--dispatcher`, through the leases in the store. Rates are computed from
 the difference between two consecutive Status counters, so the first refresh shows none.
+Under the processes, the pod groups the shards are placing: members, and how many are
+bound, assumed by the shard and waiting at Permit for the rest of their group.
 """
 from __future__ import annotations
 
 import time
 
 import grpc
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
 from .component import status_of
 
+GROUP_COLUMNS = ("pod group", "shard", "minMember", "members", "bound", "assumed", "waiting")
 COLUMNS = ("process", "pods/s", "active", "backoff", "unschedulable", "in flight", "attempts",
            "bound", "conflicts", "threshold", "p99 cycle ms", "uptime s")
 
@@ -27,10 +30,12 @@ def discover(dispatcher: str | None, store, security) -> list[tuple[str, str, st
             for id_, address in sorted(store.list_leases(role).items())]
 
 
-def table(rows: list[tuple[str, str, str]], previous: dict, elapsed: float, security) -> Table:
+def table(rows: list[tuple[str, str, str]], previous: dict, elapsed: float, security):
+    """The processes' table, and under it the pod groups the shards are placing (if any)."""
     t = Table(title=f"shardsched top  {time.strftime('%H:%M:%S')}")
     for c in COLUMNS:
         t.add_column(c, justify="left" if c == "process" else "right")
+    units = {}
     for role, id_, address in rows:
         name = f"{role} {id_}"
         try:
@@ -38,6 +43,7 @@ def table(rows: list[tuple[str, str, str]], previous: dict, elapsed: float, secu
         except grpc.RpcError:
             t.add_row(name, *(["-"] * (len(COLUMNS) - 2)), "down")
             continue
+        units.update((u.group, (id_, u)) for u in s.groups)
         c, q = s.counters, s.queues
         bound = c.get("bound", 0)
         before = previous.get(name)
@@ -50,7 +56,29 @@ def table(rows: list[tuple[str, str, str]], previous: dict, elapsed: float, secu
                   str(attempts), str(bound), str(conflicts), str(c.get("threshold", "")),
                   f"{c['cycle_p99_us'] / 1000:.2f}" if "cycle_p99_us" in c else "",
                   f"{s.uptime_seconds:.0f}")
+    return Group(t, units_table(units)) if units else t
+
+
+def units_table(units: dict) -> Table:
+    """Pod groups as units: group -> (shard id, GroupUnit)."""
+    t = Table(title="pod groups being placed")
+    for c in GROUP_COLUMNS:
+        t.add_column(c, justify="left" if c == "pod group" else "right")
+    for key, (shard, u) in sorted(units.items()):
+        t.add_row(key, shard, str(u.min_member), str(u.members), str(u.bound), str(u.assumed), str(u.waiting))
     return t
+
+
+def shard_units(store, security, timeout: float = 1.0) -> dict:
+    """group -> (shard id, GroupUnit) from every live shard's Status (shards that do not
+    answer within `timeout` are left out)."""
+    out = {}
+    for id_, address in sorted(store.list_leases("shard").items()):
+        try:
+            out.update((u.group, (id_, u)) for u in status_of(address, security, timeout).groups)
+        except grpc.RpcError:
+            continue
+    return out
 
 
 def source(rows, security) -> callable:

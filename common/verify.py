@@ -3,9 +3,10 @@
 What no crash, race or bug may ever produce, whatever the scheduler did: a node holding
 more than its allocatable (pod count included), two pods on one node sharing a host port,
 a pod bound to a node that does not exist or whose NoSchedule/NoExecute taints, nodeSelector
-or required node affinity it breaks, one pod bound twice, and a pod whose required pod
-affinity, anti-affinity or DoNotSchedule topology spread the final placement breaks. Terminal
-pods do not count. `verify` is a pure function over parsed objects so benchmarks and tests
+or required node affinity it breaks, one pod bound twice, a pod whose required pod
+affinity, anti-affinity or DoNotSchedule topology spread the final placement breaks, and a
+PodGroup partly placed (some members placed, fewer than its minMember, others pending).
+Terminal pods do not count. `verify` is a pure function over parsed objects so benchmarks and tests
 reuse it.
 
 The cross-node constraints are judged as kube-scheduler would judge each pod if it were
@@ -23,6 +24,7 @@ from .checks import CROSS_NODE_CHECKS, NODE_CHECKS, Judged, first_failure
 from .constraints import ConstrainedAccounting, inter_pod_affinity_failure, topology_spread_failure
 from .errors import ObjectError
 from .objects import TERMINAL_PHASES, parse_node, parse_pod
+from .podgroup import GroupIndex, parse_pod_group
 from .predicates import HARD_EFFECTS, host_ports_conflict, node_matches
 from .resources import resource_name, shortfalls, vadd
 from .selectors import tolerated
@@ -30,12 +32,16 @@ from .selectors import tolerated
 SHOWN = 20  # violations listed in the summary
 
 
-def verify(nodes, pods, settled_s: float | None = None, scheduler_names=None, now: float | None = None) -> dict:
+def verify(nodes, pods, settled_s: float | None = None, scheduler_names=None, now: float | None = None,
+           groups=()) -> dict:
     """{"ok", "nodes", "bound", "pending", "violations": [{"kind", "object", "message"}]}.
 
     With `settled_s`, a pending pod older than that which some node could take now (every
     check the binder makes) is a violation too ("stuck"): the scheduler should have placed
-    it. `scheduler_names` limits that to pods of these schedulers (default: every pod)."""
+    it. `scheduler_names` limits that to pods of these schedulers (default: every pod). Pods
+    of a PodGroup (`groups`, parsed) are placed as a group, which that check does not try;
+    a group with some but fewer than minMember members placed while others still wait is a
+    violation ("partial-group")."""
     by_name = {n.name: n for n in nodes}
     violations: list[dict] = []
 
@@ -89,7 +95,10 @@ def verify(nodes, pods, settled_s: float | None = None, scheduler_names=None, no
             acc.set_pod(p)
         _cross_node(acc, constrained, bad)
         if settled_s is not None:
-            _stuck(acc, pods, settled_s, scheduler_names, time.time() if now is None else now, bad)
+            in_groups = _partial_groups(groups, pods, lambda *_: None)
+            _stuck(acc, [p for p in pods if p.key not in in_groups], settled_s, scheduler_names,
+                   time.time() if now is None else now, bad)
+    _partial_groups(groups, pods, bad)
     return {"ok": not violations, "nodes": len(by_name), "bound": bound, "pending": pending,
             "violations": violations}
 
@@ -109,6 +118,24 @@ def _cross_node(acc: ConstrainedAccounting, constrained: list, bad) -> None:
             failure = topology_spread_failure(index, p, node, alone)
             if failure is not None:
                 bad("topology-spread", f"Pod {p.key}", f"on {node.name}: {failure[1]}")
+
+
+def _partial_groups(groups, pods, bad) -> set[str]:
+    """Report every PodGroup with 0 < placed members < minMember and a member still pending
+    (placed: bound, or run to completion); returns the keys of all groups' members."""
+    index = GroupIndex()
+    for g in groups:
+        index.apply_group("ADDED", g.raw)
+    members: set[str] = set()
+    for p in pods:
+        if index.apply_pod("ADDED", p.key, p.raw) is not None:
+            members.add(p.key)
+    for key, group in index.groups.items():
+        counts = index.counts(key)
+        if 0 < counts.placed < group.min_member and counts.pending:
+            bad("partial-group", f"PodGroup {key}", f"{counts.placed} of its minMember {group.min_member} "
+                                                    f"placed, {counts.pending} pending")
+    return members
 
 
 class _Bound:
@@ -136,14 +163,15 @@ def _stuck(acc, pods, settled_s: float, names, now: float, bad) -> None:
 
 def verify_store(store, settled_s: float | None = None, scheduler_names=None) -> dict:
     """`verify` over everything in `store`; objects that do not parse are listed as errors."""
-    nodes, pods, errors = [], [], []
-    for kind, parse, into in (("Node", parse_node, nodes), ("Pod", parse_pod, pods)):
+    nodes, pods, groups, errors = [], [], [], []
+    for kind, parse, into in (("Node", parse_node, nodes), ("Pod", parse_pod, pods),
+                              ("PodGroup", parse_pod_group, groups)):
         for d in store.list(kind)[0]:
             try:
                 into.append(parse(d))
             except ObjectError as e:
                 errors.append(e.as_dict())
-    report = verify(nodes, pods, settled_s, scheduler_names)
+    report = verify(nodes, pods, settled_s, scheduler_names, groups=groups)
     report["unparsable"] = errors
     return report
 

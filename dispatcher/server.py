@@ -7,7 +7,10 @@ What it does:
 * follows pending pods for this scheduler (spec.schedulerName of a profile; optionally
   default-scheduler too), reading only the few fields it needs from the raw objects;
 * sends each pod to the live shard with the fewest pods in flight (random tie-break), and
-  every pod of a pod group (label scheduling.x-k8s.io/pod-group) to the same shard;
+  every pod of a pod group (label scheduling.x-k8s.io/pod-group) to the same shard, so the
+  whole group is there to be placed as one unit; when that shard dies, the group's pending
+  pods all go to one other shard;
+* keeps each PodGroup's status current (dispatcher/podgroups.py);
 * re-dispatches the pods of a shard whose lease expired or whose stream broke, pods a shard
   gives back, and pods still unbound `redispatchAfterSeconds` after they were sent (telling
   the old shard to drop them, so one pod is never scheduled by two shards on purpose; if it
@@ -19,14 +22,18 @@ import logging
 import queue
 import random
 import time
+from collections import Counter
 
 from common.component import Component
 from common.informer import Informer
 from common.links import StreamLink
 from common.metrics import DispatcherMetrics
-from common.objects import POD_GROUP_LABEL, TERMINAL_PHASES, raw_pod_key
+from common.objects import TERMINAL_PHASES, raw_pod_key
+from common.podgroup import raw_group_key
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
+
+from .podgroups import GroupStatus
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +90,10 @@ class Dispatcher(Component):
         self.revoke: dict[str, list[str]] = {}   # shard id -> keys it must drop
         self.shards: dict[str, ShardLink] = {}
         self.groups: dict[str, str] = {}         # pod group -> shard id
+        self.group_pending: Counter = Counter()  # pod group -> its pending pods here
+        self.group_status = GroupStatus(store, self.errors)
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
-        self.informer = Informer(store, ("Pod",), self._apply, self._relist)
+        self.informer = Informer(store, ("PodGroup", "Pod"), self._apply, self._relist)
         self._membership_at = 0.0
         self._overdue_at = 0.0
 
@@ -105,9 +114,13 @@ class Dispatcher(Component):
     # --- following pending pods -------------------------------------------------------------
 
     def _apply(self, type_: str, kind: str, obj: dict) -> None:
+        if kind == "PodGroup":
+            self.group_status.apply(type_, kind, "", obj)
+            return
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         key = raw_pod_key(obj)
+        self.group_status.apply(type_, kind, key, obj)
         done = (type_ == "DELETED" or spec.get("nodeName") or meta.get("deletionTimestamp")
                 or (obj.get("status") or {}).get("phase") in TERMINAL_PHASES
                 or (spec.get("schedulerName") or "default-scheduler") not in self.names)
@@ -121,13 +134,19 @@ class Dispatcher(Component):
             return  # a status change of a pod we already handle
         if known is not None:
             self._forget(known, revoke=True)  # deleted and recreated under the same name
-        labels = meta.get("labels") or {}
-        group = labels.get(POD_GROUP_LABEL) if isinstance(labels, dict) else None
+        group = raw_group_key(obj)
         self.pending[key] = Pending(key, uid, str(meta.get("resourceVersion") or ""), group)
         self.unsent[key] = None
+        if group is not None:
+            self.group_pending[group] += 1
 
     def _forget(self, p: Pending, revoke: bool) -> None:
         del self.pending[p.key]
+        if p.group is not None:
+            self.group_pending[p.group] -= 1
+            if self.group_pending[p.group] <= 0:  # placed, or gone: the next one may go anywhere
+                del self.group_pending[p.group]
+                self.groups.pop(p.group, None)
         self.unsent.pop(p.key, None)
         self.sent.pop(p.key, None)
         link = self.shards.get(p.shard) if p.shard else None
@@ -140,6 +159,7 @@ class Dispatcher(Component):
         log.info("relisting pods: forgetting %d pending pods", len(self.pending))
         for p in list(self.pending.values()):
             self._forget(p, revoke=True)
+        self.group_status.relist()
 
     def _unassign(self, p: Pending, avoid: str | None = None) -> None:
         """Back to the pods waiting for a shard (avoiding `avoid` next time, if given)."""
@@ -287,6 +307,7 @@ class Dispatcher(Component):
         self.informer.sync(timeout=0.0 if self.unsent and self.shards else 0.02)
         self._overdue()
         self._dispatch()
+        self.counters["podgroup_status_writes"] += self.group_status.step()
 
     def run(self) -> None:
         self.informer.start()

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10shardsched.proto\x12\rshardsched.v1\"F\n\nPendingPod\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0b\n\x03uid\x18\x02 \x01(\t\x12\x18\n\x10resource_version\x18\x04 \x01(\tJ\x04\x08\x03\x10\x04\"D\n\x08PodBatch\x12\'\n\x04pods\x18\x01 \x03(\x0b\x32\x19.shardsched.v1.PendingPod\x12\x0f\n\x07revoked\x18\x02 \x03(\t\"k\n\x0bShardReport\x12\x10\n\x08returned\x18\x01 \x03(\t\x12\x0e\n\x06queued\x18\x02 \x01(\x05\x12\x11\n\tin_flight\x18\x03 \x01(\x05\x12\x0f\n\x07holding\x18\x04 \x03(\t\x12\x16\n\x0eholding_listed\x18\x05 \x01(\x08\"\"\n\x06Victim\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0b\n\x03uid\x18\x02 \x01(\t\"\x8c\x01\n\x08\x44\x65\x63ision\x12\x0f\n\x07pod_key\x18\x01 \x01(\t\x12\x0f\n\x07pod_uid\x18\x02 \x01(\t\x12\x0c\n\x04node\x18\x03 \x01(\t\x12&\n\x07victims\x18\x04 \x03(\x0b\x32\x15.shardsched.v1.Victim\x12\x1c\n\x14pod_resource_version\x18\x07 \x01(\tJ\x04\x08\x05\x10\x06J\x04\x08\x06\x10\x07\"J\n\rDecisionBatch\x12\r\n\x05shard\x18\x01 \x01(\t\x12*\n\tdecisions\x18\x02 \x03(\x0b\x32\x17.shardsched.v1.Decision\"X\n\x07Outcome\x12\x0f\n\x07pod_key\x18\x01 \x01(\t\x12\x0c\n\x04node\x18\x02 \x01(\t\x12\r\n\x05\x62ound\x18\x03 \x01(\x08\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07\x65victed\x18\x05 \x03(\t\"8\n\x0cOutcomeBatch\x12(\n\x08outcomes\x18\x01 \x03(\x0b\x32\x16.shardsched.v1.Outcome\"\x0f\n\rStatusRequest\"1\n\x04Peer\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x03 \x01(\t\"\xd9\x02\n\x0bStatusReply\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12\x16\n\x0euptime_seconds\x18\x03 \x01(\x01\x12\x36\n\x06queues\x18\x04 \x03(\x0b\x32&.shardsched.v1.StatusReply.QueuesEntry\x12:\n\x08\x63ounters\x18\x05 \x03(\x0b\x32(.shardsched.v1.StatusReply.CountersEntry\x12\x0f\n\x07\x61\x64\x64ress\x18\x06 \x01(\t\x12\x0f\n\x07metrics\x18\x07 \x01(\t\x12\"\n\x05peers\x18\x08 \x03(\x0b\x32\x13.shardsched.v1.Peer\x1a-\n\x0bQueuesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x1a/\n\rCountersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x32O\n\tComponent\x12\x42\n\x06Status\x12\x1c.shardsched.v1.StatusRequest\x1a\x1a.shardsched.v1.StatusReply2L\n\x05Shard\x12\x43\n\x08\x44ispatch\x12\x17.shardsched.v1.PodBatch\x1a\x1a.shardsched.v1.ShardReport(\x01\x30\x01\x32Q\n\x06\x42inder\x12G\n\x06\x44\x65\x63ide\x12\x1c.shardsched.v1.DecisionBatch\x1a\x1b.shardsched.v1.OutcomeBatch(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10shardsched.proto\x12\rshardsched.v1\"F\n\nPendingPod\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0b\n\x03uid\x18\x02 \x01(\t\x12\x18\n\x10resource_version\x18\x04 \x01(\tJ\x04\x08\x03\x10\x04\"D\n\x08PodBatch\x12\'\n\x04pods\x18\x01 \x03(\x0b\x32\x19.shardsched.v1.PendingPod\x12\x0f\n\x07revoked\x18\x02 \x03(\t\"k\n\x0bShardReport\x12\x10\n\x08returned\x18\x01 \x03(\t\x12\x0e\n\x06queued\x18\x02 \x01(\x05\x12\x11\n\tin_flight\x18\x03 \x01(\x05\x12\x0f\n\x07holding\x18\x04 \x03(\t\x12\x16\n\x0eholding_listed\x18\x05 \x01(\x08\"\"\n\x06Victim\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0b\n\x03uid\x18\x02 \x01(\t\"\x8c\x01\n\x08\x44\x65\x63ision\x12\x0f\n\x07pod_key\x18\x01 \x01(\t\x12\x0f\n\x07pod_uid\x18\x02 \x01(\t\x12\x0c\n\x04node\x18\x03 \x01(\t\x12&\n\x07victims\x18\x04 \x03(\x0b\x32\x15.shardsched.v1.Victim\x12\x1c\n\x14pod_resource_version\x18\x07 \x01(\tJ\x04\x08\x05\x10\x06J\x04\x08\x06\x10\x07\"H\n\rGroupDecision\x12\r\n\x05group\x18\x01 \x01(\t\x12(\n\x07members\x18\x02 \x03(\x0b\x32\x17.shardsched.v1.Decision\"x\n\rDecisionBatch\x12\r\n\x05shard\x18\x01 \x01(\t\x12*\n\tdecisions\x18\x02 \x03(\x0b\x32\x17.shardsched.v1.Decision\x12,\n\x06groups\x18\x03 \x03(\x0b\x32\x1c.shardsched.v1.GroupDecision\"X\n\x07Outcome\x12\x0f\n\x07pod_key\x18\x01 \x01(\t\x12\x0c\n\x04node\x18\x02 \x01(\t\x12\r\n\x05\x62ound\x18\x03 \x01(\x08\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07\x65victed\x18\x05 \x03(\t\"8\n\x0cOutcomeBatch\x12(\n\x08outcomes\x18\x01 \x03(\x0b\x32\x16.shardsched.v1.Outcome\"\x0f\n\rStatusRequest\"1\n\x04Peer\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x03 \x01(\t\"p\n\tGroupUnit\x12\r\n\x05group\x18\x01 \x01(\t\x12\x12\n\nmin_member\x18\x02 \x01(\x05\x12\x0f\n\x07members\x18\x03 \x01(\x05\x12\r\n\x05\x62ound\x18\x04 \x01(\x05\x12\x0f\n\x07\x61ssumed\x18\x05 \x01(\x05\x12\x0f\n\x07waiting\x18\x06 \x01(\x05\"\x83\x03\n\x0bStatusReply\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12\x16\n\x0euptime_seconds\x18\x03 \x01(\x01\x12\x36\n\x06queues\x18\x04 \x03(\x0b\x32&.shardsched.v1.StatusReply.QueuesEntry\x12:\n\x08\x63ounters\x18\x05 \x03(\x0b\x32(.shardsched.v1.StatusReply.CountersEntry\x12\x0f\n\x07\x61\x64\x64ress\x18\x06 \x01(\t\x12\x0f\n\x07metrics\x18\x07 \x01(\t\x12\"\n\x05peers\x18\x08 \x03(\x0b\x32\x13.shardsched.v1.Peer\x12(\n\x06groups\x18\t \x03(\x0b\x32\x18.shardsched.v1.GroupUnit\x1a-\n\x0bQueuesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x1a/\n\rCountersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x32O\n\tComponent\x12\x42\n\x06Status\x12\x1c.shardsched.v1.StatusRequest\x1a\x1a.shardsched.v1.StatusReply2L\n\x05Shard\x12\x43\n\x08\x44ispatch\x12\x17.shardsched.v1.PodBatch\x1a\x1a.shardsched.v1.ShardReport(\x01\x30\x01\x32Q\n\x06\x42inder\x12G\n\x06\x44\x65\x63ide\x12\x1c.shardsched.v1.DecisionBatch\x1a\x1b.shardsched.v1.OutcomeBatch(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -45,26 +45,30 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_VICTIM']._serialized_end=320
   _globals['_DECISION']._serialized_start=323
   _globals['_DECISION']._serialized_end=463
-  _globals['_DECISIONBATCH']._serialized_start=465
-  _globals['_DECISIONBATCH']._serialized_end=539
-  _globals['_OUTCOME']._serialized_start=541
-  _globals['_OUTCOME']._serialized_end=629
-  _globals['_OUTCOMEBATCH']._serialized_start=631
-  _globals['_OUTCOMEBATCH']._serialized_end=687
-  _globals['_STATUSREQUEST']._serialized_start=689
-  _globals['_STATUSREQUEST']._serialized_end=704
-  _globals['_PEER']._serialized_start=706
-  _globals['_PEER']._serialized_end=755
-  _globals['_STATUSREPLY']._serialized_start=758
-  _globals['_STATUSREPLY']._serialized_end=1103
-  _globals['_STATUSREPLY_QUEUESENTRY']._serialized_start=1009
-  _globals['_STATUSREPLY_QUEUESENTRY']._serialized_end=1054
-  _globals['_STATUSREPLY_COUNTERSENTRY']._serialized_start=1056
-  _globals['_STATUSREPLY_COUNTERSENTRY']._serialized_end=1103
-  _globals['_COMPONENT']._serialized_start=1105
-  _globals['_COMPONENT']._serialized_end=1184
-  _globals['_SHARD']._serialized_start=1186
-  _globals['_SHARD']._serialized_end=1262
-  _globals['_BINDER']._serialized_start=1264
-  _globals['_BINDER']._serialized_end=1345
+  _globals['_GROUPDECISION']._serialized_start=465
+  _globals['_GROUPDECISION']._serialized_end=537
+  _globals['_DECISIONBATCH']._serialized_start=539
+  _globals['_DECISIONBATCH']._serialized_end=659
+  _globals['_OUTCOME']._serialized_start=661
+  _globals['_OUTCOME']._serialized_end=749
+  _globals['_OUTCOMEBATCH']._serialized_start=751
+  _globals['_OUTCOMEBATCH']._serialized_end=807
+  _globals['_STATUSREQUEST']._serialized_start=809
+  _globals['_STATUSREQUEST']._serialized_end=824
+  _globals['_PEER']._serialized_start=826
+  _globals['_PEER']._serialized_end=875
+  _globals['_GROUPUNIT']._serialized_start=877
+  _globals['_GROUPUNIT']._serialized_end=989
+  _globals['_STATUSREPLY']._serialized_start=992
+  _globals['_STATUSREPLY']._serialized_end=1379
+  _globals['_STATUSREPLY_QUEUESENTRY']._serialized_start=1285
+  _globals['_STATUSREPLY_QUEUESENTRY']._serialized_end=1330
+  _globals['_STATUSREPLY_COUNTERSENTRY']._serialized_start=1332
+  _globals['_STATUSREPLY_COUNTERSENTRY']._serialized_end=1379
+  _globals['_COMPONENT']._serialized_start=1381
+  _globals['_COMPONENT']._serialized_end=1460
+  _globals['_SHARD']._serialized_start=1462
+  _globals['_SHARD']._serialized_end=1538
+  _globals['_BINDER']._serialized_start=1540
+  _globals['_BINDER']._serialized_end=1621
 # @@protoc_insertion_point(module_scope)

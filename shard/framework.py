@@ -105,6 +105,9 @@ class Plugin:
     name = ""
     #: What a filter failure of this plugin means for preemption: can removing pods help?
     resolvable_by_preemption = False
+    #: A PostFilter that looks for victims (preemption): pointless, so skipped, when no pod
+    #: has a lower priority than the one that failed.
+    finds_victims = False
 
     def __init__(self, handle, args: dict | None = None, weight: int = 1):
         self.handle = handle

@@ -1,9 +1,10 @@
 """What a plugin may use of the scheduler: its profile's Handle.
 
 As kube-scheduler's framework.Handle, it gives a plugin the snapshot it schedules against,
-the pods waiting at Permit, the PodDisruptionBudgets, the cluster client, and a way to run the
-other plugins of its own profile on one node (what preemption's dry runs need), but not the
-scheduler itself: a plugin cannot reach into the queue, the cache or another profile.
+the pods waiting at Permit, the PodDisruptionBudgets, the PodGroups, the cluster client, the
+shard's clock, and a way to run the other plugins of its own profile on one node (what
+preemption's dry runs need), but not the scheduler itself: a plugin cannot reach into the
+queue, the cache or another profile.
 """
 from __future__ import annotations
 
@@ -42,6 +43,24 @@ class Handle:
     def waiting(self):
         """Pods held at Permit (WaitingPods): Permit plugins allow or reject them here."""
         return self._sched.waiting
+
+    @property
+    def groups(self):
+        """PodGroups and their members as the watch shows them (common.podgroup.GroupIndex)."""
+        return self._sched.groups
+
+    @property
+    def partitioning(self) -> tuple[int, str]:
+        """(binders.count, binders.partitionLabel): how nodes fall into binder partitions."""
+        return self._sched.partitioning
+
+    def now(self) -> float:
+        """The shard's clock (seconds; virtual in `simulate`)."""
+        return self._sched.clock()
+
+    def counted(self, key: str):
+        """The pod counted on a node under `key` (bound, or assumed by this shard), or None."""
+        return self._sched.cache.counted(key)
 
     @property
     def client(self):

@@ -22,8 +22,10 @@ import time
 from common.changes import node_unchanged, pod_status_only
 from common.disruption import VICTIMS_TERMINATING, eviction_failures, refusal
 from common.errors import ObjectError
+from common.group_commit import GroupCommit
 from common.informer import Informer
 from common.objects import CREATE_ORDER, parse_object, raw_pod_key
+from common.podgroup import group_key, object_key_of
 from .cache import ShardCache
 from . import queueing_hints as hints
 from .framework import SUCCESS
@@ -79,8 +81,10 @@ class StoreCommitter:
     binder runs (`simulate`, tests); the same budget rule as the binder's applies, so the
     outcome is what the distributed scheduler would do."""
 
-    def __init__(self, store):
+    def __init__(self, store, failpoint=None):
+        """`failpoint`: common.group_commit's hook, for tests that cut a group commit short."""
         self.store = store
+        self.groups = GroupCommit(store, "shard", failpoint)
         #: victim pod key -> key of the pod that preempted it
         self.evicted_by: dict[str, str] = {}
 
@@ -105,6 +109,27 @@ class StoreCommitter:
             if st.code != "Skip":
                 return f"{p.name}: {st.message()}"
         return ""
+
+    def commit_unit(self, unit: str, items: list, budgets) -> list[str]:
+        """A pod group's unit: every member's victims evicted (or none, if the budgets
+        refuse one), then all members bound or none (common.group_commit, which takes the
+        place of the Bind plugins for a unit); one reason per member, "" when bound."""
+        victims = [(entry.pod, v) for entry, result in items for v in result.victims]
+        if victims:
+            refused = refusal([v for _, v in victims], budgets())
+            if refused is None:
+                for entry, result in items:
+                    if result.victims:
+                        self.store.set_nominated_node(entry.pod.key, result.node)
+                reasons = self.store.evict_many([(v.key, v.uid or None) for _, v in victims])
+                refused = eviction_failures((v.key for _, v in victims), reasons)
+                for (preemptor, v), r in zip(victims, reasons):
+                    if r is None:
+                        self.evicted_by[v.key] = preemptor.key
+            if refused is not None:
+                return [f"preemption failed: {refused}"] * len(items)
+        results = self.groups.commit(unit, [(e.pod.key, e.pod.uid or "", r.node) for e, r in items])
+        return [r or "" for r in results]
 
 
 class ShardLoop:
@@ -134,6 +159,12 @@ class ShardLoop:
         self.unowned: dict[str, dict] = {}
         self.errors: dict[str, ObjectError] = {}
         self.messages: dict[str, str] = {}  # pod key -> last unschedulable message
+        self.groups = self.scheduler.groups
+        #: Victims of pod group members that wait for their group (or whose unit is being
+        #: committed): victim key -> preemptor key. They are left out of the cache until
+        #: the unit is bound (the binder evicts them) or released (they count again), so the
+        #: group's other members neither count their room twice nor claim them again.
+        self.claimed: dict[str, str] = {}
         self.informer = Informer(store, CREATE_ORDER, self.apply, self._forget_everything)
 
     # --- keeping up with the store ------------------------------------------------------------
@@ -156,6 +187,8 @@ class ShardLoop:
             self.cache.remove_node(info_name)
         self.pods.clear()
         self.scheduler.nominated.clear()
+        self.groups.clear()
+        self.claimed.clear()
 
     def apply(self, type_: str, kind: str, obj: dict) -> None:
         if kind == "PriorityClass":
@@ -167,6 +200,11 @@ class ShardLoop:
             self._apply_node(type_, obj)
         elif kind == "Pod":
             self._apply_pod(type_, obj)
+        elif kind == "PodGroup":
+            key = object_key_of(obj)
+            if self.groups.apply_group(type_, obj) is None and type_ != "DELETED":
+                self.errors[f"PodGroup {key}"] = self.groups.errors[key]
+            self._wake_unit(key)
 
     def _parse(self, obj: dict):
         try:
@@ -209,10 +247,14 @@ class ShardLoop:
     def _apply_pod(self, type_: str, obj: dict) -> None:
         key = raw_pod_key(obj)
         self.unowned.pop(key, None)
+        joined = self.groups.apply_pod(type_, key, obj)
+        if joined is not None and type_ == "ADDED":
+            self._wake_unit(joined)  # one more member may complete the group
         if type_ == "DELETED":
             gone = self.cache.counted(key)
             nominated = self._nominate(key, None)
             self.pods.pop(key, None)
+            self.claimed.pop(key, None)
             self.queue.delete(key)
             self.cache.remove_pod(key)
             if gone is not None:
@@ -245,6 +287,8 @@ class ShardLoop:
         self.pods[key] = pod
         if pod.node_name:
             self.queue.delete(key)
+            if key in self.claimed:
+                return  # a victim of a member waiting at Permit: counted as gone already
             counted = self.cache.counted(key)
             self.cache.set_pod(pod)
             if counted is not None and self.cache.counted(key) is None:
@@ -266,8 +310,8 @@ class ShardLoop:
         except ObjectError:
             return False  # parsed in full, and reported, by the usual path
         self.pods[pod.key] = pod
-        if not self.cache.refresh_pod(pod):
-            self.cache.set_pod(pod)
+        if pod.key not in self.claimed and not self.cache.refresh_pod(pod):
+            self.cache.set_pod(pod)  # (a claimed victim is counted as gone already)
         return True
 
     def _nominate(self, key: str, pod) -> bool:
@@ -323,10 +367,14 @@ class ShardLoop:
         return result
 
     def _commit(self, entry, result) -> None:
-        """Assume, Reserve and Permit; then the binding cycle, unless Permit said wait."""
+        """Assume, Reserve and Permit; then the binding cycle, unless Permit said wait. A
+        member of a pod group is committed with the members that waited for it (its unit)."""
         pod, node, prof, state = entry.pod, result.node, result.profile, result.state
+        unit = self._unit(pod, prof)
         if result.victims:
             self._clear_lower_nominations(pod, node)
+            if unit is not None:
+                self._claim(pod, result.victims)
         self.cache.assume(pod, node)
         for p in prof.reserve:
             st = p.reserve(state, pod, node)
@@ -342,18 +390,49 @@ class ShardLoop:
                 self._undo(entry, prof, state, node, f"{p.name}: {st.message()}")
                 return
         if waits:
-            self.waiting.hold(entry, result, waits)
+            self.waiting.hold(entry, result, waits, unit)
+            # Its assumption lasts as long as it may wait, and its siblings are tried now.
+            self.cache.hold(pod.key, max(w.timeout for w in waits.values()) + self.cache.assume_ttl)
+            self._wake_unit(unit)
             return
-        self._bind(entry, result)
+        if unit is None:
+            self._bind(entry, result)
+        else:
+            self._bind_unit(unit, [(entry, result)] + [(wp.entry, wp.result) for wp in self.waiting.take_ready(unit)])
+
+    def _unit(self, pod, prof) -> str | None:
+        """The pod group `pod` is committed with: its group's key when the profile schedules
+        groups (Coscheduling) and the PodGroup exists."""
+        if not prof.gang:
+            return None
+        key = group_key(pod)
+        return key if key is not None and key in self.groups.groups else None
+
+    def _wake_unit(self, unit: str | None) -> None:
+        """Try the group's queued members now (kube's PodsToActivate for the siblings)."""
+        if unit is not None:
+            self.queue.activate(list(self.groups.members.get(unit, ())))
 
     def release_waiting(self) -> int:
-        """Bind the waiting pods every plugin allowed; undo the rejected or timed-out ones."""
-        ready, rejected = self.waiting.due()
-        for wp in ready:
-            self._bind(wp.entry, wp.result)
-        for wp, why in rejected:
-            self._undo(wp.entry, wp.result.profile, wp.result.state, wp.result.node, why)
-        return len(ready) + len(rejected)
+        """Bind the waiting pods every plugin allowed (a group's members as one unit); undo
+        the rejected or timed-out ones, until no rejection leads to another."""
+        done = 0
+        while True:
+            ready, rejected = self.waiting.due()
+            units: dict = {}
+            for wp in ready:
+                units.setdefault(wp.unit, []).append(wp)
+            for unit, wps in units.items():
+                if unit is None:
+                    for wp in wps:
+                        self._bind(wp.entry, wp.result)
+                else:
+                    self._bind_unit(unit, [(wp.entry, wp.result) for wp in wps])
+            for wp, why in rejected:
+                self._undo(wp.entry, wp.result.profile, wp.result.state, wp.result.node, why)
+            done += len(ready) + len(rejected)
+            if not rejected:
+                return done
 
     def _bind(self, entry, result) -> None:
         """The binding cycle: PreBind, then the committer (Bind, PostBind once bound)."""
@@ -371,6 +450,59 @@ class ShardLoop:
         else:
             self._bound(entry, result)
 
+    def _bind_unit(self, unit: str, items: list) -> None:
+        """The binding cycle of a pod group's unit: PreBind for each, then one commit of all
+        (the committer binds them all or none); a PreBind failure fails the whole unit."""
+        for entry, result in items:
+            for p in result.profile.pre_bind:
+                st = p.pre_bind(result.state, entry.pod, result.node)
+                if st is not None and st.code != SUCCESS:
+                    why = f"{p.name}: {st.message()}"
+                    for e, r in items:
+                        self._undo(e, r.profile, r.state, r.node, why if e is entry else
+                                   f"GroupAborted: {entry.pod.key}: {why}")
+                    return
+        reasons = self.committer.commit_unit(unit, items, self.scheduler.budgets)
+        if reasons is None:
+            return  # the outcomes come through finish_binding
+        for (entry, result), why in zip(items, reasons):
+            if why:
+                self._undo(entry, result.profile, result.state, result.node, why)
+            else:
+                self._bound(entry, result)
+
+    def _claim(self, pod, victims) -> None:
+        for v in victims:
+            self.claimed[v.key] = pod.key
+            self.cache.remove_pod(v.key)
+
+    def _release_claims(self, pod_key: str, evicted: bool) -> None:
+        """The unit of `pod_key` was bound (its victims are on their way out) or released
+        (those still bound count again)."""
+        if not self.claimed:
+            return
+        for key in [k for k, by in self.claimed.items() if by == pod_key]:
+            del self.claimed[key]
+            current = self.pods.get(key)
+            if not evicted and current is not None and current.node_name:
+                self.cache.set_pod(current)
+
+    def units(self, keys=None) -> dict:
+        """The pod groups this loop knows (or those of `keys`), as units: group key ->
+        minMember, members, and how many are bound, assumed here (waiting or in flight) and
+        waiting at Permit."""
+        out = {}
+        for key in (self.groups.groups if keys is None else keys):
+            group = self.groups.groups.get(key)
+            if group is None:
+                continue
+            members = self.groups.members.get(key, {})
+            out[key] = {"minMember": group.min_member, "members": sorted(members),
+                        "bound": sum(1 for m in members.values() if m.node is not None and m.live),
+                        "assumed": sum(1 for k in members if self.cache.is_assumed(k)),
+                        "waiting": len(self.waiting.in_unit(key))}
+        return out
+
     def _clear_lower_nominations(self, pod, node: str) -> None:
         """The preemptor takes the room on `node`: lower-priority pods nominated there lose
         their claim (they would otherwise keep later pods off the freed space)."""
@@ -380,6 +512,7 @@ class ShardLoop:
 
     def _bound(self, entry, result) -> None:
         pod = entry.pod
+        self._release_claims(pod.key, evicted=True)
         self.queue.done(pod.key)
         self.messages.pop(pod.key, None)
         for p in result.profile.post_bind:
@@ -421,9 +554,24 @@ class ShardLoop:
         self.queue.delete(key)
         self.owner.release(key)
 
+    def gone(self, entry, result) -> None:
+        """The binder says the pod is no longer ours (bound elsewhere, deleted, recreated):
+        release what its decision held and stop scheduling it."""
+        for p in reversed(result.profile.unreserve):
+            p.unreserve(result.state, entry.pod, result.node)
+        self._release_claims(entry.pod.key, evicted=False)
+        self.cache.forget(entry.pod.key)
+        self.drop(entry.pod.key)
+
     def _undo(self, entry, prof, state, node: str, why: str) -> None:
         for p in reversed(prof.unreserve):
             p.unreserve(state, entry.pod, node)
+        self._release_claims(entry.pod.key, evicted=False)
         self.cache.forget(entry.pod.key)
         self.messages[entry.pod.key] = why
         self.queue.requeue_backoff(entry)
+        unit = self._unit(entry.pod, prof)
+        if unit is not None and entry.pod.key in self.queue:
+            # The group backs off as one: its queued members wait as long as this one.
+            self.queue.hold_back([k for k in self.groups.members.get(unit, ()) if k != entry.pod.key],
+                                 entry.backoff_until)

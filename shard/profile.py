@@ -2,19 +2,23 @@
 from __future__ import annotations
 
 from common.profile_plugins import resolve
+from common.plugin_names import COSCHEDULING
 
 from .framework import implements
 from .handle import Handle
 from .registry import build_plugins
 
-#: Each plugin method, and kube's extension point that switches it on: a plugin's PreFilter
+#: Each plugin method, and kube's extension points that switch it on. A plugin's PreFilter
 #: (and the PreFilter extensions AddPod, RemovePod) runs with its Filter, its PreScore and
-#: NormalizeScore with its Score (common.plugin_names.PAIRED_POINTS).
-POINT_OF = {
-    "less": "queueSort", "pre_filter": "filter", "filter": "filter", "filter_vec": "filter",
-    "add_pod": "filter", "remove_pod": "filter", "post_filter": "postFilter", "pre_score": "score",
-    "score": "score", "score_vec": "score", "normalize": "score", "reserve": "reserve",
-    "unreserve": "reserve", "permit": "permit", "pre_bind": "preBind", "bind": "bind", "post_bind": "postBind",
+#: NormalizeScore with its Score (common.plugin_names.PAIRED_POINTS), whether or not kube
+#: lists the PreFilter (several shard plugins have one kube's lack, to skip pods early); a
+#: PreFilter without a Filter (Coscheduling's) runs on its own point.
+POINTS_OF = {
+    "less": ("queueSort",), "pre_filter": ("filter", "preFilter"), "filter": ("filter",),
+    "filter_vec": ("filter",), "add_pod": ("filter", "preFilter"), "remove_pod": ("filter", "preFilter"),
+    "post_filter": ("postFilter",), "pre_score": ("score", "preScore"), "score": ("score",),
+    "score_vec": ("score",), "normalize": ("score",), "reserve": ("reserve",), "unreserve": ("reserve",),
+    "permit": ("permit",), "pre_bind": ("preBind",), "bind": ("bind",), "post_bind": ("postBind",),
 }
 
 
@@ -31,10 +35,14 @@ class Profile:
 
         def at(*methods):
             return [p for p in self.plugins
-                    if any(implements(p, m) and POINT_OF[m] in runs[p.name] for m in methods)]
+                    if any(implements(p, m) and not runs[p.name].isdisjoint(POINTS_OF[m]) for m in methods)]
 
         sorters = at("less")
-        self.queue_sort = sorters[0] if sorters else None
+        #: kube takes one QueueSort plugin: one added after the default PrioritySort (as
+        #: Coscheduling is) replaces it.
+        self.queue_sort = sorters[-1] if sorters else None
+        #: Whether pods of a PodGroup are scheduled as a unit here (Coscheduling is on).
+        self.gang = any(p.name == COSCHEDULING for p in self.plugins)
         self.pre_filter = at("pre_filter")
         self.filters = at("filter", "filter_vec")
         self.post_filter = at("post_filter")

@@ -205,6 +205,40 @@ class SchedulingQueue:
         (shard/queueing_hints.py) says it could make them fit."""
         return self.move_all_to_active(only=lambda e: hint(e.pod, e.rejectors, *event), entries=True)
 
+    def activate(self, keys) -> int:
+        """Move these queued pods to activeQ now, from backoff or the unschedulable pool
+        (kube's PodsToActivate: the siblings of a pod group member that reached Permit)."""
+        moved = 0
+        for key in keys:
+            where = self._where.get(key)
+            if where not in ("backoff", "unschedulable"):
+                continue
+            entry = self._entries[key]
+            if where == "backoff":
+                self._backoff.remove(entry)
+            else:
+                del self._unschedulable[key]
+            self._push_active(entry)
+            moved += 1
+        return moved
+
+    def hold_back(self, keys, until: float) -> None:
+        """Keep these queued pods in backoff until at least `until`, wherever they wait: a
+        pod group backs off as one after a failure."""
+        for key in keys:
+            where = self._where.get(key)
+            if where is None:
+                continue
+            entry = self._entries[key]
+            if where == "backoff":
+                if entry.backoff_until >= until:
+                    continue
+                self._backoff.remove(entry)
+            elif where == "unschedulable":
+                del self._unschedulable[key]
+            entry.backoff_until = max(entry.backoff_until, until)
+            self._push_backoff(entry)  # an activeQ heap entry is dropped when popped
+
     def flush(self) -> None:
         """Move pods whose backoff expired, and pods unschedulable for too long, to activeQ."""
         now = self.clock()

@@ -6,7 +6,8 @@ when preemption was tried and found nothing). An event wakes it only when one of
 rejectors could change its mind about it: a node added that the pod could use, a node whose
 allocatable grew, whose labels, taints or unschedulable flag changed in a way the pod cares
 about, a pod leaving a node, a pod arriving elsewhere (for affinity and spread), a
-PodDisruptionBudget or a nomination changing (for preemptors). Anything else (a heartbeat, a
+PodDisruptionBudget or a nomination changing, and for a preemptor any change a filter reads
+(its dry runs run every filter). Anything else (a heartbeat, a
 change no rejector reads, another node's labels for a pod rejected only for its size) leaves
 it parked: a full retry would have failed too, which a property test checks on random
 clusters (tests/shard/test_queueing_hints.py). A plugin this module does not know wakes its
@@ -22,6 +23,9 @@ from common.predicates import host_ports_conflict, node_matches, unschedulable_b
 
 #: Plugins whose verdict depends on pods on other nodes.
 ACROSS_NODES = frozenset((INTER_POD_AFFINITY, POD_TOPOLOGY_SPREAD))
+#: ...and preemption, whose dry runs run every filter (the pod's rejectors name only the
+#: first to fail on each node): a change anywhere may give it a candidate.
+WIDE = ACROSS_NODES | {DEFAULT_PREEMPTION}
 #: Plugins whose verdict on a node depends on that node alone (its object and its pods).
 KNOWN = frozenset((NODE_UNSCHEDULABLE, NODE_NAME, TAINT_TOLERATION, NODE_AFFINITY, NODE_PORTS,
                    NODE_RESOURCES_FIT, DEFAULT_PREEMPTION)) | ACROSS_NODES
@@ -39,8 +43,8 @@ def _could_host(pod, node) -> bool:
 
 def node_added(pod, rejectors, node) -> bool:
     """A new node helps a pod it could host; one in a new topology domain may also change
-    what affinity and spread allow on the others."""
-    return _unknown(rejectors) or bool(rejectors & ACROSS_NODES) or _could_host(pod, node)
+    what affinity and spread (and preemption's dry runs of them) allow on the others."""
+    return _unknown(rejectors) or bool(rejectors & WIDE) or _could_host(pod, node)
 
 
 def node_updated(pod, rejectors, old, new) -> bool:
@@ -67,21 +71,23 @@ def node_updated(pod, rejectors, old, new) -> bool:
 
 
 def node_deleted(pod, rejectors) -> bool:
-    """Only affinity and spread can gain from a node leaving (a domain gone, its pods with it)."""
-    return _unknown(rejectors) or bool(rejectors & ACROSS_NODES)
+    """Only affinity and spread (and preemption through them) can gain from a node leaving
+    (a domain gone, its pods with it)."""
+    return _unknown(rejectors) or bool(rejectors & WIDE)
 
 
 def pod_left(pod, rejectors, gone) -> bool:
     """A pod left its node (deleted, evicted, finished): room, ports, and what it counted for
     affinity and spread came free, and preemption may find victims again."""
-    if _unknown(rejectors) or rejectors & (ACROSS_NODES | {NODE_RESOURCES_FIT, DEFAULT_PREEMPTION}):
+    if _unknown(rejectors) or rejectors & (WIDE | {NODE_RESOURCES_FIT}):
         return True
     return NODE_PORTS in rejectors and bool(gone.host_ports) and host_ports_conflict(pod.host_ports, gone.host_ports)
 
 
 def pod_arrived(pod, rejectors, other) -> bool:
-    """A pod now bound elsewhere (or relabelled) can only help affinity and spread."""
-    return _unknown(rejectors) or bool(rejectors & ACROSS_NODES)
+    """A pod now bound elsewhere (or relabelled) can only help affinity and spread (and
+    preemption through them)."""
+    return _unknown(rejectors) or bool(rejectors & WIDE)
 
 
 def preemption_changed(pod, rejectors) -> bool:

@@ -7,6 +7,7 @@ validation and the binder.
 from __future__ import annotations
 
 from .plugins.balanced_allocation import NodeResourcesBalancedAllocation
+from .plugins.coscheduling import Coscheduling
 from .plugins.default_binder import DefaultBinder
 from .plugins.default_preemption import DefaultPreemption
 from .plugins.image_locality import ImageLocality
@@ -23,7 +24,7 @@ from .plugins.topology_spread import PodTopologySpread
 REGISTRY = {cls.name: cls for cls in (
     PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
     NodeResourcesFit, NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity,
-    ImageLocality, DefaultPreemption, DefaultBinder,
+    ImageLocality, DefaultPreemption, DefaultBinder, Coscheduling,
 )}
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from common.disruption import Budgets
 from common.plugin_args import profile_args
+from common.podgroup import GroupIndex
 from .diagnosis import Diagnosis
 from .framework import SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status
 from .plugins.inter_pod_affinity import FILTER_STATE as INTER_POD_FILTER_STATE
@@ -35,6 +36,7 @@ from .snapshot import Snapshot
 from .threshold import Threshold
 from .waiting import WaitingPods
 
+#: scheduler-plugins' CoschedulingArgs defaults.
 WINDOW = 512
 HOSTNAME = "kubernetes.io/hostname"
 MAX_WINDOW = 8192
@@ -133,6 +135,11 @@ class Scheduler:
         self.pdbs: dict = {}
         #: Pods held at Permit until their plugins allow them.
         self.waiting = WaitingPods(clock)
+        #: PodGroups and their members (kept by the loop), for Coscheduling and preemption.
+        self.groups = GroupIndex()
+        #: (binders.count, binders.partitionLabel): a group is committed by one binder.
+        self.partitioning = (cfg["binders"]["count"], cfg["binders"]["partitionLabel"])
+        self.clock = clock
         self.profiles = {p["schedulerName"]: Profile(p, self, profile_args(cfg, i), self._threshold(cfg, p))
                          for i, p in enumerate(cfg["profiles"])}
 
@@ -202,31 +209,41 @@ class Scheduler:
         if not len(feasible):
             result.status = Status(UNSCHEDULABLE)
             result.rejectors = diag.rejectors()
-            if profile.post_filter and self.cache.lowest_priority() < pod.priority:
-                if result.skipped_by_context:  # preemption needs every node's verdict
+            preempting = (self.cache.lowest_priority() < pod.priority  # else nothing to evict
+                          and any(p.finds_victims for p in profile.post_filter))
+            if result.skipped_by_context:
+                if preempting:  # preemption needs every node's verdict
                     return self.schedule(pod, queued, 0, profile)
-                self._post_filter(profile, state, pod, result)
-                if not result.scheduled:
-                    result.rejectors |= {p.name for p in profile.post_filter}
-            elif result.skipped_by_context:
                 result.diagnosis = None  # partial: the message needs a full scan (see explain)
+            if profile.post_filter:
+                self._post_filter(profile, state, pod, result, preempting)
+                if not result.scheduled and preempting:
+                    result.rejectors |= {p.name for p in profile.post_filter if p.finds_victims}
             return result
         result.node = self._select(profile, state, pod, feasible)
         result.phases["Score"] = time.perf_counter() - t2
         result.status = Status(SUCCESS)
         return result
 
-    def _post_filter(self, profile, state, pod, result) -> None:
-        """Run PostFilter (preemption); on success the result gets a node and victims."""
+    def _post_filter(self, profile, state, pod, result, preempting: bool) -> None:
+        """Run PostFilter until one finds a node (preemption: the result gets the node and
+        victims). Plugins that look for victims are skipped when no pod has a lower priority;
+        the PostFilter phase (a preemption attempt, to the metrics) is timed when one ran."""
         t = time.perf_counter()
+        searched = False
         for p in profile.post_filter:
+            if p.finds_victims:
+                if not preempting:
+                    continue
+                searched = True
             out = p.post_filter(state, pod, result)
             result.pruned += out.pruned
             if out.node is not None:
                 result.node, result.victims = out.node, out.victims
                 result.status = Status(SUCCESS)
                 break
-        result.phases["PostFilter"] = time.perf_counter() - t
+        if searched:
+            result.phases["PostFilter"] = time.perf_counter() - t
 
     def budgets(self) -> Budgets:
         """The PodDisruptionBudgets as preemption spends them, counted over the bound pods."""

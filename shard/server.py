@@ -56,16 +56,28 @@ class BinderClient:
         self._looked_up = 0.0
         self.in_flight: dict[str, tuple] = {}    # pod key -> (entry, result)
         self.outgoing: dict[int, list] = {}      # partition -> decisions of this pass
+        self.outgoing_groups: dict[int, list] = {}  # partition -> group decisions of this pass
+
+    def _decision(self, entry, result) -> pb.Decision:
+        pod, node = entry.pod, result.node
+        self.in_flight[pod.key] = (entry, result)
+        return pb.Decision(pod_key=pod.key, pod_uid=pod.uid or "", node=node,
+                           victims=[pb.Victim(key=v.key, uid=v.uid or "") for v in result.victims],
+                           pod_resource_version=pod.resource_version)
+
+    def _partition(self, node: str) -> int:
+        return partition_of(self.node_of(node) or node, self.partitions, self.label)
 
     def commit(self, entry, result, budgets) -> None:
-        pod, node = entry.pod, result.node
-        decision = pb.Decision(pod_key=pod.key, pod_uid=pod.uid or "", node=node,
-                               victims=[pb.Victim(key=v.key, uid=v.uid or "") for v in result.victims],
-                               pod_resource_version=pod.resource_version)
-        self.in_flight[pod.key] = (entry, result)
-        partition = partition_of(self.node_of(node) or node, self.partitions, self.label)
-        self.outgoing.setdefault(partition, []).append(decision)
+        self.outgoing.setdefault(self._partition(result.node), []).append(self._decision(entry, result))
         return None  # the binder answers later
+
+    def commit_unit(self, unit: str, items: list, budgets) -> None:
+        """A pod group's members, in one GroupDecision to the binder of their partition (the
+        Coscheduling plugin keeps a waiting group within one)."""
+        group = pb.GroupDecision(group=unit, members=[self._decision(e, r) for e, r in items])
+        self.outgoing_groups.setdefault(self._partition(items[0][1].node), []).append(group)
+        return None
 
     def forget_holders(self) -> None:
         """A binder said it does not hold a partition: look the holders up again."""
@@ -81,19 +93,24 @@ class BinderClient:
     def flush(self) -> list:
         """Send this pass's decisions; returns outcomes for those no binder could take."""
         unsent, by_address = [], {}
-        for partition, decisions in self.outgoing.items():
+        for partition in set(self.outgoing) | set(self.outgoing_groups):
+            decisions = self.outgoing.get(partition, [])
+            groups = self.outgoing_groups.get(partition, [])
             address = self._holder(partition)
             if address is None:
                 unsent += [pb.Outcome(pod_key=d.pod_key, node=d.node, bound=False,
                                       reason=f"BinderUnavailable: partition {partition} has no binder")
-                           for d in decisions]
+                           for d in decisions + [m for g in groups for m in g.members]]
             else:
-                by_address.setdefault(address, []).extend(decisions)
-        for address, decisions in by_address.items():
+                batch = by_address.setdefault(address, ([], []))
+                batch[0].extend(decisions)
+                batch[1].extend(groups)
+        for address, (decisions, groups) in by_address.items():
             link = self._link(address)
             link.held.update(d.pod_key for d in decisions)
-            link.send(pb.DecisionBatch(shard=self.shard_id, decisions=decisions))
-        self.outgoing = {}
+            link.held.update(m.pod_key for g in groups for m in g.members)
+            link.send(pb.DecisionBatch(shard=self.shard_id, decisions=decisions, groups=groups))
+        self.outgoing, self.outgoing_groups = {}, {}
         return unsent
 
     def _link(self, address: str) -> StreamLink:
@@ -147,6 +164,9 @@ class ShardServer(Component, rpc.ShardServicer):
         self._last_report = self._last_holding = 0.0
         self.holding_every = cfg["dispatcher"]["redispatchAfterSeconds"] / 3
         self.cycle_times: deque = deque(maxlen=1000)  # recent cycle durations, for Status
+        #: The pod groups of the pods this shard holds, as units (for Status; refreshed with
+        #: each report, in the loop's thread).
+        self.units: dict = {}
 
     def register(self, server) -> None:
         rpc.add_ShardServicer_to_server(self, server)
@@ -159,6 +179,13 @@ class ShardServer(Component, rpc.ShardServicer):
         lengths = self.loop.queue.lengths()
         lengths["in_flight"] = len(self.binders.in_flight)
         return lengths
+
+    def Status(self, request, context):
+        reply = super().Status(request, context)
+        reply.groups.extend(pb.GroupUnit(group=key, min_member=u["minMember"], members=len(u["members"]),
+                                         bound=u["bound"], assumed=u["assumed"], waiting=u["waiting"])
+                            for key, u in self.units.items())
+        return reply
 
     def gauges(self) -> dict[str, int]:
         recent = sorted(self.cycle_times)
@@ -223,8 +250,7 @@ class ShardServer(Component, rpc.ShardServicer):
             elif o.reason.startswith(GONE):
                 self.counters["gone"] += 1
                 log.debug("pod %s is gone: %s", o.pod_key, o.reason)
-                loop.cache.forget(o.pod_key)
-                loop.drop(o.pod_key)
+                loop.gone(entry, result)
             else:
                 self.counters["conflicts"] += 1
                 log.debug("decision for %s on %s rejected: %s", o.pod_key, result.node, o.reason)
@@ -262,6 +288,8 @@ class ShardServer(Component, rpc.ShardServicer):
         self.returned = []
         for stream in list(self.report_streams):
             stream.put(report)
+        group_of = self.loop.groups.group_of
+        self.units = self.loop.units({group_of[k] for k in self.owned.keys if k in group_of})
 
     def _holding(self) -> list[str]:
         """The dispatched pods this shard is really working on (see ShardReport.holding)."""

@@ -1,5 +1,5 @@
 """What `shardsched simulate` runs: the pending pods of some manifests, scheduled on the
-memory store through the real shard code.
+memory store through the real shard code (pod groups included, as units).
 
 Pods with spec.nodeName are running; the other pods are pending, queued in input order, and
 scheduled until nothing more can change (a pass in which no pod was bound or evicted). Pods
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from common.admission import admit
 from common.objects import raw_pod_key
+from common.podgroup import status_of
 from common.store.memory import MemoryStore
 from .loop import ProfileOwnership, ShardLoop, StoreCommitter
 
@@ -29,7 +30,9 @@ def run(docs: list, cfg: dict, seed: int = 0) -> tuple[dict, int]:
     loop.start()
     _run_until_stable(loop, clock)
     errors = [e.as_dict() for e in rejected]
-    return _report(store, loop, committer, pods, errors), (1 if errors else 0)
+    report = _report(store, loop, committer, pods, errors)
+    report["podGroups"] = _units(loop)
+    return report, (1 if errors else 0)
 
 
 class _VirtualClock:
@@ -82,6 +85,17 @@ def _report(store, loop: ShardLoop, committer: StoreCommitter, pods: list, error
             entry["message"] = loop.messages.get(key) or _invalid_message(loop, key)
         out[key] = entry
     return {"pods": out, "errors": errors}
+
+
+def _units(loop: ShardLoop) -> dict:
+    """Each PodGroup as a unit: minMember, phase, members and how many are bound, assumed
+    or waiting at Permit (none once the simulation is stable: a group still short of its
+    quorum has timed out and let its members go)."""
+    out = {}
+    for key, unit in sorted(loop.units().items()):
+        group = loop.groups.groups[key]
+        out[key] = {"phase": status_of(group, loop.groups.counts(key))["phase"], **unit}
+    return out
 
 
 def _invalid_message(loop: ShardLoop, key: str) -> str:

@@ -18,13 +18,14 @@ class Wait:
 
 
 class WaitingPod:
-    __slots__ = ("entry", "result", "pending", "rejected")
+    __slots__ = ("entry", "result", "pending", "rejected", "unit")
 
-    def __init__(self, entry, result, pending: dict):
+    def __init__(self, entry, result, pending: dict, unit: str | None = None):
         self.entry = entry
         self.result = result
         self.pending = pending   # plugin name -> deadline
         self.rejected = None     # message once a plugin rejected it
+        self.unit = unit         # the pod group it is bound with, if any
 
 
 class WaitingPods:
@@ -35,10 +36,24 @@ class WaitingPods:
     def __contains__(self, key: str) -> bool:
         return key in self.pods
 
-    def hold(self, entry, result, waits: dict) -> None:
+    def hold(self, entry, result, waits: dict, unit: str | None = None) -> None:
+        """Hold a pod until every plugin of `waits` allows it; `unit` names the pod group it
+        is committed with (see take_ready)."""
         now = self.clock()
         pending = {name: now + w.timeout for name, w in waits.items()}
-        self.pods[entry.pod.key] = WaitingPod(entry, result, pending)
+        self.pods[entry.pod.key] = WaitingPod(entry, result, pending, unit)
+
+    def in_unit(self, unit: str) -> list[str]:
+        """Keys of the waiting pods of `unit`."""
+        return [k for k, wp in self.pods.items() if wp.unit == unit]
+
+    def take_ready(self, unit: str) -> list[WaitingPod]:
+        """The pods of `unit` every plugin has allowed (not rejected), removed from the set:
+        they are committed together with the member that completed the unit."""
+        ready = [wp for wp in self.pods.values() if wp.unit == unit and not wp.pending and wp.rejected is None]
+        for wp in ready:
+            del self.pods[wp.entry.pod.key]
+        return ready
 
     def allow(self, key: str, plugin: str) -> None:
         wp = self.pods.get(key)

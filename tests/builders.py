@@ -26,7 +26,7 @@ import numpy as np
 
 from binder.view import BinderView
 from common import config as config_mod
-from common.objects import parse_node, parse_pod
+from common.objects import POD_GROUP_LABEL, parse_node, parse_pod
 from shard.cache import ShardCache
 from shard.framework import SKIP, CycleState, PreFilterResult, Status, implements
 from shard.scheduler import Scheduler
@@ -385,6 +385,29 @@ def priority_class(name: str, value: int, global_default: bool | None = None, po
     return d
 
 
+def pod_group(name: str, min_member: int | None = None, ns: str = "default", min_resources: dict | None = None,
+              timeout: int | None = None, uid: str | None = "uid-pg-{ns}-{name}", created: str | None = None) -> dict:
+    """A PodGroup (scheduling.x-k8s.io/v1alpha1); `uid=None` leaves it to the store."""
+    spec: dict = {}
+    if min_member is not None:
+        spec["minMember"] = min_member
+    if min_resources:
+        spec["minResources"] = dict(min_resources)
+    if timeout is not None:
+        spec["scheduleTimeoutSeconds"] = timeout
+    meta: dict = {"name": name, "namespace": ns}
+    if uid is not None:
+        meta["uid"] = uid.format(ns=ns, name=name)
+    if created:
+        meta["creationTimestamp"] = created
+    return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": meta, "spec": spec}
+
+
+def group_pod(name: str, group: str, cpu: str | None = "1", labels: dict | None = None, **kw) -> dict:
+    """A pod in PodGroup `group` (label scheduling.x-k8s.io/pod-group) of its namespace."""
+    return pod(name, cpu, labels={POD_GROUP_LABEL: group, **(labels or {})}, **kw)
+
+
 # --- configuration ---------------------------------------------------------------------------
 
 def make_config(mode: str = "all", plugin_config: dict | None = None, disabled=(), enabled=(),
@@ -600,12 +623,13 @@ class LiveBinder:
             assert time.monotonic() < deadline, "the binder's watch did not catch up"
             time.sleep(0.02)
 
-    def decide(self, *decisions, shard: str = "0") -> dict:
-        """Send one batch; pod key -> its Outcome once every decision is answered."""
+    def decide(self, *decisions, shard: str = "0", groups=()) -> dict:
+        """Send one batch (`groups`: GroupDecisions); pod key -> its Outcome once every
+        decision is answered."""
         from proto import shardsched_pb2 as pb
 
-        self.requests.put(pb.DecisionBatch(shard=shard, decisions=list(decisions)))
-        wanted = {d.pod_key for d in decisions}
+        self.requests.put(pb.DecisionBatch(shard=shard, decisions=list(decisions), groups=list(groups)))
+        wanted = {d.pod_key for d in decisions} | {m.pod_key for g in groups for m in g.members}
         got = {}
         for batch in self.responses:
             got.update((o.pod_key, o) for o in batch.outcomes)

@@ -23,7 +23,8 @@ def test_kustomize_renders_the_expected_objects():
     kinds = sorted(f"{o['kind']}/{o['metadata']['name']}" for o in objs)
     for expected in ("Namespace/shardsched", "Deployment/shardsched-dispatcher", "Deployment/shardsched-binder",
                      "StatefulSet/shardsched-shard", "Service/shardsched-dispatcher", "Service/shardsched-shard",
-                     "ClusterRole/shardsched-shard", "Role/shardsched-leases"):
+                     "ClusterRole/shardsched-shard", "Role/shardsched-leases",
+                     "CustomResourceDefinition/podgroups.scheduling.x-k8s.io"):
         assert expected in kinds
     config = next(o for o in objs if o["kind"] == "ConfigMap")
     cfg = yaml.safe_load(config["data"]["config.yaml"])
@@ -71,23 +72,28 @@ def test_each_component_is_allowed_what_it_needs_and_no_more(kube_cluster):
         return out.stdout.strip() == "yes"
 
     lease = ("leases.coordination.k8s.io", "shardsched")
+    groups = "podgroups.scheduling.x-k8s.io"
     allowed = {
-        "dispatcher": [("watch", "pods"), ("list", "pods"), ("patch", *lease), ("list", *lease)],
+        "dispatcher": [("watch", "pods"), ("list", "pods"), ("patch", *lease), ("list", *lease),
+                       ("watch", groups), ("update", f"{groups}/status")],
         "shard": [("watch", "nodes"), ("watch", "pods"), ("list", "poddisruptionbudgets.policy"),
                   ("watch", "priorityclasses.scheduling.k8s.io"), ("patch", "pods/status"),
-                  ("create", *lease), ("patch", *lease)],
+                  ("create", *lease), ("patch", *lease), ("list", groups), ("watch", groups)],
         "binder": [("watch", "nodes"), ("list", "pods"), ("watch", "poddisruptionbudgets.policy"),
                    ("watch", "priorityclasses.scheduling.k8s.io"), ("create", "pods/binding"),
                    ("create", "pods/eviction"), ("delete", "pods"), ("patch", *lease),
-                   ("update", *lease), ("delete", *lease)],
+                   ("update", *lease), ("delete", *lease), ("watch", groups), ("update", groups)],
     }
     denied = {
         "dispatcher": [("create", "pods/binding"), ("patch", "pods/status"), ("list", "nodes"),
-                       ("list", "secrets"), ("patch", "leases.coordination.k8s.io", "kube-node-lease")],
+                       ("list", "secrets"), ("patch", "leases.coordination.k8s.io", "kube-node-lease"),
+                       ("update", groups), ("delete", groups)],
         "shard": [("create", "pods/binding"), ("create", "pods/eviction"), ("delete", "pods"),
-                  ("update", "pods"), ("list", "secrets"), ("patch", "nodes")],
+                  ("update", "pods"), ("list", "secrets"), ("patch", "nodes"), ("update", groups),
+                  ("update", f"{groups}/status")],
         "binder": [("patch", "pods/status"), ("update", "pods"), ("update", "nodes"), ("list", "secrets"),
-                   ("create", "leases.coordination.k8s.io", "default")],
+                   ("create", "leases.coordination.k8s.io", "default"), ("update", f"{groups}/status"),
+                   ("delete", groups), ("create", groups)],
     }
     for sa, checks in allowed.items():
         for check in checks:

@@ -15,6 +15,7 @@ runs so both start from an empty fleet.
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 import subprocess
 import sys
@@ -161,26 +162,44 @@ def service_account_kubeconfigs(kube_cluster, store: KubeStore, workdir: Path) -
     return out
 
 
+def service_account_cluster(kube_cluster, store: KubeStore, workdir: Path) -> ServiceAccountCluster:
+    """The dispatcher, two shards and a binder as processes on the API server, each as its
+    deploy/ ServiceAccount (not started)."""
+    kubeconfigs = service_account_kubeconfigs(kube_cluster, store, workdir)
+    admin = workdir / "admin.kubeconfig"  # for LocalCluster's own lease checks
+    write_kubeconfig(admin, kube_cluster.server, kube_cluster.dir / "ca.crt", kube_cluster.token,
+                     namespace="shardsched")
+    cfg = config.defaults()
+    cfg["store"]["kubeconfig"] = str(admin)
+    cfg["shards"]["count"], cfg["binders"]["count"] = 2, 1
+    for section in ("shards", "binders"):
+        cfg[section]["basePort"] = 0
+        cfg[section]["metricsBasePort"] = 0
+    cfg["dispatcher"].update(port=0, metricsPort=0, shardTimeoutSeconds=2, redispatchAfterSeconds=5)
+    return ServiceAccountCluster(cfg, "kube://", log_dir=str(workdir), kubeconfigs=kubeconfigs)
+
+
+@contextlib.contextmanager
+def running(cluster: ServiceAccountCluster, workdir: Path):
+    """The processes started, and stopped afterwards; their logs printed when the body fails."""
+    try:
+        cluster.start(timeout=60)
+        yield cluster
+    except BaseException:
+        for name in sorted(p.name for p in workdir.glob("*.log")):
+            print(f"--- {name}\n{(workdir / name).read_text(errors='replace')[-3000:]}", file=sys.stderr)
+        raise
+    finally:
+        cluster.stop()
+
+
 def test_shardsched_and_kube_scheduler_on_a_real_api_server(kube_cluster, tmp_path):
     kube_cluster.create_fleet(NODES)  # kwok takes each node over: it renews the node's Lease
     store = KubeStore(str(kube_cluster.kubeconfig))
     try:
-        kubeconfigs = service_account_kubeconfigs(kube_cluster, store, tmp_path)
-        admin = tmp_path / "admin.kubeconfig"  # for LocalCluster's own lease checks
-        write_kubeconfig(admin, kube_cluster.server, kube_cluster.dir / "ca.crt", kube_cluster.token,
-                         namespace="shardsched")
-        cfg = config.defaults()
-        cfg["store"]["kubeconfig"] = str(admin)
-        cfg["shards"]["count"], cfg["binders"]["count"] = 2, 1
-        for section in ("shards", "binders"):
-            cfg[section]["basePort"] = 0
-            cfg[section]["metricsBasePort"] = 0
-        cfg["dispatcher"].update(port=0, metricsPort=0, shardTimeoutSeconds=2, redispatchAfterSeconds=5)
-        cluster = ServiceAccountCluster(cfg, "kube://", log_dir=str(tmp_path), kubeconfigs=kubeconfigs)
+        cluster = service_account_cluster(kube_cluster, store, tmp_path)
         killed = []
-        try:
-            cluster.start(timeout=60)
-
+        with running(cluster, tmp_path):
             def kill_a_shard(bound):
                 if not killed and bound >= PODS // 4:
                     cluster.kill("shard", 0)
@@ -196,12 +215,6 @@ def test_shardsched_and_kube_scheduler_on_a_real_api_server(kube_cluster, tmp_pa
             cluster.wait_ready(timeout=60)
             ours = run_workload(store, "e2e-shardsched", "shardsched")
             assert_invariants(store)
-        except Exception:
-            for name in sorted(p.name for p in tmp_path.glob("*.log")):
-                print(f"--- {name}\n{(tmp_path / name).read_text(errors='replace')[-3000:]}", file=sys.stderr)
-            raise
-        finally:
-            cluster.stop()
         clear_pods(store, "e2e-shardsched")
 
         sched = kube_cluster.start_kube_scheduler(tmp_path)
@@ -226,6 +239,67 @@ def test_shardsched_and_kube_scheduler_on_a_real_api_server(kube_cluster, tmp_pa
     finally:
         for ns in ("e2e-kube-scheduler", "e2e-shardsched", "e2e-kill", "e2e-preempt"):
             clear_pods(store, ns)
+        for n in store.list("Node")[0]:
+            store.delete("Node", n["metadata"]["name"])
+        store.close()
+
+
+GANG_NODES = 6
+
+
+def gang_objects(namespace: str, name: str, size: int, cpu: str = "1", **spec) -> list[dict]:
+    group = builders.pod_group(name, size, ns=namespace, uid=None)
+    return [group] + [builders.group_pod(f"{name}-{i}", name, cpu, ns=namespace, images=(builders.PAUSE,),
+                                         uid=None, status=False, spec={"terminationGracePeriodSeconds": 0, **spec})
+                      for i in range(size)]
+
+
+def test_a_pod_group_of_kwok_pods_is_scheduled_all_or_nothing(kube_cluster, tmp_path):
+    """On the real API server (PodGroup from deploy/'s CRD, each process as its deploy/
+    ServiceAccount): a group of 8 kwok pods is bound whole, kwok runs them and the dispatcher
+    writes the group's status (phase Running) through the status subresource; a group of 4
+    whose fourth member fits no node never has a pod bound, however often it is tried; no
+    binding intent is left, and `verify` holds (partial groups included)."""
+    kube_cluster.create_fleet(GANG_NODES)
+    store = KubeStore(str(kube_cluster.kubeconfig))
+    namespace = "e2e-gang"
+    try:
+        cluster = service_account_cluster(kube_cluster, store, tmp_path)
+        with running(cluster, tmp_path):
+            kube_vs.create_namespace(store, namespace)
+            never = gang_objects(namespace, "never", 4)
+            never[-1]["spec"]["nodeSelector"] = {"e2e": "nowhere"}
+            for obj in gang_objects(namespace, "train", 8) + never:
+                store.create(obj)
+
+            def placement():
+                out = {}
+                for p in store.list("Pod")[0]:
+                    if p["metadata"]["namespace"] == namespace:
+                        g = p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"]
+                        out.setdefault(g, []).append(p["spec"].get("nodeName"))
+                return out
+
+            deadline = time.monotonic() + TIMEOUT_S
+            while True:
+                now = placement()
+                assert not any(now["never"]), f"a pod of the group that cannot fit was bound: {now['never']}"
+                train = store.get("PodGroup", f"{namespace}/train")
+                if all(now["train"]) and (train.get("status") or {}).get("phase") == "Running":
+                    break
+                assert time.monotonic() < deadline, f"train not placed and running: {now}, {train.get('status')}"
+                time.sleep(0.2)
+            assert len(set(now["train"])) >= 1 and train["status"]["scheduled"] == 8
+            for _ in range(25):  # five more seconds: the other group keeps being tried, never bound
+                assert not any(placement()["never"])
+                time.sleep(0.2)
+            for g in store.list("PodGroup")[0]:
+                assert "scheduling.shardsched.io/binding-intent" not in (g["metadata"].get("annotations") or {})
+            assert_invariants(store)
+    finally:
+        clear_pods(store, namespace)
+        for g in store.list("PodGroup")[0]:
+            store.delete("PodGroup", f"{g['metadata']['namespace']}/{g['metadata']['name']}")
         for n in store.list("Node")[0]:
             store.delete("Node", n["metadata"]["name"])
         store.close()

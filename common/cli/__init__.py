@@ -18,7 +18,7 @@ from ..runner import add_arguments as add_role_arguments
 from .errors import EXIT_REJECTED, EXIT_USAGE, fail
 
 #: Aliases `get` and `delete` take for the kinds.
-KIND_ALIASES = ("no", "node", "nodes", "po", "pod", "pods")
+KIND_ALIASES = ("no", "node", "nodes", "po", "pod", "pods", "pg", "pgs", "podgroup", "podgroups")
 NO_STORE_HELP = ("store URL; required here (or store.url in --config): these commands act on an "
                  "existing store and never start an embedded redis-server")
 
@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--pods", type=int, default=50000)
     b.add_argument("--workload", type=_workload, default="basic",
                    help="a workload of benchmarks/workloads.py: basic (default), mixed, preemption, "
-                        "unschedulable, daemonset, spread")
+                        "unschedulable, daemonset, spread, gang")
     b.add_argument("--shards", type=int, default=2)
     b.add_argument("--binders", type=int)
     b.add_argument("--rate", type=float, default=0.0, help="pods created per second (0 = as fast as possible)")
@@ -131,17 +131,17 @@ def build_parser() -> argparse.ArgumentParser:
     ce.add_argument("--force", action="store_true", help="replace an existing CA in DIR")
     _handler(ce, "certs:cmd_certs")
 
-    cr = sub.add_parser("create", help="create Nodes, Pods, PDBs and PriorityClasses from a file (like kubectl)")
+    cr = sub.add_parser("create", help="create Nodes, Pods, PDBs, PriorityClasses and PodGroups from a file (like kubectl)")
     cr.add_argument("-f", "--filename", dest="file", required=True, metavar="FILE",
                     help="YAML (one or more documents, or kind: List) or JSON; '-' reads stdin")
     _store_args(cr)
     _handler(cr, "manage:cmd_create")
-    d = sub.add_parser("delete", help="delete pods (NS/NAME) or nodes (NAME) from the store")
+    d = sub.add_parser("delete", help="delete pods or pod groups (NS/NAME) or nodes (NAME) from the store")
     d.add_argument("kind", choices=KIND_ALIASES)
-    d.add_argument("names", nargs="+", metavar="NAME", help="NS/NAME for pods (NAME = default/NAME)")
+    d.add_argument("names", nargs="+", metavar="NAME", help="NS/NAME for pods and pod groups (NAME = default/NAME)")
     _store_args(d)
     _handler(d, "manage:cmd_delete")
-    ge = sub.add_parser("get", help="list pods or nodes as a table, or as a kind: List")
+    ge = sub.add_parser("get", help="list pods, nodes or pod groups as a table, or as a kind: List")
     ge.add_argument("kind", choices=KIND_ALIASES)
     ge.add_argument("-o", "--output", choices=("wide", "json", "yaml"), help="wide table or the stored objects")
     _store_args(ge)

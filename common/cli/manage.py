@@ -18,11 +18,12 @@ import yaml
 from .. import config as config_mod
 from ..admission import admit, stored_classes
 from ..errors import ObjectError
-from ..objects import TERMINAL_PHASES, object_key, parse_node, parse_pod
+from ..objects import NAMESPACED, TERMINAL_PHASES, object_key, parse_node, parse_pod
 from ..resources import CPU, MEMORY, PODS, format_amount, padded, resource_name, vadd
 from ..store import configured_url, open_configured
 from ..verify import summary, verify_store
 from .errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, UsageError, fail, print_error
+from . import podgroups
 from .manifests import read_documents
 
 #: kind -> kubectl's resource name in "created"/"deleted" lines
@@ -30,10 +31,12 @@ RESOURCE_NAMES = {
     "PriorityClass": "priorityclass.scheduling.k8s.io",
     "Node": "node",
     "PodDisruptionBudget": "poddisruptionbudget.policy",
+    "PodGroup": "podgroup.scheduling.x-k8s.io",
     "Pod": "pod",
 }
 #: Command-line spellings of the kinds `get` and `delete` take.
-ALIASES = {"pod": "Pod", "pods": "Pod", "po": "Pod", "node": "Node", "nodes": "Node", "no": "Node"}
+ALIASES = {"pod": "Pod", "pods": "Pod", "po": "Pod", "node": "Node", "nodes": "Node", "no": "Node",
+           "podgroup": "PodGroup", "podgroups": "PodGroup", "pg": "PodGroup", "pgs": "PodGroup"}
 
 
 @contextlib.contextmanager
@@ -79,11 +82,13 @@ def cmd_create(args) -> int:
 # --- delete -------------------------------------------------------------------------------
 
 def delete_key(kind: str, name: str) -> str:
-    """Store key of a command-line name: pods are NS/NAME (NAME alone = namespace default)."""
+    """Store key of a command-line name: pods and pod groups are NS/NAME (NAME alone =
+    namespace default)."""
     parts = name.split("/")
-    if not all(parts) or len(parts) > (2 if kind == "Pod" else 1):
-        raise UsageError(f"bad {kind} name {name!r}: use " + ("NAMESPACE/NAME or NAME" if kind == "Pod" else "NAME"))
-    return name if kind != "Pod" or len(parts) == 2 else f"default/{name}"
+    namespaced = kind in NAMESPACED
+    if not all(parts) or len(parts) > (2 if namespaced else 1):
+        raise UsageError(f"bad {kind} name {name!r}: use " + ("NAMESPACE/NAME or NAME" if namespaced else "NAME"))
+    return name if not namespaced or len(parts) == 2 else f"default/{name}"
 
 
 def cmd_delete(args) -> int:
@@ -216,6 +221,13 @@ def cmd_get(args) -> int:
         wide, now = args.output == "wide", time.time()
         if kind == "Pod":
             header, rows = pod_rows(_parsed_pods(items, stored_classes(store) if wide else None), wide, now)
+        elif kind == "PodGroup":
+            units = {}
+            if wide:  # asks the shards (gRPC): loaded only here
+                from ..security import Security
+                from ..top import shard_units
+                units = shard_units(store, Security.from_config(config_mod.load(args.config)["security"]))
+            header, rows = podgroups.rows(items, store.list("Pod")[0], wide, now, units, age)
         else:
             pods = _parsed_pods(store.list("Pod")[0], None)
             header, rows = node_rows(_parse_all(items, parse_node), pods, wide, now)

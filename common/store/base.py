@@ -180,6 +180,18 @@ class ClusterStore(ABC):
         from a stale copy must never make a bound pod pending again, or it could be bound twice.
         Raises Conflict("NotFound") if the object does not exist.
         """
+        return self._update(*self._for_update(obj))
+
+    def update_status(self, obj: dict) -> dict:
+        """Write `obj`'s status (PodGroup status), with update's preconditions. The API server
+        takes it through the status subresource and keeps the rest of the stored object; the
+        other backends have no subresources and write the whole object."""
+        return self._update_status(*self._for_update(obj))
+
+    def _update_status(self, kind: str, key: str, obj: dict, expected_rv: str) -> dict:
+        return self._update(kind, key, obj, expected_rv)
+
+    def _for_update(self, obj: dict) -> tuple[str, str, dict, str]:
         kind, key, stored = prepare(obj, new=False)
         expected_rv = str(obj["metadata"].get("resourceVersion") or "")
         meta = stored["metadata"]
@@ -189,7 +201,7 @@ class ClusterStore(ABC):
                 raise Conflict("NotFound")
             meta["uid"] = meta.get("uid") or current["metadata"]["uid"]
             meta["creationTimestamp"] = meta.get("creationTimestamp") or current["metadata"]["creationTimestamp"]
-        return self._update(kind, key, stored, expected_rv)
+        return kind, key, stored, expected_rv
 
     @abstractmethod
     def delete(self, kind: str, key: str) -> bool:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import logging
 import os
 import threading
 import time
@@ -58,13 +59,21 @@ from .base import (ClusterStore, WatchEvent, already_exists, check_kind, check_u
 from .podstatus import (apply_patch, nominated_already, now_rfc3339,
                         unschedulable_already, unschedulable_patch)
 
+log = logging.getLogger(__name__)
+
 #: kind -> (apiVersion, URL prefix of the group/version, plural)
 RESOURCES = {
     "Node": ("v1", "/api/v1", "nodes"),
     "Pod": ("v1", "/api/v1", "pods"),
     "PodDisruptionBudget": ("policy/v1", "/apis/policy/v1", "poddisruptionbudgets"),
     "PriorityClass": ("scheduling.k8s.io/v1", "/apis/scheduling.k8s.io/v1", "priorityclasses"),
+    "PodGroup": ("scheduling.x-k8s.io/v1alpha1", "/apis/scheduling.x-k8s.io/v1alpha1", "podgroups"),
 }
+#: Kinds defined by a CustomResourceDefinition (deploy/crd-podgroup.yaml): a cluster without
+#: it lists none of them (and says so once) instead of failing the processes that list them.
+CUSTOM_KINDS = {"PodGroup": "deploy/crd-podgroup.yaml"}
+#: Kinds whose status is written through the status subresource.
+STATUS_SUBRESOURCE = {"PodGroup"}
 LEASES = "/apis/coordination.k8s.io/v1"
 LEASE_LABEL = "shardsched.io/role"
 _WATCH_S = 240          # server-side watch timeout; the stream is resumed after it
@@ -283,6 +292,7 @@ class KubeStore(ClusterStore):
         #: -> (what the watch must show: "bound" or "deleted", until when to wait for it)
         self._awaiting: dict[tuple[str, str], tuple[str, float]] = {}
         self._pool = ThreadPoolExecutor(max_in_flight, thread_name_prefix="kube-store")
+        self._unserved: set[str] = set()
         self._call("GET", "/version")
 
     # --- HTTP -----------------------------------------------------------------------------
@@ -342,13 +352,28 @@ class KubeStore(ClusterStore):
         items, cont, rv = [], None, None
         while True:
             query = [("limit", "5000")] + ([("continue", cont)] if cont else [])
-            page = self._call("GET", _path(kind), query=query)
+            try:
+                page = self._call("GET", _path(kind), query=query)
+            except ApiError as e:
+                if e.status != 404 or kind not in CUSTOM_KINDS:
+                    raise
+                return [], self._not_served(kind)
             items += [_typed(kind, o) for o in page.get("items") or []]
             meta = page.get("metadata") or {}
             rv = rv or meta["resourceVersion"]
             cont = meta.get("continue")
             if not cont:
                 return items, rv
+
+    def _not_served(self, kind: str) -> str:
+        """A custom kind whose CRD is not installed: warn once; the current resourceVersion
+        (of a one-item list), from which its watch will pick it up once it is installed."""
+        if kind not in self._unserved:
+            self._unserved.add(kind)
+            log.warning("the API server does not serve %s (apply %s): none are listed until it does",
+                        kind, CUSTOM_KINDS[kind])
+        page = self._call("GET", "/api/v1/namespaces", query=[("limit", "1")])
+        return page["metadata"]["resourceVersion"]
 
     def get(self, kind: str, key: str) -> dict | None:
         check_kind(kind)
@@ -494,14 +519,14 @@ class KubeStore(ClusterStore):
         errors += [e for e in self._pool.map(one, prepared) if e is not None]
         return errors
 
-    def _update(self, kind, key, obj, expected_rv):
+    def _update(self, kind, key, obj, expected_rv, subresource: str = ""):
         current = self.get(kind, key)
         check_update(current, obj, expected_rv)
         body = dict(obj)
         body["metadata"] = dict(obj["metadata"], resourceVersion=expected_rv or current["metadata"]["resourceVersion"])
         body["apiVersion"] = RESOURCES[kind][0]
         try:
-            updated = self._call("PUT", _path(kind, *_split(kind, key)), body=body)
+            updated = self._call("PUT", _path(kind, *_split(kind, key)) + subresource, body=body)
         except ApiError as e:
             if e.status == 404:
                 raise Conflict("NotFound") from None
@@ -512,6 +537,9 @@ class KubeStore(ClusterStore):
             raise
         _wrote(kind, updated["metadata"]["resourceVersion"])
         return _typed(kind, updated)
+
+    def _update_status(self, kind, key, obj, expected_rv):
+        return self._update(kind, key, obj, expected_rv, "/status" if kind in STATUS_SUBRESOURCE else "")
 
     def _delete(self, kind: str, key: str, uid: str | None) -> str | None:
         """Delete at once (grace period 0: this store's DELETED event means gone)."""

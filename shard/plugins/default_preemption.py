@@ -17,6 +17,10 @@ The rules, as kube-scheduler's:
 * the dry run on a node removes every lower-priority pod, checks that the pod fits, then
   gives back pods while it still fits, those whose eviction would break a
   PodDisruptionBudget first, each group most important (highest priority, oldest) first;
+* pods of a placed pod group are never victims for a preemptor whose priority is not above
+  the group's, nor beyond the members the group has above its minMember (a placed gang stays
+  whole); a group fits by preemption for all its members or none, since the victims of its
+  members are evicted only when the binder commits the whole group;
 * the best candidate has the fewest PDB violations, then the lowest highest-victim priority,
   the smallest sum of victim priorities, the fewest victims, and the latest start time among
   its highest-priority victims; a node that needs no victim at all wins outright.
@@ -26,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from common.disruption import Budgets
+from common.podgroup import victims_break_group
 from ..framework import Plugin, PostFilterResult, unresolvable, unschedulable
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -57,6 +62,7 @@ class DefaultPreemption(Plugin):
     minCandidateNodesAbsolute (defaults from the config's `preemption` section)."""
 
     name = "DefaultPreemption"
+    finds_victims = True
 
     def post_filter(self, state, pod, result) -> PostFilterResult:
         out = PostFilterResult()
@@ -103,9 +109,12 @@ class DefaultPreemption(Plugin):
         return out
 
     def dry_run(self, state, pod, info, budgets: Budgets) -> Candidate | None:
-        """The victims on one node, or None when even evicting every lower pod is not enough."""
+        """The victims on one node, or None when even evicting every lower pod is not enough
+        (pods that placed pod groups need are not offered: see _group_safe)."""
         handle = self.handle
         lower = [p for p in info.pods.values() if p.priority < pod.priority]
+        if handle.groups.group_of:
+            lower = self._group_safe(pod, lower)
         scratch = info.scratch()
         st = state.clone()
         for v in lower:
@@ -125,7 +134,22 @@ class DefaultPreemption(Plugin):
                     handle.remove_pod(st, pod, v, scratch)
                     victims.append(v)
                     broken += breaks
+        if victims and handle.groups.group_of and victims_break_group(
+                victims, handle.groups, pod.priority, self._priority_of) is not None:
+            return None
         return Candidate(info.name, victims, broken)
+
+    def _priority_of(self, key: str):
+        counted = self.handle.counted(key)
+        return None if counted is None else counted.priority
+
+    def _group_safe(self, pod, lower: list) -> list:
+        """Lower-priority pods minus members of pod groups that must keep them: a group
+        whose priority (its highest member's) is not below the preemptor's, or that has no
+        member placed beyond its minMember. Never evicting those keeps every placed gang
+        whole; a dry run that still takes too many from one group is not a candidate."""
+        return [p for p in lower if victims_break_group([p], self.handle.groups, pod.priority,
+                                                         self._priority_of) is None]
 
     @staticmethod
     def _victims_still_terminating(table, pod, unfixable) -> bool:

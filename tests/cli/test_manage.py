@@ -25,7 +25,7 @@ from builders import anchor_bomb
 from builders import manifest_node as node
 from builders import manifest_pod as pod
 from builders import pdb as _pdb
-from builders import priority_class
+from builders import pod_group, priority_class
 
 SHARDSCHED = Path(sys.executable).with_name("shardsched")
 
@@ -60,6 +60,11 @@ def run(capsys, *argv, stdin: str | None = None, monkeypatch=None) -> tuple[int,
         code = e.code
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def labelled(d: dict, group: str) -> dict:
+    d["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": group}
+    return d
 
 
 def pdb(name: str) -> dict:
@@ -262,6 +267,27 @@ def test_get_nodes_table_and_wide_columns(capsys, url, store, tmp_path):
 def test_get_empty_store_says_so(capsys, url):
     code, out, err = run(capsys, "get", "pods", "--store", url)
     assert (code, out, err) == (0, "", "No resources found.\n")
+
+
+def test_create_and_get_pod_groups_as_units(capsys, url, store, tmp_path):
+    """PodGroups are created like any kind (a bad one named with its field); `get podgroups`
+    (or pg) shows each as a unit: phase, minMember, members, bound, pending; `-o wide` adds
+    running, and assumed/waiting from the shards (none runs here: "-")."""
+    bad = pod_group("broken", 0, uid=None)
+    path = write_yaml(tmp_path / "g.yaml", node("n1"), pod_group("train", 3, ns="ml", uid=None), bad,
+                      *[labelled(pod(f"w{i}", ns="ml", node_name="n1" if i == 0 else None), "train") for i in range(3)])
+    code, out, err = run(capsys, "create", "-f", path, "--store", url)
+    assert code == 1 and "podgroup.scheduling.x-k8s.io/train created" in out
+    assert "PodGroup default/broken: spec.minMember: must be >= 1" in err
+    code, out, _ = run(capsys, "get", "pg", "--store", url)
+    table = rows(out)
+    assert code == 0 and table[0] == ["NAMESPACE", "NAME", "PHASE", "MINMEMBER", "MEMBERS", "BOUND", "PENDING", "AGE"]
+    assert table[1][:7] == ["ml", "train", "<none>", "3", "3", "1", "2"]
+    code, out, _ = run(capsys, "get", "podgroups", "-o", "wide", "--store", url)
+    assert rows(out)[0][8:] == ["RUNNING", "ASSUMED", "WAITING", "SHARD"]
+    assert rows(out)[1][8:] == ["0", "-", "-", "-"]  # bound, not running: no status written
+    code, out, _ = run(capsys, "delete", "podgroup", "ml/train", "--store", url)
+    assert (code, out) == (0, 'podgroup.scheduling.x-k8s.io "train" deleted\n') and store.list("PodGroup")[0] == []
 
 
 # --- delete ---------------------------------------------------------------------------------

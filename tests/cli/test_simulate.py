@@ -24,6 +24,7 @@ from common.cli.simulate import simulate
 ROOT = Path(__file__).resolve().parents[2]
 
 POD_FIELDS = {"status", "node", "nominatedNode", "message", "evictedBy"}
+GROUP_FIELDS = {"phase", "minMember", "members", "bound", "assumed", "waiting"}
 ERROR_FIELDS = {"object", "field", "message"}
 
 
@@ -44,13 +45,16 @@ def run(tmp_path, docs, seed: int = 0, cfg: dict | None = None):
 
 
 def check_shape(doc: dict) -> None:
-    assert set(doc) == {"pods", "errors"}
+    assert set(doc) == {"pods", "errors", "podGroups"}
     for key, entry in doc["pods"].items():
         assert "/" in key and set(entry) == POD_FIELDS, key
         assert entry["status"] in ("Bound", "Unschedulable", "Evicted")
         assert (entry["node"] is not None) == (entry["status"] == "Bound")
     for err in doc["errors"]:
         assert set(err) == ERROR_FIELDS
+    for key, unit in doc["podGroups"].items():
+        assert "/" in key and set(unit) == GROUP_FIELDS, key
+        assert set(unit["members"]) <= set(doc["pods"]) and unit["bound"] <= len(unit["members"])
 
 
 def filter_message(message: str) -> str:

@@ -110,8 +110,9 @@ def test_duplicate_plugin_config_is_refused():
 
 
 @pytest.mark.parametrize("plugins, expected", [
-    ({"disabled": [{"name": "PrioritySort"}]},
-     "config: profiles[0].plugins: Required value: exactly one queueSort plugin (PrioritySort) must run, got 0"),
+    ({"disabled": [{"name": "PrioritySort"}, {"name": "Coscheduling"}]},
+     "config: profiles[0].plugins: Required value: exactly one queueSort plugin (Coscheduling, PrioritySort) "
+     "must run, got 0"),
     ({"disabled": [{"name": "*"}], "enabled": [{"name": "PrioritySort"}]},
      "config: profiles[0].plugins: Required value: at least one bind plugin (DefaultBinder) must run, got 0"),
     ({"disabled": [{"name": "NodePorts", "extensionPoints": ["preFilter"]}]},

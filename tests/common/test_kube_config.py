@@ -151,11 +151,11 @@ def test_kube_rules_with_kubes_messages(fields, expected):
     (dict(profiles=[{"plugins": {"multiPoint": {"enabled": [{"name": "VolumeZone", "weight": 2}]}}}]),
      'profiles[0].plugins.multiPoint.enabled[0]: Invalid value: "VolumeZone": VolumeZone is not shipped by '
      "shardsched (only kube's default profile may list it, without a weight: it is then left out)"),
-    (dict(profiles=[{"plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]}}}]),
-     'profiles[0].plugins.multiPoint.enabled[0].name: Unsupported value: "Coscheduling": supported values: '
-     '"DefaultBinder", "DefaultPreemption", "ImageLocality", "InterPodAffinity", "NodeAffinity", "NodeName", '
-     '"NodePorts", "NodeResourcesBalancedAllocation", "NodeResourcesFit", "NodeUnschedulable", '
-     '"PodTopologySpread", "PrioritySort", "TaintToleration"'),
+    (dict(profiles=[{"plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}}}]),
+     'profiles[0].plugins.multiPoint.enabled[0].name: Unsupported value: "NodeResourceTopologyMatch": supported '
+     'values: "Coscheduling", "DefaultBinder", "DefaultPreemption", "ImageLocality", "InterPodAffinity", '
+     '"NodeAffinity", "NodeName", "NodePorts", "NodeResourcesBalancedAllocation", "NodeResourcesFit", '
+     '"NodeUnschedulable", "PodTopologySpread", "PrioritySort", "TaintToleration"'),
     (dict(profiles=[{"pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 30}}]}]),
      'profiles[0].pluginConfig[0].args: Invalid value: {"bindTimeoutSeconds":30}: VolumeBinding is not shipped '
      "by shardsched: only kube's default args are accepted"),

@@ -11,6 +11,12 @@ A = "profiles[0].pluginConfig[0].args"
 
 #: (plugin, args, the error after "config: ")
 BAD = [
+    ("Coscheduling", {"permitWaitingTimeSeconds": -1},
+     f"{A}.permitWaitingTimeSeconds: Invalid value: -1: must be greater than or equal to 0"),
+    ("Coscheduling", {"podGroupBackoffSeconds": "10s"},
+     f'{A}.podGroupBackoffSeconds: Invalid value: "10s": must be an integer'),
+    ("Coscheduling", {"podGroupRejectPercentage": 101},
+     f"{A}.podGroupRejectPercentage: Invalid value: 101: not in valid range [0, 100]"),
     ("DefaultPreemption", {"minCandidateNodesPercentage": 101},
      f"{A}.minCandidateNodesPercentage: Invalid value: 101: not in valid range [0, 100]"),
     ("DefaultPreemption", {"minCandidateNodesPercentage": "10%"},

@@ -73,3 +73,24 @@ def test_settled_flags_pods_left_pending_that_a_node_could_take(case, pods, stuc
     young = verify([node()], pods, settled_s=600, scheduler_names={"shardsched"}, now=EPOCH + 120)
     assert not [v for v in young["violations"] if v["kind"] == "stuck"]
     assert not [v for v in verify([node()], pods)["violations"] if v["kind"] == "stuck"]
+
+
+def test_a_partly_placed_pod_group_is_a_violation_and_its_pods_are_not_stuck():
+    """Two of minMember 3 bound while the third waits: "partial-group". All three bound, or
+    none, or two bound with none left pending (a member deleted): fine. `--settled` does not
+    call a member stuck: groups are placed as groups, which it does not try."""
+    from builders import pod_group
+    from common.podgroup import parse_pod_group
+
+    group = parse_pod_group(pod_group("g", 3))
+
+    def member(name, bound):
+        return parse_pod(raw_pod(name, "500m", node_name="n1" if bound else None,
+                                 labels={"scheduling.x-k8s.io/pod-group": "g"},
+                                 meta={"creationTimestamp": "2020-01-01T00:00:00Z"}))
+
+    for placed, pending, partial in ((2, 1, True), (3, 0, False), (0, 3, False), (2, 0, False), (1, 2, True)):
+        pods = [member(f"b{i}", True) for i in range(placed)] + [member(f"p{i}", False) for i in range(pending)]
+        report = verify([node(cpu="8")], pods, settled_s=1.0, groups=[group])
+        kinds = {v["kind"] for v in report["violations"]}
+        assert kinds == ({"partial-group"} if partial else set()), (placed, pending)

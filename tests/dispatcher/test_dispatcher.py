@@ -5,8 +5,9 @@ import time
 
 from common import config
 from common.store.memory import MemoryStore
-from dispatcher.server import POD_GROUP_LABEL, Dispatcher
-from builders import pod
+from common.objects import POD_GROUP_LABEL
+from dispatcher.server import Dispatcher
+from builders import pod, pod_group
 
 
 class FakeLink:
@@ -73,6 +74,64 @@ def test_a_pod_group_stays_on_one_shard():
         groups = {int(k.split("g")[1]) % 3 for k in link.sent}
         assert len(groups) <= 1
     assert sum(len(link.sent) for link in d.shards.values()) == 30
+
+
+def test_a_pod_group_whose_shard_dies_goes_whole_to_one_other_shard():
+    d = make_dispatcher(shards=("0", "1", "2"))
+    for i in range(12):
+        d._apply("ADDED", "Pod", pending(f"m{i}", group="job"))
+    d._dispatch()
+    (home,) = [link for link in d.shards.values() if link.sent]
+    assert len(home.sent) == 12
+    d._apply("MODIFIED", "Pod", bound("m0"))  # one was placed already: it stays
+    d._shard_down(home)
+    d._dispatch()
+    receivers = [link for link in d.shards.values() if link is not home and link.sent]
+    assert len(receivers) == 1 and sorted(receivers[0].sent) == sorted(f"ns/m{i}" for i in range(1, 12))
+
+
+def test_a_groups_shard_is_forgotten_once_none_of_its_pods_is_pending():
+    d = make_dispatcher()
+    d._apply("ADDED", "Pod", pending("a", group="job"))
+    d._dispatch()
+    assert d.groups == {"ns/job": next(i for i, link in d.shards.items() if link.sent)}
+    d._apply("MODIFIED", "Pod", dict(bound("a"), metadata={**bound("a")["metadata"],
+                                                            "labels": {POD_GROUP_LABEL: "job"}}))
+    assert d.groups == {} and not d.group_pending
+
+
+def test_the_dispatcher_keeps_pod_group_status_current():
+    """Scheduling once minMember pods exist, Scheduled once they are bound, Running once they
+    run; each write guarded by the group's resourceVersion (a write that lost a race is
+    retried with the newer version the watch brings)."""
+    store = MemoryStore()
+    cfg = config.defaults()
+    d = Dispatcher(cfg, store, port=0, seed=1)
+    d.informer.start()
+    store.create(pod_group("g", 2, ns="ns"))
+    for name in ("a", "b"):
+        store.create(pending(name, group="g"))
+
+    def status():
+        d.informer.sync()
+        d.group_status._written_at = 0.0
+        d.group_status.step()
+        d.informer.sync()
+        return store.get("PodGroup", "ns/g").get("status")
+
+    assert status() == {"phase": "Scheduling", "scheduled": 0, "running": 0, "succeeded": 0, "failed": 0}
+    for name in ("a", "b"):
+        store.bind(f"ns/{name}", "n1")  # the memory store plays kubelet: Running at once
+    assert status() == {"phase": "Running", "scheduled": 2, "running": 2, "succeeded": 0, "failed": 0}
+    group = store.get("PodGroup", "ns/g")
+    group["metadata"]["annotations"] = {"note": "x"}
+    store.update(group)  # the dispatcher's copy is stale now
+    store.create(pending("c", group="g"))
+    store.bind("ns/c", "n1")
+    d.group_status.apply("ADDED", "Pod", "ns/c", store.get("Pod", "ns/c"))  # seen before the group's change
+    d.group_status._written_at = 0.0
+    assert d.group_status.step() == 0 and "ns/g" in d.group_status.dirty  # lost the race: kept for later
+    assert status()["scheduled"] == 3 and store.get("PodGroup", "ns/g")["metadata"]["annotations"] == {"note": "x"}
 
 
 def test_only_pods_for_this_scheduler_are_taken():

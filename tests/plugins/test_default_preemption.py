@@ -239,3 +239,41 @@ def test_pruning_skips_nodes_without_enough_lower_priority_pods():
     result = sched.schedule(parse_object(pod("high", "2", priority=100)))
     assert result.node is not None and result.node in {f"n{i}" for i in range(0, 200, 50)}
     assert result.pruned == 196
+
+
+GROUPED = st.lists(st.tuples(st.integers(1, 8), st.lists(st.tuples(st.integers(1, 4), st.integers(0, 6),
+                                                                   st.sampled_from([None, "a", "b"])),
+                                                         max_size=5)), min_size=1, max_size=20)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(GROUPED, st.integers(1, 3), st.integers(1, 8), st.integers(1, 7), st.integers(0, 1000))
+def test_pruning_stays_lossless_with_pod_groups_and_never_breaks_one(cluster, quorum_a, cpu, priority, seed):
+    """As above, with running pods in two pod groups (group "a" of minMember `quorum_a`,
+    group "b" of minMember 1): the same decision with and without pruning, and its victims
+    never take a group below its minMember nor come from a group of priority not below the
+    preemptor's."""
+    from builders import pod_group
+    from common.podgroup import victims_break_group
+
+    cfg = make_config(preemption={"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 3})
+    decisions = []
+    for pruning in (True, False):
+        cache = ShardCache()
+        sched = Scheduler(cfg, cache, seed=seed, preemption_pruning=pruning)
+        sched.groups.apply_group("ADDED", pod_group("a", quorum_a))
+        sched.groups.apply_group("ADDED", pod_group("b", 1))
+        for i, (node_cpu, pods) in enumerate(cluster):
+            cache.set_node(parse_object(node(f"n{i}", cpu=str(node_cpu))))
+            for j, (pod_cpu, prio, group) in enumerate(pods):
+                d = running(f"p{i}-{j}", f"n{i}", str(pod_cpu), prio,
+                            labels={"scheduling.x-k8s.io/pod-group": group} if group else None)
+                cache.set_pod(parse_object(d))
+                sched.groups.apply_pod("ADDED", f"default/p{i}-{j}", d)
+        sched.refresh()
+        result = sched.schedule(parse_object(pod("high", str(cpu), priority=priority)))
+        decisions.append((result.node, [v.key for v in result.victims]))
+        if result.victims:
+            priority_of = lambda k: cache.counted(k).priority if cache.counted(k) else None  # noqa: E731
+            assert victims_break_group(result.victims, sched.groups, priority, priority_of) is None
+    assert decisions[0] == decisions[1]

@@ -26,6 +26,7 @@ from common.store.memory import MemoryStore
 from common.store.redis_store import RedisStore
 from builders import api_node as node
 from builders import api_pod as pod
+from builders import pod_group
 
 
 class Backend:
@@ -59,7 +60,7 @@ class Backend:
         from common.objects import SYSTEM_PRIORITY_CLASSES
         store = KubeStore(self.kubeconfig)
         try:
-            for kind in ("Pod", "PodDisruptionBudget", "Node", "PriorityClass"):
+            for kind in ("Pod", "PodGroup", "PodDisruptionBudget", "Node", "PriorityClass"):
                 for obj in store.list(kind)[0]:
                     meta = obj["metadata"]
                     if kind == "PriorityClass" and meta["name"] in SYSTEM_PRIORITY_CLASSES:
@@ -187,6 +188,32 @@ def test_update_replaces_and_guards_resource_version(store):
     with pytest.raises(Conflict, match="NodeNameImmutable"):
         store.update(stale)
     assert store.get("Pod", "default/u")["spec"]["nodeName"] == "n1"
+
+
+def test_pod_groups_are_stored_watched_and_their_status_written_apart(store):
+    """PodGroup (scheduling.x-k8s.io/v1alpha1, a custom resource on an API server): created,
+    listed, watched; `update_status` writes the status (the status subresource there) and
+    `update` the rest (the binder's intent annotation), each guarded by resourceVersion."""
+    start = latest_rv(store)
+    created = store.create(pod_group("train", 3, min_resources={"cpu": "4"}, timeout=30, uid=None))
+    assert created["spec"] == {"minMember": 3, "minResources": {"cpu": "4"}, "scheduleTimeoutSeconds": 30}
+    assert [o["metadata"]["name"] for o in store.list("PodGroup")[0]] == ["train"]
+    assert names(e for e in drain(store, start) if e.kind == "PodGroup") == [("ADDED", "train")]
+    with_status = copy.deepcopy(created)
+    with_status["status"] = {"phase": "Scheduling", "scheduled": 1, "running": 0}
+    written = store.update_status(with_status)
+    assert store.get("PodGroup", "default/train")["status"] == with_status["status"]
+    with pytest.raises(Conflict):
+        store.update_status(with_status)  # stale resourceVersion
+    annotated = copy.deepcopy(written)
+    annotated["metadata"]["annotations"] = {"scheduling.shardsched.io/binding-intent": "{}"}
+    store.update(annotated)
+    got = store.get("PodGroup", "default/train")
+    assert got["metadata"]["annotations"] == annotated["metadata"]["annotations"]
+    assert got["status"]["phase"] == "Scheduling" and got["spec"]["minMember"] == 3
+    with pytest.raises(ObjectError, match="spec.minMember"):
+        store.create(pod_group("bad", 0, uid=None))
+    assert store.delete("PodGroup", "default/train") and store.get("PodGroup", "default/train") is None
 
 
 # --- resourceVersions, list and watch -----------------------------------------------------

@@ -1,0 +1,73 @@
+"""The dispatcher keeps each PodGroup's status current, as scheduler-plugins' PodGroup
+controller does: phase (Pending, Scheduling, Scheduled, Running, Finished, Failed) and the
+counts of members scheduled, running, succeeded and failed (common.podgroup.status_of).
+
+It follows PodGroups and every pod's group label from the dispatcher's own watch, marks a
+group dirty when it or one of its members changes, and writes the status of dirty groups at
+most every WRITE_EVERY_S, each write guarded by the group's resourceVersion: a write that
+lost a race (the binder's intent annotation, a user's edit) is retried with the next view.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import time
+
+from common.errors import Conflict
+from common.podgroup import GroupIndex, object_key_of, status_differs, status_of
+
+log = logging.getLogger(__name__)
+
+WRITE_EVERY_S = 0.5
+
+
+class GroupStatus:
+    def __init__(self, store, errors, clock=time.monotonic):
+        """`errors`: the component's ErrorLog (a failing write is logged once, retried)."""
+        self.store = store
+        self.errors = errors
+        self.clock = clock
+        self.index = GroupIndex()
+        self.dirty: set[str] = set()
+        self._written_at = 0.0
+
+    def apply(self, type_: str, kind: str, key: str, obj: dict) -> None:
+        if kind == "PodGroup":
+            self.index.apply_group(type_, obj)
+            self.dirty.add(object_key_of(obj))
+        else:
+            group = self.index.apply_pod(type_, key, obj)
+            if group is not None:
+                self.dirty.add(group)
+
+    def relist(self) -> None:
+        self.index = GroupIndex()
+        self.dirty.clear()
+
+    def step(self) -> int:
+        """Write the status of the dirty groups whose status changed; returns how many."""
+        now = self.clock()
+        if not self.dirty or now - self._written_at < WRITE_EVERY_S:
+            return 0
+        self._written_at = now
+        dirty, self.dirty = self.dirty, set()
+        written = 0
+        for key in dirty:
+            group = self.index.groups.get(key)
+            if group is None:
+                continue
+            status = status_of(group, self.index.counts(key))
+            if not status_differs(group.raw, status):
+                continue
+            obj = copy.deepcopy(group.raw)
+            obj["status"] = {**(obj.get("status") or {}), **status}
+            try:
+                self.store.update_status(obj)
+                written += 1
+            except Conflict as e:
+                if e.reason != "NotFound":
+                    self.dirty.add(key)  # changed meanwhile: the watch brings the new version
+            except Exception as e:
+                self.errors.error(f"writing the status of PodGroup {key}", e)
+                self.dirty.add(key)
+        return written
