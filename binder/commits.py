@@ -18,6 +18,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from common.disruption import VICTIMS_TERMINATING, eviction_failures
+from common.events import NORMAL, PREEMPTED, SCHEDULED, pod_ref
 from common.logs import ErrorLog
 from proto import shardsched_pb2 as pb
 
@@ -36,11 +37,13 @@ class Pending:
 
 
 class Commits:
-    def __init__(self, store, settle, holds, workers: int, stop: threading.Event, count):
+    def __init__(self, store, settle, holds, workers: int, stop: threading.Event, count, status):
         """`settle([(pending, outcome, how)])` ends reservations and sends their outcomes;
         `holds(partition)` says whether we may still commit for it; `count(name, n)` bumps a
-        counter."""
+        counter; `status` (common.events.StatusWriter) takes the Scheduled and Preempted
+        events of what was committed."""
         self.store = store
+        self.status = status
         self.settle = settle
         self.holds = holds
         self.count = count
@@ -64,9 +67,11 @@ class Commits:
         with self._lock:
             return self.in_flight.get(partition, 0) > 0
 
-    def feed_forever(self) -> None:
-        """Group what waits into chunks and start each when a worker is free."""
+    def feed_forever(self, beat=lambda: None) -> None:
+        """Group what waits into chunks and start each when a worker is free; `beat()` each
+        time round (liveness)."""
         while not self.stop.is_set():
+            beat()
             try:
                 first = self.queue.get(timeout=0.2)
             except queue.Empty:
@@ -113,6 +118,7 @@ class Commits:
                 done[i] = (self._outcome(it, False, f"NotPartitionHolder: partition {r.partition} "
                                                     f"was lost before the commit"), "refused")
         evicted = self._evict([chunk[i] for i in live])
+        self._preempted([chunk[i].reservation for i in live], evicted)
         to_bind = []
         for i in live:
             r = chunk[i].reservation
@@ -131,6 +137,8 @@ class Commits:
             r = chunk[i].reservation
             if reason is None:
                 done[i] = (self._outcome(chunk[i], True, evicted=[k for k, _ in r.victims]), "bound")
+                self.status.event(pod_ref(r.pod.key, r.pod.uid), NORMAL, SCHEDULED, "Binding",
+                                  f"Successfully assigned {r.pod.key} to {r.node}")
             else:
                 if reason == "AlreadyBound":
                     obj = self.store.get("Pod", r.pod.key)
@@ -149,6 +157,15 @@ class Commits:
                 out.update(zip((k for k, _ in batch), self.store.evict_many(batch, respect_budgets=not delete)))
                 self.count("victims_deleted" if delete else "victims_evicted", len(batch))
         return out
+
+    def _preempted(self, reservations, evicted: dict) -> None:
+        """A Preempted event on each victim now evicted (or deleted), naming its preemptor."""
+        for r in reservations:
+            for key, uid in r.victims:
+                if evicted.get(key, "") is None:
+                    self.status.event(pod_ref(key, uid), NORMAL, PREEMPTED, "Preempting",
+                                      f"Preempted by pod {r.pod.uid} on node {r.node}",
+                                      related=pod_ref(r.pod.key, r.pod.uid))
 
     def _still_there(self, victims) -> list[str]:
         """Victims the store still holds after their eviction: on a real cluster an evicted

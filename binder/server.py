@@ -20,6 +20,7 @@ import time
 
 from common.component import Component
 from common.disruption import Budgets
+from common.events import StatusWriter
 from common.informer import Informer
 from common.metrics import BinderMetrics
 from common.objects import CREATE_ORDER
@@ -75,10 +76,16 @@ class BinderServer(Component, rpc.BinderServicer):
         self.lock = threading.Lock()
         self.informer = Informer(store, CREATE_ORDER, self._apply, self._relist)
         self.partitions = PartitionLeases(store, binders["count"], number, binders["leaseDurationSeconds"])
+        #: Scheduled and Preempted events, written off the commit path.
+        self.status = StatusWriter.from_config(cfg, store, f"shardsched-binder-{self.id}")
         self.commits = Commits(store, self._settle, self.partitions.holds,
                                max(1, min(COMMIT_WORKERS, binders["maxInFlight"])), self.stop_event,
-                               self._count)
+                               self._count, self.status)
+        self.health.add_ready("informer", lambda: None if self.informer.rv is not None else "not listed yet")
         self.deferred: list[tuple] = []  # (decision, stream, deadline) waiting for the watch
+
+    def feed_forever(self) -> None:
+        self.commits.feed_forever(lambda: self.health.beat("commits"))
 
     def _count(self, name: str, n: int) -> None:
         self.counters[name] += n
@@ -99,7 +106,7 @@ class BinderServer(Component, rpc.BinderServicer):
                 "waiting_for_watch": len(self.deferred)}
 
     def gauges(self) -> dict[str, int]:
-        return {"partitions_held": len(self.partitions.held_now())}
+        return {"partitions_held": len(self.partitions.held_now()), **self.status.counters}
 
     # --- following the store and holding partitions ---------------------------------------
 
@@ -117,11 +124,15 @@ class BinderServer(Component, rpc.BinderServicer):
                                      {d.pod_key: (last, deadline) for d, last, deadline in items})
 
     def watch_forever(self) -> None:
-        self.loop_forever(self.watch_step)
+        self.loop_forever(self.watch_step, "watch")
+
+    def write_status_forever(self) -> None:
+        self.status.run(self.stop_event)
 
     def partitions_forever(self) -> None:
         self.partitions.holder = self.address
         while not self.stop_event.is_set():
+            self.health.beat("partitions")
             try:
                 self.partitions.step(self.commits.busy)
             except Exception as e:
@@ -255,10 +266,11 @@ class BinderServer(Component, rpc.BinderServicer):
     def run(self) -> None:
         """List, serve, and follow the store until stopped."""
         self.informer.start()
-        self.start(self.watch_forever, self.partitions_forever, self.commits.feed_forever)
+        self.start(self.watch_forever, self.partitions_forever, self.feed_forever, self.write_status_forever)
         self.stop_event.wait()
         self.commits.shutdown()
         self.partitions.release_all()
+        self.status.drain(1.0)
         self.shutdown()
 
 

@@ -177,6 +177,28 @@ SCHEMA = {
         "pruning": _b(True, "Skip nodes where even evicting every lower-priority pod cannot free "
                       "enough (priority prefix-sum splay trees)."),
     },
+    "leaderElection": {
+        "leaderElect": _b(True, "Dispatcher replicas elect one leader through a Lease, as client-go's "
+                          "leader election does; the others stand by (ready) and take over when it "
+                          "stops renewing. false: every dispatcher dispatches (run only one)."),
+        "leaseDurationSeconds": _f(15, "A standby takes the lease over this long after the leader's last "
+                                   "renewal.", minimum=1),
+        "renewDeadlineSeconds": _f(10, "The leader stops dispatching when it could not renew for this "
+                                   "long; must be less than leaseDurationSeconds.", minimum=0.5),
+        "retryPeriodSeconds": _f(2, "Time between two attempts to acquire or renew the lease.", minimum=0.1),
+        "resourceName": _s("shardsched-dispatcher", "Name of the lease (a coordination.k8s.io Lease in the "
+                           "processes' namespace on kube://)."),
+    },
+    "health": {
+        "livenessTimeoutSeconds": _f(30, "/livez fails when one of a process's loops (main loop, watch, "
+                                     "leases, partitions, commit feeder) has not come round for this long.",
+                                     minimum=1),
+    },
+    "events": {
+        "qps": _f(50, "PodScheduled conditions and Events one process writes per second, at most "
+                  "(a background writer; scheduling never waits for it).", minimum=0.1),
+        "burst": _i(100, "Writes allowed at once after a quiet period.", minimum=1),
+    },
     "profiles": ListOf(PROFILE, [{"schedulerName": "shardsched"}], "Scheduling profiles.",
                        ("schedulerName",)),
 }
