@@ -63,7 +63,11 @@ def run(role: str, args, build) -> int:
         log.error("%s", e)
         return EXIT_USAGE
     try:
-        component = build(cfg, store, args)
+        try:
+            component = build(cfg, store, args)
+        except config_mod.ConfigError as e:  # a rule between fields the role checks itself
+            log.error("%s", e)
+            return EXIT_INVALID_CONFIG
         stop_on_signals(component)
         log.info("%s %s starting", role, args.id)
         component.run()

@@ -86,3 +86,21 @@ def test_durations_follow_client_gos_rules(changes, path):
     assert e.value.path == path
     cfg["leaderElection"]["leaderElect"] = False
     check_config(cfg)
+
+
+def test_config_validate_and_the_dispatcher_refuse_bad_durations_alike(tmp_path):
+    """`config validate` runs the check the dispatcher runs at start: a file it passes never
+    makes the dispatcher exit, and one the dispatcher refuses it refuses with the same path."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = tmp_path / "le.yaml"
+    path.write_text("leaderElection: {leaseDurationSeconds: 5, renewDeadlineSeconds: 8}\n")
+    shardsched = Path(sys.executable).with_name("shardsched")
+    validate = subprocess.run([str(shardsched), "config", "validate", str(path)], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "dispatcher", "--config", str(path), "--store", "memory://",
+                          "--port", "0", "--metrics-port", "0"], capture_output=True, text=True, timeout=60)
+    for done in (validate, run):
+        assert done.returncode == 1
+        assert "leaderElection.renewDeadlineSeconds: must be less than leaseDurationSeconds (5)" in done.stderr
