@@ -19,7 +19,6 @@ the CPU each process used during the run (share of one core); then shardsched/ku
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -283,8 +282,7 @@ def main(argv=None) -> int:
                 sched.terminate()
                 sched.wait(10)
         except BaseException:
-            for log in sorted(work.glob("*.log")):
-                print(f"--- {log.name}\n{log.read_text(errors='replace')[-2000:]}", file=sys.stderr)
+            kube_cluster.print_logs(work, 2000)
             raise
         finally:
             if store is not None:

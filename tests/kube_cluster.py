@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks.kube_cluster import ClusterError, KubeCluster, free_port, kube_bin_dir, write_kubeconfig
+from benchmarks.kube_cluster import ClusterError, KubeCluster, free_port, kube_bin_dir, print_logs, write_kubeconfig
 from common.local_cluster import LocalCluster
 from common.store.kube_store import KubeStore
 
-__all__ = ["kube_cluster", "free_port", "write_kubeconfig", "ServiceAccountCluster", "service_account_kubeconfigs"]
+__all__ = ["kube_cluster", "free_port", "print_logs", "write_kubeconfig", "ServiceAccountCluster", "service_account_kubeconfigs"]
 ROOT = Path(__file__).resolve().parent.parent
 
 

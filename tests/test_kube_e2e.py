@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import statistics
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -28,7 +27,7 @@ from benchmarks import kube_vs
 import builders
 from common import config
 from common.store.kube_store import KubeStore
-from kube_cluster import ServiceAccountCluster, service_account_kubeconfigs, write_kubeconfig
+from kube_cluster import ServiceAccountCluster, print_logs, service_account_kubeconfigs, write_kubeconfig
 from common.verify import summary, verify_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -163,8 +162,7 @@ def test_shardsched_and_kube_scheduler_on_a_real_api_server(kube_cluster, tmp_pa
             ours = run_workload(store, "e2e-shardsched", "shardsched")
             assert_invariants(store)
         except Exception:
-            for name in sorted(p.name for p in tmp_path.glob("*.log")):
-                print(f"--- {name}\n{(tmp_path / name).read_text(errors='replace')[-3000:]}", file=sys.stderr)
+            print_logs(tmp_path)
             raise
         finally:
             cluster.stop()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import yaml
 from benchmarks import kube_vs
 from common import config
 from common.store.kube_store import KubeStore
-from kube_cluster import ServiceAccountCluster, service_account_kubeconfigs, write_kubeconfig
+from kube_cluster import ServiceAccountCluster, print_logs, service_account_kubeconfigs, write_kubeconfig
 
 ROOT = Path(__file__).resolve().parent.parent
 NS = "e2e-events"
@@ -143,8 +142,7 @@ def test_events_are_written_as_kube_scheduler_writes_them(kube_cluster, tmp_path
         assert re.search(r"\(x\d+ over ", huge_row), huge_row
         print(f"\n--- kubectl describe pod huge (events)\n{described['huge'].split(chr(10) + 'Events:', 1)[1]}")
     except Exception:
-        for log in sorted(tmp_path.glob("*.log")):
-            print(f"--- {log.name}\n{log.read_text(errors='replace')[-3000:]}", file=sys.stderr)
+        print_logs(tmp_path)
         raise
     finally:
         if cluster is not None:
