@@ -148,11 +148,12 @@ class Component(rpc.ComponentServicer):
                     log.warning("%s %s cannot renew its lease: %s", self.role, self.id, e)
 
     def loop_forever(self, step, name: str = "main") -> None:
-        """Call `step` until stopped, beating the health check `name` each time round. A failing step is logged (each distinct error once,
-        with its traceback), counted and retried after a pause: the store is the source of
-        truth and every loop resumes from the last event it applied, so nothing is lost by
-        trying again. A store outage is expected now and then and says so; anything else is
-        a bug, logged as an error."""
+        """Call `step` until stopped, beating the liveness check `name` each time round. A
+        failing step is logged (each distinct error once, with its traceback), counted and
+        retried after a pause: the store is the source of truth and every loop resumes from
+        the last event it applied, so nothing is lost by trying again. A store outage is
+        expected now and then and says so (and fails readiness meanwhile); anything else is a
+        bug, logged as an error."""
         outage = False
         while not self.stop_event.is_set():
             self.health.beat(name)
