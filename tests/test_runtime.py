@@ -258,12 +258,19 @@ def test_two_binders_each_commit_their_own_nodes(cluster_env):
 
     url, store, start = cluster_env
     cluster = start(runtime_config(shards=2, binders=2))
+    leases = cluster.wait_ready()
+    own = {"0": leases["binder"]["0"], "1": leases["binder"]["1"]}
+    # The binders start together: one that saw no other at first holds both partitions until
+    # the other's lease shows, then hands the extra one over. Wait for that before the flow.
+    deadline = time.monotonic() + 30
+    while store.list_leases(PARTITION_ROLE) != own:
+        assert time.monotonic() < deadline, f"partitions never settled: {store.list_leases(PARTITION_ROLE)}"
+        time.sleep(0.1)
     store.create_many([pod(i) for i in range(600)])
     pods = wait_bound(store, 600)
     assert_consistent(store)
-    leases = cluster.wait_ready()
     counts = {id_: cluster.status("binder", a).counters["bound"] for id_, a in leases["binder"].items()}
-    assert store.list_leases(PARTITION_ROLE) == {"0": leases["binder"]["0"], "1": leases["binder"]["1"]}
+    assert store.list_leases(PARTITION_ROLE) == own
     expected = {"0": 0, "1": 0}
     for p in pods:
         node = parse_node(store.get("Node", p["spec"]["nodeName"]))
