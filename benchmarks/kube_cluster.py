@@ -27,6 +27,7 @@ import shutil
 import socket
 import ssl
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -105,6 +106,12 @@ def kube_bin_dir() -> Path:
         if not (path / name).is_file():
             raise ClusterError(f"{path / name} missing after `make kube-bins`")
     return path
+
+
+def print_logs(directory: Path, tail: int = 3000) -> None:
+    """The end of every process log in `directory`, on stderr: what a failed run leaves to read."""
+    for log in sorted(Path(directory).glob("*.log")):
+        print(f"--- {log.name}\n{log.read_text(errors='replace')[-tail:]}", file=sys.stderr)
 
 
 def _openssl(*args: str, cwd: Path) -> None:

@@ -367,8 +367,7 @@ def main(argv=None) -> int:
             for name in sides:
                 doc[name] = measure(store, Side(name, cluster, args, work), args, control_plane)
         except BaseException:
-            for log in sorted(work.glob("*.log")):
-                print(f"--- {log.name}\n{log.read_text(errors='replace')[-2000:]}", file=sys.stderr)
+            kube_cluster.print_logs(work, 2000)
             raise
         finally:
             if store is not None:

@@ -21,6 +21,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from common.disruption import VICTIMS_TERMINATING, eviction_failures
+from common.events import NORMAL, PREEMPTED, SCHEDULED, pod_ref
 from common.logs import ErrorLog
 from proto import shardsched_pb2 as pb
 
@@ -45,11 +46,14 @@ class Pending:
 
 
 class Commits:
-    def __init__(self, store, settle, holds, workers: int, stop: threading.Event, count, groups):
+    def __init__(self, store, settle, holds, workers: int, stop: threading.Event, count, groups, status):
         """`settle([(pending, outcome, how)])` ends reservations and sends their outcomes;
         `holds(partition)` says whether we may still commit for it; `count(name, n)` bumps a
-        counter; `groups` (common.group_commit.GroupCommit) binds a unit all or nothing."""
+        counter; `groups` (common.group_commit.GroupCommit) binds a unit all or nothing;
+        `status` (common.events.StatusWriter) takes the Scheduled and Preempted events of
+        what was committed."""
         self.store = store
+        self.status = status
         self.settle = settle
         self.holds = holds
         self.count = count
@@ -82,9 +86,11 @@ class Commits:
         with self._lock:
             return self.in_flight.get(partition, 0) > 0
 
-    def feed_forever(self) -> None:
-        """Group what waits into chunks and start each when a worker is free."""
+    def feed_forever(self, beat=lambda: None) -> None:
+        """Group what waits into chunks and start each when a worker is free; `beat()` each
+        time round (liveness)."""
         while not self.stop.is_set():
+            beat()
             try:
                 first = self.queue.get(timeout=0.2)
             except queue.Empty:
@@ -146,6 +152,7 @@ class Commits:
                                                     f"was lost before the commit"), "refused")
             return
         evicted = self._evict(items)
+        self._preempted([it.reservation for it in items], evicted)
         for it in items:
             r = it.reservation
             refused = eviction_failures((k for k, _ in r.victims), (evicted[k] for k, _ in r.victims))
@@ -160,6 +167,7 @@ class Commits:
         for i, (it, reason) in enumerate(zip(items, results)):
             if reason is None:
                 done[i] = (self._outcome(it, True, evicted=[k for k, _ in it.reservation.victims]), "bound")
+                self._scheduled(it.reservation)
             else:
                 done[i] = (self._outcome(it, False, self._explained(it, reason)), "refused")
 
@@ -173,6 +181,7 @@ class Commits:
                 done[i] = (self._outcome(it, False, f"NotPartitionHolder: partition {r.partition} "
                                                     f"was lost before the commit"), "refused")
         evicted = self._evict([chunk[i] for i in live])
+        self._preempted([chunk[i].reservation for i in live], evicted)
         to_bind = []
         for i in live:
             r = chunk[i].reservation
@@ -191,6 +200,7 @@ class Commits:
             r = chunk[i].reservation
             if reason is None:
                 done[i] = (self._outcome(chunk[i], True, evicted=[k for k, _ in r.victims]), "bound")
+                self._scheduled(r)
             else:
                 done[i] = (self._outcome(chunk[i], False, self._explained(chunk[i], reason)), "refused")
 
@@ -213,6 +223,20 @@ class Commits:
                 out.update(zip((k for k, _ in batch), self.store.evict_many(batch, respect_budgets=not delete)))
                 self.count("victims_deleted" if delete else "victims_evicted", len(batch))
         return out
+
+    def _scheduled(self, r) -> None:
+        """kube-scheduler's Scheduled event, once the binding landed."""
+        self.status.event(pod_ref(r.pod.key, r.pod.uid), NORMAL, SCHEDULED, "Binding",
+                          f"Successfully assigned {r.pod.key} to {r.node}")
+
+    def _preempted(self, reservations, evicted: dict) -> None:
+        """A Preempted event on each victim now evicted (or deleted), naming its preemptor."""
+        for r in reservations:
+            for key, uid in r.victims:
+                if evicted.get(key, "") is None:
+                    self.status.event(pod_ref(key, uid), NORMAL, PREEMPTED, "Preempting",
+                                      f"Preempted by pod {r.pod.uid} on node {r.node}",
+                                      related=pod_ref(r.pod.key, r.pod.uid))
 
     def _still_there(self, victims) -> list[str]:
         """Victims the store still holds after their eviction: on a real cluster an evicted

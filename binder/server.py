@@ -21,6 +21,7 @@ import time
 
 from common.component import Component
 from common.disruption import Budgets
+from common.events import StatusWriter
 from common.informer import Informer
 from common.metrics import BinderMetrics
 from common.objects import CREATE_ORDER
@@ -82,19 +83,25 @@ class BinderServer(Component, rpc.BinderServicer):
         self.informer = Informer(store, CREATE_ORDER, self._apply, self._relist)
         self.group_rules = GroupRules(self.view, gang_scheduler_names(cfg))
         self.group_commit = GroupCommit(store, failpoint=env_failpoint())
+        #: Scheduled and Preempted events, written off the commit path.
+        self.status = StatusWriter.from_config(cfg, store, f"shardsched-binder-{self.id}")
         self.commits = Commits(store, self._settle, lambda p: self.partitions.holds(p),
                                max(1, min(COMMIT_WORKERS, binders["maxInFlight"])), self.stop_event,
-                               self._count, self.group_commit)
+                               self._count, self.group_commit, self.status)
         self.recovery = IntentRecovery(store, self.group_commit, self.view, self.lock, self.checks_for,
                                        self.commits.groups_busy, grace_s=3 * cfg["store"]["requestTimeoutSeconds"])
         self.partitions = PartitionLeases(store, binders["count"], number, binders["leaseDurationSeconds"],
                                           on_acquire=self.recovery.on_acquire)
+        self.health.add_ready("informer", lambda: None if self.informer.rv is not None else "not listed yet")
         self.deferred: list[tuple] = []  # (decision, stream, deadline) waiting for the watch
         self.deferred_units: list[tuple] = []  # (group decision, stream, deadline) likewise
 
     def checks_for(self, pod) -> tuple:
         """The checks of the filters the pod's profile runs (common.checks.profile_checks)."""
         return self.checks.get(pod.scheduler_name, self.default_checks)
+
+    def feed_forever(self) -> None:
+        self.commits.feed_forever(lambda: self.health.beat("commits"))
 
     def _count(self, name: str, n: int) -> None:
         self.counters[name] += n
@@ -115,7 +122,8 @@ class BinderServer(Component, rpc.BinderServicer):
                 "waiting_for_watch": len(self.deferred) + len(self.deferred_units)}
 
     def gauges(self) -> dict[str, int]:
-        return {"partitions_held": len(self.partitions.held_now()), "skipped_objects": self.informer.skipped}
+        return {"partitions_held": len(self.partitions.held_now()), "skipped_objects": self.informer.skipped,
+                **self.status.counters}
 
     # --- following the store and holding partitions ---------------------------------------
 
@@ -136,11 +144,15 @@ class BinderServer(Component, rpc.BinderServicer):
                 self._receive_units_locked([gd], stream, now >= deadline, deadline)
 
     def watch_forever(self) -> None:
-        self.loop_forever(self.watch_step)
+        self.loop_forever(self.watch_step, "watch")
+
+    def write_status_forever(self) -> None:
+        self.status.run(self.stop_event)
 
     def partitions_forever(self) -> None:
         self.partitions.holder = self.group_commit.holder = self.address
         while not self.stop_event.is_set():
+            self.health.beat("partitions")
             try:
                 self.partitions.step(self.commits.busy)
                 self.counters["intents_resolved"] += self.recovery.sweep(self.partitions.held_now())
@@ -299,10 +311,11 @@ class BinderServer(Component, rpc.BinderServicer):
     def run(self) -> None:
         """List, serve, and follow the store until stopped."""
         self.informer.start()
-        self.start(self.watch_forever, self.partitions_forever, self.commits.feed_forever)
+        self.start(self.watch_forever, self.partitions_forever, self.feed_forever, self.write_status_forever)
         self.stop_event.wait()
         self.commits.shutdown()
         self.partitions.release_all()
+        self.status.drain(1.0)
         self.shutdown()
 
 

@@ -20,10 +20,11 @@ import grpc
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
-from . import metrics
+from . import health
 from .errors import StoreUnavailable
 from .logs import ErrorLog
 from .security import CHANNEL_OPTIONS, Security
+from .version import VERSION
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,12 @@ class Component(rpc.ComponentServicer):
         self._lease_held = False
         #: How this process listens and calls its peers (raises SecurityError on bad files).
         self.security = Security.from_config(cfg["security"])
+        #: The main loop is waiting for the store to answer again.
+        self.store_outage = False
+        self.health = health.Health(cfg["health"]["livenessTimeoutSeconds"])
+        self.health.add_ready("shutdown", lambda: "shutting down" if self.stop_event.is_set() else None)
+        self.health.add_ready("lease", lambda: None if self._lease_held else "its lease is not held")
+        self.health.add_ready("store", lambda: "the store does not answer" if self.store_outage else None)
 
     @property
     def address(self) -> str:
@@ -96,7 +103,8 @@ class Component(rpc.ComponentServicer):
         counters = {**self.counters, **self.gauges(), "skipped_records": self.store.skipped_records}
         return pb.StatusReply(role=self.role, id=self.id, uptime_seconds=time.monotonic() - self.started,
                               queues=self.queues(), counters=counters,
-                              address=self.address, metrics=self.metrics_address, peers=self.peers())
+                              address=self.address, metrics=self.metrics_address, peers=self.peers(),
+                              version=VERSION)
 
     # --- serving --------------------------------------------------------------------------
 
@@ -108,17 +116,18 @@ class Component(rpc.ComponentServicer):
                              interceptors=self.security.interceptors())
         rpc.add_ComponentServicer_to_server(self, server)
         self.register(server)
-        try:
-            bound = self.security.add_port(server, self.address)
-        except RuntimeError:  # grpc's "failed to bind" (older versions return 0 instead)
-            bound = 0
-        if bound == 0:
-            raise OSError(f"{self.role} {self.id}: cannot listen on {self.address} (address in use?)")
-        self.port = bound
+        for host in health.listen_hosts(self.host):  # the pod IP, and loopback for port-forward
+            try:
+                bound = self.security.add_port(server, f"{host}:{self.port}")
+            except RuntimeError:  # grpc's "failed to bind" (older versions return 0 instead)
+                bound = 0
+            if bound == 0:
+                raise OSError(f"{self.role} {self.id}: cannot listen on {host}:{self.port} (address in use?)")
+            self.port = bound
         server.start()
         self.server = server
         if self.registry is not None:
-            self.metrics_address = metrics.serve(self.registry, self.host, self.metrics_port)
+            self.metrics_address = health.serve(self.registry, self.health, self.host, self.metrics_port)
         log.info("%s %s serving gRPC on %s%s", self.role, self.id, self.address,
                  f", metrics on {self.metrics_address}" if self.metrics_address else "")
 
@@ -131,6 +140,7 @@ class Component(rpc.ComponentServicer):
     def leases_forever(self) -> None:
         """Renew the lease a few times per TTL until stopped (runs on its own thread)."""
         while not self.stop_event.wait(self.lease_ttl / 4):
+            self.health.beat("leases")
             try:
                 self.renew_lease()
             except Exception as e:  # the store may be down for a moment: keep trying
@@ -139,23 +149,25 @@ class Component(rpc.ComponentServicer):
                     self._lease_held = False
                     log.warning("%s %s cannot renew its lease: %s", self.role, self.id, e)
 
-    def loop_forever(self, step) -> None:
-        """Call `step` until stopped. A failing step is logged (each distinct error once,
-        with its traceback), counted and retried after a pause: the store is the source of
-        truth and every loop resumes from the last event it applied, so nothing is lost by
-        trying again. A store outage is expected now and then and says so; anything else is
-        a bug, logged as an error."""
+    def loop_forever(self, step, name: str = "main") -> None:
+        """Call `step` until stopped, beating the liveness check `name` each time round. A
+        failing step is logged (each distinct error once, with its traceback), counted and
+        retried after a pause: the store is the source of truth and every loop resumes from
+        the last event it applied, so nothing is lost by trying again. A store outage is
+        expected now and then and says so (and fails readiness meanwhile); anything else is a
+        bug, logged as an error."""
         outage = False
         while not self.stop_event.is_set():
+            self.health.beat(name)
             try:
                 step()
                 if outage:
-                    outage = False
+                    outage = self.store_outage = False
                     log.info("store reachable again")
             except StoreUnavailable as e:
                 self.counters["loop_errors"] += 1
                 if not outage:
-                    outage = True
+                    outage = self.store_outage = True
                     log.warning("store unavailable, retrying: %s", e)
                 self.stop_event.wait(0.2)
             except Exception as e:

@@ -226,6 +226,16 @@ SCHEMA = {
         "serverName": _s("shardsched", "mtls: the name every component certificate carries and "
                          "clients verify (pod addresses change, so certificates do not name them)."),
     },
+    "health": {
+        "livenessTimeoutSeconds": _f(30, "/livez fails when one of a process's loops (main loop, watch, "
+                                     "leases, partitions, commit feeder) has not come round for this long.",
+                                     minimum=1),
+    },
+    "events": {
+        "qps": _f(50, "PodScheduled conditions and Events one process writes per second, at most "
+                  "(a background writer; scheduling never waits for it).", minimum=0.1),
+        "burst": _i(100, "Writes allowed at once after a quiet period.", minimum=1),
+    },
     "profiles": ListOf(PROFILE, [{"schedulerName": "shardsched"}], "Scheduling profiles.",
                        ("schedulerName",), min_items=1),
 }
@@ -340,13 +350,27 @@ def _cross_checks(cfg: dict) -> None:
         seen[name] = i
     if cfg["shards"]["podMaxBackoffSeconds"] < cfg["shards"]["podInitialBackoffSeconds"]:
         raise ConfigError("shards.podMaxBackoffSeconds", "must be >= podInitialBackoffSeconds")
-    election = cfg["leaderElection"]
-    if not election["leaderElect"]:
+    _check_leader_election(cfg["leaderElection"])
+
+
+#: client-go's leader election jitters its retries by this factor.
+ELECTION_JITTER = 1.2
+
+
+def _check_leader_election(le: dict) -> None:
+    """client-go's own rules for the three durations, when leader election is on."""
+    if not le["leaderElect"]:
         return
-    if election["leaseDurationSeconds"] <= election["renewDeadlineSeconds"]:
-        raise ConfigError("leaderElection.leaseDurationSeconds", "must be > renewDeadlineSeconds")
-    if election["renewDeadlineSeconds"] <= 1.2 * election["retryPeriodSeconds"]:  # client-go's JitterFactor
-        raise ConfigError("leaderElection.renewDeadlineSeconds", "must be > 1.2 x retryPeriodSeconds")
+    if le["renewDeadlineSeconds"] >= le["leaseDurationSeconds"]:
+        raise ConfigError("leaderElection.renewDeadlineSeconds",
+                          f"must be less than leaseDurationSeconds ({le['leaseDurationSeconds']:g}), "
+                          f"got {le['renewDeadlineSeconds']:g}")
+    if le["renewDeadlineSeconds"] <= ELECTION_JITTER * le["retryPeriodSeconds"]:
+        raise ConfigError("leaderElection.retryPeriodSeconds",
+                          f"must be less than renewDeadlineSeconds / {ELECTION_JITTER} "
+                          f"({le['renewDeadlineSeconds'] / ELECTION_JITTER:g}), got {le['retryPeriodSeconds']:g}")
+    if not le["resourceName"]:
+        raise ConfigError("leaderElection.resourceName", "must not be empty")
 
 
 def defaults() -> dict:

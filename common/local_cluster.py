@@ -45,8 +45,9 @@ def private_file(path: str, text: str) -> str:
 
 class LocalCluster:
     def __init__(self, cfg: dict, url: str, seed: int = 0, log_dir: str | None = None,
-                 free_metrics_ports: bool = False, verbosity: int = 0):
-        """Without `log_dir`, logs go to a temporary directory removed by `stop()`."""
+                 free_metrics_ports: bool = False, verbosity: int = 0, role_urls: dict | None = None):
+        """Without `log_dir`, logs go to a temporary directory removed by `stop()`;
+        `role_urls` gives a role its own store URL (a kubeconfig per ServiceAccount, say)."""
         self._tmp = tempfile.TemporaryDirectory(prefix="shardsched-")
         self.cfg = cfg = copy.deepcopy(cfg)
         cfg["store"]["url"] = url
@@ -62,6 +63,12 @@ class LocalCluster:
         self.log_dir = log_dir or self._tmp.name
         os.makedirs(self.log_dir, exist_ok=True)
         self.config_path = private_file(os.path.join(self._tmp.name, "config.yaml"), config_mod.dump(cfg))
+        self.role_configs = {}
+        for role, role_url in (role_urls or {}).items():
+            own = copy.deepcopy(cfg)
+            own["store"]["url"] = role_url
+            self.role_configs[role] = private_file(os.path.join(self._tmp.name, f"config-{role}.yaml"),
+                                                   config_mod.dump(own))
         self.procs: dict[tuple[str, int], subprocess.Popen] = {}
         #: (role, index) -> [started at, restarts in a row, restart due at (None: running)]
         self._life: dict[tuple[str, int], list] = {}
@@ -75,7 +82,7 @@ class LocalCluster:
 
     def start_one(self, role: str, index: int, env: dict | None = None) -> subprocess.Popen:
         """Start one process; `env` adds environment variables (the fault tests' failpoints)."""
-        cmd = [sys.executable, "-m", role, "--config", self.config_path, "--id", str(index),
+        cmd = [sys.executable, "-m", role, "--config", self.role_configs.get(role, self.config_path), "--id", str(index),
                "--seed", str(self.seed), "-v", str(self.verbosity)]
         if self.free_metrics_ports:
             cmd += ["--metrics-port", "0"]

@@ -6,7 +6,14 @@ shard a decision or a pod came from in the binder and the dispatcher.
 """
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import (CollectorRegistry, Counter, GCCollector, Gauge, Histogram, PlatformCollector,
+                               ProcessCollector, disable_created_metrics)
+
+from .version import PYTHON, VERSION
+
+# Counters and histograms would each add a `_created` series holding their creation time:
+# twice the series for nothing a dashboard or alert of this scheduler reads.
+disable_created_metrics()
 
 #: Buckets for cycle and phase durations, from 0.1 ms (a shard's cycle often takes less than
 #: kube-scheduler's smallest bucket, 1 ms) to about 1 s, roughly doubling.
@@ -15,9 +22,22 @@ DURATION_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 
 COUNT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 
 
+def new_registry() -> CollectorRegistry:
+    """A process's registry: its own series plus the default process (CPU, memory, file
+    descriptors), platform (python_info) and garbage-collector collectors, and
+    `shardsched_build_info`, as every Prometheus client's default registry has."""
+    r = CollectorRegistry()
+    ProcessCollector(registry=r)
+    PlatformCollector(registry=r)
+    GCCollector(registry=r)
+    Gauge("shardsched_build_info", "Always 1; the labels say which shardsched this is.",
+          ["version", "python_version"], registry=r).labels(VERSION, PYTHON).set(1)
+    return r
+
+
 class ShardMetrics:
     def __init__(self, shard: str, registry: CollectorRegistry | None = None):
-        r = self.registry = registry or CollectorRegistry()
+        r = self.registry = registry or new_registry()
         self.shard = shard
         self._children: dict = {}  # (metric, label values) -> its series, see _series
         self.attempts = Counter("scheduler_schedule_attempts_total",
@@ -100,7 +120,7 @@ class ShardMetrics:
 
 class BinderMetrics:
     def __init__(self, binder: str, registry: CollectorRegistry | None = None):
-        r = self.registry = registry or CollectorRegistry()
+        r = self.registry = registry or new_registry()
         self.outcomes = Counter("shardsched_binder_outcomes_total",
                                 "Decisions answered, by outcome reason (Bound or the conflict).",
                                 ["reason", "shard", "binder"], registry=r)
@@ -108,19 +128,14 @@ class BinderMetrics:
 
 
 class DispatcherMetrics:
-    def __init__(self, registry: CollectorRegistry | None = None):
-        r = self.registry = registry or CollectorRegistry()
+    def __init__(self, lease: str = "shardsched-dispatcher", registry: CollectorRegistry | None = None):
+        r = self.registry = registry or new_registry()
+        #: client-go's leader election gauge, under its name: 1 while this replica leads.
+        self.leader = Gauge("leader_election_master_status", "1 while this replica holds the leader lease.",
+                            ["name"], registry=r).labels(lease)
         self.in_flight = Gauge("shardsched_dispatcher_pods_in_flight",
                                "Pods dispatched to a shard and not yet bound.", ["shard"], registry=r)
         self.shard_up = Gauge("shardsched_shard_up", "1 while the shard holds its lease.", ["shard"],
                               registry=r)
         self.dispatched = Counter("shardsched_dispatcher_pods_dispatched_total",
                                   "Pods sent to a shard (re-dispatches included).", ["shard"], registry=r)
-
-
-def serve(registry: CollectorRegistry, host: str, port: int) -> str:
-    """Serve `registry` over HTTP; returns host:port ("" when port is None: off)."""
-    if port is None:
-        return ""
-    server, _ = start_http_server(port, addr=host, registry=registry)
-    return f"{host}:{server.server_port}"

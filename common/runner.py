@@ -18,6 +18,9 @@ from .store import configured_url, open_configured
 
 log = logging.getLogger(__name__)
 
+#: The config sections whose `host` --host overrides (a process reads only its own).
+SECTIONS = ("dispatcher", "shards", "binders")
+
 #: Exit statuses, as the CLI's: invalid configuration content; unusable arguments or store.
 EXIT_INVALID_CONFIG, EXIT_USAGE = 1, 2
 
@@ -27,6 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="configuration file (default: built-in defaults)")
     p.add_argument("--id", default="0", help="index of this process (shard/binder number)")
     p.add_argument("--store", help="store URL (default: store.url from the config)")
+    p.add_argument("--host", help="address to listen on and to advertise in the lease (default: the "
+                                  "config's host; a pod passes its IP from the downward API)")
     p.add_argument("--port", type=int, help="gRPC port (default: from the config; 0 = any free port)")
     p.add_argument("--metrics-port", type=int,
                    help="Prometheus metrics port (default: from the config, where 0 = off; "
@@ -51,6 +56,9 @@ def run(role: str, args, build) -> int:
         return EXIT_USAGE if e.unreadable else EXIT_INVALID_CONFIG
     for note in notes:
         log.warning("config: %s", note)
+    if args.host:
+        for section in SECTIONS:
+            cfg[section]["host"] = args.host
     try:
         store = open_configured(cfg, configured_url(args.store, cfg, f"{role} {args.id}"),
                                 max_in_flight=cfg["binders"]["maxInFlight"] if role == "binder" else None)
@@ -62,6 +70,9 @@ def run(role: str, args, build) -> int:
             component = build(cfg, store, args)
         except SecurityError as e:
             log.error("config: %s", e)
+            return EXIT_INVALID_CONFIG
+        except config_mod.ConfigError as e:  # a rule between fields the role checks itself
+            log.error("%s", e)
             return EXIT_INVALID_CONFIG
         stop_on_signals(component)
         log.info("%s %s starting", role, args.id)

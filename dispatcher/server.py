@@ -15,6 +15,13 @@ What it does:
   gives back, and pods still unbound `redispatchAfterSeconds` after they were sent (telling
   the old shard to drop them, so one pod is never scheduled by two shards on purpose; if it
   happens anyway the binder's atomic bind lets only one win).
+
+Replicas elect a leader (common/leader_election.py, `leaderElection` in the config); only
+the leader opens streams to the shards and dispatches. A standby keeps following pending
+pods, so it is ready and takes over at once when it wins the lease. A new leader (a takeover,
+a restart) first adopts what the shards already hold: each shard lists the pods it works on
+in the first report on a new stream, and those pods stay where they are rather than being
+dispatched a second time. A leader that loses its lease closes its streams and stands by.
 """
 from __future__ import annotations
 
@@ -26,6 +33,7 @@ from collections import Counter
 
 from common.component import Component
 from common.informer import Informer
+from common.leader_election import LeaderElector
 from common.links import StreamLink
 from common.metrics import DispatcherMetrics
 from common.objects import TERMINAL_PHASES, raw_pod_key
@@ -38,6 +46,9 @@ from .podgroups import GroupStatus
 log = logging.getLogger(__name__)
 
 MEMBERSHIP_EVERY_S = 0.5
+#: How long a new leader waits for every shard's first report (what it holds) before it
+#: dispatches; shards report every half second.
+ADOPT_WAIT_S = 3.0
 
 
 class Pending:
@@ -61,6 +72,8 @@ class ShardLink(StreamLink):
         #: The pods the shard last said it works on, and when it said so.
         self.holding: set[str] = set()
         self.holding_at = 0.0
+        #: Whether the first holding report came (its pods were adopted).
+        self.adopted = False
 
     def send(self, pods: list, revoked: list[str]) -> None:
         super().send(pb.PodBatch(pods=pods, revoked=revoked))
@@ -71,11 +84,18 @@ class Dispatcher(Component):
     section = "dispatcher"
     port_key, metrics_port_key = "port", "metricsPort"
 
-    def __init__(self, cfg: dict, store, port: int | None = None, seed: int = 0,
+    def __init__(self, cfg: dict, store, index: int | str = 0, port: int | None = None, seed: int = 0,
                  metrics_port: int | None = None):
         d = cfg["dispatcher"]
-        self.metrics = DispatcherMetrics()
-        super().__init__(cfg, store, 0, port, metrics_port, self.metrics.registry)
+        self.metrics = DispatcherMetrics(cfg["leaderElection"]["resourceName"])
+        super().__init__(cfg, store, int(index) if str(index).isdigit() else 0, port, metrics_port,
+                         self.metrics.registry)
+        self.id = str(index)
+        self.cfg = cfg
+        #: Created once the server listens (its identity is the address); None = no election.
+        self.elector: LeaderElector | None = None
+        self.leading = False
+        self.adopt_until = 0.0
         self.names = {p["schedulerName"] for p in cfg["profiles"]}
         if d["alsoDefaultScheduler"]:
             self.names.add("default-scheduler")
@@ -96,15 +116,19 @@ class Dispatcher(Component):
         self.informer = Informer(store, ("PodGroup", "Pod"), self._apply, self._relist)
         self._membership_at = 0.0
         self._overdue_at = 0.0
+        self.health.add_ready("informer", lambda: None if self.informer.rv is not None else "pods not listed yet")
+        self.health.add_ready("leader", self._leader_ready)
+        self.health.add_ready("shards", lambda: None if not self.leading or any(
+            link.alive for link in self.shards.values()) else "leading, but no shard is connected")
+
+    def gauges(self) -> dict[str, int]:
+        return {"leader": int(self.leading), "skipped_objects": self.informer.skipped}
 
     def queues(self) -> dict[str, int]:
         out = {"pending": len(self.pending), "unsent": len(self.unsent)}
         for id_, link in self.shards.items():
             out[f"in_flight_shard_{id_}"] = len(link.held)
         return out
-
-    def gauges(self) -> dict[str, int]:
-        return {"skipped_objects": self.informer.skipped}
 
     def peers(self) -> list:
         """Shards and binders as their leases show them, for `shardsched top`."""
@@ -224,6 +248,8 @@ class Dispatcher(Component):
                 self._take_back(link, payload.returned)
                 if payload.holding_listed:
                     link.holding, link.holding_at = set(payload.holding), time.monotonic()
+                    if not link.adopted:
+                        self._adopt(link)
             elif self.shards.get(link.id) is link:
                 self._shard_down(link)
 
@@ -303,21 +329,88 @@ class Dispatcher(Component):
 
     def step(self) -> None:
         self._drain()
-        self._membership()
+        leading = self.elector is None or self.elector.leading()
+        if leading != self.leading:
+            self._lead() if leading else self._stand_by()
+        if self.leading:
+            self._membership()
         self.informer.sync(timeout=0.0 if self.unsent and self.shards else 0.02)
-        self._overdue()
-        self._dispatch()
-        self.counters["podgroup_status_writes"] += self.group_status.step()
+        if self.leading:
+            self._overdue()
+            if not self._adopting():
+                self._dispatch()
+            self.counters["podgroup_status_writes"] += self.group_status.step()  # the leader's job
+
+    # --- leadership -------------------------------------------------------------------------
+
+    def _lead(self) -> None:
+        log.info("dispatcher %s leads: adopting what the shards hold, then dispatching", self.id)
+        self.leading = True
+        self.adopt_until = time.monotonic() + ADOPT_WAIT_S
+        self.counters["leader_transitions"] += 1
+        self.metrics.leader.set(1)
+
+    def _stand_by(self) -> None:
+        log.warning("dispatcher %s no longer leads: closing its shard streams, standing by", self.id)
+        self.leading = False
+        for link in list(self.shards.values()):
+            self._shard_down(link)
+        self.metrics.leader.set(0)
+
+    def _adopting(self) -> bool:
+        """A new leader waits until every shard said what it holds (or ADOPT_WAIT_S passed)."""
+        if not self.adopt_until:
+            return False
+        if time.monotonic() < self.adopt_until and (
+                not self.shards or not all(link.adopted for link in self.shards.values())):
+            return True
+        self.adopt_until = 0.0
+        return False
+
+    def _adopt(self, link: ShardLink) -> None:
+        """The shard's first report on this stream: the pending pods it works on (dispatched by
+        a previous leader, or by this one before a restart of the stream) stay with it."""
+        link.adopted = True
+        now, adopted = time.monotonic(), 0
+        for key in link.holding:
+            p = self.pending.get(key)
+            if p is None or p.shard is not None:
+                continue
+            self.unsent.pop(key, None)
+            p.shard, p.sent_at = link.id, now
+            self.sent[key] = None
+            link.held.add(key)
+            adopted += 1
+        if adopted:
+            self.counters["adopted"] += adopted
+            log.info("adopted %d pods shard %s already holds", adopted, link.id)
+
+    def _leader_ready(self) -> str | None:
+        """A leader is ready while its lease is renewed in time; a standby while it can reach
+        the lease (it is ready to take over: it follows the pods already)."""
+        if self.elector is None or self.leading or not self.elector.error:
+            return None
+        return f"cannot reach the leader lease: {self.elector.error}"
+
+    def elect_forever(self) -> None:
+        self.elector.run(self.stop_event, lambda: self.health.beat("election"))
 
     def run(self) -> None:
         self.informer.start()
-        self.start()
+        self.serve()
+        if self.cfg["leaderElection"]["leaderElect"]:
+            self.elector = LeaderElector.from_config(self.cfg, self.store, self.address)
+            self.elector.step()
+        self.renew_lease()
+        self.start_background(*([self.elect_forever] if self.elector is not None else []))
         self.loop_forever(self.step)
         for link in list(self.shards.values()):
             link.close()
+        if self.elector is not None:
+            self.elector.release()
         self.shutdown()
 
 
 def build(cfg: dict, store, args) -> Dispatcher:
     """The component `python -m dispatcher` runs (see common.runner)."""
-    return Dispatcher(cfg, store, port=args.port, seed=args.seed, metrics_port=args.metrics_port)
+    return Dispatcher(cfg, store, args.id, port=args.port, seed=args.seed, metrics_port=args.metrics_port)

@@ -15,6 +15,7 @@ import time
 from collections import deque
 
 from common.component import Component
+from common.events import FAILED_SCHEDULING, WARNING, StatusWriter, pod_ref
 from common.links import StreamLink
 from common.metrics import ShardMetrics
 from common.partition import PARTITION_ROLE, partition_of
@@ -30,9 +31,14 @@ GONE = ("PodNotFound", "AlreadyBound", "UIDMismatch")
 #: The answers that mean a binder does not (or no longer) hold the node's partition.
 LOST_PARTITION = ("NotPartitionHolder", "BinderUnavailable")
 CYCLES_PER_PASS = 256
+#: Refusals in a row of a pod's decisions after which a FailedScheduling event says so (the
+#: shard retries each; a refusal is usually a race with another shard, resolved at once).
+REFUSALS_REPORTED = 3
 REPORT_EVERY_S = 0.5
 #: Shortest time between two look-ups of the partition leases.
 HOLDERS_EVERY_S = 0.5
+#: How often the holders are looked up anyway, for readiness (a partition without a binder).
+READY_EVERY_S = 2.0
 
 
 class BinderClient:
@@ -79,15 +85,22 @@ class BinderClient:
         self.outgoing_groups.setdefault(self._partition(items[0][1].node), []).append(group)
         return None
 
+    def refresh_holders(self) -> None:
+        """Look the partition holders up again now (readiness asks every few seconds)."""
+        self.holders = {int(p): a for p, a in self.store.list_leases(PARTITION_ROLE).items()}
+        self._looked_up = time.monotonic()
+
+    def unheld(self) -> list[int]:
+        """Partitions no binder held at the last look-up."""
+        return [p for p in range(self.partitions) if p not in self.holders]
+
     def forget_holders(self) -> None:
         """A binder said it does not hold a partition: look the holders up again."""
         self.holders = {}
 
     def _holder(self, partition: int) -> str | None:
-        now = time.monotonic()
-        if partition not in self.holders and now - self._looked_up > HOLDERS_EVERY_S:
-            self.holders = {int(p): a for p, a in self.store.list_leases(PARTITION_ROLE).items()}
-            self._looked_up = now
+        if partition not in self.holders and time.monotonic() - self._looked_up > HOLDERS_EVERY_S:
+            self.refresh_holders()
         return self.holders.get(partition)
 
     def flush(self) -> list:
@@ -157,6 +170,13 @@ class ShardServer(Component, rpc.ShardServicer):
         self.owned = DispatchedPods()
         self.binders = BinderClient(store, self.id, cfg, self.inbox, self._node, self.security)
         self.loop = ShardLoop(cfg, store, seed=seed + index, owner=self.owned, committer=self.binders)
+        #: Conditions and events, written off the scheduling thread.
+        self.status = StatusWriter.from_config(cfg, store, f"shardsched-shard-{self.id}")
+        self.refusals: dict[str, int] = {}  # pod key -> its decisions refused in a row
+        self._holders_at = 0.0
+        self.health.add_ready("informer", lambda: None if self.loop.informer.rv is not None else "not listed yet")
+        self.health.add_ready("binders", lambda: "no binder holds partition " + ", ".join(
+            map(str, unheld)) if (unheld := self.binders.unheld()) else None)
         self.report_streams: list[queue.SimpleQueue] = []
         #: dispatched pods the watch has not shown yet: key -> (uid, resourceVersion)
         self.waiting_for_watch: dict[str, tuple] = {}
@@ -191,13 +211,14 @@ class ShardServer(Component, rpc.ShardServicer):
         recent = sorted(self.cycle_times)
         p99 = recent[min(len(recent) - 1, int(len(recent) * 0.99))] if recent else 0.0
         return {"threshold": self.loop.scheduler.threshold.last, "cycle_p99_us": int(p99 * 1e6),
-                "skipped_objects": self.loop.informer.skipped}
+                "skipped_objects": self.loop.informer.skipped, **self.status.counters}
 
     # --- the dispatcher's stream ------------------------------------------------------------
 
     def Dispatch(self, request_iterator, context):
         reports: queue.SimpleQueue = queue.SimpleQueue()
         self.report_streams.append(reports)
+        self._last_holding = 0.0  # a new leader adopts what we hold: say it in the next report
         log.info("dispatcher stream opened from %s", context.peer())
 
         def pump():
@@ -220,6 +241,7 @@ class ShardServer(Component, rpc.ShardServicer):
     def _take(self, batch) -> None:
         for key in batch.revoked:
             self.loop.drop(key)
+            self.refusals.pop(key, None)
             self.waiting_for_watch.pop(key, None)
         self._take_pods([(p.key, p.uid, p.resource_version) for p in batch.pods])
 
@@ -242,6 +264,7 @@ class ShardServer(Component, rpc.ShardServicer):
     def _outcomes(self, outcomes, link: StreamLink | None = None) -> None:
         loop = self.loop
         for entry, result, o in self.binders.settle(outcomes, link):
+            refused = self.refusals.pop(o.pod_key, 0)
             if o.bound:
                 self.counters["bound"] += 1
                 self.metrics.pod_attempts.labels(self.id).observe(entry.attempts)
@@ -255,6 +278,15 @@ class ShardServer(Component, rpc.ShardServicer):
                 self.counters["conflicts"] += 1
                 log.debug("decision for %s on %s rejected: %s", o.pod_key, result.node, o.reason)
                 loop.finish_binding(entry, result, False, o.reason)
+                self._refused(entry.pod, refused + 1)
+
+    def _refused(self, pod, times: int) -> None:
+        """Count a refusal in a row; every REFUSALS_REPORTED of them, an event says why."""
+        if times < REFUSALS_REPORTED:
+            self.refusals[pod.key] = times
+            return
+        self.status.event(pod_ref(pod.key, pod.uid), WARNING, FAILED_SCHEDULING, "Scheduling",
+                          self.loop.messages.get(pod.key, ""))
 
     # --- the main loop ----------------------------------------------------------------------
 
@@ -317,21 +349,28 @@ class ShardServer(Component, rpc.ShardServicer):
             self.metrics.cycle(result, took)
             if not result.scheduled:
                 self.counters["unschedulable"] += 1
-                self.store.set_unschedulable(result.pod.key, loop.messages.get(result.pod.key, ""))
+                self.status.unschedulable(result.pod.key, result.pod.uid, loop.messages.get(result.pod.key, ""))
         loop.release_waiting()
         self._outcomes(self.binders.flush())
         self.counters["cycles"] += cycles
         self._report()
+        if time.monotonic() - self._holders_at > READY_EVERY_S:
+            self._holders_at = time.monotonic()
+            self.binders.refresh_holders()
         return cycles
+
+    def write_status_forever(self) -> None:
+        self.status.run(self.stop_event)
 
     def run(self) -> None:
         self.loop.start()
-        self.start()
+        self.start(self.write_status_forever)
         self.loop_forever(self.step)
         self.returned = [k for k in self.owned.keys if k not in self.binders.in_flight]
         self._report(force=True)
         for stream in list(self.report_streams):
             stream.put(None)
+        self.status.drain(1.0)
         self.shutdown()
 
 

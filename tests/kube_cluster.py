@@ -5,11 +5,18 @@ reason; nothing is skipped.
 """
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
+import yaml
 
-from benchmarks.kube_cluster import ClusterError, KubeCluster, free_port, kube_bin_dir, write_kubeconfig
+from benchmarks.kube_cluster import ClusterError, KubeCluster, free_port, kube_bin_dir, print_logs, write_kubeconfig
+from common.local_cluster import LocalCluster
+from common.store.kube_store import KubeStore
 
-__all__ = ["kube_cluster", "free_port", "write_kubeconfig"]
+__all__ = ["kube_cluster", "free_port", "print_logs", "write_kubeconfig", "ServiceAccountCluster", "service_account_kubeconfigs"]
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session")
@@ -24,3 +31,29 @@ def kube_cluster(tmp_path_factory):
         yield cluster
     finally:
         cluster.stop()
+
+
+class ServiceAccountCluster(LocalCluster):
+    """LocalCluster whose processes each use their own role's kubeconfig."""
+
+    def __init__(self, *args, kubeconfigs: dict[str, Path], **kwargs):
+        super().__init__(*args, role_urls={role: f"kube://{path}" for role, path in kubeconfigs.items()},
+                         **kwargs)
+
+
+def service_account_kubeconfigs(kube_cluster, store: KubeStore, workdir: Path) -> dict[str, Path]:
+    """Apply deploy/'s namespace, ServiceAccounts and RBAC; a kubeconfig per component with a
+    token of its ServiceAccount, in the namespace its Leases live in."""
+    rendered = subprocess.run(["kubectl", "kustomize", str(ROOT / "deploy")], capture_output=True, text=True,
+                              check=True).stdout
+    rbac = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] in (
+        "Namespace", "ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")]
+    kube_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(rbac))
+    out = {}
+    for role in ("dispatcher", "shard", "binder"):
+        token = store._call("POST", f"/api/v1/namespaces/shardsched/serviceaccounts/shardsched-{role}/token",
+                            body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                                  "spec": {"expirationSeconds": 3600}})["status"]["token"]
+        out[role] = workdir / f"{role}.kubeconfig"
+        write_kubeconfig(out[role], kube_cluster.server, kube_cluster.dir / "ca.crt", token, namespace="shardsched")
+    return out

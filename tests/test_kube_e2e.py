@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import statistics
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -29,8 +28,7 @@ from benchmarks import kube_vs
 import builders
 from common import config
 from common.store.kube_store import KubeStore
-from common.local_cluster import LocalCluster
-from kube_cluster import write_kubeconfig
+from kube_cluster import ServiceAccountCluster, print_logs, service_account_kubeconfigs, write_kubeconfig
 from common.verify import summary, verify_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,39 +127,6 @@ def full_node(store: KubeStore) -> None:
     assert not get("huge")["spec"].get("nodeName") and get("high")["spec"]["nodeName"] == "kwok-small"
 
 
-class ServiceAccountCluster(LocalCluster):
-    """LocalCluster whose processes each use their own role's kubeconfig."""
-
-    def __init__(self, *args, kubeconfigs: dict[str, Path], **kwargs):
-        super().__init__(*args, **kwargs)
-        self.kubeconfigs = kubeconfigs
-
-    def start_one(self, role: str, index: int):
-        url, self.url = self.url, f"kube://{self.kubeconfigs[role]}"
-        try:
-            return super().start_one(role, index)
-        finally:
-            self.url = url
-
-
-def service_account_kubeconfigs(kube_cluster, store: KubeStore, workdir: Path) -> dict[str, Path]:
-    """Apply deploy/'s namespace, ServiceAccounts and RBAC; a kubeconfig per component with a
-    token of its ServiceAccount, in the namespace its Leases live in."""
-    rendered = subprocess.run(["kubectl", "kustomize", str(ROOT / "deploy")], capture_output=True, text=True,
-                              check=True).stdout
-    rbac = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] in (
-        "Namespace", "ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")]
-    kube_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(rbac))
-    out = {}
-    for role in ("dispatcher", "shard", "binder"):
-        token = store._call("POST", f"/api/v1/namespaces/shardsched/serviceaccounts/shardsched-{role}/token",
-                            body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                                  "spec": {"expirationSeconds": 3600}})["status"]["token"]
-        out[role] = workdir / f"{role}.kubeconfig"
-        write_kubeconfig(out[role], kube_cluster.server, kube_cluster.dir / "ca.crt", token, namespace="shardsched")
-    return out
-
-
 def service_account_cluster(kube_cluster, store: KubeStore, workdir: Path) -> ServiceAccountCluster:
     """The dispatcher, two shards and a binder as processes on the API server, each as its
     deploy/ ServiceAccount (not started)."""
@@ -186,8 +151,7 @@ def running(cluster: ServiceAccountCluster, workdir: Path):
         cluster.start(timeout=60)
         yield cluster
     except BaseException:
-        for name in sorted(p.name for p in workdir.glob("*.log")):
-            print(f"--- {name}\n{(workdir / name).read_text(errors='replace')[-3000:]}", file=sys.stderr)
+        print_logs(workdir)
         raise
     finally:
         cluster.stop()

@@ -34,6 +34,8 @@ def runtime_config(shards: int = 2, binders: int = 1) -> dict:
     cfg["dispatcher"].update(port=0, metricsPort=0)
     cfg["dispatcher"]["shardTimeoutSeconds"] = 2
     cfg["dispatcher"]["redispatchAfterSeconds"] = 5
+    # A restarted dispatcher (a new identity) waits for the old leader lease to expire.
+    cfg["leaderElection"].update(leaseDurationSeconds=3, renewDeadlineSeconds=2, retryPeriodSeconds=0.5)
     return cfg
 
 
@@ -276,12 +278,19 @@ def test_two_binders_each_commit_their_own_nodes(cluster_env):
 
     url, store, start = cluster_env
     cluster = start(runtime_config(shards=2, binders=2))
+    leases = cluster.wait_ready()
+    own = {"0": leases["binder"]["0"], "1": leases["binder"]["1"]}
+    # The binders start together: one that saw no other at first holds both partitions until
+    # the other's lease shows, then hands the extra one over. Wait for that before the flow.
+    deadline = time.monotonic() + 30
+    while store.list_leases(PARTITION_ROLE) != own:
+        assert time.monotonic() < deadline, f"partitions never settled: {store.list_leases(PARTITION_ROLE)}"
+        time.sleep(0.1)
     store.create_many([pod(i) for i in range(600)])
     pods = wait_bound(store, 600)
     assert_consistent(store)
-    leases = cluster.wait_ready()
     counts = {id_: cluster.status("binder", a).counters["bound"] for id_, a in leases["binder"].items()}
-    assert store.list_leases(PARTITION_ROLE) == {"0": leases["binder"]["0"], "1": leases["binder"]["1"]}
+    assert store.list_leases(PARTITION_ROLE) == own
     expected = {"0": 0, "1": 0}
     for p in pods:
         node = parse_node(store.get("Node", p["spec"]["nodeName"]))
@@ -401,3 +410,54 @@ def test_a_store_restarted_empty_is_noticed(restartable_env):
     store.create_many([pod(i, cpu="2", name="after") for i in range(600)])
     wait_bound(store, 600, timeout=60)
     assert_consistent(store)
+
+
+def test_a_standby_dispatcher_takes_over_when_the_leader_is_killed(cluster_env):
+    """kill -9 of the leading dispatcher while pods flow, a standby running: the standby takes
+    the leader lease over once it expires, adopts the pods the shards hold (here the ones that
+    fit nowhere, parked in the shards), and every pod is bound exactly once."""
+    from urllib.request import urlopen
+
+    from common.leader_election import ELECTION_ROLE
+
+    url, store, start = cluster_env
+    cfg = runtime_config()
+    name = cfg["leaderElection"]["resourceName"]
+    cluster = start(cfg, free_metrics_ports=True)
+    store.create_many([pod(i, cpu="500", name="huge") for i in range(20)])
+    cluster.start_one("dispatcher", 1)
+    deadline = time.monotonic() + 30
+    while "1" not in (dispatchers := store.list_leases("dispatcher")):
+        assert time.monotonic() < deadline, "the standby never started"
+        time.sleep(0.1)
+    leader, standby = dispatchers["0"], dispatchers["1"]
+    assert store.list_leases(ELECTION_ROLE) == {name: leader}
+    reply = cluster.status("dispatcher", standby)
+    assert reply.counters["leader"] == 0 and reply.queues["pending"] >= 20, "a standby follows the pods"
+    with urlopen(f"http://{reply.metrics}/readyz", timeout=5) as resp:
+        assert resp.status == 200, "a standby is ready"
+    while sum(cluster.status("shard", a).queues.get("unschedulable", 0)
+              for a in store.list_leases("shard").values()) < 20:
+        assert time.monotonic() < deadline, "the huge pods never reached the shards"
+        time.sleep(0.1)
+    took_over = []
+
+    def kill_the_leader(bound):
+        cluster.kill("dispatcher", 0)
+        killed_at = time.monotonic()
+        while store.list_leases(ELECTION_ROLE).get(name) != standby:
+            assert time.monotonic() - killed_at < 30, "the standby never took over"
+            time.sleep(0.05)
+        took_over.append(time.monotonic() - killed_at)
+
+    flow_with_fault(store, 3000, kill_the_leader)
+    assert_consistent(store)
+    after = cluster.status("dispatcher", standby)
+    binders = store.list_leases("binder")
+    bound = sum(cluster.status("binder", a).counters["bound"] for a in binders.values())
+    print(f"leader killed; the standby led {took_over[0]:.2f} s later (leaseDurationSeconds "
+          f"{cfg['leaderElection']['leaseDurationSeconds']}), adopted {after.counters['adopted']} pods "
+          f"the shards held, re-dispatched {after.counters['redispatched']}; bindings: {bound} for 3000 pods")
+    assert after.counters["leader"] == 1 and after.counters["adopted"] >= 20
+    assert bound == 3000, "a pod was bound twice, or one went unbound"
+    assert took_over[0] < cfg["leaderElection"]["leaseDurationSeconds"] + 3

@@ -15,10 +15,13 @@ from .. import config as config_mod
 from ..errors import StoreUnavailable
 from ..fleet import PROFILES
 from ..runner import add_arguments as add_role_arguments
+from ..version import VERSION
 from .errors import EXIT_REJECTED, EXIT_USAGE, fail
 
 #: Aliases `get` and `delete` take for the kinds.
 KIND_ALIASES = ("no", "node", "nodes", "po", "pod", "pods", "pg", "pgs", "podgroup", "podgroups")
+#: ... and the Events `get` lists.
+EVENT_ALIASES = ("ev", "event", "events")
 NO_STORE_HELP = ("store URL; required here (or store.url in --config): these commands act on an "
                  "existing store and never start an embedded redis-server")
 
@@ -43,6 +46,7 @@ def _workload(name: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="shardsched", description="A sharded Kubernetes scheduler.")
+    p.add_argument("--version", action="version", version=f"shardsched {VERSION}")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     f = sub.add_parser("fleet", help="create a kwok-style node fleet in a store, or print it")
@@ -141,8 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("names", nargs="+", metavar="NAME", help="NS/NAME for pods and pod groups (NAME = default/NAME)")
     _store_args(d)
     _handler(d, "manage:cmd_delete")
-    ge = sub.add_parser("get", help="list pods, nodes or pod groups as a table, or as a kind: List")
-    ge.add_argument("kind", choices=KIND_ALIASES)
+    ge = sub.add_parser("get", help="list pods, nodes, pod groups or events as a table, or as a kind: List")
+    ge.add_argument("kind", choices=KIND_ALIASES + EVENT_ALIASES)
     ge.add_argument("-o", "--output", choices=("wide", "json", "yaml"), help="wide table or the stored objects")
     _store_args(ge)
     _handler(ge, "manage:cmd_get")

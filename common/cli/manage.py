@@ -36,7 +36,8 @@ RESOURCE_NAMES = {
 }
 #: Command-line spellings of the kinds `get` and `delete` take.
 ALIASES = {"pod": "Pod", "pods": "Pod", "po": "Pod", "node": "Node", "nodes": "Node", "no": "Node",
-           "podgroup": "PodGroup", "podgroups": "PodGroup", "pg": "PodGroup", "pgs": "PodGroup"}
+           "podgroup": "PodGroup", "podgroups": "PodGroup", "pg": "PodGroup", "pgs": "PodGroup",
+           "event": "Event", "events": "Event", "ev": "Event"}
 
 
 @contextlib.contextmanager
@@ -206,17 +207,54 @@ def node_rows(nodes: list, pods: list, wide: bool, now: float) -> tuple[list, li
     return header, rows
 
 
+def event_rows(events: list[dict], wide: bool, now: float) -> tuple[list, list]:
+    """kubectl's `get events` columns (SUBOBJECT left out: shardsched's events have none),
+    oldest last-seen first."""
+    def last_seen(ev):
+        return (ev.get("series") or {}).get("lastObservedTime") or ev.get("eventTime") or ""
+
+    header = ["NAMESPACE", "LAST SEEN", "TYPE", "REASON", "OBJECT"]
+    header += ["SOURCE", "MESSAGE", "FIRST SEEN", "COUNT", "NAME"] if wide else ["MESSAGE"]
+    rows = []
+    for ev in sorted(events, key=last_seen):
+        ref = ev.get("regarding") or {}
+        row = [ev["metadata"].get("namespace", ""), age(last_seen(ev), now), ev.get("type", ""),
+               ev.get("reason", ""), f"{str(ref.get('kind', '')).lower()}/{ref.get('name', '')}"]
+        if wide:
+            source = ", ".join(x for x in (ev.get("reportingController"), ev.get("reportingInstance")) if x)
+            row += [source, ev.get("note", ""), age(ev.get("eventTime"), now),
+                    str((ev.get("series") or {}).get("count", 1)), ev["metadata"]["name"]]
+        else:
+            row.append(ev.get("note", ""))
+        rows.append(row)
+    return header, rows
+
+
+def _print_list(items: list[dict], output: str, rv: str | None = None) -> None:
+    doc = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": rv} if rv else {}, "items": items}
+    sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
+                     if output == "json" else yaml.safe_dump(doc, sort_keys=False))
+
+
 def cmd_get(args) -> int:
-    """`get pods|nodes`: a table, or with -o json|yaml a `kind: List` of the stored objects
-    unchanged (so `create -f` takes it back)."""
+    """`get pods|nodes|events`: a table, or with -o json|yaml a `kind: List` of the stored
+    objects unchanged (so `create -f` takes pods and nodes back)."""
     kind = ALIASES[args.kind]
+    if kind == "Event":
+        with opened_store(args) as store:
+            events = store.list_events()
+        if args.output in ("json", "yaml"):
+            events.sort(key=lambda ev: (ev["metadata"].get("namespace", ""), ev["metadata"]["name"]))
+            _print_list(events, args.output)
+            return EXIT_OK
+        header, rows = event_rows(events, args.output == "wide", time.time())
+        print(table(header, rows) if rows else "No resources found.", file=sys.stdout if rows else sys.stderr)
+        return EXIT_OK
     with opened_store(args) as store:
         items, rv = store.list(kind)
         if args.output in ("json", "yaml"):
             items.sort(key=lambda d: object_key(kind, d["metadata"].get("namespace", ""), d["metadata"]["name"]))
-            doc = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": rv}, "items": items}
-            sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
-                             if args.output == "json" else yaml.safe_dump(doc, sort_keys=False))
+            _print_list(items, args.output, rv)
             return EXIT_OK
         wide, now = args.output == "wide", time.time()
         if kind == "Pod":

@@ -25,6 +25,10 @@ from ..objects import KINDS, NAMESPACED, parse_object
 from .podstatus import now_rfc3339
 
 
+#: How long an Event is kept after its last update: the API server's --event-ttl default.
+EVENT_TTL_S = 3600.0
+
+
 class WatchEvent:
     """One change: type is "ADDED", "MODIFIED" or "DELETED"; obj is the object after the
     change (for DELETED, its last state)."""
@@ -243,6 +247,24 @@ class ClusterStore(ABC):
     def set_unschedulable(self, pod_key: str, message: str) -> bool:
         """Record PodScheduled=False/Unschedulable with `message`. Returns False, writing
         nothing, when the pod is gone, bound, or already carries exactly this condition."""
+
+    def set_unschedulable_many(self, items: Iterable[tuple[str, str]]) -> list[bool]:
+        """set_unschedulable for each (pod_key, message), one result each; backends batch it
+        (the status writer sends its coalesced conditions this way)."""
+        return [self.set_unschedulable(key, message) for key, message in items]
+
+    # --- events: what kube's event recorder writes (see common/events.py) ------------------
+
+    @abstractmethod
+    def write_events(self, events: list[dict]) -> list[str | None]:
+        """Record events.k8s.io/v1 Events (each with metadata.name and .namespace): create
+        each, or, when it carries a `series` (an event seen again), update the one of that
+        name (created afresh when it is gone, as client-go does). One result per event: None
+        when written, else why not; events are best effort, a refused one is not retried."""
+
+    @abstractmethod
+    def list_events(self) -> list[dict]:
+        """The stored Events of every namespace (expired ones, older than EVENT_TTL_S, gone)."""
 
     # --- leases: liveness of runtime processes -------------------------------------------
 

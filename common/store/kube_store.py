@@ -52,6 +52,7 @@ from urllib.parse import quote
 import orjson
 
 from ..errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavailable
+from ..leader_election import ELECTION_ROLE
 from ..objects import KINDS, NAMESPACED
 from ..rate_limit import TokenBucket
 from .base import (ClusterStore, WatchEvent, already_exists, check_kind, check_update, prepare,
@@ -75,6 +76,7 @@ CUSTOM_KINDS = {"PodGroup": "deploy/crd-podgroup.yaml"}
 #: Kinds whose status is written through the status subresource.
 STATUS_SUBRESOURCE = {"PodGroup"}
 LEASES = "/apis/coordination.k8s.io/v1"
+EVENTS = "/apis/events.k8s.io/v1"
 LEASE_LABEL = "shardsched.io/role"
 _WATCH_S = 240          # server-side watch timeout; the stream is resumed after it
 _WORKERS = 16           # concurrent requests of one bulk write, by default
@@ -678,10 +680,15 @@ class KubeStore(ClusterStore):
             return {"status": {"conditions": status["conditions"]}}
         return self._patch_status(pod_key, patch, unchanged)
 
+    def set_unschedulable_many(self, items) -> list[bool]:
+        return self._in_parallel(self.set_unschedulable, list(items))
+
     # --- leases: coordination.k8s.io Leases ------------------------------------------------
 
     def _lease_name(self, role: str, id_: str) -> str:
-        return f"shardsched-{role}-{id_}"
+        """`shardsched-<role>-<id>`; an election lease is named by its resourceName alone, as
+        client-go's are, so RBAC can grant exactly that name."""
+        return id_ if role == ELECTION_ROLE else f"shardsched-{role}-{id_}"
 
     def put_lease(self, role: str, id_: str, address: str, ttl_s: float) -> None:
         """Create or renew. The address is the holderIdentity; the Lease's renewTime plus
@@ -786,3 +793,41 @@ class KubeStore(ClusterStore):
         except ApiError as e:
             if e.status not in (404, 409):
                 raise
+
+    # --- events: events.k8s.io/v1 Events, as client-go's event broadcaster writes them ------
+
+    def _write_event(self, ev: dict) -> str | None:
+        ns, name = ev["metadata"]["namespace"], ev["metadata"]["name"]
+        path = f"{EVENTS}/namespaces/{quote(ns)}/events"
+        for _ in range(2):
+            if ev.get("series"):  # seen again: update the count of the one already written
+                try:
+                    self._call("PATCH", f"{path}/{quote(name)}", body={"series": ev["series"]},
+                               content_type="application/merge-patch+json")
+                    return None
+                except ApiError as e:
+                    if e.status != 404:  # gone (expired): written afresh below
+                        return str(e)
+            try:
+                self._call("POST", path, body=ev)
+                return None
+            except ApiError as e:
+                if e.status != 409:
+                    return str(e)
+                if not ev.get("series"):
+                    return None  # a name of our own making exists: an earlier try wrote it
+        return "the event changed under us twice"
+
+    def write_events(self, events: list[dict]) -> list[str | None]:
+        return self._in_parallel(lambda key, ev: self._write_event(ev),
+                                 [(f"{e['metadata']['namespace']}/{e['metadata']['name']}", e) for e in events])
+
+    def list_events(self) -> list[dict]:
+        items, cont = [], None
+        while True:
+            query = [("limit", "5000")] + ([("continue", cont)] if cont else [])
+            page = self._call("GET", f"{EVENTS}/events", query=query)
+            items += [dict(o, apiVersion="events.k8s.io/v1", kind="Event") for o in page.get("items") or []]
+            cont = (page.get("metadata") or {}).get("continue")
+            if not cont:
+                return items

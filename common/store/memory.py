@@ -14,8 +14,8 @@ import orjson
 
 from ..errors import Conflict, ObjectError, ResourceVersionTooOld
 from ..objects import KINDS
-from .base import (ClusterStore, WatchEvent, already_exists, check_kind, check_update, prepare,
-                   prepare_many)
+from .base import (EVENT_TTL_S, ClusterStore, WatchEvent, already_exists, check_kind, check_update,
+                   prepare, prepare_many)
 from .podstatus import (apply_patch, bound_patch, nominated_already, nominated_patch, now_rfc3339,
                         unschedulable_already, unschedulable_patch)
 
@@ -38,6 +38,8 @@ class MemoryStore(ClusterStore):
         self._base = 1
         self._rv = 0
         self._leases: dict[str, dict[str, tuple[str, float]]] = {}
+        #: "namespace/name" -> (the Event as JSON, when it was last written)
+        self._stored_events: dict[str, tuple[bytes, float]] = {}
 
     # --- the one write path: call with the lock held ----------------------------------------
 
@@ -207,3 +209,23 @@ class MemoryStore(ClusterStore):
             leases = self._leases.get(role, {})
             if holder is None or leases.get(id_, ("",))[0] == holder:
                 leases.pop(id_, None)
+
+    # --- events ---------------------------------------------------------------------------
+
+    def write_events(self, events: list[dict]) -> list[str | None]:
+        now = time.monotonic()
+        with self._cond:
+            for ev in events:
+                meta = ev["metadata"]
+                self._stored_events[f"{meta['namespace']}/{meta['name']}"] = (orjson.dumps(ev), now)
+            self._expire_events(now)
+        return [None] * len(events)
+
+    def list_events(self) -> list[dict]:
+        with self._cond:
+            self._expire_events(time.monotonic())
+            return [orjson.loads(data) for data, _ in self._stored_events.values()]
+
+    def _expire_events(self, now: float) -> None:
+        for key in [k for k, (_, at) in self._stored_events.items() if at < now - EVENT_TTL_S]:
+            del self._stored_events[key]

@@ -21,7 +21,8 @@ from redis.retry import Retry
 from ..errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavailable
 from ..objects import KINDS
 from . import redis_scripts
-from .base import ClusterStore, WatchEvent, already_exists, check_kind, prepare, prepare_many, rv_order
+from .base import (EVENT_TTL_S, ClusterStore, WatchEvent, already_exists, check_kind, prepare, prepare_many,
+                   rv_order)
 from .podstatus import apply_patch, now_rfc3339, scheduled_condition
 
 _CHUNK = 1000            # objects per script call: bounds how long one call blocks Redis
@@ -337,6 +338,11 @@ class RedisStore(ClusterStore):
     def set_unschedulable(self, pod_key: str, message: str) -> bool:
         return self._run_patch("unschedulable", [(pod_key, message, "")])[0] is None
 
+    @_translated
+    def set_unschedulable_many(self, items) -> list[bool]:
+        rows = [(key, message, "") for key, message in items]
+        return [r is None for r in self._run_patch("unschedulable", rows)] if rows else []
+
     # --- leases: one key with a TTL each, plus a set per role to find them ----------------
 
     def _lease_keys(self, role: str, id_: str) -> tuple[str, str]:
@@ -363,3 +369,25 @@ class RedisStore(ClusterStore):
         key, index = self._lease_keys(role, id_)
         self._drop_lease(keys=[key, index], args=[holder or "", id_])
 
+    # --- events: one hash of Event JSON, and a sorted set of when each was written, to expire
+    # them; never in the watch stream (no process follows Events).
+
+    @_translated
+    def write_events(self, events: list[dict]) -> list[str | None]:
+        objects, times = f"{self._prefix}events:obj", f"{self._prefix}events:time"
+        now = time.time()
+        pipe = self._r.pipeline(transaction=False)
+        for ev in events:
+            key = f"{ev['metadata']['namespace']}/{ev['metadata']['name']}"
+            pipe.hset(objects, key, orjson.dumps(ev)).zadd(times, {key: now})
+        expired = self._r.zrangebyscore(times, "-inf", now - EVENT_TTL_S)
+        if expired:
+            pipe.hdel(objects, *expired).zrem(times, *expired)
+        pipe.execute()
+        return [None] * len(events)
+
+    @_translated
+    def list_events(self) -> list[dict]:
+        objects, times = f"{self._prefix}events:obj", f"{self._prefix}events:time"
+        live = self._r.zrangebyscore(times, time.time() - EVENT_TTL_S, "+inf")
+        return [orjson.loads(o) for o in (self._r.hmget(objects, live) if live else []) if o is not None]

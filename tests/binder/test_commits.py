@@ -132,3 +132,30 @@ def test_a_store_failure_leaves_no_reservation_and_drops_no_pod(fail_call, done_
     assert counted == bound
     assert verify_store(store)["ok"]
     binder.commits.shutdown()
+
+
+# --- events of what was committed ---------------------------------------------------------------
+
+def test_a_binding_writes_scheduled_and_each_evicted_victim_preempted():
+    """The binder, which saw the store accept them, writes kube-scheduler's Scheduled event
+    for the bound pod and a Preempted event, related to the preemptor, on each victim."""
+    store = MemoryStore()
+    store.create(node("n1", cpu="2"))
+    low = store.create(running("low", "n1", "2", 1))
+    high = store.create(pod("high", "2", priority=100))
+    binder = LiveBinder(store)
+    try:
+        assert binder.decide(decision("default/high", "n1", ["default/low"]))["default/high"].bound
+        deadline = time.monotonic() + 10
+        while len(events := store.list_events()) < 2:
+            assert time.monotonic() < deadline, events
+            time.sleep(0.05)
+    finally:
+        binder.close()
+    by_reason = {e["reason"]: e for e in events}
+    scheduled, preempted = by_reason["Scheduled"], by_reason["Preempted"]
+    assert scheduled["note"] == "Successfully assigned default/high to n1"
+    assert scheduled["regarding"]["uid"] == high["metadata"]["uid"] and scheduled["action"] == "Binding"
+    assert preempted["note"] == f"Preempted by pod {high['metadata']['uid']} on node n1"
+    assert preempted["regarding"]["uid"] == low["metadata"]["uid"] and preempted["related"]["name"] == "high"
+    assert preempted["action"] == "Preempting" and preempted["reportingInstance"] == "shardsched-binder-0"

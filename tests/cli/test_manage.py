@@ -264,6 +264,35 @@ def test_get_nodes_table_and_wide_columns(capsys, url, store, tmp_path):
     assert table[2][6:] == ["<none>", "<none>", "dedicated=infra:NoSchedule"]
 
 
+def test_get_events_table_wide_and_json(capsys, url, store, tmp_path):
+    """Events as the status writer stores them on Redis, listed as kubectl lists them: a
+    repeated FailedScheduling is one row with its count."""
+    from common.events import FAILED_SCHEDULING, NORMAL, SCHEDULED, WARNING, StatusWriter, pod_ref
+
+    writer = StatusWriter(store, "shardsched-shard-0", qps=100, burst=100)
+    for _ in range(3):
+        writer.event(pod_ref("team/wait", "uid-1"), WARNING, FAILED_SCHEDULING, "Scheduling",
+                     "0/1 nodes are available: 1 Insufficient cpu.")
+    writer.event(pod_ref("default/web", "uid-2"), NORMAL, SCHEDULED, "Binding", "Successfully assigned default/web to n1")
+    writer.flush()
+    code, out, _ = run(capsys, "get", "events", "--store", url)
+    table = rows(out)
+    assert code == 0 and table[0] == ["NAMESPACE", "LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert sorted(r[:1] + r[2:] for r in table[1:]) == [
+        ["default", "Normal", "Scheduled", "pod/web", "Successfully assigned default/web to n1"],
+        ["team", "Warning", "FailedScheduling", "pod/wait", "0/1 nodes are available: 1 Insufficient cpu."]]
+    code, out, _ = run(capsys, "get", "ev", "-o", "wide", "--store", url)
+    table = rows(out)
+    assert table[0] == ["NAMESPACE", "LAST SEEN", "TYPE", "REASON", "OBJECT", "SOURCE", "MESSAGE", "FIRST SEEN",
+                        "COUNT", "NAME"]
+    wait = next(r for r in table[1:] if r[4] == "pod/wait")
+    assert wait[5] == "shardsched, shardsched-shard-0" and wait[8] == "3" and wait[9].startswith("wait.")
+    code, out, _ = run(capsys, "get", "events", "-o", "json", "--store", url)
+    doc = orjson.loads(out)
+    assert doc["kind"] == "List" and sorted(e["reason"] for e in doc["items"]) == [FAILED_SCHEDULING, SCHEDULED]
+    assert next(e for e in doc["items"] if e["reason"] == FAILED_SCHEDULING)["series"]["count"] == 3
+
+
 def test_get_empty_store_says_so(capsys, url):
     code, out, err = run(capsys, "get", "pods", "--store", url)
     assert (code, out, err) == (0, "", "No resources found.\n")

@@ -133,9 +133,9 @@ def test_profiles_no_shard_could_run_are_refused(plugins, expected):
     ({"preemption": {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}},
      "config: preemption.minCandidateNodesAbsolute: must not be 0 when minCandidateNodesPercentage is"),
     ({"leaderElection": {"leaseDurationSeconds": 10, "renewDeadlineSeconds": 10}},
-     "config: leaderElection.leaseDurationSeconds: must be > renewDeadlineSeconds"),
+     "config: leaderElection.renewDeadlineSeconds: must be less than leaseDurationSeconds (10), got 10"),
     ({"leaderElection": {"renewDeadlineSeconds": 2, "retryPeriodSeconds": 2}},
-     "config: leaderElection.renewDeadlineSeconds: must be > 1.2 x retryPeriodSeconds"),
+     "config: leaderElection.retryPeriodSeconds: must be less than renewDeadlineSeconds / 1.2 (1.66667), got 2"),
     ({"store": {"qps": -1}}, "config: store.qps: must be >= 0.0, got -1"),
     ({"store": {"url": "http://localhost:6379"}}, "config: store.url: must be memory://..., redis://..., "
      "rediss://..., unix://..., kube://..., got 'http://localhost:6379'"),

@@ -8,6 +8,7 @@ from common.store.memory import MemoryStore
 from common.objects import POD_GROUP_LABEL
 from dispatcher.server import Dispatcher
 from builders import pod, pod_group
+from proto import shardsched_pb2 as pb
 
 
 class FakeLink:
@@ -22,6 +23,7 @@ class FakeLink:
         self.address = f"fake:{id_}"
         self.holding: set[str] = set()
         self.holding_at = 0.0
+        self.adopted = False
 
     def send(self, pods, revoked):
         self.sent += [p.key for p in pods]
@@ -206,3 +208,46 @@ def test_a_pod_its_shard_still_works_on_stays_and_a_lost_one_comes_back():
     d._dispatch()
     assert link.revoked == ["ns/lost"] and link.sent == ["ns/parked", "ns/lost", "ns/lost"]
     assert time.monotonic() - d.pending["ns/parked"].sent_at < 1
+
+
+def report(d, link, holding):
+    """The shard's report on `link`, listing what it holds, through the dispatcher's inbox."""
+    d.inbox.put(("shard", link, pb.ShardReport(holding=holding, holding_listed=True)))
+    d._drain()
+
+
+def test_a_new_leader_adopts_what_the_shards_hold_before_dispatching():
+    """After a takeover (or a restart) the shards still hold the pods the previous leader
+    gave them: a new leader waits for each shard's first report and leaves those pods where
+    they are, instead of dispatching them a second time (two shards on one pod)."""
+    d = make_dispatcher()
+    for i in range(6):
+        d._apply("ADDED", "Pod", pending(f"p{i}"))
+    d._lead()
+    report(d, d.shards["0"], ["ns/p0", "ns/p1", "ns/gone"])
+    assert d._adopting(), "shard 1 has not reported yet"
+    report(d, d.shards["1"], ["ns/p2"])
+    assert not d._adopting()
+    d._dispatch()
+    sent = d.shards["0"].sent + d.shards["1"].sent
+    assert sorted(sent) == ["ns/p3", "ns/p4", "ns/p5"]
+    assert {k: d.pending[k].shard for k in ("ns/p0", "ns/p1", "ns/p2")} == {"ns/p0": "0", "ns/p1": "0", "ns/p2": "1"}
+    assert d.counters["adopted"] == 3
+    report(d, d.shards["1"], ["ns/p3"])  # a later list adopts nothing: p3 went where it was sent
+    assert d.pending["ns/p3"].shard in ("0", "1") and d.counters["adopted"] == 3
+
+
+def test_a_leader_that_loses_its_lease_closes_its_streams_and_stands_by():
+    d = make_dispatcher()
+    for i in range(4):
+        d._apply("ADDED", "Pod", pending(f"p{i}"))
+    d._lead()
+    for link in d.shards.values():
+        report(d, link, [])
+    assert not d._adopting()
+    d._dispatch()
+    links = list(d.shards.values())
+    d._stand_by()
+    assert not d.leading and not d.shards and all(not link.alive for link in links)
+    assert all(p.shard is None for p in d.pending.values()) and len(d.unsent) == 4
+    assert d.gauges()["leader"] == 0

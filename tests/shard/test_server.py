@@ -54,3 +54,25 @@ def test_a_pod_is_taken_from_the_watch_never_from_the_message():
     assert "default/late" in server.waiting_for_watch
     server.step()
     assert "default/late" not in server.waiting_for_watch and server.counters["dispatched"] == 1
+
+
+def test_a_pod_whose_bindings_are_refused_again_and_again_gets_a_failed_scheduling_event():
+    """Each refusal is retried at once (no backoff here); the third in a row is reported as
+    kube-scheduler reports a failed binding: FailedScheduling, `binding rejected: ...`."""
+    from common.events import FAILED_SCHEDULING
+
+    store = MemoryStore()
+    store.create(node("n1"))
+    p = pending_pod(store.create(pod("p")))
+    server = ShardServer(make_config(shards={"podInitialBackoffSeconds": 0, "podMaxBackoffSeconds": 0}), store, 0)
+    server.loop.start()
+    server._take(pb.PodBatch(pods=[p]))
+    reason = "InFlight: a decision for default/p is being committed"
+    for attempt in range(3):
+        result = server.loop.schedule_next()
+        assert result is not None and result.scheduled
+        server._outcomes([pb.Outcome(pod_key=p.key, node=result.node, bound=False, reason=reason)])
+        server.status.flush()
+        refused = [e for e in store.list_events() if e["reason"] == FAILED_SCHEDULING]
+        assert len(refused) == (1 if attempt == 2 else 0)
+    assert refused[0]["note"] == f"binding rejected: {reason}" and refused[0]["type"] == "Warning"

@@ -81,6 +81,28 @@ def test_leases_are_coordination_leases_and_expire_by_renew_time(store):
     store.drop_lease("binder", "7")  # already gone: no error
 
 
+def test_the_leader_lease_is_the_lease_named_after_the_resource_name(store):
+    """client-go's convention, so that RBAC can grant exactly that name: the Lease is
+    `leaderElection.resourceName`, its holderIdentity the leader; a takeover counts a
+    transition; the old leader's release never removes the new holder's lease."""
+    from common.leader_election import ELECTION_ROLE
+
+    name = "shardsched-dispatcher-test"
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{store.lease_namespace}/leases/{name}"
+    try:
+        assert store.acquire_lease(ELECTION_ROLE, name, "10.0.0.1:7100", 0.5)
+        lease = store._call("GET", path)
+        assert lease["spec"]["holderIdentity"] == "10.0.0.1:7100" and lease["spec"]["leaseTransitions"] == 0
+        assert not store.acquire_lease(ELECTION_ROLE, name, "10.0.0.2:7100", 0.5)
+        time.sleep(0.7)
+        assert store.acquire_lease(ELECTION_ROLE, name, "10.0.0.2:7100", 15)
+        assert store._call("GET", path)["spec"]["leaseTransitions"] == 1
+        store.drop_lease(ELECTION_ROLE, name, "10.0.0.1:7100")
+        assert store.list_leases(ELECTION_ROLE)[name] == "10.0.0.2:7100"
+    finally:
+        store.drop_lease(ELECTION_ROLE, name)
+
+
 def test_an_unreachable_server_is_one_clear_error_and_never_hangs(tmp_path, kube_cluster):
     path = tmp_path / "kubeconfig"
     write_kubeconfig(path, f"https://127.0.0.1:{free_port()}", kube_cluster.dir / "ca.crt", "token")

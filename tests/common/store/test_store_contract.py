@@ -450,6 +450,41 @@ def test_unschedulable_condition(store):
     assert store.set_unschedulable("default/gone", "x") is False
 
 
+def test_unschedulable_conditions_in_one_batch(store):
+    store.create_many([pod("a"), pod("b")])
+    store.bind("default/b", "n1")
+    assert store.set_unschedulable_many([("default/a", "0/1 nodes are available"), ("default/b", "late"),
+                                         ("default/gone", "x")]) == [True, False, False]
+    assert store.get("Pod", "default/a")["status"]["conditions"][0]["message"] == "0/1 nodes are available"
+
+
+def test_events_are_stored_and_a_series_updates_the_same_event(store):
+    """What the status writer writes: an Event, then the same Event with its series (on kube,
+    an events.k8s.io/v1 object created, then patched)."""
+    from common.events import FAILED_SCHEDULING, WARNING, StatusWriter, pod_ref
+
+    name = f"ev-{uuid.uuid4().hex[:8]}"
+    created = store.create(pod(name))
+    writer = StatusWriter(store, "shardsched-shard-0", qps=1000, burst=1000)
+    ref = pod_ref(f"default/{name}", created["metadata"]["uid"])
+
+    def ours():
+        return [e for e in store.list_events() if (e.get("regarding") or {}).get("name") == name]
+
+    writer.event(ref, WARNING, FAILED_SCHEDULING, "Scheduling", "0/2 nodes are available: 2 Insufficient cpu.")
+    assert writer.flush() == 1
+    (first,) = ours()
+    assert (first["apiVersion"], first["kind"], first["reason"], first["type"]) == (
+        "events.k8s.io/v1", "Event", FAILED_SCHEDULING, WARNING)
+    assert first["regarding"]["uid"] == created["metadata"]["uid"] and "series" not in first
+    for _ in range(2):
+        writer.event(ref, WARNING, FAILED_SCHEDULING, "Scheduling", "0/2 nodes are available: 2 Insufficient cpu.")
+    assert writer.flush() == 1 and writer.counters["events_refused"] == 0
+    (again,) = ours()
+    assert again["metadata"]["name"] == first["metadata"]["name"]
+    assert again["series"]["count"] == 3 and again["note"] == first["note"]
+
+
 def test_bulk_writes_larger_than_one_batch(store):
     keys = [f"default/p{i}" for i in range(2500)]
     assert store.create_many(pod(f"p{i}") for i in range(2500)) == []
