@@ -293,7 +293,7 @@ class Pod:
         "host_ports", "tolerations", "node_selector", "required_node_terms",
         "preferred_node_terms", "affinity", "anti_affinity", "spread_constraints", "images",
         "creation_time", "start_time", "phase", "nominated_node", "deleting", "resource_version",
-        "raw",
+        "scheduling_gates", "raw",
     )
 
     @property
@@ -368,6 +368,7 @@ def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
      p.host_ports, p.tolerations, p.node_selector, p.required_node_terms, p.preferred_node_terms,
      p.affinity, p.anti_affinity, p.spread_constraints) = _spec_fields(spec, sf, ns, labels)
     p.node_name = sf.get_str(spec, "nodeName")
+    p.scheduling_gates = _scheduling_gates(spec, sf) if spec.get("schedulingGates") else ()
     if priority_classes is not None:
         resolve_priority(p, priority_classes, sf)
     elif p.priority is None:  # no classes known (e.g. store validation): lenient default
@@ -380,6 +381,13 @@ def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
     p.resource_version = str(meta.get("resourceVersion") or "")
     p.raw = d
     return p
+
+
+def _scheduling_gates(spec: dict, sf: Field) -> tuple:
+    """The names of spec.schedulingGates, in order."""
+    gf = sf.at("schedulingGates")
+    return tuple(gf.at(i).get_str(gf.at(i).dict(g), "name", required=True)
+                 for i, g in enumerate(sf.get_list(spec, "schedulingGates")))
 
 
 _SPEC_MEMO: dict = {}

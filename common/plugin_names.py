@@ -4,6 +4,7 @@ checked against them in every process and command, and only a shard needs the pl
 """
 from __future__ import annotations
 
+SCHEDULING_GATES = "SchedulingGates"
 PRIORITY_SORT = "PrioritySort"
 NODE_UNSCHEDULABLE = "NodeUnschedulable"
 NODE_NAME = "NodeName"
@@ -21,10 +22,10 @@ DEFAULT_BINDER = "DefaultBinder"
 #: (plugin, score weight) of the default profile, in kube-scheduler's order: filters run
 #: cheapest-and-most-selective first.
 DEFAULT_PLUGINS = (
-    (PRIORITY_SORT, 0), (NODE_UNSCHEDULABLE, 0), (NODE_NAME, 0), (TAINT_TOLERATION, 3),
-    (NODE_AFFINITY, 2), (NODE_PORTS, 0), (NODE_RESOURCES_FIT, 1),
-    (NODE_RESOURCES_BALANCED_ALLOCATION, 1), (POD_TOPOLOGY_SPREAD, 2), (INTER_POD_AFFINITY, 2),
-    (IMAGE_LOCALITY, 1), (DEFAULT_PREEMPTION, 0), (DEFAULT_BINDER, 0),
+    (SCHEDULING_GATES, 0), (PRIORITY_SORT, 0), (NODE_UNSCHEDULABLE, 0), (NODE_NAME, 0),
+    (TAINT_TOLERATION, 3), (NODE_AFFINITY, 2), (NODE_PORTS, 0), (NODE_RESOURCES_FIT, 1),
+    (POD_TOPOLOGY_SPREAD, 2), (INTER_POD_AFFINITY, 2), (DEFAULT_PREEMPTION, 0),
+    (NODE_RESOURCES_BALANCED_ALLOCATION, 1), (IMAGE_LOCALITY, 1), (DEFAULT_BINDER, 0),
 )
 
 #: Every plugin a profile may name.

@@ -108,6 +108,8 @@ class Plugin:
         self.args = args or {}
         self.weight = weight
 
+    # PreEnqueue -> None (the pod may be queued) or Status (it waits, out of the queue)
+    def pre_enqueue(self, pod): raise NotImplementedError
     # QueueSort
     def less(self, a, b) -> bool: raise NotImplementedError
     # PreFilter: returns None / Status / PreFilterResult

@@ -134,6 +134,9 @@ class ShardLoop:
         self.unowned: dict[str, dict] = {}
         self.errors: dict[str, ObjectError] = {}
         self.messages: dict[str, str] = {}  # pod key -> last unschedulable message
+        #: Owned pending pods a PreEnqueue plugin keeps out of the queue (scheduling gates):
+        #: pod key -> its message. An update of the pod asks again.
+        self.gated: dict[str, str] = {}
         self.informer = Informer(store, CREATE_ORDER, self.apply, self._forget_everything)
 
     # --- keeping up with the store ------------------------------------------------------------
@@ -155,6 +158,7 @@ class ShardLoop:
         for info_name in [name for name, _ in self.cache.nodes.items()]:
             self.cache.remove_node(info_name)
         self.pods.clear()
+        self.gated.clear()
         self.scheduler.nominated.clear()
 
     def apply(self, type_: str, kind: str, obj: dict) -> None:
@@ -200,6 +204,7 @@ class ShardLoop:
         if type_ == "DELETED":
             self._nominate(key, None)
             self.pods.pop(key, None)
+            self.gated.pop(key, None)
             self.queue.delete(key)
             self.cache.remove_pod(key)
             self.queue.move_all_to_active()
@@ -226,6 +231,7 @@ class ShardLoop:
         self.pods[key] = pod
         if pod.node_name:
             self.queue.delete(key)
+            self.gated.pop(key, None)
             self.cache.set_pod(pod)
             if known is None or not known.node_name:
                 # A pod newly placed can only help pods whose fit depends on other pods (a
@@ -235,7 +241,23 @@ class ShardLoop:
         elif self.cache.is_assumed(key):
             pass  # our binding is in flight; the watch will bring the bound version
         elif self.owner.owns(pod) and not pod.deleting:
+            self._enqueue(pod)
+
+    def _enqueue(self, pod) -> None:
+        """Queue an owned pending pod, unless a PreEnqueue plugin holds it back."""
+        if not self._held_back(pod):
+            self.gated.pop(pod.key, None)
             self.queue.add(pod)
+
+    def _held_back(self, pod) -> bool:
+        """Run the pod's PreEnqueue plugins; a pod they refuse leaves the queue and waits in
+        `gated` for an update (kube also asks again when a pod moves to activeQ)."""
+        why = self.profile_for(pod).gate(pod)
+        if why is None:
+            return False
+        self.queue.delete(pod.key)
+        self.gated[pod.key] = why
+        return True
 
     def _nominate(self, key: str, pod) -> None:
         """Keep the scheduler's nominated pods: `pod` if it is nominated somewhere, else none."""
@@ -265,6 +287,8 @@ class ShardLoop:
     def schedule_next(self):
         """One cycle for the next pod in activeQ; None when activeQ is empty."""
         entry = self.queue.pop()
+        while entry is not None and self._held_back(entry.pod):
+            entry = self.queue.pop()
         if entry is None:
             return None
         self.cache.expire()
@@ -365,7 +389,7 @@ class ShardLoop:
         if known is not None and (not uid or known.uid == uid):
             if not (known.node_name or known.deleting or key in self.queue or self.cache.is_assumed(key)
                     or key in self.waiting):
-                self.queue.add(known)  # taken back after a re-dispatch: schedule it again
+                self._enqueue(known)  # taken back after a re-dispatch: schedule it again
             return True
         raw = self.unowned.get(key)
         if raw is not None and (not uid or (raw.get("metadata") or {}).get("uid") == uid):
@@ -379,6 +403,7 @@ class ShardLoop:
     def drop(self, key: str) -> None:
         """Stop scheduling a pod (bound elsewhere, gone, or handed to another shard)."""
         self.queue.delete(key)
+        self.gated.pop(key, None)
         self.owner.release(key)
 
     def _undo(self, entry, prof, state, node: str, why: str) -> None:

@@ -17,6 +17,7 @@ class Profile:
         def at(point):
             return [p for p in self.plugins if implements(p, point)]
 
+        self.pre_enqueue = at("pre_enqueue")
         sorters = at("less")
         self.queue_sort = sorters[0] if sorters else None
         self.pre_filter = at("pre_filter")
@@ -41,3 +42,12 @@ class Profile:
 
     def less(self, a, b) -> bool:
         return self.queue_sort.less(a, b)
+
+    def gate(self, pod) -> str | None:
+        """Why the pod may not enter the scheduling queue (its first PreEnqueue refusal),
+        or None."""
+        for p in self.pre_enqueue:
+            st = p.pre_enqueue(pod)
+            if st is not None:
+                return st.message()
+        return None

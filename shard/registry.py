@@ -19,11 +19,12 @@ from .plugins.node_ports import NodePorts
 from .plugins.node_resources_fit import NodeResourcesFit
 from .plugins.node_unschedulable import NodeUnschedulable
 from .plugins.priority_sort import PrioritySort
+from .plugins.scheduling_gates import SchedulingGates
 from .plugins.taint_toleration import TaintToleration
 from .plugins.topology_spread import PodTopologySpread
 
 REGISTRY = {cls.name: cls for cls in (
-    PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
+    SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
     NodeResourcesFit, NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity,
     ImageLocality, DefaultPreemption, DefaultBinder,
 )}

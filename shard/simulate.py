@@ -11,6 +11,7 @@ from __future__ import annotations
 from common.admission import admit
 from common.objects import raw_pod_key
 from common.store.memory import MemoryStore
+from common.store.podstatus import GATED_MESSAGE, SCHEDULING_GATED
 from .loop import ProfileOwnership, ShardLoop, StoreCommitter
 
 
@@ -78,7 +79,9 @@ def _report(store, loop: ShardLoop, committer: StoreCommitter, pods: list, error
         entry = {"status": "Bound" if node else "Unschedulable", "node": node or None,
                  "nominatedNode": status.get("nominatedNodeName") or None, "message": "",
                  "evictedBy": None}
-        if not node:
+        if not node and key in loop.gated:  # kube's pod status and condition message
+            entry["status"], entry["message"] = SCHEDULING_GATED, GATED_MESSAGE
+        elif not node:
             entry["message"] = loop.messages.get(key) or _invalid_message(loop, key)
         out[key] = entry
     return {"pods": out, "errors": errors}

@@ -21,6 +21,7 @@ from ..errors import ObjectError
 from ..objects import TERMINAL_PHASES, object_key, parse_node, parse_pod
 from ..resources import CPU, MEMORY, PODS, format_amount, known_resources, resource_name, vadd
 from ..store import configured_url, open_configured
+from ..store.podstatus import SCHEDULING_GATED, scheduled_condition
 from ..verify import summary, verify_store
 from .errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, UsageError, fail, print_error
 from .manifests import read_documents
@@ -158,6 +159,8 @@ def pod_rows(pods: list, wide: bool, now: float) -> tuple[list, list]:
     rows = []
     for p in sorted(pods, key=lambda p: p.key):
         status = "Terminating" if p.deleting else p.phase
+        if not p.deleting and (scheduled_condition(p.raw) or {}).get("reason") == SCHEDULING_GATED:
+            status = SCHEDULING_GATED  # as kubectl shows it
         row = [p.namespace, p.name, status, p.node_name or "<none>",
                age(p.raw["metadata"].get("creationTimestamp"), now)]
         if wide:

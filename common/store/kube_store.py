@@ -118,6 +118,22 @@ def _parse_time(s: str) -> float:
     return datetime.strptime(s, fmt).replace(tzinfo=timezone.utc).timestamp()
 
 
+def _binding_conflict(e: "ApiError") -> str:
+    """The outcome of a binding the API server answered 409: its registry wraps every
+    refusal in a Conflict, so the message says which one (the pod was bound meanwhile, has
+    scheduling gates, is being deleted, or is another pod with this name)."""
+    msg = e.message
+    if "schedulingGates" in msg:
+        return "SchedulingGated"
+    if "is being deleted" in msg:
+        return "PodNotFound"
+    if "is already assigned to node" in msg:
+        return "AlreadyBound"
+    if "uid" in msg.lower() or "precondition" in msg.lower():
+        return "UIDMismatch"
+    return f"Conflict: {msg}"
+
+
 class ApiError(Exception):
     """A non-2xx answer: HTTP status, the Status object's reason/message/details."""
 
@@ -537,11 +553,7 @@ class KubeStore(ClusterStore):
             binding["metadata"]["uid"] = uid
         # The answer is a Status without the pod's new resourceVersion: readers of this
         # client wait for their watch to show the binding instead.
-        def conflict(e: ApiError) -> str:
-            msg = e.message.lower()
-            return "UIDMismatch" if "uid" in msg or "precondition" in msg else "AlreadyBound"
-
-        return self._post_to_pod(key, "binding", binding, "bound", {409: conflict})
+        return self._post_to_pod(key, "binding", binding, "bound", {409: _binding_conflict})
 
     def _post_to_pod(self, key: str, subresource: str, body: dict, awaited: str,
                      reasons: dict) -> str | None:

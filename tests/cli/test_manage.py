@@ -203,6 +203,14 @@ def test_get_pods_table_and_wide_columns(capsys, url, store, tmp_path):
     assert [r[5:] for r in table[1:]] == [["<none>", "1000", "1500m", "256Mi"], ["n1", "0", "500m", "256Mi"]]
 
 
+def test_get_pods_shows_a_gated_pod_as_scheduling_gated(capsys, url, tmp_path):
+    gated = pod("gated")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    assert run(capsys, "create", "-f", write_yaml(tmp_path / "a.yaml", gated), "--store", url)[0] == 0
+    code, out, _ = run(capsys, "get", "pods", "--store", url)
+    assert code == 0 and rows(out)[1][:4] == ["default", "gated", "SchedulingGated", "<none>"]
+
+
 def test_get_nodes_table_and_wide_columns(capsys, url, store, tmp_path):
     taint = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
     path = write_yaml(tmp_path / "a.yaml", node("a", zone="zone-a", gpus="2"),

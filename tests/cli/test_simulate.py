@@ -46,7 +46,7 @@ def check_shape(doc: dict) -> None:
     assert set(doc) == {"pods", "errors"}
     for key, entry in doc["pods"].items():
         assert "/" in key and set(entry) == POD_FIELDS, key
-        assert entry["status"] in ("Bound", "Unschedulable", "Evicted")
+        assert entry["status"] in ("Bound", "Unschedulable", "Evicted", "SchedulingGated")
         assert (entry["node"] is not None) == (entry["status"] == "Bound")
     for err in doc["errors"]:
         assert set(err) == ERROR_FIELDS
@@ -73,6 +73,17 @@ def test_message_format_like_kube_scheduler(tmp_path):
     assert entry["status"] == "Unschedulable" and entry["node"] is None and entry["evictedBy"] is None
     assert filter_message(entry["message"]) == (
         "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}.")
+
+
+def test_a_gated_pod_stays_scheduling_gated(tmp_path):
+    docs = [node("n1"), pod("gated", cpu="100m", spec={"schedulingGates": [{"name": "example.com/wait"}]}),
+            pod("free", cpu="100m")]
+    doc, code = run(tmp_path, docs)
+    assert code == 0
+    assert doc["pods"]["default/gated"] == {
+        "status": "SchedulingGated", "node": None, "nominatedNode": None, "evictedBy": None,
+        "message": "Scheduling is blocked due to non-empty scheduling gates"}
+    assert doc["pods"]["default/free"]["node"] == "n1"
 
 
 def test_taints_and_tolerations(tmp_path):

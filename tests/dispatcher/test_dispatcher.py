@@ -147,3 +147,28 @@ def test_a_pod_its_shard_still_works_on_stays_and_a_lost_one_comes_back():
     d._dispatch()
     assert link.revoked == ["ns/lost"] and link.sent == ["ns/parked", "ns/lost", "ns/lost"]
     assert time.monotonic() - d.pending["ns/parked"].sent_at < 1
+
+
+def test_a_gated_pod_waits_in_the_dispatcher_and_goes_out_once_its_gates_are_removed():
+    """A pod with scheduling gates is not handed to any shard; the update that removes its
+    last gate dispatches it. (The dispatcher used to dispatch it at once and ignore later
+    updates of a pod it tracked: a shard that dropped it left it pending for good.)"""
+    d = make_dispatcher()
+    gated = pending("g")
+    gated["spec"]["schedulingGates"] = [{"name": "a"}, {"name": "b"}]
+    gated["metadata"]["resourceVersion"] = "5"
+    d._apply("ADDED", "Pod", gated)
+    d._dispatch()
+    assert not any(link.sent for link in d.shards.values())
+    assert "ns/g" in d.pending
+    gated["spec"]["schedulingGates"] = [{"name": "b"}]
+    gated["metadata"]["resourceVersion"] = "6"
+    d._apply("MODIFIED", "Pod", gated)
+    d._dispatch()
+    assert not any(link.sent for link in d.shards.values())
+    gated["spec"]["schedulingGates"] = []
+    gated["metadata"]["resourceVersion"] = "7"
+    d._apply("MODIFIED", "Pod", gated)
+    d._dispatch()
+    assert [k for link in d.shards.values() for k in link.sent] == ["ns/g"]
+    assert d.pending["ns/g"].rv == "7"  # the shard waits for its watch to show the ungated pod

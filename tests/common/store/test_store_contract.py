@@ -334,6 +334,28 @@ def test_bind_conflicts(store):
     assert store.get("Pod", "default/b")["spec"]["nodeName"] == "n1"
 
 
+def test_a_gated_pod_is_marked_scheduling_gated_and_cannot_be_bound(store):
+    """As the API server: a pod created with scheduling gates says PodScheduled=False /
+    SchedulingGated, and its binding is refused ("SchedulingGated", not AlreadyBound: the
+    binder used to read the API server's 409 as AlreadyBound, and the embedded stores bound
+    it) until its last gate is removed."""
+    created = store.create(pod("gated", schedulingGates=[{"name": "example.com/wait"}]))
+    (cond,) = store.get("Pod", "default/gated")["status"]["conditions"]
+    assert {k: cond[k] for k in ("type", "status", "reason", "message")} == {
+        "type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+        "message": "Scheduling is blocked due to non-empty scheduling gates"}
+    uid = created["metadata"]["uid"]
+    with pytest.raises(Conflict) as e:
+        store.bind("default/gated", "n1", uid)
+    assert e.value.reason == "SchedulingGated"
+    assert store.bind_many([("default/gated", "n1", uid)]) == ["SchedulingGated"]
+    obj = store.get("Pod", "default/gated")
+    obj["spec"]["schedulingGates"] = []
+    store.update(obj)
+    store.bind("default/gated", "n1", uid)
+    assert store.get("Pod", "default/gated")["spec"]["nodeName"] == "n1"
+
+
 def test_concurrent_binders_exactly_one_wins(backend):
     start = latest_rv(backend.client())
     backend.client().create(pod("contested"))
