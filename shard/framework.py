@@ -68,12 +68,17 @@ class CycleState(dict):
 
 
 class PreFilterResult:
-    """A PreFilter may narrow the candidates to a set of node names (unit locating, nodeName)."""
+    """A PreFilter may narrow the candidates to a set of node names (unit locating, nodeName).
 
-    __slots__ = ("node_names",)
+    A `hint` only saves the scan work (kube-scheduler's plugin has no such PreFilter): the
+    nodes it leaves out are explained by the plugin's own filter, and it never takes part in
+    kube's "didn't satisfy plugin(s)" accounting."""
 
-    def __init__(self, node_names):
+    __slots__ = ("node_names", "hint")
+
+    def __init__(self, node_names, hint: bool = False):
         self.node_names = frozenset(node_names)
+        self.hint = hint
 
 
 class PostFilterResult:

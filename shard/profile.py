@@ -7,12 +7,13 @@ from .registry import build_plugins
 
 
 class Profile:
-    def __init__(self, cfg: dict, sched, default_args: dict | None = None):
+    def __init__(self, cfg: dict, sched, default_args: dict | None = None, registry: dict | None = None):
         """`cfg` is one entry of the config's `profiles`; `default_args` the arguments a
-        plugin gets where the profile's pluginConfig gives none (plugin name -> args)."""
+        plugin gets where the profile's pluginConfig gives none (plugin name -> args);
+        `registry` the plugin classes by name (default: shard.registry.REGISTRY)."""
         self.name = cfg["schedulerName"]
         self.handle = Handle(sched, self)
-        self.plugins = build_plugins(cfg, self.handle, default_args or {})
+        self.plugins = build_plugins(cfg, self.handle, default_args or {}, registry)
 
         def at(point):
             return [p for p in self.plugins if implements(p, point)]

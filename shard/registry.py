@@ -30,9 +30,11 @@ REGISTRY = {cls.name: cls for cls in (
 )}
 
 
-def build_plugins(profile: dict, handle, default_args: dict) -> list:
+def build_plugins(profile: dict, handle, default_args: dict, registry: dict | None = None) -> list:
     """Instantiate the profile's plugins: defaults minus disabled, plus enabled (re-weighted),
-    each with its pluginConfig args laid over `default_args` for it."""
+    each with its pluginConfig args laid over `default_args` for it. `registry` (name ->
+    class, default REGISTRY) is where they are found, as kube's out-of-tree registry."""
+    registry = REGISTRY if registry is None else registry
     disabled = {e["name"] for e in profile["plugins"]["disabled"]}
     entries = [] if "*" in disabled else [(n, w) for n, w in DEFAULT_PLUGINS if n not in disabled]
     order = [n for n, _ in entries]
@@ -44,4 +46,4 @@ def build_plugins(profile: dict, handle, default_args: dict) -> list:
     args = {name: dict(a) for name, a in default_args.items()}
     for e in profile["pluginConfig"]:
         args[e["name"]] = {**args.get(e["name"], {}), **e["args"]}
-    return [REGISTRY[n](handle, args.get(n), weights[n]) for n in order]
+    return [registry[n](handle, args.get(n), weights[n]) for n in order]

@@ -28,7 +28,8 @@ import numpy as np
 from common.disruption import Budgets
 from common.plugin_names import DEFAULT_PREEMPTION
 from .diagnosis import Diagnosis
-from .framework import SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status
+from .framework import (SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PostFilterResult, PreFilterResult, Status,
+                        unresolvable)
 from .plugins.inter_pod_affinity import FILTER_STATE as INTER_POD_FILTER_STATE
 from .profile import Profile
 from .snapshot import Snapshot
@@ -46,6 +47,13 @@ def _existing_anti_affinity_beyond_node(state) -> bool:
     leaving another node of the zone, so the scheduling context must not skip them."""
     fs = state.get(INTER_POD_FILTER_STATE)
     return fs is not None and any(key != HOSTNAME for key in fs.forbidden)
+
+
+def _no_overlap(plugins: list[str]) -> str:
+    """kube's PreFilter status when the node-name results of `plugins` share no node."""
+    if len(plugins) == 1:
+        return f"node(s) didn't satisfy plugin {plugins[0]}"
+    return f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}] simultaneously"
 
 
 def _first_failure(plugins, state, pod, info):
@@ -78,7 +86,7 @@ class ScheduleResult:
 
     __slots__ = ("pod", "node", "status", "state", "evaluated", "feasible", "diagnosis",
                  "profile", "_message", "victims", "skipped_by_context", "phases",
-                 "snapshot_s", "cloned", "threshold", "pruned", "context_safe")
+                 "snapshot_s", "cloned", "threshold", "pruned", "context_safe", "post_filter_status")
 
     def __init__(self, pod, profile, state):
         self.pod, self.profile, self.state = pod, profile, state
@@ -93,6 +101,7 @@ class ScheduleResult:
         self.cloned = 0
         self.threshold = 0
         self.pruned = 0                     # nodes preemption skipped without a dry run
+        self.post_filter_status = None      # why PostFilter found no node, once it ran
         #: Whether a retry may skip nodes unchanged since this attempt (scheduling context):
         #: not when the pod's fate depends on pods elsewhere.
         self.context_safe = True
@@ -106,9 +115,11 @@ class Scheduler:
     def __init__(self, cfg: dict, cache, store=None, seed: int = 0, *, clock=time.monotonic,
                  vectorised: bool | None = None, scheduling_context: bool | None = None,
                  unit_locating: bool | None = None, full_snapshot: bool | None = None,
-                 zone_order: bool | None = None, preemption_pruning: bool | None = None):
+                 zone_order: bool | None = None, preemption_pruning: bool | None = None,
+                 registry: dict | None = None):
         """Optimisations default to `shards.optimizations` in the config; keyword arguments
-        override them (benchmarks compare both settings on one cache)."""
+        override them (benchmarks compare both settings on one cache). `registry` maps plugin
+        names to classes (default: shard.registry.REGISTRY)."""
         opts = cfg["shards"]["optimizations"]
 
         def pick(arg, default):
@@ -133,7 +144,7 @@ class Scheduler:
         preemption = cfg["preemption"]
         default_args = {DEFAULT_PREEMPTION: {k: preemption[k] for k in (
             "minCandidateNodesPercentage", "minCandidateNodesAbsolute")}}
-        self.profiles = {p["schedulerName"]: Profile(p, self, default_args) for p in cfg["profiles"]}
+        self.profiles = {p["schedulerName"]: Profile(p, self, default_args, registry) for p in cfg["profiles"]}
 
     @property
     def table(self):
@@ -157,25 +168,9 @@ class Scheduler:
         n = len(table)
         diag = Diagnosis(n)
         result.diagnosis = diag
-        rows_hint = None
-        for p in profile.pre_filter:
-            out = p.pre_filter(state, pod)
-            if out is None:
-                continue
-            if isinstance(out, PreFilterResult):
-                if self.unit_locating:
-                    rows = np.array(sorted(table.row_of[nm] for nm in out.node_names if nm in table.row_of),
-                                    dtype=np.int64)
-                    rows_hint = rows if rows_hint is None else np.intersect1d(rows_hint, rows)
-                    if len(rows_hint) < n:
-                        diag.narrow(p, rows_hint)
-            elif out.code == SKIP:
-                state.skip_filter.add(p.name)
-            else:
-                out.plugin = p.name
-                diag.pre_filter_status = out
-                result.status = out
-                return result
+        if not self._pre_filter(profile, state, pod, diag, result):
+            return result
+        rows_hint = diag.kept
         if n == 0:
             result.status = Status("UnschedulableAndUnresolvable", "no nodes available to schedule pods")
             result._message = "no nodes available to schedule pods"  # kube's words for an empty cluster
@@ -203,17 +198,67 @@ class Scheduler:
         result.status = Status(SUCCESS)
         return result
 
+    def _pre_filter(self, profile, state, pod, diag, result) -> bool:
+        """Run PreFilter; False when it rejected the pod (the result says why).
+
+        Node-name results narrow the scan (unit locating). kube's own results are merged as
+        kube-scheduler merges them, by name, before looking at the snapshot: when they have no
+        name in common, PreFilter fails with kube's "didn't satisfy plugin(s)" message."""
+        table = self.table
+        n = len(table)
+        names, with_nodes = None, []
+        for p in profile.pre_filter:
+            out = p.pre_filter(state, pod)
+            if out is None:
+                continue
+            if isinstance(out, PreFilterResult):
+                if not out.hint:
+                    with_nodes.append(p.name)
+                    names = out.node_names if names is None else names & out.node_names
+                    if not names:
+                        out = unresolvable(_no_overlap(with_nodes))
+                if isinstance(out, PreFilterResult):
+                    if self.unit_locating:
+                        rows = np.array(sorted(table.row_of[nm] for nm in out.node_names if nm in table.row_of),
+                                        dtype=np.int64)
+                        if len(rows) < n:
+                            diag.narrow(p, rows, out.hint)
+                    continue
+            if out.code == SKIP:
+                state.skip_filter.add(p.name)
+                continue
+            out.plugin = p.name
+            diag.pre_filter_status = out
+            result.status = out
+            return False
+        return True
+
     def _post_filter(self, profile, state, pod, result) -> None:
-        """Run PostFilter (preemption); on success the result gets a node and victims."""
+        """Run PostFilter (preemption); on success the result gets a node and victims, else
+        its status says why (the "preemption: ..." part of kube's message)."""
         t = time.perf_counter()
+        out = self._run_post_filter(profile, state, pod, result)
+        if out.node is not None:
+            result.node, result.victims = out.node, out.victims
+            result.status = Status(SUCCESS)
+        else:
+            result.post_filter_status = out.status
+        result.phases["PostFilter"] = time.perf_counter() - t
+
+    @staticmethod
+    def _run_post_filter(profile, state, pod, result) -> PostFilterResult:
+        """The first PostFilter plugin's result that found a node, or a failure carrying every
+        plugin's reasons (kube's RunPostFilterPlugins)."""
+        reasons = []
         for p in profile.post_filter:
             out = p.post_filter(state, pod, result)
             result.pruned += out.pruned
             if out.node is not None:
-                result.node, result.victims = out.node, out.victims
-                result.status = Status(SUCCESS)
-                break
-        result.phases["PostFilter"] = time.perf_counter() - t
+                return out
+            reasons += out.status.reasons if out.status is not None else ()
+        failed = PostFilterResult()
+        failed.status = Status(UNSCHEDULABLE, *reasons)
+        return failed
 
     def budgets(self) -> Budgets:
         """The PodDisruptionBudgets as preemption spends them, counted over the bound pods."""
@@ -381,10 +426,25 @@ class Scheduler:
                 result.context_safe = False
                 return "the pod fits now and will be retried"
             result.diagnosis, result.state = redo.diagnosis, redo.state
+            result.post_filter_status = redo.post_filter_status
         diag = result.diagnosis
         if diag.pre_filter_status is not None:
             st = diag.pre_filter_status
-            result._message = f"0/{diag.total_nodes} nodes are available: {st.message()}."
+            message = f"0/{diag.total_nodes} nodes are available: {st.message()}."
         else:
-            result._message = diag.message(result.state, pod, self.table)
+            message = diag.message(result.state, pod, self.table)
+        post = self._post_filter_message(result)
+        result._message = f"{message} {post}" if post else message
         return result._message
+
+    def _post_filter_message(self, result) -> str:
+        """What PostFilter said about a failed cycle. The cycle skips preemption where it
+        cannot succeed (a PreFilter rejection, no pod of lower priority anywhere); kube runs
+        it anyway and reports why it failed, so it is run here for its message (it finds no
+        node in those cases, and does no dry run)."""
+        profile = result.profile
+        if not profile.post_filter:
+            return ""
+        if result.post_filter_status is None:
+            result.post_filter_status = self._run_post_filter(profile, result.state, result.pod, result).status
+        return result.post_filter_status.message()

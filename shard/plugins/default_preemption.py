@@ -20,18 +20,31 @@ The rules, as kube-scheduler's:
 * the best candidate has the fewest PDB violations, then the lowest highest-victim priority,
   the smallest sum of victim priorities, the fewest victims, and the latest start time among
   its highest-priority victims; a node that needs no victim at all wins outright.
+
+When it finds nothing, its status is kube's words after "preemption: ": why the pod is not
+eligible, or a fit message over every node: the reason each node tried failed its dry run
+(the nodes pruning skipped get the reason their dry run would have given, worked out from
+the same columns) and "Preemption is not helpful for scheduling" for the nodes whose
+rejection preemption cannot cure.
 """
 from __future__ import annotations
+
+from collections import Counter
 
 import numpy as np
 
 from common.disruption import Budgets
-from ..framework import Plugin, PostFilterResult, unresolvable, unschedulable
+from common.predicates import PORTS_IN_USE, host_ports_conflict, insufficient
+from common.resources import PODS
+from ..diagnosis import fit_message
+from ..framework import Plugin, PostFilterResult, unschedulable
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
-NEVER = "not eligible due to preemptionPolicy=Never"
-TERMINATING = "not eligible due to a terminating pod on the nominated node"
+NEVER = "not eligible due to preemptionPolicy=Never."
+TERMINATING = "not eligible due to a terminating pod on the nominated node."
+#: kube's DefaultPreemption prefixes every message it returns with this.
+PREFIX = "preemption: "
 
 #: Priorities are int32; kube-scheduler shifts them by this before summing so that a sum of
 #: negative priorities still ranks more victims as worse.
@@ -59,59 +72,113 @@ class DefaultPreemption(Plugin):
     name = "DefaultPreemption"
 
     def post_filter(self, state, pod, result) -> PostFilterResult:
+        """A node and victims, or kube's reason why not ("preemption: ..."): not eligible, or
+        the statuses of the nodes it tried as a fit message, every node it could not try
+        (preemption cannot cure its rejection) counted as not helpful."""
         out = PostFilterResult()
         if pod.preemption_policy == "Never":
-            out.status = unresolvable(NEVER)
+            out.status = unschedulable(PREFIX + NEVER)
             return out
         handle = self.handle
         table = handle.table
-        unfixable = result.diagnosis.unresolvable_rows()
+        unfixable = result.diagnosis.unresolvable_rows(result.state, pod, table)
         if self._victims_still_terminating(table, pod, unfixable):
-            out.status = unschedulable(TERMINATING)
+            out.status = unschedulable(PREFIX + TERMINATING)
             return out
         possible = np.ones(len(table), dtype=bool)
         possible[unfixable] = False
         rows = np.flatnonzero(possible)
-        if not len(rows):
-            out.status = unresolvable(NOT_HELPFUL)
-            return out
+        tried: Counter = Counter()
+        if len(rows) and handle.lowest_priority() < pod.priority:
+            if self._search(state, pod, rows, out, tried):
+                return out
+        else:  # no pod of lower priority anywhere: every dry run would find no victim
+            tried[NO_VICTIMS] = len(rows)
+        tried[NOT_HELPFUL] += len(table) - len(rows)
+        out.status = unschedulable(PREFIX + fit_message(len(table), +tried))
+        return out
+
+    def _search(self, state, pod, rows, out: PostFilterResult, tried: Counter) -> bool:
+        """Dry runs from a random offset until enough candidates are found; True when `out`
+        got a node. Otherwise `tried` counts the reasons of every node tried (pruned ones
+        included, with the reason their dry run would have given)."""
+        handle = self.handle
+        table = handle.table
         wanted = min(len(rows), max(len(rows) * self.args["minCandidateNodesPercentage"] // 100,
                                     self.args["minCandidateNodesAbsolute"]))
         offset = handle.rng.randrange(len(rows))
         rows = np.concatenate((rows[offset:], rows[:offset]))
+        pruned = np.zeros(0, dtype=np.int64)
         if handle.preemption_pruning:
             keep = can_make_room(table, pod, rows)
             out.pruned = len(rows) - int(keep.sum())
-            rows = rows[keep]
+            pruned, rows = rows[~keep], rows[keep]
         budgets = handle.budgets()
         candidates = []
         for row in rows:
-            cand = self.dry_run(state, pod, table.infos[row], budgets)
+            cand, failure = self.dry_run(state, pod, table.infos[row], budgets)
             if cand is None:
+                tried.update(failure.reasons)
                 continue
             if not cand.victims:  # fits once its nominated pods are accounted for: take it
                 out.node = cand.node
-                return out
+                return True
             candidates.append(cand)
             if len(candidates) >= wanted:
                 break
         if not candidates:
-            out.status = unschedulable(NO_VICTIMS)
-            return out
+            self._explain_pruned(state, pod, pruned, budgets, tried)
+            return False
         best = min(candidates, key=Candidate.rank)
         out.node, out.victims = best.node, best.victims
-        return out
+        return True
 
-    def dry_run(self, state, pod, info, budgets: Budgets) -> Candidate | None:
-        """The victims on one node, or None when even evicting every lower pod is not enough."""
+    def _explain_pruned(self, state, pod, rows, budgets, tried: Counter) -> None:
+        """What the dry runs pruning skipped would have said (kube runs them all when it
+        finds no candidate): no victim on a node without lower-priority pods; else the first
+        filter still failing with them gone, NodePorts before NodeResourcesFit, and the
+        resources short. In numpy passes, but for nodes holding nominated pods (dry-run for
+        real) and, for a pod with host ports, the port check."""
+        if not len(rows):
+            return
+        handle = self.handle
+        table = handle.table
+        lower = table.releasable(pod.priority)
+        has_lower = lower[rows, PODS] > 0
+        tried[NO_VICTIMS] += int((~has_lower).sum())
+        rows = rows[has_lower]
+        if handle.has_nominated():
+            names = table.names
+            nominated = np.array([bool(handle.nominated_on(pod, names[row])) for row in rows], dtype=bool)
+            for row in rows[nominated]:
+                tried.update(self.dry_run(state, pod, table.infos[row], budgets)[1].reasons)
+            rows = rows[~nominated]
+        if pod.host_ports and len(rows):
+            held = np.array([host_ports_conflict(pod.host_ports, _ports_kept(table.infos[row], pod.priority))
+                             for row in rows], dtype=bool)
+            tried[PORTS_IN_USE] += int(held.sum())
+            rows = rows[~held]
+        req = np.asarray(pod.requests, dtype=np.int64)
+        cols = np.flatnonzero(req)
+        short = (table.free[rows][:, cols] + lower[rows][:, cols]) < req[cols]
+        for c, n in zip(cols, short.sum(axis=0)):
+            if n:
+                tried[insufficient(int(c))] += int(n)
+
+    def dry_run(self, state, pod, info, budgets: Budgets):
+        """(the candidate, None), or (None, the failing filter's status) when even evicting
+        every lower pod is not enough, or (None, NO_VICTIMS) when there is no lower pod."""
         handle = self.handle
         lower = [p for p in info.pods.values() if p.priority < pod.priority]
+        if not lower:
+            return None, unschedulable(NO_VICTIMS)
         scratch = info.scratch()
         st = state.clone()
         for v in lower:
             handle.remove_pod(st, pod, v, scratch)
-        if handle.filter_with_nominated(st, pod, scratch) is not None:
-            return None
+        failure = handle.filter_with_nominated(st, pod, scratch)
+        if failure is not None:
+            return None, failure
         lower.sort(key=lambda p: (-p.priority, p.start_time))
         budgets = budgets.copy()
         violating, other = [], []
@@ -125,7 +192,7 @@ class DefaultPreemption(Plugin):
                     handle.remove_pod(st, pod, v, scratch)
                     victims.append(v)
                     broken += breaks
-        return Candidate(info.name, victims, broken)
+        return Candidate(info.name, victims, broken), None
 
     @staticmethod
     def _victims_still_terminating(table, pod, unfixable) -> bool:
@@ -136,6 +203,11 @@ class DefaultPreemption(Plugin):
         if row is None or (unfixable == row).any():
             return False
         return any(p.deleting and p.priority < pod.priority for p in table.infos[row].pods.values())
+
+
+def _ports_kept(info, priority: int) -> list:
+    """Host ports in use on the node by pods preemption may not evict."""
+    return [port for p in info.pods.values() if p.priority >= priority for port in p.host_ports]
 
 
 def can_make_room(table, pod, rows: np.ndarray) -> np.ndarray:
