@@ -229,15 +229,18 @@ def _host_ports(containers, f: Field) -> tuple:
     return tuple(ports)
 
 
-def _container_requests(c: dict, f: Field) -> dict[str, int]:
+def _container_requests(c: dict, f: Field, missing: dict | None = None) -> dict[str, int]:
+    """The container's requests; `missing` fills in resources it does not request at all."""
     res = f.get_dict(c, "resources")
-    if not res:
-        return {}
-    rf = f.at("resources")
-    reqs = parse_resource_list(res.get("requests"), rf.at("requests"))
-    if res.get("limits") is not None:
-        for name, amount in parse_resource_list(res["limits"], rf.at("limits")).items():
-            reqs.setdefault(name, amount)  # API defaulting: a limit alone is also the request
+    reqs = {}
+    if res:
+        rf = f.at("resources")
+        reqs = parse_resource_list(res.get("requests"), rf.at("requests"))
+        if res.get("limits") is not None:
+            for name, amount in parse_resource_list(res["limits"], rf.at("limits")).items():
+                reqs.setdefault(name, amount)  # API defaulting: a limit alone is also the request
+    for name, amount in (missing or {}).items():
+        reqs.setdefault(name, amount)
     return reqs
 
 
@@ -252,25 +255,31 @@ def _max(acc: dict, other: dict) -> None:
             acc[k] = v
 
 
-def effective_requests(spec: dict, f: Field) -> dict[str, int]:
+#: What kube-scheduler's scoring assumes a container asks for when it requests no cpu or no
+#: memory at all (schedutil.DefaultMilliCPURequest, DefaultMemoryRequest).
+NONZERO_DEFAULTS = {"cpu": 100, "memory": 200 * 1024 * 1024}
+
+
+def effective_requests(spec: dict, f: Field, missing: dict | None = None) -> dict[str, int]:
     """A pod's scheduling request by Kubernetes' rules (component-helpers PodRequests).
 
     Sum of the containers; sidecars (init containers with restartPolicy Always) add to that
     sum and stay running while later init containers run; the result is the max of the sum
-    and every init container's peak; then pod overhead is added.
+    and every init container's peak; then pod overhead is added. `missing` (kube's
+    NonMissingContainerRequests) fills in, per container, resources it does not request.
     """
     containers = f.get_list(spec, "containers")
     total: dict[str, int] = {}
     for i, c in enumerate(containers):
         cf = f.at("containers").at(i)
-        _add(total, _container_requests(cf.dict(c), cf))
+        _add(total, _container_requests(cf.dict(c), cf, missing))
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
     inits = f.get_list(spec, "initContainers")
     for i, c in enumerate(inits):
         cf = f.at("initContainers").at(i)
         c = cf.dict(c)
-        req = _container_requests(c, cf)
+        req = _container_requests(c, cf, missing)
         if c.get("restartPolicy") == "Always":
             _add(total, req)
             _add(sidecars, req)
@@ -290,7 +299,7 @@ class Pod:
     __slots__ = (
         "namespace", "name", "uid", "key", "labels", "annotations", "owner_refs", "node_name",
         "scheduler_name", "priority", "priority_class_name", "preemption_policy", "requests",
-        "host_ports", "tolerations", "node_selector", "required_node_terms",
+        "nonzero", "host_ports", "tolerations", "node_selector", "required_node_terms",
         "preferred_node_terms", "affinity", "anti_affinity", "spread_constraints", "images",
         "creation_time", "start_time", "phase", "nominated_node", "deleting", "resource_version",
         "scheduling_gates", "raw",
@@ -365,7 +374,7 @@ def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
                              rf.get_str(r, "uid"), bool(r.get("controller"))))
     p.owner_refs = tuple(refs)
     (p.images, p.scheduler_name, p.priority_class_name, p.priority, p.preemption_policy, p.requests,
-     p.host_ports, p.tolerations, p.node_selector, p.required_node_terms, p.preferred_node_terms,
+     p.nonzero, p.host_ports, p.tolerations, p.node_selector, p.required_node_terms, p.preferred_node_terms,
      p.affinity, p.anti_affinity, p.spread_constraints) = _spec_fields(spec, sf, ns, labels)
     p.node_name = sf.get_str(spec, "nodeName")
     p.scheduling_gates = _scheduling_gates(spec, sf) if spec.get("schedulingGates") else ()
@@ -437,6 +446,8 @@ def _parse_spec(spec: dict, sf: Field, ns: str, labels: dict) -> tuple:
         raise sf.at("preemptionPolicy").error(f"must be PreemptLowerPriority or Never, got {policy!r}")
     requests = _vector(effective_requests(spec, sf), sf)
     requests = requests[:PODS] + (1,) + requests[PODS + 1:]  # every pod takes one pod slot
+    nonzero = effective_requests(spec, sf, NONZERO_DEFAULTS)  # what scoring counts
+    nonzero = (nonzero.get("cpu", 0), nonzero.get("memory", 0))
     host_ports = _host_ports(containers, cf)
     tolerations = tuple(parse_toleration(t, sf.at("tolerations").at(i))
                         for i, t in enumerate(sf.get_list(spec, "tolerations")))
@@ -469,7 +480,7 @@ def _parse_spec(spec: dict, sf: Field, ns: str, labels: dict) -> tuple:
                      if aff.get("podAntiAffinity") else EMPTY_AFFINITY)
     spread = tuple(_spread_constraint(c, sf.at("topologySpreadConstraints").at(i), labels)
                    for i, c in enumerate(sf.get_list(spec, "topologySpreadConstraints")))
-    return (images, scheduler_name, priority_class_name, priority, policy, requests, host_ports,
+    return (images, scheduler_name, priority_class_name, priority, policy, requests, nonzero, host_ports,
             tolerations, node_selector, required_terms, tuple(preferred), affinity, anti_affinity, spread)
 
 

@@ -9,21 +9,13 @@ snapshots hold clones.
 from __future__ import annotations
 
 from common.accounting import NodeUsage
-from common.resources import CPU, MEMORY, NUM_SLOTS
+from common.resources import NUM_SLOTS
 from common.splay import PrioritySplayTree
 
-#: kube-scheduler scores a pod that requests no cpu or memory as if it asked for these.
-DEFAULT_MILLI_CPU = 100
-DEFAULT_MEMORY = 200 * 1024 * 1024
-
-
 def nonzero_request(pod) -> tuple[int, int]:
-    """(cpu, memory) used for scoring: zero requests count as the defaults above."""
-    return nonzero_amounts(pod.requests)
-
-
-def nonzero_amounts(requests: tuple) -> tuple[int, int]:
-    return (requests[CPU] or DEFAULT_MILLI_CPU, requests[MEMORY] or DEFAULT_MEMORY)
+    """(cpu, memory) used for scoring: each container asking for no cpu or no memory counts
+    as kube-scheduler's defaults (common.objects.NONZERO_DEFAULTS)."""
+    return pod.nonzero
 
 
 def priority_key(pod) -> tuple:
