@@ -546,7 +546,7 @@ def parse_node(d: dict) -> Node:
         img = imf.dict(img)
         size = imf.at("sizeBytes").int(img.get("sizeBytes"), default=0, minimum=0)
         for j, nm in enumerate(imf.at("names").list(img.get("names"))):
-            images[imf.at("names").at(j).str(nm, required=True)] = size
+            images.setdefault(imf.at("names").at(j).str(nm, required=True), size)  # the first is kube's
     n.images = images
     n.resource_version = str(meta.get("resourceVersion") or "")
     n.raw = d
