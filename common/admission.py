@@ -18,6 +18,10 @@ API_VERSIONS = {
     "Node": "v1",
     "PodDisruptionBudget": "policy/v1",
     "Pod": "v1",
+    "PersistentVolumeClaim": "v1",
+    "PersistentVolume": "v1",
+    "StorageClass": "storage.k8s.io/v1",
+    "CSINode": "storage.k8s.io/v1",
 }
 
 

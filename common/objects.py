@@ -19,12 +19,16 @@ from .selectors import (
     Field, LabelSelector, parse_label_selector,
     parse_node_selector_term, parse_taint, parse_toleration,
 )
+from .storage_objects import parse_csi_node, parse_pod_volumes, parse_pv, parse_pvc, parse_storage_class
 
-KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass")
+KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", "PersistentVolumeClaim", "PersistentVolume",
+         "StorageClass", "CSINode")
 #: The kinds in dependency order, for creating and for listing: a pod never comes before the
-#: PriorityClass it names or the node it is pinned to, so no reader sees it half-defined.
-CREATE_ORDER = ("PriorityClass", "Node", "PodDisruptionBudget", "Pod")
-NAMESPACED = {"Pod", "PodDisruptionBudget"}
+#: PriorityClass it names, the node it is pinned to or the claims it mounts, so no reader sees
+#: it half-defined.
+CREATE_ORDER = ("PriorityClass", "StorageClass", "Node", "CSINode", "PersistentVolume", "PersistentVolumeClaim",
+                "PodDisruptionBudget", "Pod")
+NAMESPACED = {"Pod", "PodDisruptionBudget", "PersistentVolumeClaim"}
 #: kube-apiserver's built-in classes, present on every cluster.
 SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
 #: Pods of one group carry this label (scheduler-plugins' coscheduling); the dispatcher keeps
@@ -302,7 +306,7 @@ class Pod:
         "nonzero", "host_ports", "tolerations", "node_selector", "required_node_terms",
         "preferred_node_terms", "affinity", "anti_affinity", "spread_constraints", "images",
         "creation_time", "start_time", "phase", "nominated_node", "deleting", "resource_version",
-        "scheduling_gates", "raw",
+        "scheduling_gates", "volumes", "raw",
     )
 
     @property
@@ -378,6 +382,7 @@ def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
      p.affinity, p.anti_affinity, p.spread_constraints) = _spec_fields(spec, sf, ns, labels)
     p.node_name = sf.get_str(spec, "nodeName")
     p.scheduling_gates = _scheduling_gates(spec, sf) if spec.get("schedulingGates") else ()
+    p.volumes = parse_pod_volumes(spec, sf, name) if spec.get("volumes") else ()  # names depend on the pod
     if priority_classes is not None:
         resolve_priority(p, priority_classes, sf)
     elif p.priority is None:  # no classes known (e.g. store validation): lenient default
@@ -633,7 +638,8 @@ def parse_priority_class(d: dict) -> PriorityClass:
 
 
 _PARSERS = {"Pod": parse_pod, "Node": parse_node, "PodDisruptionBudget": parse_pdb,
-            "PriorityClass": parse_priority_class}
+            "PriorityClass": parse_priority_class, "PersistentVolumeClaim": parse_pvc,
+            "PersistentVolume": parse_pv, "StorageClass": parse_storage_class, "CSINode": parse_csi_node}
 
 
 def parse_object(d, priority_classes: dict | None = None):

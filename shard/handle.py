@@ -24,6 +24,17 @@ class Handle:
         return self._sched.snapshot.table
 
     @property
+    def volumes(self):
+        """The claims, volumes, storage classes and CSINodes (common.volumes.VolumeState),
+        with the volume bindings this shard assumed laid over them."""
+        return self._sched.volumes
+
+    @property
+    def claims_in_use(self):
+        """"namespace/claim" -> pods placed (bound or assumed) that mount it."""
+        return self._sched.cache.claims_in_use
+
+    @property
     def rng(self):
         """The shard's seeded random source (tie-breaks, random starting rows)."""
         return self._sched.rng

@@ -21,10 +21,14 @@ import time
 from common.disruption import VICTIMS_TERMINATING, eviction_failures, refusal
 from common.errors import ObjectError
 from common.informer import Informer
-from common.objects import CREATE_ORDER, parse_object, raw_pod_key
+from common.objects import CREATE_ORDER, object_key, parse_object, raw_pod_key
+from common.plugin_names import VOLUME_BINDING
+from common.volume_binding import TIMED_OUT, bindings_done, store_lookups, write_bindings
+from common.volumes import counts_volumes
 from common.store.base import rv_order
 from .cache import ShardCache
 from .framework import SUCCESS
+from .plugins.volume_binding import planned_volumes
 from .queue import SchedulingQueue
 from .scheduler import Scheduler
 from .waiting import Wait
@@ -75,12 +79,15 @@ class DispatchedPods:
 
 class StoreCommitter:
     """Commits a decision in the loop's own thread: checks the PodDisruptionBudgets, nominates
-    the pod and evicts its victims, then runs the profile's Bind plugins. Used where no
-    binder runs (`simulate`, tests); the same budget rule as the binder's applies, so the
-    outcome is what the distributed scheduler would do."""
+    the pod and evicts its victims, binds its volumes (VolumeBinding's PreBind), then runs the
+    profile's Bind plugins. Used where no binder runs (`simulate`, tests); the same budget rule
+    as the binder's applies, so the outcome is what the distributed scheduler would do."""
 
-    def __init__(self, store):
+    def __init__(self, store, provision=None):
+        """`provision`, when given, plays the storage controllers between writing a pod's
+        volume bindings and checking they are done (simulate's common.provisioner)."""
         self.store = store
+        self.provision = provision
         #: victim pod key -> key of the pod that preempted it
         self.evicted_by: dict[str, str] = {}
 
@@ -98,6 +105,11 @@ class StoreCommitter:
                         self.evicted_by[v.key] = pod.key
             if refused is not None:
                 return f"preemption failed: {refused}"
+        plan = planned_volumes(result.state, node)
+        if plan is not None:
+            why = self._bind_volumes(plan, node)
+            if why is not None:
+                return f"{VOLUME_BINDING}: {why}"
         for p in result.profile.bind:
             st = p.bind(result.state, pod, node)
             if st is None:
@@ -105,6 +117,19 @@ class StoreCommitter:
             if st.code != "Skip":
                 return f"{p.name}: {st.message()}"
         return ""
+
+
+    def _bind_volumes(self, plan, node_name: str) -> str | None:
+        """VolumeBinding's PreBind in place: write the bindings, let the provisioner act, and
+        fail at once (rather than after bindTimeoutSeconds) unless the claims are bound."""
+        written, why = write_bindings(self.store, plan, node_name)
+        if why is not None:
+            return why
+        if self.provision is not None:
+            self.provision()
+        node = parse_object(self.store.get("Node", node_name) or {"kind": "Node", "metadata": {"name": node_name}})
+        done, why = bindings_done(node, plan, written, *store_lookups(self.store))
+        return None if done else (why or TIMED_OUT)
 
 
 class ShardLoop:
@@ -170,6 +195,22 @@ class ShardLoop:
             self._apply_node(type_, obj)
         elif kind == "Pod":
             self._apply_pod(type_, obj)
+        else:
+            self._apply_storage(type_, kind, obj)
+
+    def _apply_storage(self, type_: str, kind: str, obj: dict) -> None:
+        """A claim, volume, storage class or CSINode changed: it can only matter to pods
+        with volumes (kube's VolumeBinding, VolumeZone and NodeVolumeLimits hints)."""
+        volumes = self.scheduler.volumes
+        if type_ == "DELETED":
+            meta = obj.get("metadata") or {}
+            volumes.remove(kind, object_key(kind, meta.get("namespace") or "default", meta.get("name")))
+        else:
+            parsed = self._parse(obj)
+            if parsed is None:
+                return
+            volumes.set(parsed)
+        self.queue.move_all_to_active(only=counts_volumes)
 
     def _parse(self, obj: dict):
         try:

@@ -18,14 +18,19 @@ from .plugins.node_name import NodeName
 from .plugins.node_ports import NodePorts
 from .plugins.node_resources_fit import NodeResourcesFit
 from .plugins.node_unschedulable import NodeUnschedulable
+from .plugins.node_volume_limits import NodeVolumeLimits
 from .plugins.priority_sort import PrioritySort
 from .plugins.scheduling_gates import SchedulingGates
 from .plugins.taint_toleration import TaintToleration
 from .plugins.topology_spread import PodTopologySpread
+from .plugins.volume_binding import VolumeBinding
+from .plugins.volume_restrictions import VolumeRestrictions
+from .plugins.volume_zone import VolumeZone
 
 REGISTRY = {cls.name: cls for cls in (
     SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
-    NodeResourcesFit, NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity,
+    NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
+    NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity,
     ImageLocality, DefaultPreemption, DefaultBinder,
 )}
 

@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from common.disruption import Budgets
+from common.volumes import VolumeState, claim_volumes
 from common.plugin_names import DEFAULT_PREEMPTION
 from .diagnosis import Diagnosis
 from .framework import (SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PostFilterResult, PreFilterResult, Status,
@@ -139,6 +140,8 @@ class Scheduler:
         self.nominated: dict[str, dict] = {}
         #: PodDisruptionBudgets by key (kept by the loop); preemption avoids breaking them.
         self.pdbs: dict = {}
+        #: Claims, volumes, storage classes and CSINodes (kept by the loop).
+        self.volumes = VolumeState()
         #: Pods held at Permit until their plugins allow them.
         self.waiting = WaitingPods(clock)
         preemption = cfg["preemption"]
@@ -175,7 +178,10 @@ class Scheduler:
             result.status = Status("UnschedulableAndUnresolvable", "no nodes available to schedule pods")
             result._message = "no nodes available to schedule pods"  # kube's words for an empty cluster
             return result
-        result.context_safe = not (pod.has_cross_node_constraints() or _existing_anti_affinity_beyond_node(state))
+        # A pod mounting claims depends on objects that are not nodes (claims, volumes, other
+        # pods' ReadWriteOncePod claims): no node may be skipped as unchanged.
+        result.context_safe = not (pod.has_cross_node_constraints() or _existing_anti_affinity_beyond_node(state)
+                                   or claim_volumes(pod))
         skip_unchanged = self.scheduling_context and last_generation > 0 and result.context_safe
         t1 = time.perf_counter()
         feasible = self._scan(profile, state, pod, diag, result, queued, rows_hint,

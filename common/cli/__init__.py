@@ -18,7 +18,9 @@ from ..runner import add_arguments as add_role_arguments
 from .errors import EXIT_REJECTED, EXIT_USAGE, fail
 
 #: Aliases `get` and `delete` take for the kinds.
-KIND_ALIASES = ("no", "node", "nodes", "po", "pod", "pods")
+KIND_ALIASES = ("no", "node", "nodes", "po", "pod", "pods", "pvc", "persistentvolumeclaim", "persistentvolumeclaims",
+                "pv", "persistentvolume", "persistentvolumes", "sc", "storageclass", "storageclasses",
+                "csinode", "csinodes")
 NO_STORE_HELP = ("store URL; required here (or store.url in --config): these commands act on an "
                  "existing store and never start an embedded redis-server")
 
@@ -117,17 +119,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show the live table of shards and binders (as `shardsched top`) while it runs")
     _handler(b, "bench:cmd_bench")
 
-    cr = sub.add_parser("create", help="create Nodes, Pods, PDBs and PriorityClasses from a file (like kubectl)")
+    cr = sub.add_parser("create", help="create Nodes, Pods, PDBs, PriorityClasses, PVCs, PVs, StorageClasses "
+                                       "and CSINodes from a file (like kubectl)")
     cr.add_argument("-f", "--filename", dest="file", required=True, metavar="FILE",
                     help="YAML (one or more documents, or kind: List) or JSON; '-' reads stdin")
     _store_args(cr)
     _handler(cr, "manage:cmd_create")
-    d = sub.add_parser("delete", help="delete pods (NS/NAME) or nodes (NAME) from the store")
+    d = sub.add_parser("delete", help="delete pods or claims (NS/NAME) or nodes, volumes, storage classes, "
+                                      "CSINodes (NAME) from the store")
     d.add_argument("kind", choices=KIND_ALIASES)
-    d.add_argument("names", nargs="+", metavar="NAME", help="NS/NAME for pods (NAME = default/NAME)")
+    d.add_argument("names", nargs="+", metavar="NAME", help="NS/NAME for pods and claims (NAME = default/NAME)")
     _store_args(d)
     _handler(d, "manage:cmd_delete")
-    ge = sub.add_parser("get", help="list pods or nodes as a table, or as a kind: List")
+    ge = sub.add_parser("get", help="list pods, nodes, claims, volumes, storage classes or CSINodes as a table, "
+                                    "or as a kind: List")
     ge.add_argument("kind", choices=KIND_ALIASES)
     ge.add_argument("-o", "--output", choices=("wide", "json", "yaml"), help="wide table or the stored objects")
     _store_args(ge)

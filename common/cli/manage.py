@@ -18,13 +18,14 @@ import yaml
 from .. import config as config_mod
 from ..admission import admit, stored_classes
 from ..errors import ObjectError
-from ..objects import TERMINAL_PHASES, object_key, parse_node, parse_pod
+from ..objects import NAMESPACED, TERMINAL_PHASES, object_key, parse_node, parse_object, parse_pod
 from ..resources import CPU, MEMORY, PODS, format_amount, known_resources, resource_name, vadd
 from ..store import configured_url, open_configured
 from ..store.podstatus import SCHEDULING_GATED, scheduled_condition
 from ..verify import summary, verify_store
 from .errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, UsageError, fail, print_error
 from .manifests import read_documents
+from .storage_tables import TABLES
 
 #: kind -> kubectl's resource name in "created"/"deleted" lines
 RESOURCE_NAMES = {
@@ -32,9 +33,18 @@ RESOURCE_NAMES = {
     "Node": "node",
     "PodDisruptionBudget": "poddisruptionbudget.policy",
     "Pod": "pod",
+    "PersistentVolumeClaim": "persistentvolumeclaim",
+    "PersistentVolume": "persistentvolume",
+    "StorageClass": "storageclass.storage.k8s.io",
+    "CSINode": "csinode.storage.k8s.io",
 }
 #: Command-line spellings of the kinds `get` and `delete` take.
-ALIASES = {"pod": "Pod", "pods": "Pod", "po": "Pod", "node": "Node", "nodes": "Node", "no": "Node"}
+ALIASES = {"pod": "Pod", "pods": "Pod", "po": "Pod", "node": "Node", "nodes": "Node", "no": "Node",
+           "pvc": "PersistentVolumeClaim", "persistentvolumeclaim": "PersistentVolumeClaim",
+           "persistentvolumeclaims": "PersistentVolumeClaim", "pv": "PersistentVolume",
+           "persistentvolume": "PersistentVolume", "persistentvolumes": "PersistentVolume",
+           "sc": "StorageClass", "storageclass": "StorageClass", "storageclasses": "StorageClass",
+           "csinode": "CSINode", "csinodes": "CSINode"}
 
 
 @contextlib.contextmanager
@@ -80,11 +90,13 @@ def cmd_create(args) -> int:
 # --- delete -------------------------------------------------------------------------------
 
 def delete_key(kind: str, name: str) -> str:
-    """Store key of a command-line name: pods are NS/NAME (NAME alone = namespace default)."""
+    """Store key of a command-line name: pods and claims are NS/NAME (NAME alone = namespace
+    default)."""
+    namespaced = kind in NAMESPACED
     parts = name.split("/")
-    if not all(parts) or len(parts) > (2 if kind == "Pod" else 1):
-        raise UsageError(f"bad {kind} name {name!r}: use " + ("NAMESPACE/NAME or NAME" if kind == "Pod" else "NAME"))
-    return name if kind != "Pod" or len(parts) == 2 else f"default/{name}"
+    if not all(parts) or len(parts) > (2 if namespaced else 1):
+        raise UsageError(f"bad {kind} name {name!r}: use " + ("NAMESPACE/NAME or NAME" if namespaced else "NAME"))
+    return name if not namespaced or len(parts) == 2 else f"default/{name}"
 
 
 def cmd_delete(args) -> int:
@@ -204,7 +216,7 @@ def node_rows(nodes: list, pods: list, wide: bool, now: float) -> tuple[list, li
 
 
 def cmd_get(args) -> int:
-    """`get pods|nodes`: a table, or with -o json|yaml a `kind: List` of the stored objects
+    """`get KIND`: a table, or with -o json|yaml a `kind: List` of the stored objects
     unchanged (so `create -f` takes it back)."""
     kind = ALIASES[args.kind]
     with opened_store(args) as store:
@@ -216,7 +228,10 @@ def cmd_get(args) -> int:
                              if args.output == "json" else yaml.safe_dump(doc, sort_keys=False))
             return EXIT_OK
         wide, now = args.output == "wide", time.time()
-        if kind == "Pod":
+        if kind in TABLES:
+            header, rows = TABLES[kind](_parse_all(items, parse_object), wide,
+                                        lambda d: age(d["metadata"].get("creationTimestamp"), now))
+        elif kind == "Pod":
             header, rows = pod_rows(_parsed_pods(items, stored_classes(store) if wide else None), wide, now)
         else:
             pods = _parsed_pods(store.list("Pod")[0], None)

@@ -63,6 +63,10 @@ RESOURCES = {
     "Pod": ("v1", "/api/v1", "pods"),
     "PodDisruptionBudget": ("policy/v1", "/apis/policy/v1", "poddisruptionbudgets"),
     "PriorityClass": ("scheduling.k8s.io/v1", "/apis/scheduling.k8s.io/v1", "priorityclasses"),
+    "PersistentVolumeClaim": ("v1", "/api/v1", "persistentvolumeclaims"),
+    "PersistentVolume": ("v1", "/api/v1", "persistentvolumes"),
+    "StorageClass": ("storage.k8s.io/v1", "/apis/storage.k8s.io/v1", "storageclasses"),
+    "CSINode": ("storage.k8s.io/v1", "/apis/storage.k8s.io/v1", "csinodes"),
 }
 LEASES = "/apis/coordination.k8s.io/v1"
 LEASE_LABEL = "shardsched.io/role"
