@@ -7,6 +7,11 @@ is sized to `binders.maxInFlight`, so that many requests can be in flight. Each 
 outcomes go back to their shards' streams as soon as it completes: nothing waits for
 another shard's batch, or for the next batch of the same shard.
 
+A decision whose pod has claims to bind (VolumeBinding's PreBind) has the volume bindings
+written after its victims are gone; it then waits, off the pipeline, until the claims are
+bound (binder/volume_waits.py), and comes back to be bound (`resume`) or is refused
+(`finish`): no chunk, and no shard, waits for a provisioner.
+
 Every reservation is settled exactly once, on every path: bound, refused, or in doubt when
 the store failed part-way (see BinderView.settle).
 """
@@ -19,31 +24,40 @@ from concurrent.futures import ThreadPoolExecutor
 
 from common.disruption import VICTIMS_TERMINATING, eviction_failures
 from common.logs import ErrorLog
+from common.plugin_names import VOLUME_BINDING
+from common.volume_binding import write_bindings
 from proto import shardsched_pb2 as pb
 
 log = logging.getLogger(__name__)
 
 CHUNK = 256  # reservations per chunk: one pipelined store call each for evictions and bindings
+#: What `_commit` records for a decision handed to the volume waits: no outcome yet.
+WAITING = ("waiting", None)
 
 
 class Pending:
-    """A reserved decision waiting for its commit, and where its outcome goes."""
+    """A reserved decision waiting for its commit, and where its outcome goes. `written`
+    holds the versions of the volume bindings PreBind wrote, once it did."""
 
-    __slots__ = ("reservation", "reply", "shard")
+    __slots__ = ("reservation", "reply", "shard", "written", "deadline")
 
     def __init__(self, reservation, reply, shard: str):
         self.reservation, self.reply, self.shard = reservation, reply, shard
+        self.written: dict | None = None
+        self.deadline = 0.0
 
 
 class Commits:
-    def __init__(self, store, settle, holds, workers: int, stop: threading.Event, count):
+    def __init__(self, store, settle, holds, workers: int, stop: threading.Event, count, wait_for_volumes=None):
         """`settle([(pending, outcome, how)])` ends reservations and sends their outcomes;
         `holds(partition)` says whether we may still commit for it; `count(name, n)` bumps a
-        counter."""
+        counter; `wait_for_volumes(items)` takes decisions whose volume bindings were written
+        until their claims are bound (they come back through `resume` or `finish`)."""
         self.store = store
         self.settle = settle
         self.holds = holds
         self.count = count
+        self.wait_for_volumes = wait_for_volumes
         self.stop = stop
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.slots = threading.Semaphore(workers)
@@ -59,6 +73,18 @@ class Commits:
                 self.in_flight[p] = self.in_flight.get(p, 0) + 1
         for it in items:
             self.queue.put(it)
+
+    def resume(self, items: list[Pending]) -> None:
+        """Decisions whose claims are bound now: on to their binding (still counted in flight)."""
+        for it in items:
+            self.queue.put(it)
+
+    def finish(self, refused: list[tuple]) -> None:
+        """End decisions refused while their claims were awaited: [(pending, reason)]."""
+        self.settle([(it, self._outcome(it, False, reason), "refused") for it, reason in refused])
+        with self._lock:
+            for it, _ in refused:
+                self.in_flight[it.reservation.partition] -= 1
 
     def busy(self, partition: int) -> bool:
         with self._lock:
@@ -91,12 +117,16 @@ class Commits:
                 if i not in done:
                     done[i] = (self._outcome(it, False, f"StoreError: {e}"), "doubt")
         finally:
+            waiting = [it for i, it in enumerate(chunk) if done.get(i) is WAITING]
+            settled = [it for i, it in enumerate(chunk) if done.get(i) is not WAITING]
             self.settle([(it, *(done.get(i) or (self._outcome(it, False, "StoreError: not committed"), "doubt")))
-                         for i, it in enumerate(chunk)])
+                         for i, it in enumerate(chunk) if done.get(i) is not WAITING])
             with self._lock:
-                for it in chunk:
+                for it in settled:
                     self.in_flight[it.reservation.partition] -= 1
             self.slots.release()
+            if waiting:
+                self.wait_for_volumes(waiting)
 
     @staticmethod
     def _outcome(it: Pending, bound: bool, reason: str = "", evicted=()):
@@ -112,13 +142,22 @@ class Commits:
             else:
                 done[i] = (self._outcome(it, False, f"NotPartitionHolder: partition {r.partition} "
                                                     f"was lost before the commit"), "refused")
-        evicted = self._evict([chunk[i] for i in live])
-        to_bind = []
-        for i in live:
+        fresh = [i for i in live if chunk[i].written is None]  # not back from the volume waits
+        evicted = self._evict([chunk[i] for i in fresh])
+        to_bind = [i for i in live if chunk[i].written is not None]
+        for i in fresh:
             r = chunk[i].reservation
             refused = eviction_failures((k for k, _ in r.victims), (evicted[k] for k, _ in r.victims))
             if refused is None and (terminating := self._still_there(r.victims)):
                 refused = f"{VICTIMS_TERMINATING}: {', '.join(terminating)}"
+            if refused is None and r.volumes is not None:
+                written, why = write_bindings(self.store, r.volumes, r.node)
+                if why is not None:
+                    refused = f"{VOLUME_BINDING}: {why}"
+                else:
+                    chunk[i].written = written
+                    done[i] = WAITING
+                    continue
             if refused is not None:
                 done[i] = (self._outcome(chunk[i], False, refused), "refused")
             else:

@@ -5,7 +5,9 @@ binder takes the pod from its own watch (BinderView), checks the decision agains
 and its reservations (common/checks.py) under one lock, reserves it, and hands it to the
 commit pipeline (binder/commits.py), which answers on the stream as each commit completes.
 A decision about a pod the watch has not shown yet waits for the watch to reach the
-resourceVersion the shard saw, briefly, before it is judged.
+resourceVersion the shard saw, briefly, before it is judged. A pod with claims to bind has
+its volume bindings written by the pipeline, then waits off it (binder/volume_waits.py),
+checked after each pass of the watch, until its claims are bound.
 
 The binder commits only for the partitions it holds (binder/partitions.py); threads: the
 gRPC workers (one reader per stream), the watch, the partition leases, the commit feeder
@@ -28,10 +30,11 @@ from common.store.base import rv_order
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
-from common.checks import CROSS_NODE_CHECKS, NODE_CHECKS, Judged, first_failure
+from common.checks import CROSS_NODE_CHECKS, NODE_CHECKS, VOLUME_CHECKS, Judged, first_failure
 from .commits import Commits, Pending
 from .partitions import PartitionLeases
 from .view import BinderView, Reservation
+from .volume_waits import VolumeWaits
 
 log = logging.getLogger(__name__)
 
@@ -69,15 +72,16 @@ class BinderServer(Component, rpc.BinderServicer):
             names.add("default-scheduler")
         self.view = BinderView(names, cfg["shards"]["assumeTtlSeconds"],
                                doubt_s=2 * cfg["store"]["requestTimeoutSeconds"])
-        self.checks = NODE_CHECKS + (CROSS_NODE_CHECKS if binders["crossNodeChecks"] else ())
+        self.checks = NODE_CHECKS + VOLUME_CHECKS + (CROSS_NODE_CHECKS if binders["crossNodeChecks"] else ())
         self.partition_count = binders["count"]
         self.partition_label = binders["partitionLabel"]
         self.lock = threading.Lock()
         self.informer = Informer(store, CREATE_ORDER, self._apply, self._relist)
         self.partitions = PartitionLeases(store, binders["count"], number, binders["leaseDurationSeconds"])
+        self.volume_waits = VolumeWaits(cfg, self.partitions.holds)
         self.commits = Commits(store, self._settle, self.partitions.holds,
                                max(1, min(COMMIT_WORKERS, binders["maxInFlight"])), self.stop_event,
-                               self._count)
+                               self._count, self.volume_waits.add)
         self.deferred: list[tuple] = []  # (decision, stream, deadline) waiting for the watch
 
     def _count(self, name: str, n: int) -> None:
@@ -96,7 +100,7 @@ class BinderServer(Component, rpc.BinderServicer):
 
     def queues(self) -> dict[str, int]:
         return {"assumed": len(self.view.acc.assumed), "reserved": len(self.view.reserved),
-                "waiting_for_watch": len(self.deferred)}
+                "waiting_for_watch": len(self.deferred), "waiting_for_volumes": len(self.volume_waits)}
 
     def gauges(self) -> dict[str, int]:
         return {"partitions_held": len(self.partitions.held_now())}
@@ -104,7 +108,12 @@ class BinderServer(Component, rpc.BinderServicer):
     # --- following the store and holding partitions ---------------------------------------
 
     def watch_step(self) -> None:
-        self.informer.sync(timeout=0.05 if self.deferred else 0.2)
+        self.informer.sync(timeout=0.05 if self.deferred or len(self.volume_waits) else 0.2)
+        with self.lock:
+            ready, refused = self.volume_waits.check(self.view)
+        self.commits.resume(ready)
+        if refused:
+            self.commits.finish(refused)
         with self.lock:
             self.view.expire()
             deferred, self.deferred = self.deferred, []
@@ -207,7 +216,8 @@ class BinderServer(Component, rpc.BinderServicer):
         if why is not None:
             return why
         victims = [(v.key, v.uid) for v in judged.victims]
-        return Reservation(pod, d.node, victims, self._deleted_outright(judged.victims), partition)
+        return Reservation(pod, d.node, victims, self._deleted_outright(judged.victims), partition,
+                           judged.volume_plan)
 
     def _deleted_outright(self, victims) -> set:
         """Victims whose eviction would break a PodDisruptionBudget (counting the victims of
