@@ -75,19 +75,25 @@ def test_each_component_is_allowed_what_it_needs_and_no_more(kube_cluster):
         "dispatcher": [("watch", "pods"), ("list", "pods"), ("patch", *lease), ("list", *lease)],
         "shard": [("watch", "nodes"), ("watch", "pods"), ("list", "poddisruptionbudgets.policy"),
                   ("watch", "priorityclasses.scheduling.k8s.io"), ("patch", "pods/status"),
+                  ("watch", "persistentvolumeclaims"), ("list", "persistentvolumes"),
+                  ("watch", "storageclasses.storage.k8s.io"), ("list", "csinodes.storage.k8s.io"),
                   ("create", *lease), ("patch", *lease)],
         "binder": [("watch", "nodes"), ("list", "pods"), ("watch", "poddisruptionbudgets.policy"),
                    ("watch", "priorityclasses.scheduling.k8s.io"), ("create", "pods/binding"),
                    ("create", "pods/eviction"), ("delete", "pods"), ("patch", *lease),
-                   ("update", *lease), ("delete", *lease)],
+                   ("update", *lease), ("delete", *lease), ("watch", "storageclasses.storage.k8s.io"),
+                   ("watch", "csinodes.storage.k8s.io"), ("update", "persistentvolumes"),
+                   ("update", "persistentvolumeclaims"), ("watch", "persistentvolumeclaims")],
     }
     denied = {
         "dispatcher": [("create", "pods/binding"), ("patch", "pods/status"), ("list", "nodes"),
                        ("list", "secrets"), ("patch", "leases.coordination.k8s.io", "kube-node-lease")],
         "shard": [("create", "pods/binding"), ("create", "pods/eviction"), ("delete", "pods"),
-                  ("update", "pods"), ("list", "secrets"), ("patch", "nodes")],
+                  ("update", "pods"), ("list", "secrets"), ("patch", "nodes"), ("update", "persistentvolumes"),
+                  ("update", "persistentvolumeclaims")],
         "binder": [("patch", "pods/status"), ("update", "pods"), ("update", "nodes"), ("list", "secrets"),
-                   ("create", "leases.coordination.k8s.io", "default")],
+                   ("create", "leases.coordination.k8s.io", "default"), ("delete", "persistentvolumes"),
+                   ("create", "persistentvolumes"), ("update", "storageclasses.storage.k8s.io")],
     }
     for sa, checks in allowed.items():
         for check in checks:

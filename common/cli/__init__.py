@@ -51,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--nodes", type=int, required=True, help="number of nodes")
     f.add_argument("--profile", choices=PROFILES, default="uniform")
     f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--csi-limit", action="append", metavar="DRIVER=COUNT",
+                   help="also a CSINode per node whose DRIVER attaches at most COUNT volumes (repeatable)")
     g = f.add_mutually_exclusive_group()
     g.add_argument("--store", help="store URL (default: an embedded redis-server)")
     g.add_argument("-o", "--output", choices=("yaml", "json"), help="print a kind: List instead")

@@ -237,6 +237,51 @@ def test_get_empty_store_says_so(capsys, url):
     assert (code, out, err) == (0, "", "No resources found.\n")
 
 
+def test_storage_kinds_create_get_and_delete(capsys, url, store, tmp_path):
+    from builders import csi_node, pv, pvc, storage_class
+
+    path = write_yaml(tmp_path / "s.yaml", pvc("data", "wffc", uid=None, ns="team"),
+                      pv("vol-1", "manual", size="10Gi", claim="team/data"), csi_node("n1", {"ebs.csi.aws.com": 25}),
+                      storage_class("wffc"))
+    code, out, err = run(capsys, "create", "-f", path, "--store", url)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == ["storageclass.storage.k8s.io/wffc created", "csinode.storage.k8s.io/n1 created",
+                                "persistentvolume/vol-1 created", "persistentvolumeclaim/data created"]
+    expected = {
+        "pvc": [["NAMESPACE", "NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "AGE"],
+                ["team", "data", "Pending", "RWO", "wffc"]],
+        "pv": [["NAME", "CAPACITY", "ACCESS MODES", "RECLAIM POLICY", "STATUS", "CLAIM", "STORAGECLASS", "AGE"],
+               ["vol-1", "10Gi", "RWO", "Retain", "Available", "team/data", "manual"]],
+        "sc": [["NAME", "PROVISIONER", "RECLAIMPOLICY", "VOLUMEBINDINGMODE", "AGE"],
+               ["wffc", "example.com/fake", "Delete", "WaitForFirstConsumer"]],
+        "csinodes": [["NAME", "DRIVERS", "AGE"], ["n1", "1"]],
+    }
+    for kind, (header, row) in expected.items():
+        code, out, _ = run(capsys, "get", kind, "--store", url)
+        table = [line.split() for line in out.splitlines()]
+        assert code == 0 and table[0] == " ".join(header).split(), kind
+        assert table[1][:-1] == row, kind  # (the last column is the age)
+    code, out, _ = run(capsys, "get", "pvc", "-o", "wide", "--store", url)
+    assert out.splitlines()[1].split()[-1] == "<none>"  # no selected node yet
+    code, out, _ = run(capsys, "get", "csinode", "-o", "wide", "--store", url)
+    assert out.splitlines()[1].split()[-1] == "ebs.csi.aws.com=25"
+    code, out, _ = run(capsys, "delete", "pvc", "team/data", "--store", url)
+    assert (code, out) == (0, 'persistentvolumeclaim "data" deleted\n')
+    code, out, _ = run(capsys, "delete", "sc", "wffc", "--store", url)
+    assert (code, out) == (0, 'storageclass.storage.k8s.io "wffc" deleted\n')
+
+
+def test_fleet_adds_csi_node_limits(capsys, url, store):
+    code, _, err = run(capsys, "fleet", "--nodes", "3", "--csi-limit", "ebs.csi.aws.com=25", "--store", url)
+    assert code == 0, err
+    csi = store.list("CSINode")[0]
+    assert sorted(d["metadata"]["name"] for d in csi) == sorted(names(store, "Node"))
+    assert {(drv["name"], drv["allocatable"]["count"]) for d in csi for drv in d["spec"]["drivers"]} == {
+        ("ebs.csi.aws.com", 25)}
+    code, _, err = run(capsys, "fleet", "--nodes", "1", "--csi-limit", "ebs", "-o", "yaml")
+    assert code == 2 and "use DRIVER=COUNT" in err
+
+
 # --- delete ---------------------------------------------------------------------------------
 
 def test_delete_pods_and_nodes_and_not_found(capsys, url, store, tmp_path):
