@@ -47,6 +47,15 @@ def _meta(d: dict, f: Field, namespaced: bool) -> tuple[dict, str, str]:
     return meta, ns, name
 
 
+def _identity(obj, meta: dict, d: dict) -> None:
+    """uid, labels, annotations, resourceVersion and the raw dict, as every kind keeps them."""
+    obj.uid = meta.get("uid") or ""
+    obj.labels = meta.get("labels") or {}
+    obj.annotations = meta.get("annotations") or {}
+    obj.resource_version = str(meta.get("resourceVersion") or "")
+    obj.raw = d
+
+
 def _describe(d, kind: str, namespaced: bool) -> Field:
     meta = d.get("metadata") if isinstance(d.get("metadata"), dict) else {}
     name = meta.get("name") if isinstance(meta.get("name"), str) else "<unnamed>"
@@ -124,9 +133,7 @@ def parse_pvc(d: dict) -> PersistentVolumeClaim:
     status = f.get_dict(d, "status")
     c = PersistentVolumeClaim()
     c.namespace, c.name, c.key = ns, name, f"{ns}/{name}"
-    c.uid = meta.get("uid") or ""
-    c.labels = meta.get("labels") or {}
-    c.annotations = meta.get("annotations") or {}
+    _identity(c, meta, d)
     # kube's GetPersistentVolumeClaimClass: the beta annotation wins over the field
     if BETA_STORAGE_CLASS in c.annotations:
         c.class_name = c.annotations[BETA_STORAGE_CLASS]
@@ -143,8 +150,6 @@ def parse_pvc(d: dict) -> PersistentVolumeClaim:
     c.deleting = bool(meta.get("deletionTimestamp"))
     owner = [r for r in meta.get("ownerReferences") or [] if isinstance(r, dict) and r.get("controller")]
     c.owner_uid = owner[0].get("uid") if owner else None
-    c.resource_version = str(meta.get("resourceVersion") or "")
-    c.raw = d
     return c
 
 
@@ -180,9 +185,7 @@ def parse_pv(d: dict) -> PersistentVolume:
     status = f.get_dict(d, "status")
     v = PersistentVolume()
     v.name = v.key = name
-    v.uid = meta.get("uid") or ""
-    v.labels = meta.get("labels") or {}
-    v.annotations = meta.get("annotations") or {}
+    _identity(v, meta, d)
     v.class_name = v.annotations.get(BETA_STORAGE_CLASS) or sf.get_str(spec, "storageClassName")
     v.capacity = _storage(sf.get_dict(spec, "capacity").get("storage"), sf.at("capacity.storage"))
     v.access_modes = _access_modes(spec, sf)
@@ -212,8 +215,6 @@ def parse_pv(d: dict) -> PersistentVolume:
         in_tree = _in_tree_source(spec, sf)
         v.csi = in_tree  # (plugin, driver, identity): counted only where the node migrated it
     v.has_attributes_class = bool(spec.get("volumeAttributesClassName"))
-    v.resource_version = str(meta.get("resourceVersion") or "")
-    v.raw = d
     return v
 
 
@@ -221,7 +222,8 @@ def parse_pv(d: dict) -> PersistentVolume:
 
 class StorageClass:
     kind = "StorageClass"
-    __slots__ = ("name", "key", "provisioner", "binding_mode", "allowed_topologies", "resource_version", "raw")
+    __slots__ = ("name", "key", "uid", "labels", "annotations", "provisioner", "binding_mode", "allowed_topologies",
+                 "resource_version", "raw")
 
     def allows(self, labels: dict) -> bool:
         """kube's MatchTopologySelectorTerms: no terms allow every node; else some term's
@@ -239,6 +241,7 @@ def parse_storage_class(d: dict) -> StorageClass:
     meta, _, name = _meta(d, f, False)
     sc = StorageClass()
     sc.name = sc.key = name
+    _identity(sc, meta, d)
     sc.provisioner = f.get_str(d, "provisioner", required=True)
     sc.binding_mode = f.get_str(d, "volumeBindingMode", default="Immediate")
     if sc.binding_mode not in ("Immediate", WAIT_FOR_FIRST_CONSUMER):
@@ -256,8 +259,6 @@ def parse_storage_class(d: dict) -> StorageClass:
             exprs.append((key, values))
         terms.append(tuple(exprs))
     sc.allowed_topologies = tuple(terms)
-    sc.resource_version = str(meta.get("resourceVersion") or "")
-    sc.raw = d
     return sc
 
 
@@ -265,7 +266,7 @@ def parse_storage_class(d: dict) -> StorageClass:
 
 class CSINode:
     kind = "CSINode"
-    __slots__ = ("name", "key", "limits", "migrated", "resource_version", "raw")
+    __slots__ = ("name", "key", "uid", "labels", "annotations", "limits", "migrated", "resource_version", "raw")
 
     def __repr__(self):
         return f"CSINode({self.name})"
@@ -278,6 +279,7 @@ def parse_csi_node(d: dict) -> CSINode:
     df = f.at("spec.drivers")
     n = CSINode()
     n.name = n.key = name
+    _identity(n, meta, d)
     n.limits = {}
     for i, drv in enumerate(f.at("spec").get_list(spec, "drivers")):
         drv = df.at(i).dict(drv)
@@ -286,10 +288,7 @@ def parse_csi_node(d: dict) -> CSINode:
         count = df.at(i).at("allocatable").get_int(allocatable, "count", minimum=0)
         if count is not None:
             n.limits[driver] = count
-    migrated = (meta.get("annotations") or {}).get(MIGRATED_PLUGINS) or ""
-    n.migrated = frozenset(p for p in migrated.split(",") if p)
-    n.resource_version = str(meta.get("resourceVersion") or "")
-    n.raw = d
+    n.migrated = frozenset(p for p in (n.annotations.get(MIGRATED_PLUGINS) or "").split(",") if p)
     return n
 
 

@@ -128,6 +128,12 @@ def full_node(store: KubeStore) -> None:
     assert not get("huge")["spec"].get("nodeName") and get("high")["spec"]["nodeName"] == "kwok-small"
 
 
+def dump_logs(log_dir: Path) -> None:
+    """The end of each process's log, for a failed run."""
+    for name in sorted(p.name for p in log_dir.glob("*.log")):
+        print(f"--- {name}\n{(log_dir / name).read_text(errors='replace')[-3000:]}", file=sys.stderr)
+
+
 class ServiceAccountCluster(LocalCluster):
     """LocalCluster whose processes each use their own role's kubeconfig."""
 
@@ -197,8 +203,7 @@ def test_shardsched_and_kube_scheduler_on_a_real_api_server(kube_cluster, tmp_pa
             ours = run_workload(store, "e2e-shardsched", "shardsched")
             assert_invariants(store)
         except Exception:
-            for name in sorted(p.name for p in tmp_path.glob("*.log")):
-                print(f"--- {name}\n{(tmp_path / name).read_text(errors='replace')[-3000:]}", file=sys.stderr)
+            dump_logs(tmp_path)
             raise
         finally:
             cluster.stop()

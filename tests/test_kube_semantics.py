@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -33,7 +32,7 @@ from common.provisioner import Provisioner
 from common.store.kube_store import KubeStore
 from common.verify import summary, verify_store
 from kube_cluster import write_kubeconfig
-from test_kube_e2e import ServiceAccountCluster, service_account_kubeconfigs
+from test_kube_e2e import ServiceAccountCluster, dump_logs, service_account_kubeconfigs
 
 from benchmarks import kube_vs
 
@@ -175,8 +174,7 @@ def test_gates_volumes_and_messages_as_kube_scheduler(kube_cluster, tmp_path):
         report = verify_store(store)
         assert report["ok"] and not report["unparsable"], summary(report)
     except Exception:
-        for name in sorted(p.name for p in tmp_path.glob("*.log")):
-            print(f"--- {name}\n{(tmp_path / name).read_text(errors='replace')[-3000:]}", file=sys.stderr)
+        dump_logs(tmp_path)
         raise
     finally:
         stop.set()

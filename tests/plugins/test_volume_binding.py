@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from builders import (UNRESOLVABLE, WFFC, Cluster, claim_volume, node, pod, pv, pvc, storage_class)
-from shard.framework import SKIP, Status
+from shard.framework import SKIP
 from shard.plugins.volume_binding import planned_volumes
 
 NO_PROV = "kubernetes.io/no-provisioner"
