@@ -79,6 +79,10 @@ class VolumeState:
     shows them, with the bindings assumed by this process laid over them."""
 
     def __init__(self):
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget everything (before a relist brings it back)."""
         self.claims: dict = {}
         self.volumes: dict = {}
         self.classes: dict = {}

@@ -185,6 +185,7 @@ class ShardLoop:
         self.pods.clear()
         self.gated.clear()
         self.scheduler.nominated.clear()
+        self.scheduler.volumes.clear()
 
     def apply(self, type_: str, kind: str, obj: dict) -> None:
         if kind == "PriorityClass":

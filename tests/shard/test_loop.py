@@ -89,3 +89,23 @@ def test_a_pod_placed_elsewhere_wakes_a_spread_pod_it_unblocks():
     clock.now += 10  # past the backoff
     retry = loop.schedule_next()
     assert retry is not None and retry.node == "a1"
+
+
+def test_storage_objects_follow_the_watch_and_a_relist():
+    """Claims come and go with the store's events; after a relist (history trimmed past the
+    loop's position) a claim deleted meanwhile is gone from the shard's view too."""
+    from builders import pvc
+    from shard.loop import ShardLoop
+
+    store = MemoryStore(history=4)
+    store.create(node("n1"))
+    store.create(pvc("kept"))
+    store.create(pvc("doomed"))
+    loop = ShardLoop(make_config(), store)
+    loop.start()
+    assert set(loop.scheduler.volumes.claims) == {"default/kept", "default/doomed"}
+    store.delete("PersistentVolumeClaim", "default/doomed")
+    for i in range(10):  # more events than the store keeps
+        store.create(pod(f"filler-{i}", node_name="n1"))
+    loop.sync()
+    assert set(loop.scheduler.volumes.claims) == {"default/kept"}
