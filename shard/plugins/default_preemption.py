@@ -108,11 +108,15 @@ class DefaultPreemption(Plugin):
                                     self.args["minCandidateNodesAbsolute"]))
         offset = handle.rng.randrange(len(rows))
         rows = np.concatenate((rows[offset:], rows[:offset]))
-        pruned = np.zeros(0, dtype=np.int64)
+        pruned, room = None, None
         if handle.preemption_pruning:
-            keep = can_make_room(table, pod, rows)
+            room = Room(table, pod)
+            keep = room.enough(rows)
             out.pruned = len(rows) - int(keep.sum())
-            pruned, rows = rows[~keep], rows[keep]
+            if out.pruned:
+                pruned = np.zeros(len(table), dtype=bool)
+                pruned[rows[~keep]] = True
+                rows = rows[keep]
         budgets = handle.budgets()
         candidates = []
         for row in rows:
@@ -127,41 +131,36 @@ class DefaultPreemption(Plugin):
             if len(candidates) >= wanted:
                 break
         if not candidates:
-            self._explain_pruned(state, pod, pruned, budgets, tried)
+            if pruned is not None:
+                self._explain_pruned(state, pod, pruned, room, budgets, tried)
             return False
         best = min(candidates, key=Candidate.rank)
         out.node, out.victims = best.node, best.victims
         return True
 
-    def _explain_pruned(self, state, pod, rows, budgets, tried: Counter) -> None:
-        """What the dry runs pruning skipped would have said (kube runs them all when it
-        finds no candidate): no victim on a node without lower-priority pods; else the first
-        filter still failing with them gone, NodePorts before NodeResourcesFit, and the
-        resources short. In numpy passes, but for nodes holding nominated pods (dry-run for
-        real) and, for a pod with host ports, the port check."""
-        if not len(rows):
-            return
+    def _explain_pruned(self, state, pod, pruned: np.ndarray, room: "Room", budgets, tried: Counter) -> None:
+        """What the dry runs pruning skipped (`pruned`, a mask over the rows) would have said
+        (kube runs them all when it finds no candidate): no victim on a node without
+        lower-priority pods; else the first filter still failing with them gone, NodePorts
+        before NodeResourcesFit, and the resources short. From the columns pruning read, in
+        whole-column passes, but for nodes holding nominated pods (dry-run for real) and, for a
+        pod with host ports, the port check."""
         handle = self.handle
         table = handle.table
-        lower = table.releasable(pod.priority)
-        has_lower = lower[rows, PODS] > 0
-        tried[NO_VICTIMS] += int((~has_lower).sum())
-        rows = rows[has_lower]
-        if handle.has_nominated():
-            names = table.names
-            nominated = np.array([bool(handle.nominated_on(pod, names[row])) for row in rows], dtype=bool)
-            for row in rows[nominated]:
-                tried.update(self.dry_run(state, pod, table.infos[row], budgets)[1].reasons)
-            rows = rows[~nominated]
-        if pod.host_ports and len(rows):
-            held = np.array([host_ports_conflict(pod.host_ports, _ports_kept(table.infos[row], pod.priority))
-                             for row in rows], dtype=bool)
-            tried[PORTS_IN_USE] += int(held.sum())
-            rows = rows[~held]
-        req = np.asarray(pod.requests, dtype=np.int64)
-        cols = np.flatnonzero(req)
-        short = (table.free[rows][:, cols] + lower[rows][:, cols]) < req[cols]
-        for c, n in zip(cols, short.sum(axis=0)):
+        has_lower = room.lower[:, PODS] > 0
+        tried[NO_VICTIMS] += int(np.count_nonzero(pruned & ~has_lower))
+        rest = pruned & has_lower
+        if handle.has_nominated() or pod.host_ports:
+            names, infos = table.names, table.infos
+            for row in np.flatnonzero(rest):
+                if handle.nominated_on(pod, names[row]):
+                    tried.update(self.dry_run(state, pod, infos[row], budgets)[1].reasons)
+                elif pod.host_ports and host_ports_conflict(pod.host_ports, _ports_kept(infos[row], pod.priority)):
+                    tried[PORTS_IN_USE] += 1
+                else:
+                    continue
+                rest[row] = False
+        for c, n in zip(room.cols, room.short(rest)):
             if n:
                 tried[insufficient(int(c))] += int(n)
 
@@ -210,11 +209,24 @@ def _ports_kept(info, priority: int) -> list:
     return [port for p in info.pods.values() if p.priority >= priority for port in p.host_ports]
 
 
-def can_make_room(table, pod, rows: np.ndarray) -> np.ndarray:
-    """Mask over `rows`: nodes whose free resources plus all they hold below the pod's
-    priority cover its request (pod count included). The others cannot be candidates."""
-    req = np.asarray(pod.requests, dtype=np.int64)
-    cols = np.flatnonzero(req)
-    n = len(table)
-    room = table.free[:n, cols] + table.releasable(pod.priority)[:, cols]  # every row: cheaper
-    return (room >= req[cols]).all(axis=1)[rows]                           # than gathering rows
+class Room:
+    """Per node, what evicting every pod below the preemptor's priority would leave free, in
+    the columns it requests (pod count included): pruning drops the nodes where that is not
+    enough, and the reasons their dry runs would give come from the same numbers."""
+
+    def __init__(self, table, pod):
+        req = np.asarray(pod.requests, dtype=np.int64)
+        self.cols = np.flatnonzero(req)
+        self.req = req[self.cols]
+        n = len(table)
+        self.lower = table.releasable(pod.priority)
+        self.room = table.free[:n, self.cols] + self.lower[:, self.cols]  # every row: cheaper than gathering
+
+    def enough(self, rows: np.ndarray) -> np.ndarray:
+        """Mask over `rows`: the nodes that could be candidates."""
+        return (self.room >= self.req).all(axis=1)[rows]
+
+    def short(self, rows: np.ndarray) -> np.ndarray:
+        """Per requested column, how many of the rows `rows` (a mask) select lack it even with
+        the lower pods gone."""
+        return ((self.room < self.req) & rows[:, None]).sum(axis=0)
