@@ -1,7 +1,7 @@
 """VolumeBinding, after kube-scheduler v1.33's volumebinding/volume_binding_test.go
 (TestVolumeBinding) and binder.go: PreFilter sorts the pod's claims, Filter checks each node,
 Reserve assumes the chosen volumes. Each case names kube's test or the code path it follows.
-(The binder's PreBind is tests/binder/test_volume_binding.py's.)"""
+(The binder's PreBind is tests/binder/test_volume_waits.py's.)"""
 from __future__ import annotations
 
 import pytest
