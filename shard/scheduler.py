@@ -172,6 +172,9 @@ class Scheduler:
         diag = Diagnosis(n)
         result.diagnosis = diag
         if not self._pre_filter(profile, state, pod, diag, result):
+            if (result.status.code == UNSCHEDULABLE and n and profile.post_filter
+                    and self.cache.lowest_priority() < pod.priority):
+                self._post_filter(profile, state, pod, result)  # kube preempts after such a PreFilter
             return result
         rows_hint = diag.kept
         if n == 0:
@@ -445,12 +448,12 @@ class Scheduler:
 
     def _post_filter_message(self, result) -> str:
         """What PostFilter said about a failed cycle. The cycle skips preemption where it
-        cannot succeed (a PreFilter rejection, no pod of lower priority anywhere); kube runs
-        it anyway and reports why it failed, so it is run here for its message (it finds no
-        node in those cases, and does no dry run)."""
+        cannot succeed (an unresolvable PreFilter rejection, no pod of lower priority
+        anywhere); kube runs it anyway and reports why it failed, so it is run here for its
+        message (it finds no node in those cases, and does no dry run)."""
         profile = result.profile
         if not profile.post_filter:
             return ""
         if result.post_filter_status is None:
             result.post_filter_status = self._run_post_filter(profile, result.state, result.pod, result).status
-        return result.post_filter_status.message()
+        return result.post_filter_status.message() if result.post_filter_status is not None else ""

@@ -300,3 +300,26 @@ def test_node_name_is_only_a_hint_and_others_are_told_its_reason():
         "0/5 nodes are available: 1 node(s) didn't match the requested node name, "
         "4 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
         "preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.")
+
+
+def test_preemption_follows_a_pre_filter_that_says_unschedulable():
+    """kube runs PostFilter after a PreFilter's Unschedulable (not after an unresolvable one):
+    evicting a lower-priority pod may cure it, and the dry runs judge the node by its filters."""
+    from shard.framework import Plugin, unschedulable
+    from shard.registry import REGISTRY
+
+    class Waiting(Plugin):
+        name = "FakeWaiting"
+
+        def pre_filter(self, state, pod):
+            return unschedulable("waiting for something")
+
+    cfg = make_config()
+    cfg["profiles"][0]["plugins"]["enabled"].append({"name": "FakeWaiting", "weight": 0})
+    low = pod("low", cpu="2", node_name="n1", priority=1)
+    c = Cluster([node("n1", cpu="2")], [low], cfg=cfg, registry=dict(REGISTRY, FakeWaiting=Waiting))
+    result = c.schedule(pod("high", cpu="2", priority=100))
+    assert result.node == "n1" and [v.key for v in result.victims] == ["default/low"]
+    assert c.explain(pod("peer", cpu="2", priority=1)) == (
+        "0/1 nodes are available: waiting for something. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
