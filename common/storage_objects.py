@@ -19,7 +19,6 @@ BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
-MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", READ_WRITE_ONCE_POD)
@@ -213,7 +212,7 @@ def parse_pv(d: dict) -> PersistentVolume:
         v.csi = (cf.get_str(csi, "driver", required=True), cf.get_str(csi, "volumeHandle", required=True))
     else:
         in_tree = _in_tree_source(spec, sf)
-        v.csi = in_tree  # (plugin, driver, identity): counted only where the node migrated it
+        v.csi = in_tree  # (plugin, driver, identity): counted only on nodes with a CSINode
     v.has_attributes_class = bool(spec.get("volumeAttributesClassName"))
     return v
 
@@ -266,7 +265,7 @@ def parse_storage_class(d: dict) -> StorageClass:
 
 class CSINode:
     kind = "CSINode"
-    __slots__ = ("name", "key", "uid", "labels", "annotations", "limits", "migrated", "resource_version", "raw")
+    __slots__ = ("name", "key", "uid", "labels", "annotations", "limits", "resource_version", "raw")
 
     def __repr__(self):
         return f"CSINode({self.name})"
@@ -288,7 +287,6 @@ def parse_csi_node(d: dict) -> CSINode:
         count = df.at(i).at("allocatable").get_int(allocatable, "count", minimum=0)
         if count is not None:
             n.limits[driver] = count
-    n.migrated = frozenset(p for p in (n.annotations.get(MIGRATED_PLUGINS) or "").split(",") if p)
     return n
 
 
@@ -301,7 +299,7 @@ class PodVolume:
     volume the claim kube's ephemeral controller creates, "<pod>-<volume>"); `disk`: the
     identity of an inline disk two pods on one node may conflict over (VolumeRestrictions);
     `in_tree`: (plugin, CSI driver, identity) of an inline in-tree disk counted against its
-    CSI driver's limit where the node migrated it (NodeVolumeLimits)."""
+    CSI driver's limit on nodes with a CSINode (NodeVolumeLimits)."""
 
     __slots__ = ("name", "claim", "ephemeral", "disk", "in_tree")
 

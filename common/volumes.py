@@ -233,7 +233,7 @@ def attachable(pod, vs: VolumeState, csi_node, new: bool, out: dict, handle_pref
         if v.claim is None:
             if v.in_tree is not None:
                 plugin, driver, ident = v.in_tree
-                if csi_node is not None:  # kube's isCSIMigrationOn for the migrated plugins
+                if csi_node is not None:  # kube's isCSIMigrationOn: on for these plugins with a CSINode
                     out[f"{driver}/{ident}"] = driver
             continue
         claim = vs.claim(pod.namespace, v.claim)
