@@ -167,22 +167,28 @@ def service_account_kubeconfigs(kube_cluster, store: KubeStore, workdir: Path) -
     return out
 
 
+def shardsched_on(kube_cluster, store: KubeStore, workdir: Path, shards: int, **dispatcher) -> ServiceAccountCluster:
+    """A dispatcher, `shards` shards and a binder for the test API server, each to run as its
+    deploy/ ServiceAccount (`start()` them); `dispatcher` overrides dispatcher settings."""
+    kubeconfigs = service_account_kubeconfigs(kube_cluster, store, workdir)
+    admin = workdir / "admin.kubeconfig"  # for LocalCluster's own lease checks
+    write_kubeconfig(admin, kube_cluster.server, kube_cluster.dir / "ca.crt", kube_cluster.token,
+                     namespace="shardsched")
+    cfg = config.defaults()
+    cfg["store"]["kubeconfig"] = str(admin)
+    cfg["shards"]["count"], cfg["binders"]["count"] = shards, 1
+    for section in ("shards", "binders"):
+        cfg[section]["basePort"] = 0
+        cfg[section]["metricsBasePort"] = 0
+    cfg["dispatcher"].update(port=0, metricsPort=0, **dispatcher)
+    return ServiceAccountCluster(cfg, "kube://", log_dir=str(workdir), kubeconfigs=kubeconfigs)
+
+
 def test_shardsched_and_kube_scheduler_on_a_real_api_server(kube_cluster, tmp_path):
     kube_cluster.create_fleet(NODES)  # kwok takes each node over: it renews the node's Lease
     store = KubeStore(str(kube_cluster.kubeconfig))
     try:
-        kubeconfigs = service_account_kubeconfigs(kube_cluster, store, tmp_path)
-        admin = tmp_path / "admin.kubeconfig"  # for LocalCluster's own lease checks
-        write_kubeconfig(admin, kube_cluster.server, kube_cluster.dir / "ca.crt", kube_cluster.token,
-                         namespace="shardsched")
-        cfg = config.defaults()
-        cfg["store"]["kubeconfig"] = str(admin)
-        cfg["shards"]["count"], cfg["binders"]["count"] = 2, 1
-        for section in ("shards", "binders"):
-            cfg[section]["basePort"] = 0
-            cfg[section]["metricsBasePort"] = 0
-        cfg["dispatcher"].update(port=0, metricsPort=0, shardTimeoutSeconds=2, redispatchAfterSeconds=5)
-        cluster = ServiceAccountCluster(cfg, "kube://", log_dir=str(tmp_path), kubeconfigs=kubeconfigs)
+        cluster = shardsched_on(kube_cluster, store, tmp_path, 2, shardTimeoutSeconds=2, redispatchAfterSeconds=5)
         killed = []
         try:
             cluster.start(timeout=60)

@@ -27,12 +27,10 @@ from pathlib import Path
 import yaml
 
 from builders import PAUSE, claim_volume, pod, priority_class, pvc, storage_class
-from common import config
 from common.provisioner import Provisioner
 from common.store.kube_store import KubeStore
 from common.verify import summary, verify_store
-from kube_cluster import write_kubeconfig
-from test_kube_e2e import ServiceAccountCluster, dump_logs, service_account_kubeconfigs
+from test_kube_e2e import dump_logs, shardsched_on
 
 from benchmarks import kube_vs
 
@@ -112,7 +110,8 @@ def test_gates_volumes_and_messages_as_kube_scheduler(kube_cluster, tmp_path):
                 Provisioner(store).settle()
         threading.Thread(target=controllers, daemon=True).start()
 
-        cluster = _start_shardsched(kube_cluster, store, tmp_path)
+        cluster = shardsched_on(kube_cluster, store, tmp_path, 1)
+        cluster.start(timeout=60)
         sched = kube_cluster.start_kube_scheduler(tmp_path)
 
         gate = [{"name": "example.com/wait"}]
@@ -192,22 +191,6 @@ def _fully_bound(store, key: str) -> dict | None:
     done = (claim.get("spec") or {}).get("volumeName") and "pv.kubernetes.io/bind-completed" in (
         claim.get("metadata", {}).get("annotations") or {})
     return claim if done else None
-
-
-def _start_shardsched(kube_cluster, store, tmp_path) -> ServiceAccountCluster:
-    kubeconfigs = service_account_kubeconfigs(kube_cluster, store, tmp_path)
-    admin = tmp_path / "admin.kubeconfig"
-    write_kubeconfig(admin, kube_cluster.server, kube_cluster.dir / "ca.crt", kube_cluster.token,
-                     namespace="shardsched")
-    cfg = config.defaults()
-    cfg["store"]["kubeconfig"] = str(admin)
-    cfg["shards"]["count"], cfg["binders"]["count"] = 1, 1
-    for section in ("shards", "binders"):
-        cfg[section]["basePort"] = cfg[section]["metricsBasePort"] = 0
-    cfg["dispatcher"].update(port=0, metricsPort=0)
-    cluster = ServiceAccountCluster(cfg, "kube://", log_dir=str(tmp_path), kubeconfigs=kubeconfigs)
-    cluster.start(timeout=60)
-    return cluster
 
 
 def _clean(store) -> None:
