@@ -9,6 +9,10 @@ another shard's batch, or for the next batch of the same shard.
 
 A pod group's unit is committed by one worker as a whole: the victims of all its members,
 then the group commit of common/group_commit.py (all members bound or none).
+A decision whose pod has claims to bind (VolumeBinding's PreBind) has the volume bindings
+written after its victims are gone; it then waits, off the pipeline, until the claims are
+bound (binder/volume_waits.py), and comes back to be bound (`resume`) or is refused
+(`finish`): no chunk, and no shard, waits for a provisioner.
 
 Every reservation is settled exactly once, on every path: bound, refused, or in doubt when
 the store failed part-way (see BinderView.settle).
@@ -23,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from common.disruption import VICTIMS_TERMINATING, eviction_failures
 from common.events import NORMAL, PREEMPTED, SCHEDULED, pod_ref
 from common.logs import ErrorLog
+from common.plugin_names import VOLUME_BINDING
+from common.volume_binding import write_bindings
 from proto import shardsched_pb2 as pb
 
 from .groups import GroupPending
@@ -30,15 +36,20 @@ from .groups import GroupPending
 log = logging.getLogger(__name__)
 
 CHUNK = 256  # reservations per chunk: one pipelined store call each for evictions and bindings
+#: What `_commit` records for a decision handed to the volume waits: no outcome yet.
+WAITING = ("waiting", None)
 
 
 class Pending:
-    """A reserved decision waiting for its commit, and where its outcome goes."""
+    """A reserved decision waiting for its commit, and where its outcome goes. `written`
+    holds the versions of the volume bindings PreBind wrote, once it did."""
 
-    __slots__ = ("reservation", "reply", "shard")
+    __slots__ = ("reservation", "reply", "shard", "written", "deadline")
 
     def __init__(self, reservation, reply, shard: str):
         self.reservation, self.reply, self.shard = reservation, reply, shard
+        self.written: dict | None = None
+        self.deadline = 0.0
 
     @property
     def partition(self) -> int:
@@ -46,12 +57,15 @@ class Pending:
 
 
 class Commits:
-    def __init__(self, store, settle, holds, workers: int, stop: threading.Event, count, groups, status):
+    def __init__(self, store, settle, holds, workers: int, stop: threading.Event, count, groups, status,
+                 wait_for_volumes=None):
         """`settle([(pending, outcome, how)])` ends reservations and sends their outcomes;
         `holds(partition)` says whether we may still commit for it; `count(name, n)` bumps a
         counter; `groups` (common.group_commit.GroupCommit) binds a unit all or nothing;
         `status` (common.events.StatusWriter) takes the Scheduled and Preempted events of
-        what was committed."""
+        what was committed; `wait_for_volumes(items)` takes decisions whose volume bindings
+        were written until their claims are bound (they come back through `resume` or
+        `finish`)."""
         self.store = store
         self.status = status
         self.settle = settle
@@ -60,6 +74,7 @@ class Commits:
         self.groups = groups
         #: pod groups whose unit is being committed (their intent is ours, not an orphan)
         self.groups_in_flight: set[str] = set()
+        self.wait_for_volumes = wait_for_volumes
         self.stop = stop
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.slots = threading.Semaphore(workers)
@@ -81,6 +96,18 @@ class Commits:
     def groups_busy(self) -> set[str]:
         with self._lock:
             return set(self.groups_in_flight)
+
+    def resume(self, items: list[Pending]) -> None:
+        """Decisions whose claims are bound now: on to their binding (still counted in flight)."""
+        for it in items:
+            self.queue.put(it)
+
+    def finish(self, refused: list[tuple]) -> None:
+        """End decisions refused while their claims were awaited: [(pending, reason)]."""
+        self.settle([(it, self._outcome(it, False, reason), "refused") for it, reason in refused])
+        with self._lock:
+            for it, _ in refused:
+                self.in_flight[it.reservation.partition] -= 1
 
     def busy(self, partition: int) -> bool:
         with self._lock:
@@ -107,21 +134,27 @@ class Commits:
     def _run(self, chunk: list) -> None:
         singles = [it for it in chunk if isinstance(it, Pending)]
         units = [it for it in chunk if isinstance(it, GroupPending)]
-        settled = []
+        settled, waiting = [], []
         try:
             if singles:
-                settled += self._guarded(singles, self._commit)
+                for t in self._guarded(singles, self._commit):
+                    (waiting if t[1] is WAITING else settled).append(t)
             for unit in units:
                 members = [Pending(r, unit.reply, unit.shard) for r in unit.reservations]
                 settled += self._guarded(members, lambda items, done, u=unit: self._commit_unit(u, items, done))
         finally:
             self.settle(settled)
+            still = {id(it) for it, _, _ in waiting}  # in flight until their claims are bound
             with self._lock:
                 for it in chunk:
+                    if id(it) in still:
+                        continue
                     self.in_flight[it.partition] -= 1
                     if isinstance(it, GroupPending):
                         self.groups_in_flight.discard(it.group)
             self.slots.release()
+            if waiting:
+                self.wait_for_volumes([it for it, _, _ in waiting])
 
     def _guarded(self, items: list[Pending], commit) -> list[tuple]:
         """(pending, outcome, how) of each item after `commit(items, done)`; whatever it had
@@ -135,7 +168,8 @@ class Commits:
             for i, it in enumerate(items):
                 if i not in done:
                     done[i] = (self._outcome(it, False, f"StoreError: {e}"), "doubt")
-        return [(it, *(done.get(i) or (self._outcome(it, False, "StoreError: not committed"), "doubt")))
+        return [(it, WAITING, None) if done.get(i) is WAITING
+                else (it, *(done.get(i) or (self._outcome(it, False, "StoreError: not committed"), "doubt")))
                 for i, it in enumerate(items)]
 
     @staticmethod
@@ -180,14 +214,23 @@ class Commits:
             else:
                 done[i] = (self._outcome(it, False, f"NotPartitionHolder: partition {r.partition} "
                                                     f"was lost before the commit"), "refused")
-        evicted = self._evict([chunk[i] for i in live])
-        self._preempted([chunk[i].reservation for i in live], evicted)
-        to_bind = []
-        for i in live:
+        fresh = [i for i in live if chunk[i].written is None]  # not back from the volume waits
+        evicted = self._evict([chunk[i] for i in fresh])
+        self._preempted([chunk[i].reservation for i in fresh], evicted)
+        to_bind = [i for i in live if chunk[i].written is not None]
+        for i in fresh:
             r = chunk[i].reservation
             refused = eviction_failures((k for k, _ in r.victims), (evicted[k] for k, _ in r.victims))
             if refused is None and (terminating := self._still_there(r.victims)):
                 refused = f"{VICTIMS_TERMINATING}: {', '.join(terminating)}"
+            if refused is None and r.volumes is not None:
+                written, why = write_bindings(self.store, r.volumes, r.node)
+                if why is not None:
+                    refused = f"{VOLUME_BINDING}: {why}"
+                else:
+                    chunk[i].written = written
+                    done[i] = WAITING
+                    continue
             if refused is not None:
                 done[i] = (self._outcome(chunk[i], False, refused), "refused")
             else:

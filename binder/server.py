@@ -6,7 +6,9 @@ and its reservations (common/checks.py) under one lock, reserves it, and hands i
 commit pipeline (binder/commits.py), which answers on the stream as each commit completes.
 A decision about a pod the watch has not shown yet waits for the watch to reach the
 resourceVersion the shard saw, briefly, before it is judged. A pod group's members come as one
-unit (a GroupDecision), judged and committed as a whole (binder/groups.py).
+unit (a GroupDecision), judged and committed as a whole (binder/groups.py). A pod with claims
+to bind has its volume bindings written by the pipeline, then waits off it
+(binder/volume_waits.py), checked after each pass of the watch, until its claims are bound.
 
 The binder commits only for the partitions it holds (binder/partitions.py); threads: the
 gRPC workers (one reader per stream), the watch, the partition leases, the commit feeder
@@ -36,6 +38,7 @@ from .commits import Commits, Pending
 from .groups import GroupPending, GroupRules, IntentRecovery, judge_unit
 from .partitions import PartitionLeases
 from .view import BinderView, Reservation
+from .volume_waits import VolumeWaits
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +88,10 @@ class BinderServer(Component, rpc.BinderServicer):
         self.group_commit = GroupCommit(store, failpoint=env_failpoint())
         #: Scheduled and Preempted events, written off the commit path.
         self.status = StatusWriter.from_config(cfg, store, f"shardsched-binder-{self.id}")
+        self.volume_waits = VolumeWaits(cfg, lambda p: self.partitions.holds(p))
         self.commits = Commits(store, self._settle, lambda p: self.partitions.holds(p),
                                max(1, min(COMMIT_WORKERS, binders["maxInFlight"])), self.stop_event,
-                               self._count, self.group_commit, self.status)
+                               self._count, self.group_commit, self.status, self.volume_waits.add)
         self.recovery = IntentRecovery(store, self.group_commit, self.view, self.lock, self.checks_for,
                                        self.commits.groups_busy, grace_s=3 * cfg["store"]["requestTimeoutSeconds"])
         self.partitions = PartitionLeases(store, binders["count"], number, binders["leaseDurationSeconds"],
@@ -119,7 +123,8 @@ class BinderServer(Component, rpc.BinderServicer):
 
     def queues(self) -> dict[str, int]:
         return {"assumed": len(self.view.acc.assumed), "reserved": len(self.view.reserved),
-                "waiting_for_watch": len(self.deferred) + len(self.deferred_units)}
+                "waiting_for_watch": len(self.deferred) + len(self.deferred_units),
+                "waiting_for_volumes": len(self.volume_waits)}
 
     def gauges(self) -> dict[str, int]:
         return {"partitions_held": len(self.partitions.held_now()), "skipped_objects": self.informer.skipped,
@@ -128,7 +133,12 @@ class BinderServer(Component, rpc.BinderServicer):
     # --- following the store and holding partitions ---------------------------------------
 
     def watch_step(self) -> None:
-        self.informer.sync(timeout=0.05 if self.deferred or self.deferred_units else 0.2)
+        self.informer.sync(timeout=0.05 if self.deferred or self.deferred_units or len(self.volume_waits) else 0.2)
+        with self.lock:
+            ready, refused = self.volume_waits.check(self.view)
+        self.commits.resume(ready)
+        if refused:
+            self.commits.finish(refused)
         with self.lock:
             self.view.expire()
             deferred, self.deferred = self.deferred, []
@@ -263,7 +273,8 @@ class BinderServer(Component, rpc.BinderServicer):
         if why is not None:
             return why
         victims = [(v.key, v.uid) for v in judged.victims]
-        return Reservation(pod, d.node, victims, self._deleted_outright(judged.victims), partition)
+        return Reservation(pod, d.node, victims, self._deleted_outright(judged.victims), partition,
+                           judged.volume_plan)
 
     def _deleted_outright(self, victims) -> set:
         """Victims whose eviction would break a PodDisruptionBudget (counting the victims of

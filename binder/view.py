@@ -16,25 +16,28 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 
 from common.changes import node_unchanged, pod_status_only
 from common.constraints import ConstrainedAccounting, ConstraintIndex
 from common.errors import ObjectError
-from common.objects import parse_object, raw_pod_key
+from common.objects import object_key, parse_object, raw_pod_key
 from common.podgroup import GroupIndex, object_key_of
+from common.volumes import VolumeState
 
 log = logging.getLogger(__name__)
 
 
 class Reservation:
-    __slots__ = ("pod", "node", "victims", "delete", "partition")
+    __slots__ = ("pod", "node", "victims", "delete", "partition", "volumes")
 
-    def __init__(self, pod, node: str, victims: list, delete: set, partition: int):
+    def __init__(self, pod, node: str, victims: list, delete: set, partition: int, volumes=None):
         self.pod = pod
         self.node = node
         self.victims = victims      # [(key, uid)]
         self.delete = delete        # victim keys deleted outright (their eviction breaks a PDB)
         self.partition = partition
+        self.volumes = volumes      # common.volumes.PodVolumes to bind first (PreBind), or None
 
 
 class BinderView:
@@ -52,6 +55,10 @@ class BinderView:
         self.claimed: dict[str, str] = {}  # victim key -> key of the pod it is claimed for
         self.errors: dict[str, ObjectError] = {}
         self.groups = GroupIndex()
+        #: claims, volumes, classes and CSINodes, with the volume bindings reserved laid over
+        self.volumes = VolumeState()
+        #: NodeVolumeLimits' prefix for the volume a claim not yet bound will get
+        self.volume_prefix = uuid.uuid4().hex
 
     @property
     def nodes(self):
@@ -60,6 +67,10 @@ class BinderView:
     @property
     def constraints(self) -> ConstraintIndex:
         return self.acc.constraints
+
+    @property
+    def claims_in_use(self):
+        return self.acc.claims_in_use
 
     # --- following the store --------------------------------------------------------------
 
@@ -80,6 +91,12 @@ class BinderView:
                 return  # a heartbeat
             elif (node := self._parse(obj)) is not None:
                 self.acc.set_node(node)
+        elif kind in ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode"):
+            if type_ == "DELETED":
+                meta = obj.get("metadata") or {}
+                self.volumes.remove(kind, object_key(kind, meta.get("namespace") or "default", meta.get("name")))
+            elif (parsed := self._parse(obj)) is not None:
+                self.volumes.set(parsed)
         elif kind in ("PodDisruptionBudget", "PriorityClass"):
             into = self.pdbs if kind == "PodDisruptionBudget" else self.priority_classes
             parsed = self._parse(obj)
@@ -149,9 +166,9 @@ class BinderView:
     def reset(self) -> None:
         """Before a relist: forget what the watch told us. Reservations stay: their commits
         are still running and settle them."""
-        reserved, claimed = self.reserved, self.claimed
+        reserved, claimed, prefix = self.reserved, self.claimed, self.volume_prefix
         self.__init__(self.names, self.acc.assume_ttl, self.doubt_s, self.clock)
-        self.reserved, self.claimed = reserved, claimed
+        self.reserved, self.claimed, self.volume_prefix = reserved, claimed, prefix
 
     def priority_of(self, key: str) -> int | None:
         """The priority of a pod the view knows (counted on a node, or pending)."""
@@ -167,6 +184,8 @@ class BinderView:
     def reserve(self, r: Reservation) -> None:
         self.acc.assume(r.pod, r.node)
         self.reserved[r.pod.key] = r
+        if r.volumes is not None:
+            self.volumes.assume(r.volumes, r.node)
         for key, _ in r.victims:
             self.claimed[key] = r.pod.key
 
@@ -180,6 +199,8 @@ class BinderView:
                 del self.claimed[victim]
         if outcome == "refused":
             self.acc.forget(key)
+            if r.volumes is not None:  # (what PreBind wrote stays written, as in kube)
+                self.volumes.revert(r.volumes)
         elif outcome == "doubt":
             self.acc.hold(key, self.doubt_s)
         else:

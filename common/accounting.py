@@ -13,6 +13,7 @@ thread-safe: each owner applies events and decisions from one thread or under it
 from __future__ import annotations
 
 import time
+from collections import Counter
 
 from .objects import TERMINAL_PHASES
 from .resources import ZERO, vadd, vsub
@@ -74,6 +75,9 @@ class PodAccounting:
         self.assumed: dict[str, float] = {}   # pod key -> deadline (clock seconds)
         self.assume_ttl = assume_ttl
         self.clock = clock
+        #: "namespace/claim" -> counted pods mounting that PersistentVolumeClaim (kube's
+        #: usedPVCSet, which VolumeRestrictions' ReadWriteOncePod check reads)
+        self.claims_in_use: Counter = Counter()
 
     # --- what subclasses keep differently ---------------------------------------------------
 
@@ -175,6 +179,7 @@ class PodAccounting:
         removed = info.remove_pod(key)
         if removed is not None:
             self._uncounted(removed, name)
+            self._claims(removed, -1)
         if info.node is None and not info.pods:
             self._drop(name)
         else:
@@ -190,10 +195,22 @@ class PodAccounting:
         previous = info.pods.get(pod.key)
         if previous is not None:
             self._uncounted(previous, node_name)
+            self._claims(previous, -1)
         info.add_pod(pod)
         self._counted(pod, node_name)
+        self._claims(pod, 1)
         self.pod_node[pod.key] = node_name
         self._store(info)
+
+    def _claims(self, pod, delta: int) -> None:
+        for v in pod.volumes:
+            if v.claim is not None and not v.ephemeral:
+                key = f"{pod.namespace}/{v.claim}"
+                left = self.claims_in_use[key] + delta
+                if left > 0:
+                    self.claims_in_use[key] = left
+                else:
+                    self.claims_in_use.pop(key, None)
 
     def counted(self, key: str):
         """The pod counted under `key` (bound or assumed), or None."""

@@ -26,6 +26,10 @@ API_VERSIONS = {
     "PodDisruptionBudget": "policy/v1",
     "PodGroup": "scheduling.x-k8s.io/v1alpha1",
     "Pod": "v1",
+    "PersistentVolumeClaim": "v1",
+    "PersistentVolume": "v1",
+    "StorageClass": "storage.k8s.io/v1",
+    "CSINode": "storage.k8s.io/v1",
 }
 
 

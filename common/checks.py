@@ -1,5 +1,6 @@
 """Every check a placement must pass, as one ordered list: what the binder checks before it
-commits a decision, and what `verify --settled` asks of a pending pod on every node.
+commits a decision, and what `verify --settled` asks of a pending pod on every node (the
+node checks, kube's volume filters, then the cross-node constraints).
 
 Each check sees the pod as the binder's own watch shows it, the node's record, the
 victims (resolved from the binder's view, never from the message) and the binder's
@@ -30,13 +31,18 @@ from .predicates import (NODE_AFFINITY_MISMATCH, PORTS_IN_USE, UNSCHEDULABLE_NOD
                          untolerated_taint, untolerated_taint_message)
 from .profile_plugins import filters
 from .resources import shortfalls, vadd
+from .volumes import (DISK_CONFLICT, RWOP_CONFLICT, ZONE_CONFLICT, binding_claims, binding_refusal, disks_conflict,
+                      find_pod_volumes, rwop_claims, rwop_conflicts, rwop_uses, volume_limits, zone_fits,
+                      zone_topologies)
 
 
 class Judged:
     """One decision as the checks see it. `view` has `nodes` (name -> node record),
-    `constraints` (a ConstraintIndex), `claimed` (victim key -> claimant) and `bound_to(key)`."""
+    `constraints` (a ConstraintIndex), `claimed` (victim key -> claimant), `bound_to(key)`,
+    `volumes` (common.volumes.VolumeState), `claims_in_use` (claim key -> pods counted
+    mounting it) and `volume_prefix` (NodeVolumeLimits' name for unbound claims)."""
 
-    __slots__ = ("view", "pod", "node_name", "info", "victim_refs", "victims")
+    __slots__ = ("view", "pod", "node_name", "info", "victim_refs", "victims", "volume_plan")
 
     def __init__(self, view, pod, node_name: str, victim_refs: list = ()):
         self.view = view
@@ -45,6 +51,7 @@ class Judged:
         self.info = view.nodes.get(node_name)
         self.victim_refs = victim_refs  # [(key, uid)] as the shard named them
         self.victims: list = []         # the victims' Pods, once `victims` passed
+        self.volume_plan = None         # the volumes to bind, once `volume_binding` passed
 
     @property
     def node(self):
@@ -128,9 +135,63 @@ def topology_spread(j: Judged):
     return None if failure is None else f"{POD_TOPOLOGY_SPREAD}: {failure[1]}"
 
 
+def _remaining(j: Judged) -> list:
+    """The pods staying on the node (the victims leave)."""
+    gone = {v.key for v in j.victims}
+    return [p for key, p in j.info.pods.items() if key not in gone]
+
+
+def volume_restrictions(j: Judged):
+    """Inline disks shared on the node, and ReadWriteOncePod claims other pods mount
+    anywhere, reservations of other decisions included: two shards cannot both give one
+    such claim to a pod."""
+    if not j.pod.volumes:
+        return None
+    vs = j.view.volumes
+    names, refusal = rwop_claims(j.pod, vs)
+    if refusal is not None:
+        return f"VolumeRestrictions: {refusal.message()}"
+    if any(v.disk is not None for v in j.pod.volumes) and disks_conflict(j.pod, _remaining(j)):
+        return f"VolumeRestrictions: {DISK_CONFLICT}"
+    conflicts = rwop_conflicts(j.pod, names, j.view.claims_in_use) - sum(rwop_uses(v, names) for v in j.victims)
+    return f"VolumeRestrictions: {RWOP_CONFLICT}" if conflicts > 0 else None
+
+
+def node_volume_limits(j: Judged):
+    if not j.pod.volumes:
+        return None
+    refusal = volume_limits(j.pod, j.node_name, _remaining(j), j.view.volumes, j.view.volume_prefix)
+    return None if refusal is None else f"NodeVolumeLimits: {refusal.message()}"
+
+
+def volume_binding(j: Judged):
+    """The pod's claims can be bound on the node, against the volumes other decisions in
+    flight took; the plan (what PreBind writes) is kept for the reservation."""
+    if not j.pod.volumes:
+        return None
+    claims, refusal = binding_claims(j.pod, j.view.volumes)
+    if refusal is None and claims is not None:
+        plan, reasons = find_pod_volumes(claims, j.node, j.view.volumes)
+        refusal = binding_refusal(reasons)
+        j.volume_plan = plan if plan else None
+    return None if refusal is None else f"VolumeBinding: {refusal.message()}"
+
+
+def volume_zone(j: Judged):
+    if not j.pod.volumes:
+        return None
+    topologies, refusal = zone_topologies(j.pod, j.view.volumes)
+    if refusal is None and topologies and not zone_fits(topologies, j.node.labels):
+        return f"VolumeZone: {ZONE_CONFLICT}"
+    return None if refusal is None else f"VolumeZone: {refusal.message()}"
+
+
 #: In order; the first failure is the answer.
 NODE_CHECKS = (node_exists, node_unschedulable, taint_toleration, node_affinity, victims,
                node_resources_fit, node_ports)
+#: kube's volume filters, after NodeResourcesFit as in its profile; always made (switching
+#: them off could bind a pod to a node its volumes cannot reach)
+VOLUME_CHECKS = (volume_restrictions, node_volume_limits, volume_binding, volume_zone)
 CROSS_NODE_CHECKS = (inter_pod_affinity, topology_spread)
 #: The checks that stand for a kube filter plugin: a profile that does not run the plugin's
 #: Filter does not get the check either (node_exists and victims always run).
@@ -144,14 +205,14 @@ CHECKED_PLUGIN = {
 
 def profile_checks(cfg: dict, cross_node: bool = True) -> dict[str, tuple]:
     """schedulerName -> the checks for that profile's pods: the filters it runs, with its
-    NodeResourcesFit's ignored resources."""
+    NodeResourcesFit's ignored resources, and the volume checks always."""
     out = {}
     for i, profile in enumerate(cfg["profiles"]):
         runs = filters(profile)
         fit = profile_args(cfg, i)[names.NODE_RESOURCES_FIT]
         ignored = IgnoredResources(fit["ignoredResources"], fit["ignoredResourceGroups"])
         checks = []
-        for check in NODE_CHECKS + (CROSS_NODE_CHECKS if cross_node else ()):
+        for check in NODE_CHECKS + VOLUME_CHECKS + (CROSS_NODE_CHECKS if cross_node else ()):
             plugin = CHECKED_PLUGIN.get(check)
             if plugin is not None and plugin not in runs:
                 continue

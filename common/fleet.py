@@ -90,6 +90,28 @@ def generate(nodes: int, profile: str = "uniform", seed: int = 0, prefix: str = 
     return out
 
 
+def csi_limits(specs) -> dict[str, int]:
+    """`--csi-limit DRIVER=COUNT` values as {driver: count}; ValueError naming a bad one."""
+    out = {}
+    for spec in specs or ():
+        driver, sep, count = spec.partition("=")
+        if not sep or not driver or not count.isdigit():
+            raise ValueError(f"--csi-limit {spec!r}: use DRIVER=COUNT, e.g. ebs.csi.aws.com=25")
+        out[driver] = int(count)
+    return out
+
+
+def csi_nodes(nodes: list[dict], limits: dict[str, int]) -> list[dict]:
+    """A CSINode per node with each driver's attach limit (spec.drivers[].allocatable.count),
+    as a node's CSI drivers register them: what NodeVolumeLimits counts against."""
+    if not limits:
+        return []
+    return [{"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": n["metadata"]["name"]},
+             "spec": {"drivers": [{"name": driver, "nodeID": n["metadata"]["name"], "allocatable": {"count": count}}
+                                  for driver, count in sorted(limits.items())]}}
+            for n in nodes]
+
+
 def summarize(node_objs) -> dict:
     """Nodes per zone and shape, and total allocatable, from parsed Node objects."""
     from .resources import ZERO, vadd, vector_to_map

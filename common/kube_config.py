@@ -41,27 +41,15 @@ KIND = "KubeSchedulerConfiguration"
 EXTENSION = "shardsched"
 DEFAULT_SCHEDULER = "default-scheduler"
 
-#: kube's scheduling gates plugin: shardsched keeps gated pods waiting on its own, whether a
-#: profile lists it or not.
-SCHEDULING_GATES = "SchedulingGates"
 #: kube-scheduler v1.33's default multiPoint plugins with their weights (getDefaultPlugins).
 KUBE_DEFAULT_PLUGINS = (
-    (SCHEDULING_GATES, None), (names.PRIORITY_SORT, None), (names.NODE_UNSCHEDULABLE, None),
+    (names.SCHEDULING_GATES, None), (names.PRIORITY_SORT, None), (names.NODE_UNSCHEDULABLE, None),
     (names.NODE_NAME, None), (names.TAINT_TOLERATION, 3), (names.NODE_AFFINITY, 2), (names.NODE_PORTS, None),
-    (names.NODE_RESOURCES_FIT, 1), ("VolumeRestrictions", None), ("NodeVolumeLimits", None),
-    ("VolumeBinding", None), ("VolumeZone", None), (names.POD_TOPOLOGY_SPREAD, 2),
+    (names.NODE_RESOURCES_FIT, 1), (names.VOLUME_RESTRICTIONS, None), (names.NODE_VOLUME_LIMITS, None),
+    (names.VOLUME_BINDING, None), (names.VOLUME_ZONE, None), (names.POD_TOPOLOGY_SPREAD, 2),
     (names.INTER_POD_AFFINITY, 2), (names.DEFAULT_PREEMPTION, None),
     (names.NODE_RESOURCES_BALANCED_ALLOCATION, 1), (names.IMAGE_LOCALITY, 1), (names.DEFAULT_BINDER, None),
 )
-#: kube's default arguments of the default plugins shardsched does not ship.
-KUBE_DEFAULT_ARGS = {"VolumeBinding": {"bindTimeoutSeconds": 600, "shape": None}}
-#: Why a kube default plugin shardsched does not ship can be left out.
-NOT_SHIPPED = {
-    "VolumeRestrictions": "pods' volumes are not checked",
-    "NodeVolumeLimits": "pods' volumes are not checked",
-    "VolumeBinding": "pods' volumes are not checked",
-    "VolumeZone": "pods' volumes are not checked",
-}
 
 _PLUGIN = Obj(name=Str(), weight=Int(None))
 _PLUGIN_SET = Obj(enabled=List(_PLUGIN), disabled=List(_PLUGIN))
@@ -288,11 +276,6 @@ class _Conversion:
             if name in KNOWN:
                 self.origins[f"{path}.pluginConfig[{len(out)}]"] = ep
                 out.append({"name": name, "args": entry["args"] or {}})
-            elif name in KUBE_DEFAULT_ARGS:
-                if not _kube_default_args(name, entry["args"]):
-                    raise invalid(f"{ep}.args", entry["args"], f"{name} is not shipped by shardsched: only "
-                                  "kube's default args are accepted")
-                self.notes.append(f"{ep}: {name}'s args left out with the plugin")
             else:
                 raise not_supported(f"{ep}.name", name, sorted(KNOWN))
         return out
@@ -301,18 +284,6 @@ class _Conversion:
 def _percentage(path: str, value) -> None:
     if value is not None and not 0 <= value <= 100:
         raise invalid(path, value, "not in valid range [0-100]")
-
-
-def _kube_default_args(name: str, args) -> bool:
-    if args is None:
-        return True
-    if not isinstance(args, dict):
-        return False
-    rest = {k: v for k, v in args.items() if k not in ("apiVersion", "kind")}
-    if args.get("apiVersion", API_VERSION) != API_VERSION or args.get("kind", f"{name}Args") != f"{name}Args":
-        return False
-    defaults = KUBE_DEFAULT_ARGS[name]
-    return all(k in defaults and v == defaults[k] for k, v in rest.items())
 
 
 class _PluginSets:
@@ -364,23 +335,11 @@ class _PluginSets:
                     merged.append((name, mp["enabled"][k]["weight"], f"{mpp}.enabled[{k}]"))
         merged += [(e["name"], e["weight"], f"{mpp}.enabled[{k}]") for k, e in enumerate(mp["enabled"])
                    if k not in used]
-        dropped = []
         for name, weight, origin in merged:
-            if name == SCHEDULING_GATES:
-                continue
-            if name in KNOWN:
-                self._add(name)
-                self.multi[name] = (weight, origin or mpp)
-            elif name in NOT_SHIPPED and (origin is None or not weight):
-                dropped.append(name)
-            else:
+            if name not in KNOWN:
                 _refuse(origin, name)
-        if dropped:
-            self.notes.append(f"{mpp}: kube's default plugins {', '.join(dropped)} are not shipped by shardsched "
-                              f"and left out ({'; '.join(dict.fromkeys(NOT_SHIPPED[n] for n in dropped))})")
-        if SCHEDULING_GATES not in (name for name, _, _ in merged):
-            self.notes.append(f"{mpp}: {SCHEDULING_GATES} is left out, yet shardsched keeps pods with "
-                              "scheduling gates waiting all the same")
+            self._add(name)
+            self.multi[name] = (weight, origin or mpp)
 
     def _expand(self, point: str) -> None:
         ps, pp = self.sets[point], f"{self.path}.{point}"
@@ -388,8 +347,6 @@ class _PluginSets:
         specific = []
         for k, e in enumerate(ps["enabled"]):
             name, ep = e["name"], f"{pp}.enabled[{k}]"
-            if name == SCHEDULING_GATES and point == "preEnqueue":
-                continue
             if name not in KNOWN:
                 _refuse(ep, name)
             if point not in POINTS[name]:
@@ -432,8 +389,5 @@ class _PluginSets:
 
 
 def _refuse(path: str, name: str) -> None:
-    if name in NOT_SHIPPED or name in KUBE_DEFAULT_ARGS:
-        raise invalid(path, name, f"{name} is not shipped by shardsched (only kube's default profile may "
-                      "list it, without a weight: it is then left out)")
     raise not_supported(f"{path}.name", name, sorted(KNOWN))
 

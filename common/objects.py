@@ -18,13 +18,16 @@ from .selectors import (
     Field, LabelSelector, parse_label_selector,
     parse_node_selector_term, parse_taint, parse_toleration,
 )
+from .storage_objects import parse_csi_node, parse_pod_volumes, parse_pv, parse_pvc, parse_storage_class
 
-KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", "PodGroup")
+KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", "PodGroup", "PersistentVolumeClaim",
+         "PersistentVolume", "StorageClass", "CSINode")
 #: The kinds in dependency order, for creating and for listing: a pod never comes before the
-#: PriorityClass it names, the node it is pinned to or the PodGroup it joins, so no reader
-#: sees it half-defined.
-CREATE_ORDER = ("PriorityClass", "Node", "PodDisruptionBudget", "PodGroup", "Pod")
-NAMESPACED = {"Pod", "PodDisruptionBudget", "PodGroup"}
+#: PriorityClass it names, the node it is pinned to, the PodGroup it joins or the claims it
+#: mounts, so no reader sees it half-defined.
+CREATE_ORDER = ("PriorityClass", "StorageClass", "Node", "CSINode", "PersistentVolume", "PersistentVolumeClaim",
+                "PodDisruptionBudget", "PodGroup", "Pod")
+NAMESPACED = {"Pod", "PodDisruptionBudget", "PodGroup", "PersistentVolumeClaim"}
 #: kube-apiserver's built-in classes, present on every cluster.
 SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
 #: Pods of one group carry this label (scheduler-plugins' coscheduling); the dispatcher keeps
@@ -229,15 +232,18 @@ def _host_ports(containers, f: Field) -> tuple:
     return tuple(ports)
 
 
-def _container_requests(c: dict, f: Field) -> dict[str, int]:
+def _container_requests(c: dict, f: Field, missing: dict | None = None) -> dict[str, int]:
+    """The container's requests; `missing` fills in resources it does not request at all."""
     res = f.get_dict(c, "resources")
-    if not res:
-        return {}
-    rf = f.at("resources")
-    reqs = parse_resource_list(res.get("requests"), rf.at("requests"))
-    if res.get("limits") is not None:
-        for name, amount in parse_resource_list(res["limits"], rf.at("limits")).items():
-            reqs.setdefault(name, amount)  # API defaulting: a limit alone is also the request
+    reqs = {}
+    if res:
+        rf = f.at("resources")
+        reqs = parse_resource_list(res.get("requests"), rf.at("requests"))
+        if res.get("limits") is not None:
+            for name, amount in parse_resource_list(res["limits"], rf.at("limits")).items():
+                reqs.setdefault(name, amount)  # API defaulting: a limit alone is also the request
+    for name, amount in (missing or {}).items():
+        reqs.setdefault(name, amount)
     return reqs
 
 
@@ -265,36 +271,42 @@ def _request_field(c: dict, f: Field):
     return lambda name: f.at("resources").at("requests" if name in requests else "limits").at(name)
 
 
-def effective_requests(spec: dict, f: Field) -> dict[str, int]:
+#: What kube-scheduler's scoring assumes a container asks for when it requests no cpu or no
+#: memory at all (schedutil.DefaultMilliCPURequest, DefaultMemoryRequest).
+NONZERO_DEFAULTS = {"cpu": 100, "memory": 200 * 1024 * 1024}
+
+
+def effective_requests(spec: dict, f: Field, missing: dict | None = None) -> dict[str, int]:
     """A pod's scheduling request by Kubernetes' rules (component-helpers PodRequests).
 
     Sum of the containers; sidecars (init containers with restartPolicy Always) add to that
     sum and stay running while later init containers run; the result is the max of the sum
-    and every init container's peak; then pod overhead is added. Each quantity is capped at
-    2^63-1 as Kubernetes caps it, but a sum past that cannot be counted in the int64 columns
-    every process keeps: it is refused, naming the field that crossed it (found by a second,
-    checked pass, so the usual parse pays nothing for it).
+    and every init container's peak; then pod overhead is added. `missing` (kube's
+    NonMissingContainerRequests) fills in, per container, resources it does not request.
+    Each quantity is capped at 2^63-1 as Kubernetes caps it, but a sum past that cannot be
+    counted in the int64 columns every process keeps: it is refused, naming the field that
+    crossed it (found by a second, checked pass, so the usual parse pays nothing for it).
     """
-    total = _effective_requests(spec, f, checked=False)
+    total = _effective_requests(spec, f, missing, checked=False)
     if total and max(total.values()) > INT64_MAX:
-        _effective_requests(spec, f, checked=True)
+        _effective_requests(spec, f, missing, checked=True)
     return total
 
 
-def _effective_requests(spec: dict, f: Field, checked: bool) -> dict[str, int]:
+def _effective_requests(spec: dict, f: Field, missing: dict | None, checked: bool) -> dict[str, int]:
     containers = f.get_list(spec, "containers")
     total: dict[str, int] = {}
     for i, c in enumerate(containers):
         cf = f.at("containers").at(i)
         c = cf.dict(c)
-        _add(total, _container_requests(c, cf), _request_field(c, cf) if checked else None)
+        _add(total, _container_requests(c, cf, missing), _request_field(c, cf) if checked else None)
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
     inits = f.get_list(spec, "initContainers")
     for i, c in enumerate(inits):
         cf = f.at("initContainers").at(i)
         c = cf.dict(c)
-        req = _container_requests(c, cf)
+        req = _container_requests(c, cf, missing)
         where = _request_field(c, cf) if checked else None
         if c.get("restartPolicy") == "Always":
             _add(total, req, where)
@@ -319,10 +331,10 @@ class Pod:
     __slots__ = (
         "namespace", "name", "uid", "key", "labels", "annotations", "owner_refs", "node_name",
         "scheduler_name", "priority", "priority_class_name", "preemption_policy", "requests",
-        "host_ports", "tolerations", "node_selector", "required_node_terms",
+        "nonzero", "host_ports", "tolerations", "node_selector", "required_node_terms",
         "preferred_node_terms", "affinity", "anti_affinity", "spread_constraints", "images",
         "creation_time", "start_time", "phase", "nominated_node", "deleting", "resource_version",
-        "raw", "hold",
+        "scheduling_gates", "volumes", "raw", "hold",
     )
 
     @property
@@ -404,10 +416,12 @@ def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
                              rf.get_str(r, "uid"), bool(r.get("controller"))))
     p.owner_refs = tuple(refs)
     parsed_spec = _spec_fields(spec, sf, ns, labels)
-    (p.images, p.scheduler_name, p.priority_class_name, p.priority, p.preemption_policy,
+    (p.images, p.scheduler_name, p.priority_class_name, p.priority, p.preemption_policy, p.nonzero,
      p.host_ports, p.tolerations, p.node_selector, p.required_node_terms, p.preferred_node_terms,
      p.affinity, p.anti_affinity, p.spread_constraints) = parsed_spec.fields
     p.node_name = sf.get_str(spec, "nodeName")
+    p.scheduling_gates = _scheduling_gates(spec, sf) if spec.get("schedulingGates") else ()
+    p.volumes = parse_pod_volumes(spec, sf, name) if spec.get("volumes") else ()  # names depend on the pod
     if priority_classes is not None:
         resolve_priority(p, priority_classes, sf)
     elif p.priority is None:  # no classes known (e.g. store validation): lenient default
@@ -457,6 +471,13 @@ def _request_origin(spec: dict, sf: Field, name: str) -> Field:
     return sf.at("overhead").at(name)
 
 
+def _scheduling_gates(spec: dict, sf: Field) -> tuple:
+    """The names of spec.schedulingGates, in order."""
+    gf = sf.at("schedulingGates")
+    return tuple(gf.at(i).get_str(gf.at(i).dict(g), "name", required=True)
+                 for i, g in enumerate(sf.get_list(spec, "schedulingGates")))
+
+
 _SPEC_MEMO: dict = {}
 _SPEC_MEMO_SIZE = 4096
 
@@ -504,6 +525,8 @@ def _parse_spec(spec: dict, sf: Field, ns: str, labels: dict) -> _SpecParse:
         raise sf.at("preemptionPolicy").error(f"must be PreemptLowerPriority or Never, got {policy!r}")
     amounts = effective_requests(spec, sf)
     amounts["pods"] = 1  # every pod takes one pod slot
+    nonzero = effective_requests(spec, sf, NONZERO_DEFAULTS)  # what scoring counts
+    nonzero = (nonzero.get("cpu", 0), nonzero.get("memory", 0))
     host_ports = _host_ports(containers, cf)
     tolerations = tuple(parse_toleration(t, sf.at("tolerations").at(i))
                         for i, t in enumerate(sf.get_list(spec, "tolerations")))
@@ -536,7 +559,7 @@ def _parse_spec(spec: dict, sf: Field, ns: str, labels: dict) -> _SpecParse:
                      if aff.get("podAntiAffinity") else EMPTY_AFFINITY)
     spread = tuple(_spread_constraint(c, sf.at("topologySpreadConstraints").at(i), labels)
                    for i, c in enumerate(sf.get_list(spec, "topologySpreadConstraints")))
-    return _SpecParse((images, scheduler_name, priority_class_name, priority, policy, host_ports,
+    return _SpecParse((images, scheduler_name, priority_class_name, priority, policy, nonzero, host_ports,
                        tolerations, node_selector, required_terms, tuple(preferred), affinity,
                        anti_affinity, spread), amounts)
 
@@ -605,7 +628,7 @@ def parse_node(d: dict) -> Node:
         img = imf.dict(img)
         size = imf.at("sizeBytes").int(img.get("sizeBytes"), default=0, minimum=0)
         for j, nm in enumerate(imf.at("names").list(img.get("names"))):
-            images[imf.at("names").at(j).str(nm, required=True)] = size
+            images.setdefault(imf.at("names").at(j).str(nm, required=True), size)  # the first is kube's
     n.images = images
     n.resource_version = str(meta.get("resourceVersion") or "")
     n.raw = d
@@ -693,7 +716,8 @@ def parse_priority_class(d: dict) -> PriorityClass:
 
 
 _PARSERS = {"Pod": parse_pod, "Node": parse_node, "PodDisruptionBudget": parse_pdb,
-            "PriorityClass": parse_priority_class}
+            "PriorityClass": parse_priority_class, "PersistentVolumeClaim": parse_pvc,
+            "PersistentVolume": parse_pv, "StorageClass": parse_storage_class, "CSINode": parse_csi_node}
 
 
 def parse_object(d, priority_classes: dict | None = None):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import plugin_names as names
-from .validation import (ANY, Bool, Field, Int, List, Obj, Refused, Str, decode_object, duplicate,
+from .validation import (ANY, Bool, Int, List, Obj, Refused, Str, decode_object, duplicate,
                          forbidden, invalid, label_name_errors, not_supported, required)
 
 ARGS_API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -55,6 +55,17 @@ def _default_preemption_rules(a: dict, path: str) -> list:
 def _inter_pod_affinity_rules(a: dict, path: str) -> list:
     w = a["hardPodAffinityWeight"]
     return [] if 0 <= w <= 100 else [invalid(f"{path}.hardPodAffinityWeight", w, "not in valid range [0, 100]")]
+
+
+def _volume_binding_rules(a: dict, path: str) -> list:
+    errs = []
+    if a["bindTimeoutSeconds"] < 0:
+        errs.append(invalid(f"{path}.bindTimeoutSeconds", a["bindTimeoutSeconds"],
+                            "invalid BindTimeoutSeconds, should not be a negative value"))
+    if a["shape"]:
+        errs.append(forbidden(f"{path}.shape", "shardsched does not score nodes by storage capacity "
+                              "(kube's StorageCapacityScoring, off by default in v1.33)"))
+    return errs
 
 
 def _coscheduling_rules(a: dict, path: str) -> list:
@@ -222,6 +233,13 @@ KINDS: dict[str, ArgsKind] = {
         _fit_rules, _fit_defaulting),
     names.POD_TOPOLOGY_SPREAD: ArgsKind(
         {"defaultConstraints": List(DEFAULT_CONSTRAINT), "defaultingType": Str("System")}, _spread_rules),
+    names.SCHEDULING_GATES: ArgsKind({}),
+    names.VOLUME_RESTRICTIONS: ArgsKind({}),
+    names.NODE_VOLUME_LIMITS: ArgsKind({}),
+    names.VOLUME_ZONE: ArgsKind({}),
+    names.VOLUME_BINDING: ArgsKind(
+        {"bindTimeoutSeconds": Int(600, bits=64), "shape": ANY},
+        _volume_binding_rules),
     names.COSCHEDULING: ArgsKind(
         {"permitWaitingTimeSeconds": Int(60), "podGroupBackoffSeconds": Int(0), "podGroupRejectPercentage": Int(10)},
         _coscheduling_rules),

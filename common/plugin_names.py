@@ -4,6 +4,7 @@ checked against them in every process and command, and only a shard needs the pl
 """
 from __future__ import annotations
 
+SCHEDULING_GATES = "SchedulingGates"
 PRIORITY_SORT = "PrioritySort"
 NODE_UNSCHEDULABLE = "NodeUnschedulable"
 NODE_NAME = "NodeName"
@@ -13,6 +14,10 @@ NODE_PORTS = "NodePorts"
 NODE_RESOURCES_FIT = "NodeResourcesFit"
 NODE_RESOURCES_BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
+VOLUME_RESTRICTIONS = "VolumeRestrictions"
+NODE_VOLUME_LIMITS = "NodeVolumeLimits"
+VOLUME_BINDING = "VolumeBinding"
+VOLUME_ZONE = "VolumeZone"
 INTER_POD_AFFINITY = "InterPodAffinity"
 IMAGE_LOCALITY = "ImageLocality"
 DEFAULT_PREEMPTION = "DefaultPreemption"
@@ -25,10 +30,11 @@ COSCHEDULING = "Coscheduling"
 #: cheapest-and-most-selective first. Coscheduling comes last, as scheduler-plugins adds it
 #: (its PostFilter runs after preemption had its chance; its QueueSort replaces PrioritySort).
 DEFAULT_PLUGINS = (
-    (PRIORITY_SORT, 0), (NODE_UNSCHEDULABLE, 0), (NODE_NAME, 0), (TAINT_TOLERATION, 3),
-    (NODE_AFFINITY, 2), (NODE_PORTS, 0), (NODE_RESOURCES_FIT, 1),
-    (NODE_RESOURCES_BALANCED_ALLOCATION, 1), (POD_TOPOLOGY_SPREAD, 2), (INTER_POD_AFFINITY, 2),
-    (IMAGE_LOCALITY, 1), (DEFAULT_PREEMPTION, 0), (DEFAULT_BINDER, 0), (COSCHEDULING, 0),
+    (SCHEDULING_GATES, 0), (PRIORITY_SORT, 0), (NODE_UNSCHEDULABLE, 0), (NODE_NAME, 0),
+    (TAINT_TOLERATION, 3), (NODE_AFFINITY, 2), (NODE_PORTS, 0), (NODE_RESOURCES_FIT, 1),
+    (VOLUME_RESTRICTIONS, 0), (NODE_VOLUME_LIMITS, 0), (VOLUME_BINDING, 0), (VOLUME_ZONE, 0),
+    (POD_TOPOLOGY_SPREAD, 2), (INTER_POD_AFFINITY, 2), (DEFAULT_PREEMPTION, 0),
+    (NODE_RESOURCES_BALANCED_ALLOCATION, 1), (IMAGE_LOCALITY, 1), (DEFAULT_BINDER, 0), (COSCHEDULING, 0),
 )
 
 #: Every plugin a profile may name.
@@ -56,6 +62,12 @@ POINTS = {
     IMAGE_LOCALITY: ("score",),
     DEFAULT_PREEMPTION: ("postFilter",),
     DEFAULT_BINDER: ("bind",),
+    SCHEDULING_GATES: ("preEnqueue",),
+    VOLUME_RESTRICTIONS: ("preFilter", "filter"),
+    NODE_VOLUME_LIMITS: ("preFilter", "filter"),
+    # (its PreBind is the binder's: common/volume_binding.py)
+    VOLUME_BINDING: ("preFilter", "filter", "reserve"),
+    VOLUME_ZONE: ("preFilter", "filter"),
     # scheduler-plugins' Coscheduling; its QueueSort replaces PrioritySort's when both run.
     COSCHEDULING: ("queueSort", "preFilter", "filter", "postFilter", "reserve", "permit"),
 }

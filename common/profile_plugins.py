@@ -28,9 +28,12 @@ class PluginUse:
         return point in self.points
 
 
-def resolve(profile: dict, path: str = "profile") -> list[PluginUse]:
+def resolve(profile: dict, path: str = "profile", points: dict | None = None) -> list[PluginUse]:
     """The profile's plugins in order (`profile` is one validated entry of the config's
-    `profiles`, `path` its path); raises FieldError when no shard could run it."""
+    `profiles`, `path` its path); raises FieldError when no shard could run it. `points`
+    gives the extension points of plugins beyond the known ones (a shard's out-of-tree
+    registry)."""
+    points_of = POINTS if not points else {**points, **POINTS}
     plugins = profile["plugins"]
     removed, off = set(), {}
     for j, entry in enumerate(plugins["disabled"]):
@@ -56,20 +59,20 @@ def resolve(profile: dict, path: str = "profile") -> list[PluginUse]:
     uses = []
     for name in order:
         switched_off = {**({} if name in seen else off.get("*", {})), **off.get(name, {})}
-        _check_pairs(name, switched_off)
-        points = frozenset(p for p in POINTS[name] if p not in switched_off
-                           and PAIRED_POINTS.get(p) not in switched_off)
-        if points:
-            uses.append(PluginUse(name, weights[name], points))
+        _check_pairs(name, points_of[name], switched_off)
+        runs = frozenset(p for p in points_of[name] if p not in switched_off
+                         and PAIRED_POINTS.get(p) not in switched_off)
+        if runs:
+            uses.append(PluginUse(name, weights[name], runs))
     _check_required_points(uses, path)
     return uses
 
 
-def _check_pairs(name: str, switched_off: dict) -> None:
+def _check_pairs(name: str, points: tuple, switched_off: dict) -> None:
     """A plugin's PreFilter and PreScore prepare its Filter and Score: they go off with them,
     and cannot go off alone (kube's plugins then fail every pod)."""
     for pre, main in PAIRED_POINTS.items():
-        if pre in POINTS[name] and pre in switched_off and main not in switched_off:
+        if pre in points and pre in switched_off and main not in switched_off:
             raise invalid(switched_off[pre], name, f"{name}'s {main} needs its {pre}: switch {main} off too")
 
 

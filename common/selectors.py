@@ -243,6 +243,16 @@ class NodeSelectorTerm:
                 return False
         return True
 
+    def pinned_names(self) -> frozenset | None:
+        """The node names this term's matchFields metadata.name In requirements allow (their
+        intersection), or None when it has none (any node may match): kube-scheduler's
+        NodeAffinity PreFilter reads terms so."""
+        names = None
+        for op, values in self.fields:
+            if op == "In":
+                names = values if names is None else names & values
+        return names
+
     def single_node_name(self) -> str | None:
         """The node this term pins to (matchFields metadata.name In [one]), if it does."""
         for op, values in self.fields:

@@ -5,7 +5,8 @@ store (pending pods, the shards' leases), so it can be killed and restarted at a
 What it does:
 
 * follows pending pods for this scheduler (spec.schedulerName of a profile; optionally
-  default-scheduler too), reading only the few fields it needs from the raw objects;
+  default-scheduler too), reading only the few fields it needs from the raw objects; a pod
+  with scheduling gates waits here, undispatched, until an update removes its last gate;
 * sends each pod to the live shard with the fewest pods in flight (random tie-break), and
   every pod of a pod group (label scheduling.x-k8s.io/pod-group) to the same shard, so the
   whole group is there to be placed as one unit; when that shard dies, the group's pending
@@ -52,10 +53,11 @@ ADOPT_WAIT_S = 3.0
 
 
 class Pending:
-    __slots__ = ("key", "uid", "rv", "group", "shard", "sent_at", "avoid")
+    __slots__ = ("key", "uid", "rv", "group", "shard", "sent_at", "avoid", "gated")
 
-    def __init__(self, key: str, uid: str, rv: str, group: str | None):
+    def __init__(self, key: str, uid: str, rv: str, group: str | None, gated: bool = False):
         self.key, self.uid, self.rv, self.group = key, uid, rv, group
+        self.gated = gated  # has scheduling gates: no shard may schedule it yet
         self.shard: str | None = None
         self.sent_at = 0.0
         self.avoid: str | None = None  # the shard that gave it back or sat on it too long
@@ -154,13 +156,18 @@ class Dispatcher(Component):
                 self._forget(known, revoke=type_ == "DELETED" or not spec.get("nodeName"))
             return
         uid = meta.get("uid") or ""
+        gated = bool(spec.get("schedulingGates"))
         if known is not None and known.uid == uid:
-            return  # a status change of a pod we already handle
+            if known.gated and not gated:  # its last gate was removed: schedule it now
+                known.gated, known.rv = False, str(meta.get("resourceVersion") or "")
+                self.unsent[key] = None
+            return  # otherwise a status change of a pod we already handle
         if known is not None:
             self._forget(known, revoke=True)  # deleted and recreated under the same name
         group = raw_group_key(obj)
-        self.pending[key] = Pending(key, uid, str(meta.get("resourceVersion") or ""), group)
-        self.unsent[key] = None
+        self.pending[key] = Pending(key, uid, str(meta.get("resourceVersion") or ""), group, gated)
+        if not gated:
+            self.unsent[key] = None
         if group is not None:
             self.group_pending[group] += 1
 

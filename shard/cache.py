@@ -17,6 +17,17 @@ from common.generation_store import ListStore
 from .node_info import NodeInfo
 
 
+class ImageState:
+    """One image name across the cluster, as kube-scheduler's cache keeps it: the size the
+    first node to report it gave, and the nodes holding it."""
+
+    __slots__ = ("size", "nodes")
+
+    def __init__(self, size: int):
+        self.size = size
+        self.nodes: set[str] = set()
+
+
 class ShardCache(PodAccounting):
     node_type = NodeInfo
 
@@ -25,6 +36,28 @@ class ShardCache(PodAccounting):
         #: priority -> number of counted pods: preemption is pointless for a pod whose
         #: priority is not above the lowest one (and costs a full scan to find that out).
         self.priorities: Counter = Counter()
+        #: image name -> ImageState, over every node (ImageLocality)
+        self.images: dict[str, ImageState] = {}
+
+    def _node_changed(self, old, new) -> None:
+        """kube's removeNodeImageStates(old) then addNodeImageStates(new): an image nobody
+        holds any more is forgotten, and the next node to report it sets its size."""
+        for name in (old.images if old is not None else ()):
+            state = self.images.get(name)
+            if state is not None:
+                state.nodes.discard(old.name)
+                if not state.nodes:
+                    del self.images[name]
+        if new is None:
+            return
+        refs = {}
+        for name, size in new.images.items():
+            state = self.images.get(name)
+            if state is None:
+                state = self.images[name] = ImageState(size)
+            state.nodes.add(new.name)
+            refs[name] = state
+        self.nodes.get(new.name).image_refs = refs
 
     def _new_nodes(self):
         return ListStore()

@@ -10,6 +10,15 @@ from collections import Counter
 
 import numpy as np
 
+from .framework import UNRESOLVABLE
+
+
+def fit_message(total_nodes: int, counts: Counter) -> str:
+    """kube's FitError text over a histogram of reasons: "0/N nodes are available: " and
+    "count reason" items sorted as strings (so "10 ..." comes before "2 ...")."""
+    parts = sorted(f"{n} {reason}" for reason, n in counts.items())
+    return f"0/{total_nodes} nodes are available: {', '.join(parts)}."
+
 
 class Diagnosis:
     def __init__(self, total_nodes: int):
@@ -17,28 +26,36 @@ class Diagnosis:
         self.vec_failures: list[tuple] = []        # (plugin, absolute rows it rejected)
         self.node_failures: dict[int, tuple] = {}  # row -> (plugin, Status)
         self.pre_filter_status = None              # a PreFilter rejection applies to all nodes
-        self._narrowed: tuple | None = None        # (plugin, rows) a PreFilterResult kept
-        self._narrowed_by: list[str] = []          # every plugin whose PreFilterResult narrowed
+        self.kept: np.ndarray | None = None        # rows every PreFilterResult kept (None: all)
+        self._kube_kept: np.ndarray | None = None  # ... those of kube's own PreFilterResults
+        self._narrowed_by: list[str] = []          # plugins of those kube results
+        self._hinted_by: list = []                 # plugins whose results were only hints
 
-    def narrow(self, plugin, kept: np.ndarray) -> None:
-        """A PreFilterResult limited the scan to `kept` rows; the rest count as its rejections.
+    def narrow(self, plugin, kept: np.ndarray, hint: bool = False) -> None:
+        """A PreFilterResult limited the scan to `kept` rows (sorted); the rest count as its
+        rejections: kube's "didn't satisfy plugin(s)", or for a hint the plugin's own filter
+        reason.
 
         The rejected rows are only worked out if a message or preemption needs them: a
         DaemonSet pod pinned to one node must not pay a pass over every row.
         """
-        self._narrowed = (plugin, kept)
-        if plugin.name not in self._narrowed_by:
-            self._narrowed_by.append(plugin.name)
+        self.kept = kept if self.kept is None else np.intersect1d(self.kept, kept)
+        if hint:
+            self._hinted_by.append(plugin)
+        else:
+            self._kube_kept = kept if self._kube_kept is None else np.intersect1d(self._kube_kept, kept)
+            if plugin.name not in self._narrowed_by:
+                self._narrowed_by.append(plugin.name)
+
+    def _left_out(self, kept) -> np.ndarray:
+        mask = np.ones(self.total_nodes, dtype=bool)
+        mask[kept] = False
+        return mask
 
     @property
-    def excluded(self) -> tuple | None:
-        """(plugin, rows) left out by a PreFilterResult, or None."""
-        if self._narrowed is None:
-            return None
-        plugin, kept = self._narrowed
-        left_out = np.ones(self.total_nodes, dtype=bool)
-        left_out[kept] = False
-        return plugin, np.flatnonzero(left_out)
+    def excluded(self) -> np.ndarray | None:
+        """Rows left out by PreFilter results, or None when none narrowed the scan."""
+        return None if self.kept is None else np.flatnonzero(self._left_out(self.kept))
 
     def reasons(self, state, pod, table) -> Counter:
         counts = Counter()
@@ -46,11 +63,19 @@ class Diagnosis:
             for r in self.pre_filter_status.reasons:
                 counts[r] += self.total_nodes
             return counts
-        excluded = self.excluded
-        if excluded is not None and len(excluded[1]):
-            # kube-scheduler gives nodes left out by PreFilter results one reason naming the
-            # plugins (Go's %v of a sorted list): "node(s) didn't satisfy plugin(s) [NodeName]".
-            counts[f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(self._narrowed_by))}]"] += len(excluded[1])
+        if self.kept is not None:
+            left_out = self._left_out(self.kept)
+            if self._kube_kept is not None:
+                # kube-scheduler gives the nodes its PreFilter results left out one reason naming
+                # the plugins (Go's %v of a sorted list): "node(s) didn't satisfy plugin(s) [X]".
+                by_kube = self._left_out(self._kube_kept)
+                if by_kube.any():
+                    names = " ".join(sorted(self._narrowed_by))
+                    counts[f"node(s) didn't satisfy plugin(s) [{names}]"] += int(by_kube.sum())
+                left_out &= ~by_kube
+            hinted = np.flatnonzero(left_out)
+            if len(hinted) and self._hinted_by:  # (NodeName, the only hint, rejects them all)
+                counts.update(_reasons_of(self._hinted_by[0], state, pod, table, hinted))
         for plugin, rows in self.vec_failures:
             if len(rows):
                 counts.update(_reasons_of(plugin, state, pod, table, rows))
@@ -71,20 +96,26 @@ class Diagnosis:
         return frozenset(names)
 
     def message(self, state, pod, table) -> str:
-        counts = self.reasons(state, pod, table)
-        parts = sorted(f"{n} {reason}" for reason, n in counts.items())
-        return f"0/{self.total_nodes} nodes are available: {', '.join(parts)}."
+        return fit_message(self.total_nodes, self.reasons(state, pod, table))
 
-    def unresolvable_rows(self) -> np.ndarray:
-        """Rows where preemption cannot help (the plugin that rejected them says so)."""
+    def unresolvable_rows(self, state, pod, table) -> np.ndarray:
+        """Rows where preemption cannot help: the plugin that rejected them said
+        UnschedulableAndUnresolvable (plugins whose status depends on the node tell which
+        rows through `unresolvable_vec`)."""
+        if self.pre_filter_status is not None:
+            everything = self.pre_filter_status.code == UNRESOLVABLE
+            return np.arange(self.total_nodes if everything else 0, dtype=np.int64)
         out = []
         excluded = self.excluded
         if excluded is not None:
-            out.append(excluded[1])
+            out.append(excluded)
         for plugin, rows in self.vec_failures:
+            rows = np.asarray(rows)
             if not plugin.resolvable_by_preemption:
-                out.append(np.asarray(rows))
-        bad = [row for row, (_, st) in self.node_failures.items() if st.code == "UnschedulableAndUnresolvable"]
+                out.append(rows)
+            elif hasattr(plugin, "unresolvable_vec") and len(rows):
+                out.append(rows[plugin.unresolvable_vec(state, pod, table, rows)])
+        bad = [row for row, (_, st) in self.node_failures.items() if st.code == UNRESOLVABLE]
         if bad:
             out.append(np.array(bad, dtype=np.int64))
         return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)

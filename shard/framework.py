@@ -15,7 +15,7 @@ Plugins reach the rest of the scheduler only through their Handle (see handle.py
 """
 from __future__ import annotations
 
-from common.plugin_args import resolve
+from common.plugin_args import KINDS, resolve
 
 SUCCESS = "Success"
 UNSCHEDULABLE = "Unschedulable"
@@ -70,12 +70,17 @@ class CycleState(dict):
 
 
 class PreFilterResult:
-    """A PreFilter may narrow the candidates to a set of node names (unit locating, nodeName)."""
+    """A PreFilter may narrow the candidates to a set of node names (unit locating, nodeName).
 
-    __slots__ = ("node_names",)
+    A `hint` only saves the scan work (kube-scheduler's plugin has no such PreFilter): the
+    nodes it leaves out are explained by the plugin's own filter, and it never takes part in
+    kube's "didn't satisfy plugin(s)" accounting."""
 
-    def __init__(self, node_names):
+    __slots__ = ("node_names", "hint")
+
+    def __init__(self, node_names, hint: bool = False):
         self.node_names = frozenset(node_names)
+        self.hint = hint
 
 
 class PostFilterResult:
@@ -111,9 +116,12 @@ class Plugin:
 
     def __init__(self, handle, args: dict | None = None, weight: int = 1):
         self.handle = handle
-        self.args = resolve(self.name, args)
+        # an out-of-tree plugin (a registry's) reads its args as given
+        self.args = resolve(self.name, args) if self.name in KINDS else dict(args or {})
         self.weight = weight
 
+    # PreEnqueue -> None (the pod may be queued) or Status (it waits, out of the queue)
+    def pre_enqueue(self, pod): raise NotImplementedError
     # QueueSort
     def less(self, a, b) -> bool: raise NotImplementedError
     # PreFilter: returns None / Status / PreFilterResult

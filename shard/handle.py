@@ -25,6 +25,17 @@ class Handle:
         return self._sched.snapshot.table
 
     @property
+    def volumes(self):
+        """The claims, volumes, storage classes and CSINodes (common.volumes.VolumeState),
+        with the volume bindings this shard assumed laid over them."""
+        return self._sched.volumes
+
+    @property
+    def claims_in_use(self):
+        """"namespace/claim" -> pods placed (bound or assumed) that mount it."""
+        return self._sched.cache.claims_in_use
+
+    @property
     def rng(self):
         """The shard's seeded random source (tie-breaks, random starting rows)."""
         return self._sched.rng
@@ -34,6 +45,11 @@ class Handle:
         """Whether preemption may skip nodes by the priority prefix sums (an optimisation
         that can be switched off for baselines; decisions are the same either way)."""
         return self._sched.preemption_pruning
+
+    def lowest_priority(self) -> float:
+        """The lowest priority of any pod counted on a node (infinity when there is none):
+        preemption cannot find victims for a pod whose priority is not above it."""
+        return self._sched.cache.lowest_priority()
 
     def budgets(self):
         """The PodDisruptionBudgets, as preemption spends them, over the counted pods."""
@@ -73,6 +89,14 @@ class Handle:
         """Every filter of the profile on `info`, counting the pods nominated there that
         `pod` must leave room for; None when the node fits, else the first failure."""
         return self._sched.check_node(self._profile, state, pod, info)
+
+    def has_nominated(self) -> bool:
+        """Whether any pending pod is nominated to a node."""
+        return bool(self._sched.nominated)
+
+    def nominated_on(self, pod, node_name: str) -> list:
+        """Pods nominated to the node that `pod` must leave room for (priority >= its own)."""
+        return self._sched._nominated_on(pod, node_name)
 
     def add_pod(self, state, pod, other, info) -> None:
         """Count `other` on `info` (a scratch copy) and in the PreFilter state."""

@@ -24,11 +24,15 @@ from common.disruption import VICTIMS_TERMINATING, eviction_failures, refusal
 from common.errors import ObjectError
 from common.group_commit import GroupCommit
 from common.informer import Informer
-from common.objects import CREATE_ORDER, parse_object, raw_pod_key
+from common.objects import CREATE_ORDER, object_key, parse_object, raw_pod_key
 from common.podgroup import group_key, object_key_of
+from common.plugin_names import VOLUME_BINDING
+from common.volume_binding import TIMED_OUT, bindings_done, store_lookups, write_bindings
+from common.volumes import counts_volumes
 from .cache import ShardCache
 from . import queueing_hints as hints
 from .framework import SUCCESS
+from .plugins.volume_binding import planned_volumes
 from .queue import SchedulingQueue
 from .scheduler import Scheduler
 from .waiting import Wait
@@ -77,14 +81,17 @@ class DispatchedPods:
 
 class StoreCommitter:
     """Commits a decision in the loop's own thread: checks the PodDisruptionBudgets, nominates
-    the pod and evicts its victims, then runs the profile's Bind plugins. Used where no
-    binder runs (`simulate`, tests); the same budget rule as the binder's applies, so the
-    outcome is what the distributed scheduler would do."""
+    the pod and evicts its victims, binds its volumes (VolumeBinding's PreBind), then runs the
+    profile's Bind plugins. Used where no binder runs (`simulate`, tests); the same budget rule
+    as the binder's applies, so the outcome is what the distributed scheduler would do."""
 
-    def __init__(self, store, failpoint=None):
-        """`failpoint`: common.group_commit's hook, for tests that cut a group commit short."""
+    def __init__(self, store, failpoint=None, provision=None):
+        """`failpoint`: common.group_commit's hook, for tests that cut a group commit short;
+        `provision`, when given, plays the storage controllers between writing a pod's volume
+        bindings and checking they are done (simulate's common.provisioner)."""
         self.store = store
         self.groups = GroupCommit(store, "shard", failpoint)
+        self.provision = provision
         #: victim pod key -> key of the pod that preempted it
         self.evicted_by: dict[str, str] = {}
 
@@ -102,6 +109,11 @@ class StoreCommitter:
                         self.evicted_by[v.key] = pod.key
             if refused is not None:
                 return f"preemption failed: {refused}"
+        plan = planned_volumes(result.state, node)
+        if plan is not None:
+            why = self._bind_volumes(plan, node)
+            if why is not None:
+                return f"{VOLUME_BINDING}: {why}"
         for p in result.profile.bind:
             st = p.bind(result.state, pod, node)
             if st is None:
@@ -130,6 +142,19 @@ class StoreCommitter:
                 return [f"preemption failed: {refused}"] * len(items)
         results = self.groups.commit(unit, [(e.pod.key, e.pod.uid or "", r.node) for e, r in items])
         return [r or "" for r in results]
+
+
+    def _bind_volumes(self, plan, node_name: str) -> str | None:
+        """VolumeBinding's PreBind in place: write the bindings, let the provisioner act, and
+        fail at once (rather than after bindTimeoutSeconds) unless the claims are bound."""
+        written, why = write_bindings(self.store, plan, node_name)
+        if why is not None:
+            return why
+        if self.provision is not None:
+            self.provision()
+        node = parse_object(self.store.get("Node", node_name) or {"kind": "Node", "metadata": {"name": node_name}})
+        done, why = bindings_done(node, plan, written, *store_lookups(self.store))
+        return None if done else (why or TIMED_OUT)
 
 
 class ShardLoop:
@@ -165,6 +190,9 @@ class ShardLoop:
         #: the unit is bound (the binder evicts them) or released (they count again), so the
         #: group's other members neither count their room twice nor claim them again.
         self.claimed: dict[str, str] = {}
+        #: Owned pending pods a PreEnqueue plugin keeps out of the queue (scheduling gates):
+        #: pod key -> its message. An update of the pod asks again.
+        self.gated: dict[str, str] = {}
         self.informer = Informer(store, CREATE_ORDER, self.apply, self._forget_everything)
 
     # --- keeping up with the store ------------------------------------------------------------
@@ -186,9 +214,11 @@ class ShardLoop:
         for info_name in [name for name, _ in self.cache.nodes.items()]:
             self.cache.remove_node(info_name)
         self.pods.clear()
+        self.gated.clear()
         self.scheduler.nominated.clear()
         self.groups.clear()
         self.claimed.clear()
+        self.scheduler.volumes.clear()
 
     def apply(self, type_: str, kind: str, obj: dict) -> None:
         if kind == "PriorityClass":
@@ -205,6 +235,22 @@ class ShardLoop:
             if self.groups.apply_group(type_, obj) is None and type_ != "DELETED":
                 self.errors[f"PodGroup {key}"] = self.groups.errors[key]
             self._wake_unit(key)
+        else:
+            self._apply_storage(type_, kind, obj)
+
+    def _apply_storage(self, type_: str, kind: str, obj: dict) -> None:
+        """A claim, volume, storage class or CSINode changed: it can only matter to pods
+        with volumes (kube's VolumeBinding, VolumeZone and NodeVolumeLimits hints)."""
+        volumes = self.scheduler.volumes
+        if type_ == "DELETED":
+            meta = obj.get("metadata") or {}
+            volumes.remove(kind, object_key(kind, meta.get("namespace") or "default", meta.get("name")))
+        else:
+            parsed = self._parse(obj)
+            if parsed is None:
+                return
+            volumes.set(parsed)
+        self.queue.move_all_to_active(only=counts_volumes)
 
     def _parse(self, obj: dict):
         try:
@@ -255,6 +301,7 @@ class ShardLoop:
             nominated = self._nominate(key, None)
             self.pods.pop(key, None)
             self.claimed.pop(key, None)
+            self.gated.pop(key, None)
             self.queue.delete(key)
             self.cache.remove_pod(key)
             if gone is not None:
@@ -287,6 +334,7 @@ class ShardLoop:
         self.pods[key] = pod
         if pod.node_name:
             self.queue.delete(key)
+            self.gated.pop(key, None)
             if key in self.claimed:
                 return  # a victim of a member waiting at Permit: counted as gone already
             counted = self.cache.counted(key)
@@ -298,6 +346,12 @@ class ShardLoop:
         elif self.cache.is_assumed(key):
             pass  # our binding is in flight; the watch will bring the bound version
         elif self.owner.owns(pod) and not pod.deleting:
+            self._enqueue(pod)
+
+    def _enqueue(self, pod) -> None:
+        """Queue an owned pending pod, unless a PreEnqueue plugin holds it back."""
+        if not self._held_back(pod):
+            self.gated.pop(pod.key, None)
             self.queue.add(pod)
 
     def _refreshed(self, known, obj: dict) -> bool:
@@ -312,6 +366,16 @@ class ShardLoop:
         self.pods[pod.key] = pod
         if pod.key not in self.claimed and not self.cache.refresh_pod(pod):
             self.cache.set_pod(pod)  # (a claimed victim is counted as gone already)
+        return True
+
+    def _held_back(self, pod) -> bool:
+        """Run the pod's PreEnqueue plugins; a pod they refuse leaves the queue and waits in
+        `gated` for an update (kube also asks again when a pod moves to activeQ)."""
+        why = self.profile_for(pod).gate(pod)
+        if why is None:
+            return False
+        self.queue.delete(pod.key)
+        self.gated[pod.key] = why
         return True
 
     def _nominate(self, key: str, pod) -> bool:
@@ -346,6 +410,8 @@ class ShardLoop:
     def schedule_next(self):
         """One cycle for the next pod in activeQ; None when activeQ is empty."""
         entry = self.queue.pop()
+        while entry is not None and self._held_back(entry.pod):
+            entry = self.queue.pop()
         if entry is None:
             return None
         self.cache.expire()
@@ -538,7 +604,7 @@ class ShardLoop:
         if known is not None and (not uid or known.uid == uid):
             if not (known.node_name or known.deleting or key in self.queue or self.cache.is_assumed(key)
                     or key in self.waiting):
-                self.queue.add(known)  # taken back after a re-dispatch: schedule it again
+                self._enqueue(known)  # taken back after a re-dispatch: schedule it again
             return True
         raw = self.unowned.get(key)
         if raw is not None and (not uid or (raw.get("metadata") or {}).get("uid") == uid):
@@ -552,6 +618,7 @@ class ShardLoop:
     def drop(self, key: str) -> None:
         """Stop scheduling a pod (bound elsewhere, gone, or handed to another shard)."""
         self.queue.delete(key)
+        self.gated.pop(key, None)
         self.owner.release(key)
 
     def gone(self, entry, result) -> None:

@@ -9,21 +9,13 @@ snapshots hold clones.
 from __future__ import annotations
 
 from common.accounting import NodeUsage
-from common.resources import CPU, MEMORY
 from common.splay import PrioritySplayTree
-
-#: kube-scheduler scores a pod that requests no cpu or memory as if it asked for these.
-DEFAULT_MILLI_CPU = 100
-DEFAULT_MEMORY = 200 * 1024 * 1024
 
 
 def nonzero_request(pod) -> tuple[int, int]:
-    """(cpu, memory) used for scoring: zero requests count as the defaults above."""
-    return nonzero_amounts(pod.requests)
-
-
-def nonzero_amounts(requests: tuple) -> tuple[int, int]:
-    return (requests[CPU] or DEFAULT_MILLI_CPU, requests[MEMORY] or DEFAULT_MEMORY)
+    """(cpu, memory) used for scoring: each container asking for no cpu or no memory counts
+    as kube-scheduler's defaults (common.objects.NONZERO_DEFAULTS)."""
+    return pod.nonzero
 
 
 def priority_key(pod) -> tuple:
@@ -35,7 +27,7 @@ class NodeInfo(NodeUsage):
     """NodeUsage plus what the plugins read: scoring sums, affinity pods, the splay tree and
     the cache generation of the node's last change."""
 
-    __slots__ = ("nonzero", "affinity_pods", "generation", "tree")
+    __slots__ = ("nonzero", "affinity_pods", "generation", "tree", "image_refs", "image_states")
 
     def __init__(self, name: str, node=None):
         super().__init__(name, node)
@@ -43,6 +35,12 @@ class NodeInfo(NodeUsage):
         self.affinity_pods: dict = {}     # pod key -> Pod, pods with any pod (anti-)affinity
         self.generation = 0
         self.tree = PrioritySplayTree()
+        #: The node's images as the cache's cluster-wide ImageStates (the cache keeps it).
+        self.image_refs: dict = {}
+        #: In a snapshot copy: image name -> (cluster-wide size, nodes holding it), as of the
+        #: copy (kube's ImageStateSummary.Snapshot: the count is not updated until the node
+        #: itself changes and is copied again).
+        self.image_states: dict = {}
 
     def add_pod(self, pod) -> None:
         super().add_pod(pod)
@@ -88,6 +86,9 @@ class NodeInfo(NodeUsage):
         c.host_ports = dict(self.host_ports)
         c.affinity_pods = dict(self.affinity_pods) if self.affinity_pods else {}
         c.tree = self.tree
+        c.image_refs = self.image_refs
+        c.image_states = ({name: (st.size, len(st.nodes)) for name, st in self.image_refs.items()}
+                          if self.image_refs else {})
         return c
 
     def scratch(self) -> "NodeInfo":

@@ -4,7 +4,7 @@ from __future__ import annotations
 from common.profile_plugins import resolve
 from common.plugin_names import COSCHEDULING
 
-from .framework import implements
+from .framework import Plugin, implements
 from .handle import Handle
 from .registry import build_plugins
 
@@ -19,24 +19,36 @@ POINTS_OF = {
     "post_filter": ("postFilter",), "pre_score": ("score", "preScore"), "score": ("score",),
     "score_vec": ("score",), "normalize": ("score",), "reserve": ("reserve",), "unreserve": ("reserve",),
     "permit": ("permit",), "pre_bind": ("preBind",), "bind": ("bind",), "post_bind": ("postBind",),
+    "pre_enqueue": ("preEnqueue",),
 }
 
 
+def registry_points(registry: dict | None) -> dict:
+    """kube's extension points of each plugin class in `registry`, from the methods it
+    implements (the known plugins' are common.plugin_names.POINTS)."""
+    return {name: tuple(sorted({pt for m, pts in POINTS_OF.items()
+                                if getattr(cls, m) is not getattr(Plugin, m) for pt in pts}))
+            for name, cls in (registry or {}).items()}
+
+
 class Profile:
-    def __init__(self, cfg: dict, sched, args: dict, threshold):
+    def __init__(self, cfg: dict, sched, args: dict, threshold, registry: dict | None = None):
         """`cfg` is one entry of the config's `profiles`; `args` every plugin's resolved
-        arguments (common.plugin_args.profile_args); `threshold` the profile's Threshold."""
+        arguments (common.plugin_args.profile_args); `threshold` the profile's Threshold;
+        `registry` the plugin classes by name (default: shard.registry.REGISTRY, as kube's
+        out-of-tree registry)."""
         self.name = cfg["schedulerName"]
         self.threshold = threshold
         self.handle = Handle(sched, self)
-        uses = resolve(cfg)
-        self.plugins = build_plugins(uses, args, self.handle)
+        uses = resolve(cfg, points=registry_points(registry))
+        self.plugins = build_plugins(uses, args, self.handle, registry)
         runs = {u.name: u.points for u in uses}
 
         def at(*methods):
             return [p for p in self.plugins
                     if any(implements(p, m) and not runs[p.name].isdisjoint(POINTS_OF[m]) for m in methods)]
 
+        self.pre_enqueue = at("pre_enqueue")
         sorters = at("less")
         #: kube takes one QueueSort plugin: one added after the default PrioritySort (as
         #: Coscheduling is) replaces it.
@@ -64,3 +76,12 @@ class Profile:
 
     def less(self, a, b) -> bool:
         return self.queue_sort.less(a, b)
+
+    def gate(self, pod) -> str | None:
+        """Why the pod may not enter the scheduling queue (its first PreEnqueue refusal),
+        or None."""
+        for p in self.pre_enqueue:
+            st = p.pre_enqueue(pod)
+            if st is not None:
+                return st.message()
+        return None

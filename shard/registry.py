@@ -17,18 +17,26 @@ from .plugins.node_name import NodeName
 from .plugins.node_ports import NodePorts
 from .plugins.node_resources_fit import NodeResourcesFit
 from .plugins.node_unschedulable import NodeUnschedulable
+from .plugins.node_volume_limits import NodeVolumeLimits
 from .plugins.priority_sort import PrioritySort
+from .plugins.scheduling_gates import SchedulingGates
 from .plugins.taint_toleration import TaintToleration
 from .plugins.topology_spread import PodTopologySpread
+from .plugins.volume_binding import VolumeBinding
+from .plugins.volume_restrictions import VolumeRestrictions
+from .plugins.volume_zone import VolumeZone
 
 REGISTRY = {cls.name: cls for cls in (
-    PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
-    NodeResourcesFit, NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity,
+    SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
+    NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
+    NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity,
     ImageLocality, DefaultPreemption, DefaultBinder, Coscheduling,
 )}
 
 
-def build_plugins(uses: list, args: dict, handle) -> list:
+def build_plugins(uses: list, args: dict, handle, registry: dict | None = None) -> list:
     """Instantiate a profile's plugins (common.profile_plugins' PluginUses, in order), each
-    with its resolved arguments (common.plugin_args.profile_args)."""
-    return [REGISTRY[u.name](handle, args.get(u.name), u.weight) for u in uses]
+    with its resolved arguments (common.plugin_args.profile_args); `registry` (name -> class,
+    default REGISTRY) is where they are found, as kube's out-of-tree registry."""
+    registry = REGISTRY if registry is None else registry
+    return [registry[u.name](handle, args.get(u.name), u.weight) for u in uses]

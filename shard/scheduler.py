@@ -28,8 +28,10 @@ import numpy as np
 from common.disruption import Budgets
 from common.plugin_args import profile_args
 from common.podgroup import GroupIndex
+from common.volumes import VolumeState, claim_volumes
 from .diagnosis import Diagnosis
-from .framework import SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status
+from .framework import (SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status,
+                        unresolvable)
 from .plugins.inter_pod_affinity import FILTER_STATE as INTER_POD_FILTER_STATE
 from .profile import Profile
 from .snapshot import Snapshot
@@ -48,6 +50,13 @@ def _existing_anti_affinity_beyond_node(state) -> bool:
     leaving another node of the zone, so the scheduling context must not skip them."""
     fs = state.get(INTER_POD_FILTER_STATE)
     return fs is not None and any(key != HOSTNAME for key in fs.forbidden)
+
+
+def _no_overlap(plugins: list[str]) -> str:
+    """kube's PreFilter status when the node-name results of `plugins` share no node."""
+    if len(plugins) == 1:
+        return f"node(s) didn't satisfy plugin {plugins[0]}"
+    return f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}] simultaneously"
 
 
 def _first_failure(plugins, state, pod, info):
@@ -80,7 +89,8 @@ class ScheduleResult:
 
     __slots__ = ("pod", "node", "status", "state", "evaluated", "feasible", "diagnosis",
                  "profile", "_message", "victims", "skipped_by_context", "phases",
-                 "snapshot_s", "cloned", "threshold", "pruned", "context_safe", "rejectors")
+                 "snapshot_s", "cloned", "threshold", "pruned", "context_safe", "rejectors",
+                 "post_filter_parts")
 
     def __init__(self, pod, profile, state):
         self.pod, self.profile, self.state = pod, profile, state
@@ -95,6 +105,9 @@ class ScheduleResult:
         self.cloned = 0
         self.threshold = 0
         self.pruned = 0                     # nodes preemption skipped without a dry run
+        #: Once PostFilter found no node: each plugin's reasons in order, or the plugin itself
+        #: where the cycle skipped it (explain asks it for its words).
+        self.post_filter_parts: list | None = None
         #: Whether a retry may skip nodes unchanged since this attempt (scheduling context):
         #: not when the pod's fate depends on pods elsewhere.
         self.context_safe = True
@@ -111,9 +124,11 @@ class Scheduler:
     def __init__(self, cfg: dict, cache, store=None, seed: int = 0, *, clock=time.monotonic,
                  vectorised: bool | None = None, scheduling_context: bool | None = None,
                  unit_locating: bool | None = None, full_snapshot: bool | None = None,
-                 zone_order: bool | None = None, preemption_pruning: bool | None = None):
+                 zone_order: bool | None = None, preemption_pruning: bool | None = None,
+                 registry: dict | None = None):
         """Optimisations default to `shards.optimizations` in the config; keyword arguments
-        override them (benchmarks compare both settings on one cache)."""
+        override them (benchmarks compare both settings on one cache). `registry` maps plugin
+        names to classes (default: shard.registry.REGISTRY)."""
         opts = cfg["shards"]["optimizations"]
 
         def pick(arg, default):
@@ -133,6 +148,8 @@ class Scheduler:
         self.nominated: dict[str, dict] = {}
         #: PodDisruptionBudgets by key (kept by the loop); preemption avoids breaking them.
         self.pdbs: dict = {}
+        #: Claims, volumes, storage classes and CSINodes (kept by the loop).
+        self.volumes = VolumeState()
         #: Pods held at Permit until their plugins allow them.
         self.waiting = WaitingPods(clock)
         #: PodGroups and their members (kept by the loop), for Coscheduling and preemption.
@@ -140,7 +157,8 @@ class Scheduler:
         #: (binders.count, binders.partitionLabel): a group is committed by one binder.
         self.partitioning = (cfg["binders"]["count"], cfg["binders"]["partitionLabel"])
         self.clock = clock
-        self.profiles = {p["schedulerName"]: Profile(p, self, profile_args(cfg, i), self._threshold(cfg, p))
+        self.profiles = {p["schedulerName"]: Profile(p, self, profile_args(cfg, i), self._threshold(cfg, p),
+                                                 registry)
                          for i, p in enumerate(cfg["profiles"])}
 
     def _threshold(self, cfg: dict, profile: dict) -> Threshold:
@@ -163,7 +181,11 @@ class Scheduler:
 
     # --- one cycle ----------------------------------------------------------------------------
 
-    def schedule(self, pod, queued: int = 0, last_generation: int = 0, profile: Profile | None = None) -> ScheduleResult:
+    def schedule(self, pod, queued: int = 0, last_generation: int = 0, profile: Profile | None = None,
+                 *, post_filter: bool = True) -> ScheduleResult:
+        """One cycle. `post_filter=False` (explain's full rescan) leaves PostFilter out: the
+        cycle being explained already ran it, and its plugins may act (Coscheduling rejects
+        a group's waiting pods)."""
         profile = profile or self.profile_for(pod)
         t0 = time.perf_counter()
         state = CycleState()
@@ -173,31 +195,21 @@ class Scheduler:
         n = len(table)
         diag = Diagnosis(n)
         result.diagnosis = diag
-        rows_hint = None
-        for p in profile.pre_filter:
-            out = p.pre_filter(state, pod)
-            if out is None:
-                continue
-            if isinstance(out, PreFilterResult):
-                if self.unit_locating:
-                    rows = np.array(sorted(table.row_of[nm] for nm in out.node_names if nm in table.row_of),
-                                    dtype=np.int64)
-                    rows_hint = rows if rows_hint is None else np.intersect1d(rows_hint, rows)
-                    if len(rows_hint) < n:
-                        diag.narrow(p, rows_hint)
-            elif out.code == SKIP:
-                state.skip_filter.add(p.name)
-            else:
-                out.plugin = p.name
-                diag.pre_filter_status = out
-                result.status = out
-                result.rejectors = frozenset((p.name,))
-                return result
+        if not self._pre_filter(profile, state, pod, diag, result):
+            result.rejectors = frozenset((result.status.plugin,))
+            if n and profile.post_filter and post_filter:
+                self._post_filter(profile, state, pod, result,
+                                  result.status.code == UNSCHEDULABLE and self._preempting(profile, pod))
+            return result
+        rows_hint = diag.kept
         if n == 0:
             result.status = Status("UnschedulableAndUnresolvable", "no nodes available to schedule pods")
             result._message = "no nodes available to schedule pods"  # kube's words for an empty cluster
             return result
-        result.context_safe = not (pod.has_cross_node_constraints() or _existing_anti_affinity_beyond_node(state))
+        # A pod mounting claims depends on objects that are not nodes (claims, volumes, other
+        # pods' ReadWriteOncePod claims): no node may be skipped as unchanged.
+        result.context_safe = not (pod.has_cross_node_constraints() or _existing_anti_affinity_beyond_node(state)
+                                   or claim_volumes(pod))
         skip_unchanged = self.scheduling_context and last_generation > 0 and result.context_safe
         t1 = time.perf_counter()
         feasible = self._scan(profile, state, pod, diag, result, queued, rows_hint,
@@ -209,31 +221,76 @@ class Scheduler:
         if not len(feasible):
             result.status = Status(UNSCHEDULABLE)
             result.rejectors = diag.rejectors()
-            preempting = (self.cache.lowest_priority() < pod.priority  # else nothing to evict
-                          and any(p.finds_victims for p in profile.post_filter))
+            preempting = self._preempting(profile, pod)
             if result.skipped_by_context:
                 if preempting:  # preemption needs every node's verdict
                     return self.schedule(pod, queued, 0, profile)
                 result.diagnosis = None  # partial: the message needs a full scan (see explain)
-            if profile.post_filter:
+            if profile.post_filter and post_filter:
                 self._post_filter(profile, state, pod, result, preempting)
-                if not result.scheduled and preempting:
-                    result.rejectors |= {p.name for p in profile.post_filter if p.finds_victims}
             return result
         result.node = self._select(profile, state, pod, feasible)
         result.phases["Score"] = time.perf_counter() - t2
         result.status = Status(SUCCESS)
         return result
 
+    def _preempting(self, profile, pod) -> bool:
+        """Whether preemption could find victims at all: some counted pod has a lower priority."""
+        return (self.cache.lowest_priority() < pod.priority
+                and any(p.finds_victims for p in profile.post_filter))
+
+    def _pre_filter(self, profile, state, pod, diag, result) -> bool:
+        """Run PreFilter; False when it rejected the pod (the result says why).
+
+        Node-name results narrow the scan (unit locating). kube's own results are merged as
+        kube-scheduler merges them, by name, before looking at the snapshot: when they have no
+        name in common, PreFilter fails with kube's "didn't satisfy plugin(s)" message."""
+        table = self.table
+        n = len(table)
+        names, with_nodes = None, []
+        for p in profile.pre_filter:
+            out = p.pre_filter(state, pod)
+            if out is None:
+                continue
+            if isinstance(out, PreFilterResult):
+                if not out.hint:
+                    with_nodes.append(p.name)
+                    names = out.node_names if names is None else names & out.node_names
+                    if not names:
+                        out = unresolvable(_no_overlap(with_nodes))
+                if isinstance(out, PreFilterResult):
+                    if self.unit_locating:
+                        rows = np.array(sorted(table.row_of[nm] for nm in out.node_names if nm in table.row_of),
+                                        dtype=np.int64)
+                        if len(rows) < n:
+                            diag.narrow(p, rows, out.hint)
+                    continue
+            if out.code == SKIP:
+                state.skip_filter.add(p.name)
+                continue
+            out.plugin = p.name
+            diag.pre_filter_status = out
+            result.status = out
+            return False
+        return True
+
     def _post_filter(self, profile, state, pod, result, preempting: bool) -> None:
         """Run PostFilter until one finds a node (preemption: the result gets the node and
-        victims). Plugins that look for victims are skipped when no pod has a lower priority;
-        the PostFilter phase (a preemption attempt, to the metrics) is timed when one ran."""
+        victims), as kube's RunPostFilterPlugins, after any failure, a PreFilter rejection
+        included; else the result keeps every plugin's reasons (the "preemption: ..." part of
+        kube's message). Plugins that look for victims run only when `preempting` (a
+        rejection some node could get over, and a pod of lower priority somewhere): else
+        they could not succeed, and explain asks them for their words if a message is wanted.
+        The PostFilter phase (a preemption attempt, to the metrics) is timed when one ran,
+        and a preemption that found nothing counts DefaultPreemption among the pod's
+        rejectors (shard/queueing_hints.py)."""
         t = time.perf_counter()
         searched = False
+        parts: list = []
         for p in profile.post_filter:
             if p.finds_victims:
                 if not preempting:
+                    parts.append(p)
                     continue
                 searched = True
             out = p.post_filter(state, pod, result)
@@ -242,6 +299,11 @@ class Scheduler:
                 result.node, result.victims = out.node, out.victims
                 result.status = Status(SUCCESS)
                 break
+            parts.append(tuple(out.status.reasons) if out.status is not None else ())
+        else:
+            result.post_filter_parts = parts
+            if searched:
+                result.rejectors |= {p.name for p in profile.post_filter if p.finds_victims}
         if searched:
             result.phases["PostFilter"] = time.perf_counter() - t
 
@@ -406,7 +468,7 @@ class Scheduler:
             return result._message
         pod = result.pod
         if result.diagnosis is None:
-            redo = self.schedule(pod, profile=result.profile)
+            redo = self.schedule(pod, profile=result.profile, post_filter=False)
             if redo.scheduled:  # a node skipped as unchanged fits: retry without skipping
                 result.context_safe = False
                 return "the pod fits now and will be retried"
@@ -414,7 +476,25 @@ class Scheduler:
         diag = result.diagnosis
         if diag.pre_filter_status is not None:
             st = diag.pre_filter_status
-            result._message = f"0/{diag.total_nodes} nodes are available: {st.message()}."
+            message = f"0/{diag.total_nodes} nodes are available: {st.message()}."
         else:
-            result._message = diag.message(result.state, pod, self.table)
+            message = diag.message(result.state, pod, self.table)
+        post = self._post_filter_message(result)
+        result._message = f"{message} {post}" if post else message
         return result._message
+
+    @staticmethod
+    def _post_filter_message(result) -> str:
+        """What PostFilter said about a failed cycle: its plugins' reasons, joined as kube
+        joins them. A plugin the cycle skipped (it could not find a node) is asked now; kube
+        runs it anyway and reports why it failed, and it does no dry run in those cases."""
+        if not result.post_filter_parts:
+            return ""
+        reasons = []
+        for part in result.post_filter_parts:
+            if isinstance(part, tuple):
+                reasons += part
+                continue
+            out = part.post_filter(result.state, result.pod, result)
+            reasons += out.status.reasons if out.status is not None else ()
+        return Status(UNSCHEDULABLE, *reasons).message()

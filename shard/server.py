@@ -328,7 +328,7 @@ class ShardServer(Component, rpc.ShardServicer):
         loop, in_flight, waiting = self.loop, self.binders.in_flight, self.waiting_for_watch
         return [k for k in self.owned.keys
                 if k in loop.queue or k in in_flight or k in waiting or k in loop.waiting
-                or loop.cache.is_assumed(k)]
+                or k in loop.gated or loop.cache.is_assumed(k)]
 
     def step(self) -> int:
         """One pass; returns the number of cycles run."""

@@ -2,7 +2,10 @@
 memory store through the real shard code (pod groups included, as units).
 
 Pods with spec.nodeName are running; the other pods are pending, queued in input order, and
-scheduled until nothing more can change (a pass in which no pod was bound or evicted). Pods
+scheduled until nothing more can change (a pass in which no pod was bound or evicted).
+PersistentVolumeClaims are bound as a cluster's controllers would bind them
+(common.provisioner): Immediate ones before any pod is scheduled, WaitForFirstConsumer ones
+once the scheduler picked a node for their first pod. Pods
 whose schedulerName is `default-scheduler` (the API's default) are scheduled too, by the first
 profile: a manifest written for any cluster should simulate without edits.
 """
@@ -11,7 +14,9 @@ from __future__ import annotations
 from common.admission import admit
 from common.objects import raw_pod_key
 from common.podgroup import status_of
+from common.provisioner import Provisioner
 from common.store.memory import MemoryStore
+from common.store.podstatus import GATED_MESSAGE, SCHEDULING_GATED
 from .loop import ProfileOwnership, ShardLoop, StoreCommitter
 
 
@@ -24,11 +29,13 @@ def run(docs: list, cfg: dict, seed: int = 0) -> tuple[dict, int]:
         store.create(doc)
     pods = [key for kind, key, _ in accepted if kind == "Pod"]
     clock = _VirtualClock()
-    committer = StoreCommitter(store)
+    provisioner = Provisioner(store)
+    committer = StoreCommitter(store, provision=provisioner.settle)
     loop = ShardLoop(cfg, store, seed=seed, clock=clock, committer=committer,
                      owner=ProfileOwnership(cfg, accept_default=True))
+    provisioner.settle()  # claims of Immediate classes are bound before any pod is scheduled
     loop.start()
-    _run_until_stable(loop, clock)
+    _run_until_stable(loop, clock, provisioner)
     errors = [e.as_dict() for e in rejected]
     report = _report(store, loop, committer, pods, errors)
     report["podGroups"] = _units(loop)
@@ -48,10 +55,10 @@ class _VirtualClock:
         return self.now
 
 
-def _run_until_stable(loop: ShardLoop, clock: _VirtualClock) -> None:
+def _run_until_stable(loop: ShardLoop, clock: _VirtualClock, provisioner: Provisioner) -> None:
     """Passes over the queue until one changes nothing in the store."""
     while True:
-        changed = 0
+        changed = provisioner.settle()
         while loop.schedule_next() is not None:
             loop.release_waiting()
             changed += loop.sync()
@@ -81,7 +88,9 @@ def _report(store, loop: ShardLoop, committer: StoreCommitter, pods: list, error
         entry = {"status": "Bound" if node else "Unschedulable", "node": node or None,
                  "nominatedNode": status.get("nominatedNodeName") or None, "message": "",
                  "evictedBy": None}
-        if not node:
+        if not node and key in loop.gated:  # kube's pod status and condition message
+            entry["status"], entry["message"] = SCHEDULING_GATED, GATED_MESSAGE
+        elif not node:
             entry["message"] = loop.messages.get(key) or _invalid_message(loop, key)
         out[key] = entry
     return {"pods": out, "errors": errors}

@@ -26,7 +26,7 @@ import numpy as np
 
 from binder.view import BinderView
 from common import config as config_mod
-from common.objects import POD_GROUP_LABEL, parse_node, parse_pod
+from common.objects import POD_GROUP_LABEL, parse_node, parse_object, parse_pod
 from shard.cache import ShardCache
 from shard.framework import SKIP, CycleState, PreFilterResult, Status, implements
 from shard.scheduler import Scheduler
@@ -107,10 +107,10 @@ def pod(name: str, cpu: str | None = None, memory: str | None = None, *, ns: str
         spread=(), ports=(), images=("pause",), owner: str | None = None,
         extra: dict | None = None, scheduler: str | None = SCHEDULER, phase: str | None = None,
         uid: str | None = "uid-{ns}-{name}", status: bool = True, spec: dict | None = None,
-        meta: dict | None = None) -> dict:
+        meta: dict | None = None, volumes=()) -> dict:
     """A Pod dict. `ports` as (hostPort, protocol, hostIP) tuples (protocol/hostIP optional)
     or container port dicts; `owner` as "Kind/name" for a controller ownerReference; `extra`
-    extra requests.
+    extra requests; `volumes` spec.volumes entries (see claim_volume()).
 
     What an API server would fill in can be left out, as in a manifest a client writes:
     `uid=None` (`uid` is otherwise a template of {ns} and {name}), `scheduler=None` (no
@@ -146,6 +146,8 @@ def pod(name: str, cpu: str | None = None, memory: str | None = None, *, ns: str
         spec_["affinity"] = affinity
     if spread:
         spec_["topologySpreadConstraints"] = list(spread)
+    if volumes:
+        spec_["volumes"] = list(volumes)
     spec_.update(spec or {})
     meta_: dict = {"name": name, "namespace": ns}
     if uid is not None:
@@ -408,6 +410,98 @@ def group_pod(name: str, group: str, cpu: str | None = "1", labels: dict | None 
     return pod(name, cpu, labels={POD_GROUP_LABEL: group, **(labels or {})}, **kw)
 
 
+# --- storage -----------------------------------------------------------------------------------
+
+WFFC = "WaitForFirstConsumer"
+
+
+def claim_volume(claim: str, name: str | None = None, ephemeral: bool = False) -> dict:
+    """A spec.volumes entry mounting claim `claim` (for `ephemeral`, an ephemeral volume
+    named `claim`, whose claim is "<pod>-<claim>")."""
+    if ephemeral:
+        return {"name": name or claim, "ephemeral": {"volumeClaimTemplate": {"spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}}}
+    return {"name": name or f"vol-{claim}", "persistentVolumeClaim": {"claimName": claim}}
+
+
+def storage_class(name: str, provisioner: str = "example.com/fake", mode: str | None = WFFC,
+                  topologies: dict | None = None) -> dict:
+    """A StorageClass; `topologies` {label: [values]} as one allowedTopologies term.
+    (kube's tests give classes that cannot provision an empty provisioner, which the API
+    rejects: "kubernetes.io/no-provisioner" means the same to the scheduler.)"""
+    d = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+         "provisioner": provisioner}
+    if mode is not None:
+        d["volumeBindingMode"] = mode
+    if topologies:
+        d["allowedTopologies"] = [{"matchLabelExpressions": [{"key": k, "values": list(v)}
+                                                             for k, v in topologies.items()]}]
+    return d
+
+
+def pvc(name: str, cls: str | None = None, size: str | None = "1Gi", modes=("ReadWriteOnce",),
+        volume_name: str | None = None, bound: bool = False, phase: str | None = None, ns: str = "default",
+        annotations: dict | None = None, owner_uid: str | None = None, uid: str | None = "uid-pvc-{ns}-{name}",
+        selector: dict | None = None) -> dict:
+    """A PersistentVolumeClaim; `bound` adds pv.kubernetes.io/bind-completed (with
+    `volume_name`, kube's withBoundPV); `owner_uid` a controller ownerReference to a pod."""
+    spec: dict = {"accessModes": list(modes)}
+    if cls is not None:
+        spec["storageClassName"] = cls
+    if size is not None:
+        spec["resources"] = {"requests": {"storage": size}}
+    if volume_name:
+        spec["volumeName"] = volume_name
+    if selector is not None:
+        spec["selector"] = selector
+    meta: dict = {"name": name, "namespace": ns, "annotations": dict(annotations or {})}
+    if uid is not None:
+        meta["uid"] = uid.format(ns=ns, name=name)
+    if bound:
+        meta["annotations"]["pv.kubernetes.io/bind-completed"] = "yes"
+    if owner_uid:
+        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": "owner", "uid": owner_uid,
+                                    "controller": True}]
+    d = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec}
+    if phase:
+        d["status"] = {"phase": phase}
+    return d
+
+
+def pv(name: str, cls: str | None = None, size: str = "1Gi", modes=("ReadWriteOnce",), claim=None,
+       affinity: dict | None = None, phase: str | None = "Available", labels: dict | None = None,
+       csi: tuple | None = None, source: dict | None = None) -> dict:
+    """A PersistentVolume; `claim` "ns/name" or (ns, name, uid) for its claimRef; `affinity`
+    {label: [values]} as one required node selector term (kube's withNodeAffinity); `csi`
+    (driver, handle); `source` any other volume source (default hostPath)."""
+    spec: dict = {"capacity": {"storage": size}, "accessModes": list(modes)}
+    if cls is not None:
+        spec["storageClassName"] = cls
+    if claim is not None:
+        ns, cname, *uid = claim.split("/") if isinstance(claim, str) else claim
+        spec["claimRef"] = {"namespace": ns, "name": cname, **({"uid": uid[0]} if uid else {})}
+    if affinity:
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": k, "operator": "In", "values": list(v)} for k, v in affinity.items()]}]}}
+    if csi:
+        spec["csi"] = {"driver": csi[0], "volumeHandle": csi[1]}
+    else:
+        spec.update(source or {"hostPath": {"path": f"/tmp/{name}"}})
+    d = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name, "labels": dict(labels or {})},
+         "spec": spec}
+    if phase:
+        d["status"] = {"phase": phase}
+    return d
+
+
+def csi_node(name: str, limits: dict) -> dict:
+    """A CSINode for node `name`: driver -> allocatable count (None: no count)."""
+    drivers = [{"name": d, "nodeID": name, **({"allocatable": {"count": c}} if c is not None else {})}
+               for d, c in limits.items()]
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name},
+            "spec": {"drivers": drivers}}
+
+
 # --- configuration ---------------------------------------------------------------------------
 
 def make_config(mode: str = "all", plugin_config: dict | None = None, disabled=(), enabled=(),
@@ -435,13 +529,16 @@ def outcome(st: Status | None):
 
 
 class Cluster:
-    def __init__(self, nodes=(), pods=(), cfg: dict | None = None, seed: int = 0, **opts):
+    def __init__(self, nodes=(), pods=(), cfg: dict | None = None, seed: int = 0, storage=(), **opts):
+        """`storage`: claims, volumes, storage classes and CSINodes the scheduler knows."""
         self.cache = ShardCache()
         for n in nodes:
             self.cache.set_node(parse_node(n))
         for p in pods:
             self.cache.set_pod(parse_pod(p))
         self.sched = Scheduler(cfg or make_config(), self.cache, None, seed, **opts)
+        for obj in storage:
+            self.sched.volumes.set(parse_object(obj))
         self.sched.refresh()
 
     # cluster changes --------------------------------------------------------------------------

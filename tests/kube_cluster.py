@@ -5,6 +5,7 @@ reason; nothing is skipped.
 """
 from __future__ import annotations
 
+import contextlib
 import subprocess
 from pathlib import Path
 
@@ -12,10 +13,12 @@ import pytest
 import yaml
 
 from benchmarks.kube_cluster import ClusterError, KubeCluster, free_port, kube_bin_dir, print_logs, write_kubeconfig
+from common import config
 from common.local_cluster import LocalCluster
 from common.store.kube_store import KubeStore
 
-__all__ = ["kube_cluster", "free_port", "print_logs", "write_kubeconfig", "ServiceAccountCluster", "service_account_kubeconfigs"]
+__all__ = ["kube_cluster", "free_port", "print_logs", "write_kubeconfig", "ServiceAccountCluster",
+           "service_account_kubeconfigs", "shardsched_on", "running"]
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -57,3 +60,34 @@ def service_account_kubeconfigs(kube_cluster, store: KubeStore, workdir: Path) -
         out[role] = workdir / f"{role}.kubeconfig"
         write_kubeconfig(out[role], kube_cluster.server, kube_cluster.dir / "ca.crt", token, namespace="shardsched")
     return out
+
+
+def shardsched_on(kube_cluster, store: KubeStore, workdir: Path, shards: int, **dispatcher) -> ServiceAccountCluster:
+    """A dispatcher, `shards` shards and a binder for the test API server, each to run as its
+    deploy/ ServiceAccount (`start()` them, or use `running`); `dispatcher` overrides
+    dispatcher settings."""
+    kubeconfigs = service_account_kubeconfigs(kube_cluster, store, workdir)
+    admin = workdir / "admin.kubeconfig"  # for LocalCluster's own lease checks
+    write_kubeconfig(admin, kube_cluster.server, kube_cluster.dir / "ca.crt", kube_cluster.token,
+                     namespace="shardsched")
+    cfg = config.defaults()
+    cfg["store"]["kubeconfig"] = str(admin)
+    cfg["shards"]["count"], cfg["binders"]["count"] = shards, 1
+    for section in ("shards", "binders"):
+        cfg[section]["basePort"] = 0
+        cfg[section]["metricsBasePort"] = 0
+    cfg["dispatcher"].update(port=0, metricsPort=0, **dispatcher)
+    return ServiceAccountCluster(cfg, "kube://", log_dir=str(workdir), kubeconfigs=kubeconfigs)
+
+
+@contextlib.contextmanager
+def running(cluster: ServiceAccountCluster, workdir: Path):
+    """The processes started, and stopped afterwards; their logs printed when the body fails."""
+    try:
+        cluster.start(timeout=60)
+        yield cluster
+    except BaseException:
+        print_logs(workdir)
+        raise
+    finally:
+        cluster.stop()

@@ -155,12 +155,17 @@ def test_each_component_is_allowed_what_it_needs_and_no_more(kube_cluster):
                   ("watch", "priorityclasses.scheduling.k8s.io"), ("patch", "pods/status"),
                   ("create", "events.events.k8s.io"), ("patch", "events.events.k8s.io"),
                   ("create", lease, ns), ("patch", f"{lease}:shardsched-shard-0", ns), ("list", lease, ns),
-                  ("list", groups), ("watch", groups)],
+                  ("list", groups), ("watch", groups),
+                  ("watch", "persistentvolumeclaims"), ("list", "persistentvolumes"),
+                  ("watch", "storageclasses.storage.k8s.io"), ("list", "csinodes.storage.k8s.io")],
         "binder": [("watch", "nodes"), ("list", "pods"), ("watch", "poddisruptionbudgets.policy"),
                    ("watch", "priorityclasses.scheduling.k8s.io"), ("create", "pods/binding"),
                    ("create", "pods/eviction"), ("delete", "pods"), ("create", "events.events.k8s.io"),
                    ("patch", "events.events.k8s.io"), ("patch", lease, ns), ("update", lease, ns),
-                   ("delete", lease, ns), ("watch", groups), ("update", groups)],
+                   ("delete", lease, ns), ("watch", groups), ("update", groups),
+                   ("watch", "storageclasses.storage.k8s.io"), ("watch", "csinodes.storage.k8s.io"),
+                   ("update", "persistentvolumes"), ("update", "persistentvolumeclaims"),
+                   ("watch", "persistentvolumeclaims")],
     }
     denied = {
         "dispatcher": [("create", "pods/binding"), ("patch", "pods/status"), ("list", "nodes"),
@@ -172,10 +177,12 @@ def test_each_component_is_allowed_what_it_needs_and_no_more(kube_cluster):
                   ("update", "pods"), ("list", "secrets"), ("patch", "nodes"), ("delete", "events.events.k8s.io"),
                   ("update", f"{lease}:shardsched-dispatcher", ns),
                   ("update", f"{lease}:shardsched-binder-partition-0", ns), ("update", groups),
-                  ("update", f"{groups}/status")],
+                  ("update", f"{groups}/status"), ("update", "persistentvolumes"),
+                  ("update", "persistentvolumeclaims")],
         "binder": [("patch", "pods/status"), ("update", "pods"), ("update", "nodes"), ("list", "secrets"),
                    ("create", lease, "default"), ("update", f"{groups}/status"), ("delete", groups),
-                   ("create", groups)],
+                   ("create", groups), ("delete", "persistentvolumes"), ("create", "persistentvolumes"),
+                   ("update", "storageclasses.storage.k8s.io")],
     }
     for sa, checks in allowed.items():
         for check in checks:

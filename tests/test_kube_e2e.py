@@ -15,7 +15,6 @@ runs so both start from an empty fleet.
 """
 from __future__ import annotations
 
-import contextlib
 import statistics
 import subprocess
 import time
@@ -26,9 +25,8 @@ import yaml
 
 from benchmarks import kube_vs
 import builders
-from common import config
 from common.store.kube_store import KubeStore
-from kube_cluster import ServiceAccountCluster, print_logs, service_account_kubeconfigs, write_kubeconfig
+from kube_cluster import running, shardsched_on
 from common.verify import summary, verify_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,41 +125,13 @@ def full_node(store: KubeStore) -> None:
     assert not get("huge")["spec"].get("nodeName") and get("high")["spec"]["nodeName"] == "kwok-small"
 
 
-def service_account_cluster(kube_cluster, store: KubeStore, workdir: Path) -> ServiceAccountCluster:
-    """The dispatcher, two shards and a binder as processes on the API server, each as its
-    deploy/ ServiceAccount (not started)."""
-    kubeconfigs = service_account_kubeconfigs(kube_cluster, store, workdir)
-    admin = workdir / "admin.kubeconfig"  # for LocalCluster's own lease checks
-    write_kubeconfig(admin, kube_cluster.server, kube_cluster.dir / "ca.crt", kube_cluster.token,
-                     namespace="shardsched")
-    cfg = config.defaults()
-    cfg["store"]["kubeconfig"] = str(admin)
-    cfg["shards"]["count"], cfg["binders"]["count"] = 2, 1
-    for section in ("shards", "binders"):
-        cfg[section]["basePort"] = 0
-        cfg[section]["metricsBasePort"] = 0
-    cfg["dispatcher"].update(port=0, metricsPort=0, shardTimeoutSeconds=2, redispatchAfterSeconds=5)
-    return ServiceAccountCluster(cfg, "kube://", log_dir=str(workdir), kubeconfigs=kubeconfigs)
-
-
-@contextlib.contextmanager
-def running(cluster: ServiceAccountCluster, workdir: Path):
-    """The processes started, and stopped afterwards; their logs printed when the body fails."""
-    try:
-        cluster.start(timeout=60)
-        yield cluster
-    except BaseException:
-        print_logs(workdir)
-        raise
-    finally:
-        cluster.stop()
 
 
 def test_shardsched_and_kube_scheduler_on_a_real_api_server(kube_cluster, tmp_path):
     kube_cluster.create_fleet(NODES)  # kwok takes each node over: it renews the node's Lease
     store = KubeStore(str(kube_cluster.kubeconfig))
     try:
-        cluster = service_account_cluster(kube_cluster, store, tmp_path)
+        cluster = shardsched_on(kube_cluster, store, tmp_path, 2, shardTimeoutSeconds=2, redispatchAfterSeconds=5)
         killed = []
         with running(cluster, tmp_path):
             def kill_a_shard(bound):
@@ -228,7 +198,7 @@ def test_a_pod_group_of_kwok_pods_is_scheduled_all_or_nothing(kube_cluster, tmp_
     store = KubeStore(str(kube_cluster.kubeconfig))
     namespace = "e2e-gang"
     try:
-        cluster = service_account_cluster(kube_cluster, store, tmp_path)
+        cluster = shardsched_on(kube_cluster, store, tmp_path, 2, shardTimeoutSeconds=2, redispatchAfterSeconds=5)
         with running(cluster, tmp_path):
             kube_vs.create_namespace(store, namespace)
             never = gang_objects(namespace, "never", 4)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
 
 from .. import config as config_mod
 from ..errors import StoreUnavailable
@@ -19,7 +18,9 @@ from ..version import VERSION
 from .errors import EXIT_REJECTED, EXIT_USAGE, fail
 
 #: Aliases `get` and `delete` take for the kinds.
-KIND_ALIASES = ("no", "node", "nodes", "po", "pod", "pods", "pg", "pgs", "podgroup", "podgroups")
+KIND_ALIASES = ("no", "node", "nodes", "po", "pod", "pods", "pg", "pgs", "podgroup", "podgroups",
+                "pvc", "persistentvolumeclaim", "persistentvolumeclaims", "pv", "persistentvolume",
+                "persistentvolumes", "sc", "storageclass", "storageclasses", "csinode", "csinodes")
 #: ... and the Events `get` lists.
 EVENT_ALIASES = ("ev", "event", "events")
 NO_STORE_HELP = ("store URL; required here (or store.url in --config): these commands act on an "
@@ -53,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--nodes", type=int, required=True, help="number of nodes")
     f.add_argument("--profile", choices=PROFILES, default="uniform")
     f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--csi-limit", action="append", metavar="DRIVER=COUNT",
+                   help="also a CSINode per node whose DRIVER attaches at most COUNT volumes (repeatable)")
     g = f.add_mutually_exclusive_group()
     g.add_argument("--store", help="store URL (default: an embedded redis-server)")
     g.add_argument("-o", "--output", choices=("yaml", "json"), help="print a kind: List instead")
@@ -135,17 +138,21 @@ def build_parser() -> argparse.ArgumentParser:
     ce.add_argument("--force", action="store_true", help="replace an existing CA in DIR")
     _handler(ce, "certs:cmd_certs")
 
-    cr = sub.add_parser("create", help="create Nodes, Pods, PDBs, PriorityClasses and PodGroups from a file (like kubectl)")
+    cr = sub.add_parser("create", help="create Nodes, Pods, PDBs, PriorityClasses, PodGroups, PVCs, PVs, "
+                                       "StorageClasses and CSINodes from a file (like kubectl)")
     cr.add_argument("-f", "--filename", dest="file", required=True, metavar="FILE",
                     help="YAML (one or more documents, or kind: List) or JSON; '-' reads stdin")
     _store_args(cr)
     _handler(cr, "manage:cmd_create")
-    d = sub.add_parser("delete", help="delete pods or pod groups (NS/NAME) or nodes (NAME) from the store")
+    d = sub.add_parser("delete", help="delete pods, pod groups or claims (NS/NAME) or nodes, volumes, "
+                                      "storage classes, CSINodes (NAME) from the store")
     d.add_argument("kind", choices=KIND_ALIASES)
-    d.add_argument("names", nargs="+", metavar="NAME", help="NS/NAME for pods and pod groups (NAME = default/NAME)")
+    d.add_argument("names", nargs="+", metavar="NAME",
+                   help="NS/NAME for pods, pod groups and claims (NAME = default/NAME)")
     _store_args(d)
     _handler(d, "manage:cmd_delete")
-    ge = sub.add_parser("get", help="list pods, nodes, pod groups or events as a table, or as a kind: List")
+    ge = sub.add_parser("get", help="list pods, nodes, pod groups, claims, volumes, storage classes, CSINodes "
+                                    "or events as a table, or as a kind: List")
     ge.add_argument("kind", choices=KIND_ALIASES + EVENT_ALIASES)
     ge.add_argument("-o", "--output", choices=("wide", "json", "yaml"), help="wide table or the stored objects")
     _store_args(ge)

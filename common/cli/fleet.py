@@ -30,10 +30,11 @@ def open_cluster(url: str | None):
 def cmd_fleet(args) -> int:
     try:
         nodes = fleet_mod.generate(args.nodes, args.profile, args.seed)
+        csi = fleet_mod.csi_nodes(nodes, fleet_mod.csi_limits(args.csi_limit))
     except ValueError as e:
         return fail(str(e))
     if args.output:
-        doc = {"apiVersion": "v1", "kind": "List", "items": nodes}
+        doc = {"apiVersion": "v1", "kind": "List", "items": nodes + csi}
         if args.output == "yaml":
             sys.stdout.write(yaml.safe_dump(doc, sort_keys=False))
         else:
@@ -41,7 +42,7 @@ def cmd_fleet(args) -> int:
         return EXIT_OK
     with open_cluster(args.store) as store:
         start = time.perf_counter()
-        errors = store.create_many(nodes)
+        errors = store.create_many(nodes + csi)
         write_s = time.perf_counter() - start
         start = time.perf_counter()
         listed, _ = store.list("Node")

@@ -18,13 +18,15 @@ import yaml
 from .. import config as config_mod
 from ..admission import admit, stored_classes
 from ..errors import ObjectError
-from ..objects import NAMESPACED, TERMINAL_PHASES, object_key, parse_node, parse_pod
+from ..objects import NAMESPACED, TERMINAL_PHASES, object_key, parse_node, parse_object, parse_pod
 from ..resources import CPU, MEMORY, PODS, format_amount, padded, resource_name, vadd
 from ..store import configured_url, open_configured
+from ..store.podstatus import SCHEDULING_GATED, scheduled_condition
 from ..verify import summary, verify_store
 from .errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, UsageError, fail, print_error
 from . import podgroups
 from .manifests import read_documents
+from .storage_tables import TABLES
 
 #: kind -> kubectl's resource name in "created"/"deleted" lines
 RESOURCE_NAMES = {
@@ -33,11 +35,20 @@ RESOURCE_NAMES = {
     "PodDisruptionBudget": "poddisruptionbudget.policy",
     "PodGroup": "podgroup.scheduling.x-k8s.io",
     "Pod": "pod",
+    "PersistentVolumeClaim": "persistentvolumeclaim",
+    "PersistentVolume": "persistentvolume",
+    "StorageClass": "storageclass.storage.k8s.io",
+    "CSINode": "csinode.storage.k8s.io",
 }
 #: Command-line spellings of the kinds `get` and `delete` take.
 ALIASES = {"pod": "Pod", "pods": "Pod", "po": "Pod", "node": "Node", "nodes": "Node", "no": "Node",
            "podgroup": "PodGroup", "podgroups": "PodGroup", "pg": "PodGroup", "pgs": "PodGroup",
-           "event": "Event", "events": "Event", "ev": "Event"}
+           "event": "Event", "events": "Event", "ev": "Event",
+           "pvc": "PersistentVolumeClaim", "persistentvolumeclaim": "PersistentVolumeClaim",
+           "persistentvolumeclaims": "PersistentVolumeClaim", "pv": "PersistentVolume",
+           "persistentvolume": "PersistentVolume", "persistentvolumes": "PersistentVolume",
+           "sc": "StorageClass", "storageclass": "StorageClass", "storageclasses": "StorageClass",
+           "csinode": "CSINode", "csinodes": "CSINode"}
 
 
 @contextlib.contextmanager
@@ -83,8 +94,8 @@ def cmd_create(args) -> int:
 # --- delete -------------------------------------------------------------------------------
 
 def delete_key(kind: str, name: str) -> str:
-    """Store key of a command-line name: pods and pod groups are NS/NAME (NAME alone =
-    namespace default)."""
+    """Store key of a command-line name: pods, pod groups and claims are NS/NAME (NAME alone
+    = namespace default)."""
     parts = name.split("/")
     namespaced = kind in NAMESPACED
     if not all(parts) or len(parts) > (2 if namespaced else 1):
@@ -164,6 +175,8 @@ def pod_rows(pods: list, wide: bool, now: float) -> tuple[list, list]:
     rows = []
     for p in sorted(pods, key=lambda p: p.key):
         status = "Terminating" if p.deleting else p.phase
+        if not p.deleting and (scheduled_condition(p.raw) or {}).get("reason") == SCHEDULING_GATED:
+            status = SCHEDULING_GATED  # as kubectl shows it
         row = [p.namespace, p.name, status, p.node_name or "<none>",
                age(p.raw["metadata"].get("creationTimestamp"), now)]
         if wide:
@@ -237,8 +250,8 @@ def _print_list(items: list[dict], output: str, rv: str | None = None) -> None:
 
 
 def cmd_get(args) -> int:
-    """`get pods|nodes|events`: a table, or with -o json|yaml a `kind: List` of the stored
-    objects unchanged (so `create -f` takes pods and nodes back)."""
+    """`get KIND`: a table, or with -o json|yaml a `kind: List` of the stored objects
+    unchanged (so `create -f` takes pods, nodes and the storage kinds back)."""
     kind = ALIASES[args.kind]
     if kind == "Event":
         with opened_store(args) as store:
@@ -257,7 +270,10 @@ def cmd_get(args) -> int:
             _print_list(items, args.output, rv)
             return EXIT_OK
         wide, now = args.output == "wide", time.time()
-        if kind == "Pod":
+        if kind in TABLES:
+            header, rows = TABLES[kind](_parse_all(items, parse_object), wide,
+                                        lambda d: age(d["metadata"].get("creationTimestamp"), now))
+        elif kind == "Pod":
             header, rows = pod_rows(_parsed_pods(items, stored_classes(store) if wide else None), wide, now)
         elif kind == "PodGroup":
             units = {}

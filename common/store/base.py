@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from ..errors import Conflict, ObjectError
 from ..limits import check_object
 from ..objects import KINDS, NAMESPACED, parse_object
-from .podstatus import now_rfc3339
+from .podstatus import mark_gated, now_rfc3339
 
 
 #: How long an Event is kept after its last update: the API server's --event-ttl default.
@@ -85,6 +85,8 @@ def prepare(obj: dict, new: bool = True) -> tuple[str, str, dict]:
         meta["namespace"] = "default"
     out = dict(obj)
     out["metadata"] = meta
+    if new and parsed.kind == "Pod":
+        mark_gated(out, meta["creationTimestamp"])
     return parsed.kind, parsed.key, out
 
 
@@ -216,7 +218,8 @@ class ClusterStore(ABC):
     @abstractmethod
     def bind_many(self, bindings: Iterable[tuple[str, str, str | None]]) -> list[str | None]:
         """Bind (pod_key, node, uid) triples, each atomically; one result per triple: None
-        on success, else "PodNotFound", "UIDMismatch" or "AlreadyBound"."""
+        on success, else "PodNotFound", "UIDMismatch", "AlreadyBound" or "SchedulingGated"
+        (the pod still has scheduling gates, which the API server refuses to bind)."""
 
     def bind(self, pod_key: str, node: str, uid: str | None = None) -> None:
         """Set spec.nodeName (phase Running, PodScheduled=True, nomination cleared), or raise

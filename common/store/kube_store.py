@@ -69,6 +69,10 @@ RESOURCES = {
     "PodDisruptionBudget": ("policy/v1", "/apis/policy/v1", "poddisruptionbudgets"),
     "PriorityClass": ("scheduling.k8s.io/v1", "/apis/scheduling.k8s.io/v1", "priorityclasses"),
     "PodGroup": ("scheduling.x-k8s.io/v1alpha1", "/apis/scheduling.x-k8s.io/v1alpha1", "podgroups"),
+    "PersistentVolumeClaim": ("v1", "/api/v1", "persistentvolumeclaims"),
+    "PersistentVolume": ("v1", "/api/v1", "persistentvolumes"),
+    "StorageClass": ("storage.k8s.io/v1", "/apis/storage.k8s.io/v1", "storageclasses"),
+    "CSINode": ("storage.k8s.io/v1", "/apis/storage.k8s.io/v1", "csinodes"),
 }
 #: Kinds defined by a CustomResourceDefinition (deploy/crd-podgroup.yaml): a cluster without
 #: it lists none of them (and says so once) instead of failing the processes that list them.
@@ -128,6 +132,22 @@ def _parse_time(s: str) -> float:
     s = s.rstrip("Z")
     fmt = "%Y-%m-%dT%H:%M:%S.%f" if "." in s else "%Y-%m-%dT%H:%M:%S"
     return datetime.strptime(s, fmt).replace(tzinfo=timezone.utc).timestamp()
+
+
+def _binding_conflict(e: "ApiError") -> str:
+    """The outcome of a binding the API server answered 409: its registry wraps every
+    refusal in a Conflict, so the message says which one (the pod was bound meanwhile, has
+    scheduling gates, is being deleted, or is another pod with this name)."""
+    msg = e.message
+    if "schedulingGates" in msg:
+        return "SchedulingGated"
+    if "is being deleted" in msg:
+        return "PodNotFound"
+    if "is already assigned to node" in msg:
+        return "AlreadyBound"
+    if "uid" in msg.lower() or "precondition" in msg.lower():
+        return "UIDMismatch"
+    return f"Conflict: {msg}"
 
 
 class ApiError(Exception):
@@ -574,11 +594,7 @@ class KubeStore(ClusterStore):
             binding["metadata"]["uid"] = uid
         # The answer is a Status without the pod's new resourceVersion: readers of this
         # client wait for their watch to show the binding instead.
-        def conflict(e: ApiError) -> str:
-            msg = e.message.lower()
-            return "UIDMismatch" if "uid" in msg or "precondition" in msg else "AlreadyBound"
-
-        return self._post_to_pod(key, "binding", binding, "bound", {409: conflict})
+        return self._post_to_pod(key, "binding", binding, "bound", {409: _binding_conflict})
 
     def _post_to_pod(self, key: str, subresource: str, body: dict, awaited: str,
                      reasons: dict) -> str | None:

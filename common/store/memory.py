@@ -16,7 +16,7 @@ from ..errors import Conflict, ObjectError, ResourceVersionTooOld
 from ..objects import KINDS
 from .base import (EVENT_TTL_S, ClusterStore, WatchEvent, already_exists, check_kind, check_update,
                    prepare, prepare_many)
-from .podstatus import (apply_patch, bound_patch, nominated_already, nominated_patch, now_rfc3339,
+from .podstatus import (SCHEDULING_GATED, apply_patch, bound_patch, gated, nominated_already, nominated_patch, now_rfc3339,
                         unschedulable_already, unschedulable_patch)
 
 
@@ -149,6 +149,8 @@ class MemoryStore(ClusterStore):
                 pod, reason = self._pod(key, uid)
                 if pod is not None and (pod.get("spec") or {}).get("nodeName"):
                     reason = "AlreadyBound"
+                elif pod is not None and gated(pod):
+                    reason = SCHEDULING_GATED
                 if reason is None:
                     self._write("MODIFIED", "Pod", key, apply_patch(pod, bound_patch(node, now)))
                 results.append(reason)

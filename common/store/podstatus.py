@@ -23,6 +23,29 @@ def now_rfc3339() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+#: The PodScheduled condition the API server gives a pod created with scheduling gates.
+SCHEDULING_GATED = "SchedulingGated"
+GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+
+
+def gated(pod: dict) -> bool:
+    """Whether the pod has scheduling gates (a binding is refused while it has)."""
+    return bool((pod.get("spec") or {}).get("schedulingGates"))
+
+
+def mark_gated(pod: dict, now: str) -> None:
+    """What the API server does to a new pod with scheduling gates (and no PodScheduled
+    condition yet): PodScheduled=False, reason SchedulingGated. Modifies `pod`'s status in
+    place; the caller passes its own copy."""
+    if not gated(pod) or scheduled_condition(pod) is not None:
+        return
+    status = pod["status"] = dict(pod.get("status") or {})
+    conditions = list(status.get("conditions") or [])
+    conditions.append({"type": "PodScheduled", "status": "False", "reason": SCHEDULING_GATED,
+                       "message": GATED_MESSAGE, "lastTransitionTime": now})
+    status["conditions"] = conditions
+
+
 def bound_patch(node: str, now: str) -> dict:
     """What a successful binding writes (the nomination is fulfilled, so it is cleared)."""
     return {"node": node, "phase": "Running", "nominated": "", "cond": {"status": "True", "time": now}}

@@ -5,7 +5,8 @@ Per kind there are two hashes, field = object key:
   obj:<Kind>  the object's JSON exactly as Python's orjson wrote it on create/update;
   st:<Kind>   a small JSON "state" record: rv (id of the event that last wrote the object),
               uid, and for pods node (spec.nodeName), nom (status.nominatedNodeName), cond
-              (the PodScheduled condition) and p, the patch accumulated by bind/nominate/
+              (the PodScheduled condition), gated (present while the pod has scheduling
+              gates) and p, the patch accumulated by bind/nominate/
               unschedulable since the last full write (see podstatus.py).
 Scripts read and rewrite only state records, never whole objects: Redis's cjson would
 turn [] into {} and round large integers. State records hold strings only, which cjson
@@ -97,7 +98,8 @@ return out
 """
 
 # KEYS: stream, Pod obj hash, Pod state hash. ARGV: maxlen, op, now, then per pod key, arg, uid.
-#   op bind:          arg = node; fails with PodNotFound, UIDMismatch or AlreadyBound.
+#   op bind:          arg = node; fails with PodNotFound, UIDMismatch, AlreadyBound or
+#                     SchedulingGated.
 #   op nominate:      arg = node ("" clears); Skip when gone, bound or unchanged.
 #   op unschedulable: arg = message; Skip when gone, bound or the condition is unchanged.
 # Returns per pod "" (written) or the reason.
@@ -112,7 +114,8 @@ for i = 4, #ARGV, 3 do
   if op == 'bind' then
     if not st then reason = 'PodNotFound'
     elseif uid ~= '' and st.uid ~= uid then reason = 'UIDMismatch'
-    elseif (st.node or '') ~= '' then reason = 'AlreadyBound' end
+    elseif (st.node or '') ~= '' then reason = 'AlreadyBound'
+    elseif st.gated then reason = 'SchedulingGated' end
   elseif not st or (st.node or '') ~= '' then
     reason = 'Skip'
   elseif op == 'nominate' and (st.nom or '') == arg then

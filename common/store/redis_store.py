@@ -23,7 +23,7 @@ from ..objects import KINDS
 from . import redis_scripts
 from .base import (EVENT_TTL_S, ClusterStore, WatchEvent, already_exists, check_kind, prepare, prepare_many,
                    rv_order)
-from .podstatus import apply_patch, now_rfc3339, scheduled_condition
+from .podstatus import apply_patch, gated, now_rfc3339, scheduled_condition
 
 _CHUNK = 1000            # objects per script call: bounds how long one call blocks Redis
 _CHUNKS_PER_PIPELINE = 8  # script calls per pipeline: bounds client-side buffering
@@ -65,6 +65,8 @@ def _state(kind: str, obj: dict) -> bytes:
     if kind == "Pod":
         st["node"] = (obj.get("spec") or {}).get("nodeName") or ""
         st["nom"] = (obj.get("status") or {}).get("nominatedNodeName") or ""
+        if gated(obj):
+            st["gated"] = "1"
         cond = scheduled_condition(obj)
         if cond is not None:
             st["cond"] = {k: str(cond[k]) for k in ("status", "reason", "message") if cond.get(k)}

@@ -166,7 +166,14 @@ class Coscheduling(Plugin):
         key = group_key(pod)
         group = self.handle.groups.get(key)
         if group is None:
-            out.status = unschedulable("can not find pod group")
+            # scheduler-plugins says "can not find pod group" here; a pod outside any group
+            # gets kube-scheduler's own message instead, word for word.
+            return out
+        if self.backed_off.get(key, 0.0) > self.handle.now():
+            # Rejected already (PreFilter said so): rejecting it again would push its
+            # backoff further each time a member retries, and a member's own backoff is
+            # shorter than a group's can be (scheduler-plugins does extend it).
+            out.status = unschedulable()
             return out
         assigned = self.assigned(key)
         if assigned >= group.min_member:

@@ -24,19 +24,32 @@ The rules, as kube-scheduler's:
 * the best candidate has the fewest PDB violations, then the lowest highest-victim priority,
   the smallest sum of victim priorities, the fewest victims, and the latest start time among
   its highest-priority victims; a node that needs no victim at all wins outright.
+
+When it finds nothing, its status is kube's words after "preemption: ": why the pod is not
+eligible, or a fit message over every node: the reason each node tried failed its dry run
+(the nodes pruning skipped get the reason their dry run would have given, worked out from
+the same columns) and "Preemption is not helpful for scheduling" for the nodes whose
+rejection preemption cannot cure.
 """
 from __future__ import annotations
+
+from collections import Counter
 
 import numpy as np
 
 from common.disruption import Budgets
 from common.podgroup import victims_break_group
-from ..framework import Plugin, PostFilterResult, unresolvable, unschedulable
+from common.predicates import PORTS_IN_USE, host_ports_conflict, insufficient
+from common.resources import PODS
+from ..diagnosis import fit_message
+from ..framework import Plugin, PostFilterResult, unschedulable
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
-NEVER = "not eligible due to preemptionPolicy=Never"
-TERMINATING = "not eligible due to a terminating pod on the nominated node"
+NEVER = "not eligible due to preemptionPolicy=Never."
+TERMINATING = "not eligible due to a terminating pod on the nominated node."
+#: kube's DefaultPreemption prefixes every message it returns with this.
+PREFIX = "preemption: "
 
 #: Priorities are int32; kube-scheduler shifts them by this before summing so that a sum of
 #: negative priorities still ranks more victims as worse.
@@ -65,62 +78,115 @@ class DefaultPreemption(Plugin):
     finds_victims = True
 
     def post_filter(self, state, pod, result) -> PostFilterResult:
+        """A node and victims, or kube's reason why not ("preemption: ..."): not eligible, or
+        the statuses of the nodes it tried as a fit message, every node it could not try
+        (preemption cannot cure its rejection) counted as not helpful."""
         out = PostFilterResult()
         if pod.preemption_policy == "Never":
-            out.status = unresolvable(NEVER)
+            out.status = unschedulable(PREFIX + NEVER)
             return out
         handle = self.handle
         table = handle.table
-        unfixable = result.diagnosis.unresolvable_rows()
+        unfixable = result.diagnosis.unresolvable_rows(result.state, pod, table)
         if self._victims_still_terminating(table, pod, unfixable):
-            out.status = unschedulable(TERMINATING)
+            out.status = unschedulable(PREFIX + TERMINATING)
             return out
         possible = np.ones(len(table), dtype=bool)
         possible[unfixable] = False
         rows = np.flatnonzero(possible)
-        if not len(rows):
-            out.status = unresolvable(NOT_HELPFUL)
-            return out
+        tried: Counter = Counter()
+        if len(rows) and handle.lowest_priority() < pod.priority:
+            if self._search(state, pod, rows, out, tried):
+                return out
+        else:  # no pod of lower priority anywhere: every dry run would find no victim
+            tried[NO_VICTIMS] = len(rows)
+        tried[NOT_HELPFUL] += len(table) - len(rows)
+        out.status = unschedulable(PREFIX + fit_message(len(table), +tried))
+        return out
+
+    def _search(self, state, pod, rows, out: PostFilterResult, tried: Counter) -> bool:
+        """Dry runs from a random offset until enough candidates are found; True when `out`
+        got a node. Otherwise `tried` counts the reasons of every node tried (pruned ones
+        included, with the reason their dry run would have given)."""
+        handle = self.handle
+        table = handle.table
         wanted = min(len(rows), max(len(rows) * self.args["minCandidateNodesPercentage"] // 100,
                                     self.args["minCandidateNodesAbsolute"]))
         offset = handle.rng.randrange(len(rows))
         rows = np.concatenate((rows[offset:], rows[:offset]))
+        pruned, room = None, None
         if handle.preemption_pruning:
-            keep = can_make_room(table, pod, rows)
+            room = Room(table, pod)
+            keep = room.enough(rows)
             out.pruned = len(rows) - int(keep.sum())
-            rows = rows[keep]
+            if out.pruned:
+                pruned = np.zeros(len(table), dtype=bool)
+                pruned[rows[~keep]] = True
+                rows = rows[keep]
         budgets = handle.budgets()
         candidates = []
         for row in rows:
-            cand = self.dry_run(state, pod, table.infos[row], budgets)
+            cand, failure = self.dry_run(state, pod, table.infos[row], budgets)
             if cand is None:
+                tried.update(failure.reasons)
                 continue
             if not cand.victims:  # fits once its nominated pods are accounted for: take it
                 out.node = cand.node
-                return out
+                return True
             candidates.append(cand)
             if len(candidates) >= wanted:
                 break
         if not candidates:
-            out.status = unschedulable(NO_VICTIMS)
-            return out
+            if pruned is not None:
+                self._explain_pruned(state, pod, pruned, room, budgets, tried)
+            return False
         best = min(candidates, key=Candidate.rank)
         out.node, out.victims = best.node, best.victims
-        return out
+        return True
 
-    def dry_run(self, state, pod, info, budgets: Budgets) -> Candidate | None:
-        """The victims on one node, or None when even evicting every lower pod is not enough
-        (pods that placed pod groups need are not offered: see _group_safe)."""
+    def _explain_pruned(self, state, pod, pruned: np.ndarray, room: "Room", budgets, tried: Counter) -> None:
+        """What the dry runs pruning skipped (`pruned`, a mask over the rows) would have said
+        (kube runs them all when it finds no candidate): no victim on a node without
+        lower-priority pods; else the first filter still failing with them gone, NodePorts
+        before NodeResourcesFit, and the resources short. From the columns pruning read, in
+        whole-column passes, but for nodes holding nominated pods (dry-run for real) and, for a
+        pod with host ports, the port check."""
+        handle = self.handle
+        table = handle.table
+        has_lower = room.lower[:, PODS] > 0
+        tried[NO_VICTIMS] += int(np.count_nonzero(pruned & ~has_lower))
+        rest = pruned & has_lower
+        if handle.has_nominated() or pod.host_ports:
+            names, infos = table.names, table.infos
+            for row in np.flatnonzero(rest):
+                if handle.nominated_on(pod, names[row]):
+                    tried.update(self.dry_run(state, pod, infos[row], budgets)[1].reasons)
+                elif pod.host_ports and host_ports_conflict(pod.host_ports, _ports_kept(infos[row], pod.priority)):
+                    tried[PORTS_IN_USE] += 1
+                else:
+                    continue
+                rest[row] = False
+        for c, n in zip(room.cols, room.short(rest)):
+            if n:
+                tried[insufficient(int(c))] += int(n)
+
+    def dry_run(self, state, pod, info, budgets: Budgets):
+        """(the candidate, None), or (None, the failing filter's status) when even evicting
+        every lower pod is not enough, or (None, NO_VICTIMS) when there is no lower pod (pods
+        that placed pod groups need are not offered: see _group_safe)."""
         handle = self.handle
         lower = [p for p in info.pods.values() if p.priority < pod.priority]
-        if handle.groups.group_of:
+        if lower and handle.groups.group_of:
             lower = self._group_safe(pod, lower)
+        if not lower:
+            return None, unschedulable(NO_VICTIMS)
         scratch = info.scratch()
         st = state.clone()
         for v in lower:
             handle.remove_pod(st, pod, v, scratch)
-        if handle.filter_with_nominated(st, pod, scratch) is not None:
-            return None
+        failure = handle.filter_with_nominated(st, pod, scratch)
+        if failure is not None:
+            return None, failure
         lower.sort(key=lambda p: (-p.priority, p.start_time))
         budgets = budgets.copy()
         violating, other = [], []
@@ -136,8 +202,8 @@ class DefaultPreemption(Plugin):
                     broken += breaks
         if victims and handle.groups.group_of and victims_break_group(
                 victims, handle.groups, pod.priority, self._priority_of) is not None:
-            return None
-        return Candidate(info.name, victims, broken)
+            return None, unschedulable(NO_VICTIMS)  # it would take too many from one placed group
+        return Candidate(info.name, victims, broken), None
 
     def _priority_of(self, key: str):
         counted = self.handle.counted(key)
@@ -162,11 +228,29 @@ class DefaultPreemption(Plugin):
         return any(p.deleting and p.priority < pod.priority for p in table.infos[row].pods.values())
 
 
-def can_make_room(table, pod, rows: np.ndarray) -> np.ndarray:
-    """Mask over `rows`: nodes whose free resources plus all they hold below the pod's
-    priority cover its request (pod count included). The others cannot be candidates."""
-    req = np.asarray(pod.requests, dtype=np.int64)
-    cols = np.flatnonzero(req)
-    n = len(table)
-    room = table.free[:n, cols] + table.releasable(pod.priority)[:, cols]  # every row: cheaper
-    return (room >= req[cols]).all(axis=1)[rows]                           # than gathering rows
+def _ports_kept(info, priority: int) -> list:
+    """Host ports in use on the node by pods preemption may not evict."""
+    return [port for p in info.pods.values() if p.priority >= priority for port in p.host_ports]
+
+
+class Room:
+    """Per node, what evicting every pod below the preemptor's priority would leave free, in
+    the columns it requests (pod count included): pruning drops the nodes where that is not
+    enough, and the reasons their dry runs would give come from the same numbers."""
+
+    def __init__(self, table, pod):
+        req = np.asarray(pod.requests, dtype=np.int64)
+        self.cols = np.flatnonzero(req)
+        self.req = req[self.cols]
+        n = len(table)
+        self.lower = table.releasable(pod.priority)
+        self.room = table.free[:n, self.cols] + self.lower[:, self.cols]  # every row: cheaper than gathering
+
+    def enough(self, rows: np.ndarray) -> np.ndarray:
+        """Mask over `rows`: the nodes that could be candidates."""
+        return (self.room >= self.req).all(axis=1)[rows]
+
+    def short(self, rows: np.ndarray) -> np.ndarray:
+        """Per requested column, how many of the rows `rows` (a mask) select lack it even with
+        the lower pods gone."""
+        return ((self.room < self.req) & rows[:, None]).sum(axis=0)

@@ -125,6 +125,17 @@ class InterPodAffinity(Plugin):
                     ok &= codes[rows] != 0
         return ok
 
+    def unresolvable_vec(self, state, pod, table, rows):
+        """Of the rejected `rows`, those whose first failure is the pod's own affinity (kube
+        says UnschedulableAndUnresolvable there; anti-affinity, which evicting pods can cure,
+        is Unschedulable)."""
+        fs = state[FILTER_STATE]
+        bad = np.zeros(len(rows), dtype=bool)
+        for codes, sums in fs.affinity:
+            c = codes[rows]
+            bad |= (c == 0) | ((fs.affinity_any or not fs.self_match) & (sums[c] == 0))
+        return bad
+
     def filter(self, state, pod, info):
         # kube-scheduler's order: the pod's affinity, its anti-affinity, then existing pods'
         # anti-affinity; the first failure decides the reason and the status code.

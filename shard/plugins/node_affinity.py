@@ -2,7 +2,8 @@
 matchFields on metadata.name) as a filter; preferred terms as a weighted score.
 
 Required terms that all pin `metadata.name` (what DaemonSet pods carry) narrow the cycle to
-those nodes in PreFilter: the pod is checked against its node only (unit locating). The
+those nodes in PreFilter, as kube-scheduler's does: the pod is checked against its node
+only (unit locating). The
 vectorised forms evaluate labels through the node table's label columns.
 """
 from __future__ import annotations
@@ -73,17 +74,22 @@ def matches_mask(pod, table, rows) -> np.ndarray:
     return mask
 
 
+#: kube's PreFilter status when the terms' metadata.name requirements admit no node at all.
+CONFLICT = "pod affinity terms conflict"
+
+
 def pinned_nodes(pod):
-    """Node names the pod's required affinity pins it to, or None when it does not."""
+    """Node names the pod's required affinity pins it to (the union over its terms), or None
+    when some term leaves every node possible. Empty when the terms admit no node."""
     terms = pod.required_node_terms
     if not terms:
         return None
     names = set()
     for t in terms:
-        name = t.single_node_name()
-        if name is None:
+        pinned = t.pinned_names()
+        if pinned is None:
             return None
-        names.add(name)
+        names |= pinned
     return names
 
 
@@ -94,7 +100,9 @@ class NodeAffinity(Plugin):
         if not pod.node_selector and pod.required_node_terms is None:
             return Status(SKIP)
         names = pinned_nodes(pod)
-        return PreFilterResult(names) if names is not None else None
+        if names is None:
+            return None
+        return PreFilterResult(names) if names else unresolvable(CONFLICT)
 
     def filter(self, state, pod, info):
         return None if node_matches(pod, info.node) else unresolvable(REASON)

@@ -1,7 +1,8 @@
 """NodeName: a pod that names its node (spec.nodeName) fits only there.
 
 Its PreFilter narrows the candidates to that one node, so the cycle never scans the others
-(unit locating).
+(unit locating). kube-scheduler's NodeName has no PreFilter, so the result is only a hint:
+the other nodes are explained by the filter's own reason, as kube explains them.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ class NodeName(Plugin):
     def pre_filter(self, state, pod):
         if not pod.node_name:
             return Status(SKIP)
-        return PreFilterResult([pod.node_name])
+        return PreFilterResult([pod.node_name], hint=True)
 
     def filter(self, state, pod, info):
         return unresolvable(REASON) if info.name != pod.node_name else None

@@ -2,8 +2,8 @@
 
 Scoring strategies (args.scoringStrategy.type): LeastAllocated (default), MostAllocated and
 RequestedToCapacityRatio, each over args.scoringStrategy.resources (cpu and memory, weight 1,
-by default). Like kube-scheduler, scores use "non-zero" cpu/memory requests: a pod asking
-for nothing counts as 100m / 200Mi, so empty pods still spread out.
+by default). Like kube-scheduler, scores use "non-zero" cpu/memory requests: each container
+asking for no cpu or memory counts as 100m / 200Mi, so empty pods still spread out.
 """
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import numpy as np
 from common.predicates import IgnoredResources, insufficient
 from common.resources import CPU, MEMORY, resource_index
 from ..framework import Plugin, unschedulable
-from ..node_info import nonzero_amounts
 from ..node_table import column_index, gather
 from .scoring import MAX_NODE_SCORE
 
@@ -35,10 +34,11 @@ def _request_arrays(requests: tuple) -> tuple:
 
 
 @lru_cache(maxsize=4096)
-def _score_columns(resources: tuple, requests: tuple) -> tuple:
-    """The columns a pod with `requests` is scored on, as arrays, shared by pods with equal
-    requests (read-only): cpu and memory always count and are read from the table's
-    non-zero columns (as kube does); any other resource counts only when the pod asks for it.
+def _score_columns(resources: tuple, requests: tuple, pod_nonzero: tuple) -> tuple:
+    """The columns a pod with `requests` (and non-zero cpu and memory `pod_nonzero`) is
+    scored on, as arrays, shared by pods with equal requests (read-only): cpu and memory
+    always count and are read from the table's non-zero columns (as kube does); any other
+    resource counts only when the pod asks for it.
 
     Returns (which non-zero columns; the pod's non-zero amounts; other columns; the pod's
     amounts of them; capacity columns; weights; whether all weights are positive; their sum).
@@ -46,7 +46,6 @@ def _score_columns(resources: tuple, requests: tuple) -> tuple:
     nonzero = [(0 if col == CPU else 1, col, w) for col, w in resources if col in (CPU, MEMORY)]
     others = [(col, w) for col, w in resources if col < len(requests) and col not in (CPU, MEMORY) and requests[col]]
     k = [i for i, _, _ in nonzero]
-    pod_nonzero = nonzero_amounts(requests)
     weights = np.array([w for _, _, w in nonzero] + [w for _, w in others], dtype=np.int64)
     return (column_index(k),
             np.array([pod_nonzero[i] for i in k], dtype=np.int64),
@@ -109,7 +108,7 @@ class NodeResourcesFit(Plugin):
         """All scored resources of all rows in one set of array operations (the per-resource
         loop this replaced cost a third of a scheduling cycle in numpy call overhead)."""
         (nonzero_cols, nonzero_req, other_cols, other_req, cap_cols, weights, positive,
-         weight_total) = _score_columns(self.resources, pod.requests)
+         weight_total) = _score_columns(self.resources, pod.requests, pod.nonzero)
         if not len(weights):
             return np.zeros(len(rows), dtype=np.int64)
         parts = []

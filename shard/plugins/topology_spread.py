@@ -137,6 +137,18 @@ class PodTopologySpread(Plugin):
             ok &= (codes != 0) & (skew <= h.constraint.max_skew)
         return ok
 
+    def unresolvable_vec(self, state, pod, table, rows):
+        """Of the rejected `rows`, those whose first failing constraint lacks its topology
+        label (UnschedulableAndUnresolvable in kube; a skew is Unschedulable)."""
+        bad = np.zeros(len(rows), dtype=bool)
+        decided = np.zeros(len(rows), dtype=bool)
+        for h in state[FILTER_STATE]:
+            codes = h.codes[rows]
+            missing = codes == 0
+            bad |= missing & ~decided
+            decided |= missing | (h.sums[codes] + h.self_match - h.min > h.constraint.max_skew)
+        return bad
+
     def _judge(self, state, rows):
         """Per row, the status of the first constraint it fails (kube stops there too)."""
         out = []

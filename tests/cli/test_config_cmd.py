@@ -59,7 +59,17 @@ def test_kube_schedulers_default_configuration_validates_with_notes(kube_default
     assert done.stdout == f"{kube_default}: valid\n"
     notes = done.stderr.splitlines()
     assert f"{kube_default}: note: enableProfiling: shardsched serves no profiling endpoints" in notes
-    assert any("VolumeBinding" in n and "left out" in n for n in notes)
+    assert not any("Volume" in n for n in notes)  # kube's volume plugins are shipped now
+
+
+def test_convert_keeps_kube_volume_plugins_and_their_args(kube_default):
+    converted = config.load(str(kube_default))
+    profile = converted["profiles"][0]
+    enabled = [p["name"] for p in profile["plugins"]["enabled"]]
+    for plugin in ("SchedulingGates", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"):
+        assert plugin in enabled
+    args = {c["name"]: c["args"] for c in profile["pluginConfig"]}
+    assert args["VolumeBinding"]["bindTimeoutSeconds"] == 600
 
 
 def test_convert_prints_the_equivalent_shardsched_configuration(kube_default, tmp_path):

@@ -243,6 +243,14 @@ def test_get_pods_table_and_wide_columns(capsys, url, store, tmp_path):
     assert [r[5:] for r in table[1:]] == [["<none>", "1000", "1500m", "256Mi"], ["n1", "0", "500m", "256Mi"]]
 
 
+def test_get_pods_shows_a_gated_pod_as_scheduling_gated(capsys, url, tmp_path):
+    gated = pod("gated")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    assert run(capsys, "create", "-f", write_yaml(tmp_path / "a.yaml", gated), "--store", url)[0] == 0
+    code, out, _ = run(capsys, "get", "pods", "--store", url)
+    assert code == 0 and rows(out)[1][:4] == ["default", "gated", "SchedulingGated", "<none>"]
+
+
 def test_get_nodes_table_and_wide_columns(capsys, url, store, tmp_path):
     taint = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
     path = write_yaml(tmp_path / "a.yaml", node("a", zone="zone-a", gpus="2"),
@@ -317,6 +325,51 @@ def test_create_and_get_pod_groups_as_units(capsys, url, store, tmp_path):
     assert rows(out)[1][8:] == ["0", "-", "-", "-"]  # bound, not running: no status written
     code, out, _ = run(capsys, "delete", "podgroup", "ml/train", "--store", url)
     assert (code, out) == (0, 'podgroup.scheduling.x-k8s.io "train" deleted\n') and store.list("PodGroup")[0] == []
+
+
+def test_storage_kinds_create_get_and_delete(capsys, url, store, tmp_path):
+    from builders import csi_node, pv, pvc, storage_class
+
+    path = write_yaml(tmp_path / "s.yaml", pvc("data", "wffc", uid=None, ns="team"),
+                      pv("vol-1", "manual", size="10Gi", claim="team/data"), csi_node("n1", {"ebs.csi.aws.com": 25}),
+                      storage_class("wffc"))
+    code, out, err = run(capsys, "create", "-f", path, "--store", url)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == ["storageclass.storage.k8s.io/wffc created", "csinode.storage.k8s.io/n1 created",
+                                "persistentvolume/vol-1 created", "persistentvolumeclaim/data created"]
+    expected = {
+        "pvc": [["NAMESPACE", "NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "AGE"],
+                ["team", "data", "Pending", "RWO", "wffc"]],
+        "pv": [["NAME", "CAPACITY", "ACCESS MODES", "RECLAIM POLICY", "STATUS", "CLAIM", "STORAGECLASS", "AGE"],
+               ["vol-1", "10Gi", "RWO", "Retain", "Available", "team/data", "manual"]],
+        "sc": [["NAME", "PROVISIONER", "RECLAIMPOLICY", "VOLUMEBINDINGMODE", "AGE"],
+               ["wffc", "example.com/fake", "Delete", "WaitForFirstConsumer"]],
+        "csinodes": [["NAME", "DRIVERS", "AGE"], ["n1", "1"]],
+    }
+    for kind, (header, row) in expected.items():
+        code, out, _ = run(capsys, "get", kind, "--store", url)
+        table = [line.split() for line in out.splitlines()]
+        assert code == 0 and table[0] == " ".join(header).split(), kind
+        assert table[1][:-1] == row, kind  # (the last column is the age)
+    code, out, _ = run(capsys, "get", "pvc", "-o", "wide", "--store", url)
+    assert out.splitlines()[1].split()[-1] == "<none>"  # no selected node yet
+    code, out, _ = run(capsys, "get", "csinode", "-o", "wide", "--store", url)
+    assert out.splitlines()[1].split()[-1] == "ebs.csi.aws.com=25"
+    code, out, _ = run(capsys, "delete", "pvc", "team/data", "--store", url)
+    assert (code, out) == (0, 'persistentvolumeclaim "data" deleted\n')
+    code, out, _ = run(capsys, "delete", "sc", "wffc", "--store", url)
+    assert (code, out) == (0, 'storageclass.storage.k8s.io "wffc" deleted\n')
+
+
+def test_fleet_adds_csi_node_limits(capsys, url, store):
+    code, _, err = run(capsys, "fleet", "--nodes", "3", "--csi-limit", "ebs.csi.aws.com=25", "--store", url)
+    assert code == 0, err
+    csi = store.list("CSINode")[0]
+    assert sorted(d["metadata"]["name"] for d in csi) == sorted(names(store, "Node"))
+    assert {(drv["name"], drv["allocatable"]["count"]) for d in csi for drv in d["spec"]["drivers"]} == {
+        ("ebs.csi.aws.com", 25)}
+    code, _, err = run(capsys, "fleet", "--nodes", "1", "--csi-limit", "ebs", "-o", "yaml")
+    assert code == 2 and "use DRIVER=COUNT" in err
 
 
 # --- delete ---------------------------------------------------------------------------------

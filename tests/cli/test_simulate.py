@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builders import (HOST, ZONE, anchor_bomb, expr, node, node_affinity, overflowing_pod, pod, pod_affinity,
-                      pod_term, spread, toleration)
+from builders import (HOST, ZONE, anchor_bomb, claim_volume, expr, node, node_affinity, overflowing_pod, pod,
+                      pod_affinity, pod_term, pv, pvc, spread, storage_class, toleration)
 from common import config as config_mod
 from common.cli.errors import UsageError
 from common.cli.simulate import simulate
@@ -48,7 +48,7 @@ def check_shape(doc: dict) -> None:
     assert set(doc) == {"pods", "errors", "podGroups"}
     for key, entry in doc["pods"].items():
         assert "/" in key and set(entry) == POD_FIELDS, key
-        assert entry["status"] in ("Bound", "Unschedulable", "Evicted")
+        assert entry["status"] in ("Bound", "Unschedulable", "Evicted", "SchedulingGated")
         assert (entry["node"] is not None) == (entry["status"] == "Bound")
     for err in doc["errors"]:
         assert set(err) == ERROR_FIELDS
@@ -78,6 +78,48 @@ def test_message_format_like_kube_scheduler(tmp_path):
     assert entry["status"] == "Unschedulable" and entry["node"] is None and entry["evictedBy"] is None
     assert filter_message(entry["message"]) == (
         "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}.")
+
+
+def test_a_gated_pod_stays_scheduling_gated(tmp_path):
+    docs = [node("n1"), pod("gated", cpu="100m", spec={"schedulingGates": [{"name": "example.com/wait"}]}),
+            pod("free", cpu="100m")]
+    doc, code = run(tmp_path, docs)
+    assert code == 0
+    assert doc["pods"]["default/gated"] == {
+        "status": "SchedulingGated", "node": None, "nominatedNode": None, "evictedBy": None,
+        "message": "Scheduling is blocked due to non-empty scheduling gates"}
+    assert doc["pods"]["default/free"]["node"] == "n1"
+
+
+def test_volumes_are_bound_as_a_clusters_controllers_would(tmp_path):
+    """A WaitForFirstConsumer claim is provisioned where its first pod goes, and the next pod
+    of the claim follows it there; an Immediate claim is bound to its static volume before
+    scheduling, whose node affinity then places the pod; a missing claim keeps its pod
+    pending with kube's message; a ReadWriteOncePod claim takes one pod only."""
+    docs = [node("a", cpu="1"), node("b", cpu="1"), node("c", cpu="1"),
+            storage_class("wffc", "example.com/fake"), storage_class("manual", "kubernetes.io/no-provisioner",
+                                                                   mode="Immediate"),
+            pvc("data", "wffc"), pvc("static", "manual"), pv("pv-c", "manual", affinity={HOST: ["c"]}),
+            pvc("solo", "wffc", modes=("ReadWriteOncePod",)),
+            pod("first", cpu="600m", volumes=[claim_volume("data")]),
+            pod("second", cpu="100m", volumes=[claim_volume("data")]),
+            pod("pinned", volumes=[claim_volume("static")]),
+            pod("orphan", volumes=[claim_volume("missing")]),
+            pod("solo-1", volumes=[claim_volume("solo")]), pod("solo-2", volumes=[claim_volume("solo")])]
+    doc, code = run(tmp_path, docs)
+    assert code == 0 and doc["errors"] == []
+    pods = doc["pods"]
+    assert pods["default/first"]["status"] == "Bound"
+    assert pods["default/second"]["node"] == pods["default/first"]["node"]
+    assert pods["default/pinned"]["node"] == "c"
+    assert pods["default/orphan"]["message"] == (
+        '0/3 nodes are available: persistentvolumeclaim "missing" not found. '
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
+    assert sorted(pods[f"default/solo-{i}"]["status"] for i in (1, 2)) == ["Bound", "Unschedulable"]
+    loser = next(pods[f"default/solo-{i}"] for i in (1, 2) if pods[f"default/solo-{i}"]["status"] != "Bound")
+    assert filter_message(loser["message"]) == (
+        "0/3 nodes are available: 3 node has pod using PersistentVolumeClaim with the same name and "
+        "ReadWriteOncePod access mode.")
 
 
 def test_taints_and_tolerations(tmp_path):

@@ -7,6 +7,7 @@ import copy
 import pytest
 
 from common import config
+from common.plugin_args import profile_args
 from common.profile_plugins import resolve
 
 KSC = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
@@ -35,12 +36,14 @@ def test_an_empty_file_is_kube_schedulers_default_profile():
     cfg, notes = load(ksc())
     assert [p["schedulerName"] for p in cfg["profiles"]] == ["default-scheduler"]
     got = uses(cfg)
-    assert list(got) == ["PrioritySort", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
-                         "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
+    assert list(got) == ["SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "TaintToleration",
+                         "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
+                         "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
                          "DefaultPreemption", "NodeResourcesBalancedAllocation", "ImageLocality", "DefaultBinder"]
     assert got["TaintToleration"] == (3, ["filter", "preScore", "score"])
     assert got["NodeResourcesFit"][0] == 1 and got["PodTopologySpread"][0] == 2
-    assert any("VolumeBinding" in n and "not shipped" in n for n in notes)
+    assert got["VolumeBinding"] == (0, ["filter", "preFilter", "reserve"])
+    assert not any("Volume" in n for n in notes)  # every kube default plugin is shipped
     # kube's client defaults apply to kube:// requests; backoff and leader election as kube's
     assert cfg["store"]["qps"] == 50 and cfg["store"]["burst"] == 100
     assert cfg["shards"]["podInitialBackoffSeconds"] == 1 and cfg["shards"]["podMaxBackoffSeconds"] == 10
@@ -87,7 +90,7 @@ def test_star_and_a_plugin_only_at_one_point():
     got = uses(cfg)
     assert got == {"PrioritySort": (0, ["queueSort"]), "NodeResourcesFit": (0, ["filter", "preFilter"]),
                    "DefaultBinder": (0, ["bind"]), "ImageLocality": (1, ["score"])}
-    assert any("SchedulingGates is left out" in n for n in notes)
+    assert "SchedulingGates" not in got  # '*' removed it too, as in kube
 
 
 @pytest.mark.parametrize("fields, expected", [
@@ -145,20 +148,15 @@ def test_kube_rules_with_kubes_messages(fields, expected):
      "kind, parallelism, leaderElection, clientConnection, enableProfiling, enableContentionProfiling, "
      "percentageOfNodesToScore, podInitialBackoffSeconds, podMaxBackoffSeconds, profiles, extenders, "
      "delayCacheUntilActive, shardsched)"),
-    (dict(profiles=[{"plugins": {"filter": {"enabled": [{"name": "VolumeBinding"}]}}}]),
-     'profiles[0].plugins.filter.enabled[0]: Invalid value: "VolumeBinding": VolumeBinding is not shipped by '
-     "shardsched (only kube's default profile may list it, without a weight: it is then left out)"),
-    (dict(profiles=[{"plugins": {"multiPoint": {"enabled": [{"name": "VolumeZone", "weight": 2}]}}}]),
-     'profiles[0].plugins.multiPoint.enabled[0]: Invalid value: "VolumeZone": VolumeZone is not shipped by '
-     "shardsched (only kube's default profile may list it, without a weight: it is then left out)"),
     (dict(profiles=[{"plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}}}]),
      'profiles[0].plugins.multiPoint.enabled[0].name: Unsupported value: "NodeResourceTopologyMatch": supported '
      'values: "Coscheduling", "DefaultBinder", "DefaultPreemption", "ImageLocality", "InterPodAffinity", '
      '"NodeAffinity", "NodeName", "NodePorts", "NodeResourcesBalancedAllocation", "NodeResourcesFit", '
-     '"NodeUnschedulable", "PodTopologySpread", "PrioritySort", "TaintToleration"'),
-    (dict(profiles=[{"pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 30}}]}]),
-     'profiles[0].pluginConfig[0].args: Invalid value: {"bindTimeoutSeconds":30}: VolumeBinding is not shipped '
-     "by shardsched: only kube's default args are accepted"),
+     '"NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "PrioritySort", "SchedulingGates", '
+     '"TaintToleration", "VolumeBinding", "VolumeRestrictions", "VolumeZone"'),
+    (dict(profiles=[{"pluginConfig": [{"name": "VolumeBinding", "args": {"shape": [{"utilization": 0, "score": 0}]}}]}]),
+     "profiles[0].pluginConfig[0].args.shape: Forbidden: shardsched does not score nodes by storage capacity "
+     "(kube's StorageCapacityScoring, off by default in v1.33)"),
 ])
 def test_what_shardsched_cannot_honour_is_refused_by_name(fields, expected):
     assert error_of(ksc(**fields)) == expected
@@ -204,8 +202,10 @@ def test_plugin_args_in_kube_form_are_taken_as_they_are():
                                            "kind": "VolumeBindingArgs", "bindTimeoutSeconds": 600}},
         {"name": "InterPodAffinity", "args": {"apiVersion": "kubescheduler.config.k8s.io/v1",
                                               "kind": "InterPodAffinityArgs", "hardPodAffinityWeight": 7}}]}]))
-    assert [e["name"] for e in cfg["profiles"][0]["pluginConfig"]] == ["InterPodAffinity"]
-    assert "profiles[0].pluginConfig[0]: VolumeBinding's args left out with the plugin" in notes
+    assert [e["name"] for e in cfg["profiles"][0]["pluginConfig"]] == ["VolumeBinding", "InterPodAffinity"]
+    args = profile_args(cfg, 0)
+    assert args["VolumeBinding"]["bindTimeoutSeconds"] == 600 and args["InterPodAffinity"]["hardPodAffinityWeight"] == 7
+    assert not any("pluginConfig" in n for n in notes)
 
 
 def test_a_converted_file_validates_as_shardsched_configuration_unchanged():

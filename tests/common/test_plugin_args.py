@@ -26,6 +26,11 @@ BAD = [
     ("DefaultPreemption", {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
      f"{A}.minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same time as "
      "minCandidateNodesAbsolute"),
+    ("VolumeBinding", {"bindTimeoutSeconds": -1},
+     f"{A}.bindTimeoutSeconds: Invalid value: -1: invalid BindTimeoutSeconds, should not be a negative value"),
+    ("VolumeBinding", {"shape": [{"utilization": 0, "score": 0}]},
+     f"{A}.shape: Forbidden: shardsched does not score nodes by storage capacity (kube's "
+     "StorageCapacityScoring, off by default in v1.33)"),
     ("InterPodAffinity", {"hardPodAffinityWeight": 101},
      f"{A}.hardPodAffinityWeight: Invalid value: 101: not in valid range [0, 100]"),
     ("InterPodAffinity", {"hardPodAffinityWeight": "lots"},

@@ -8,7 +8,7 @@ from common.verify import verify, verify_store
 from builders import verify_node as node
 from builders import verify_pod as pod
 from builders import pod as raw_pod
-from common.objects import parse_pod
+from common.objects import parse_object, parse_pod
 
 NO_SCHEDULE = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 
@@ -94,3 +94,42 @@ def test_a_partly_placed_pod_group_is_a_violation_and_its_pods_are_not_stuck():
         report = verify([node(cpu="8")], pods, settled_s=1.0, groups=[group])
         kinds = {v["kind"] for v in report["violations"]}
         assert kinds == ({"partial-group"} if partial else set()), (placed, pending)
+
+
+# --- volumes -------------------------------------------------------------------------------------
+
+def _volumes(*objs):
+    from common.volumes import VolumeState
+
+    vs = VolumeState()
+    for o in objs:
+        vs.set(parse_object(o))
+    return vs
+
+
+def test_volume_invariants():
+    """Two pods on one ReadWriteOncePod claim, and a pod on a node its bound volume's node
+    affinity excludes, are violations."""
+    from builders import claim_volume, pv, pvc
+
+    vs = _volumes(pvc("solo", "x", modes=("ReadWriteOncePod",), volume_name="pv-a", bound=True, ns="ns"),
+                  pv("pv-a", "x", modes=("ReadWriteOncePod",), affinity={"zone": ["b"]}))
+    pods = [pod("a", volumes=[claim_volume("solo")]), pod("b", volumes=[claim_volume("solo")])]
+    report = verify([node()], pods, volumes=vs)
+    assert sorted(v["kind"] for v in report["violations"]) == [
+        "read-write-once-pod", "volume-node-affinity", "volume-node-affinity"]
+
+
+@pytest.mark.parametrize("case, storage, stuck", [
+    ("its claim is missing", [], set()),
+    ("its claim waits for a provisioner", ["selected"], set()),
+    ("its claim could be provisioned", ["unselected"], {"Pod ns/p"}),
+])
+def test_settled_judges_volumes_too(case, storage, stuck):
+    from builders import claim_volume, pvc, storage_class
+
+    claims = {"selected": pvc("data", "wffc", ns="ns", annotations={"volume.kubernetes.io/selected-node": "n1"}),
+              "unselected": pvc("data", "wffc", ns="ns")}
+    vs = _volumes(storage_class("wffc"), *[claims[s] for s in storage])
+    report = verify([node()], [_aged("p", volumes=[claim_volume("data")])], settled_s=60, now=EPOCH + 120, volumes=vs)
+    assert {v["object"] for v in report["violations"] if v["kind"] == "stuck"} == stuck

@@ -251,3 +251,28 @@ def test_a_leader_that_loses_its_lease_closes_its_streams_and_stands_by():
     assert not d.leading and not d.shards and all(not link.alive for link in links)
     assert all(p.shard is None for p in d.pending.values()) and len(d.unsent) == 4
     assert d.gauges()["leader"] == 0
+
+
+def test_a_gated_pod_waits_in_the_dispatcher_and_goes_out_once_its_gates_are_removed():
+    """A pod with scheduling gates is not handed to any shard; the update that removes its
+    last gate dispatches it. (The dispatcher used to dispatch it at once and ignore later
+    updates of a pod it tracked: a shard that dropped it left it pending for good.)"""
+    d = make_dispatcher()
+    gated = pending("g")
+    gated["spec"]["schedulingGates"] = [{"name": "a"}, {"name": "b"}]
+    gated["metadata"]["resourceVersion"] = "5"
+    d._apply("ADDED", "Pod", gated)
+    d._dispatch()
+    assert not any(link.sent for link in d.shards.values())
+    assert "ns/g" in d.pending
+    gated["spec"]["schedulingGates"] = [{"name": "b"}]
+    gated["metadata"]["resourceVersion"] = "6"
+    d._apply("MODIFIED", "Pod", gated)
+    d._dispatch()
+    assert not any(link.sent for link in d.shards.values())
+    gated["spec"]["schedulingGates"] = []
+    gated["metadata"]["resourceVersion"] = "7"
+    d._apply("MODIFIED", "Pod", gated)
+    d._dispatch()
+    assert [k for link in d.shards.values() for k in link.sent] == ["ns/g"]
+    assert d.pending["ns/g"].rv == "7"  # the shard waits for its watch to show the ungated pod

@@ -91,14 +91,21 @@ def test_members_wait_at_permit_until_the_last_one_completes_the_group():
     assert INTENT_ANNOTATION not in (group["metadata"].get("annotations") or {}), "the intent is removed"
 
 
+#: The PostFilter part of kube's message after a PreFilter rejection: DefaultPreemption's, then
+#: Coscheduling's, which rejects the group (as scheduler-plugins' does after every failure).
+NOT_HELPFUL = "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+REJECTED = ", PodGroup default/g gets rejected due to Pod g-0 is unschedulable even after PostFilter"
+
+
 @pytest.mark.parametrize("objs, message", [
     ([pod_group("g", 3), *members("g", 2)],
      "0/1 nodes are available: pre-filter pod g-0 cannot find enough sibling pods, current pods number: 2, "
-     "minMember of group: 3."),
+     "minMember of group: 3. " + NOT_HELPFUL + REJECTED),
     ([pod_group("g", 2), group_pod("g-0", "g", "1"), group_pod("g-1", "g", "1", spec={"schedulingGates": [{"name": "x"}]})],
-     "0/1 nodes are available: pre-filter pod g-0 cannot proceed due to gated pods in the same PodGroup."),
+     "0/1 nodes are available: pre-filter pod g-0 cannot proceed due to gated pods in the same PodGroup. "
+     + NOT_HELPFUL + REJECTED),
     ([pod_group("g", 2, min_resources={"cpu": "9"}), *members("g", 2)],
-     "0/1 nodes are available: resource gap: map[cpu:1]."),
+     "0/1 nodes are available: resource gap: map[cpu:1]. " + NOT_HELPFUL + REJECTED),
 ])
 def test_pre_filter_refuses_a_group_that_cannot_reach_its_quorum(objs, message):
     store, loop, clock, committer = start([node("n1", cpu="8"), *objs])
@@ -129,7 +136,9 @@ def test_min_resources_count_what_lower_priority_pods_could_free():
     settle(loop)
     assert set(bound(store)) == {"low", "hi-0", "hi-1"}
     # 8 - 4 (low) - 0.2 (the hi group, placed first) is free; low's 4 are not below priority 0
-    assert loop.messages["default/lo-0"] == "0/1 nodes are available: resource gap: map[cpu:2200m]."
+    assert loop.messages["default/lo-0"] == ("0/1 nodes are available: resource gap: map[cpu:2200m]. " + NOT_HELPFUL
+                                             + ", PodGroup default/lo gets rejected due to Pod lo-0 is unschedulable "
+                                             "even after PostFilter")
 
 
 def test_a_pod_whose_pod_group_does_not_exist_is_refused_at_permit():
@@ -205,7 +214,8 @@ def test_pod_group_backoff_refuses_members_for_that_long():
     loop.queue.move_all_to_active()
     result = loop.schedule_next()
     assert not result.scheduled
-    assert loop.messages[result.pod.key] == "0/1 nodes are available: podGroup default/g failed recently."
+    # PostFilter leaves a group in backoff alone: rejecting it again would only extend it
+    assert loop.messages[result.pod.key] == "0/1 nodes are available: podGroup default/g failed recently. " + NOT_HELPFUL
 
 
 def test_reject_percentage_lets_a_nearly_complete_group_keep_waiting():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -196,6 +197,86 @@ def test_no_preemption_while_earlier_victims_terminate(tmp_path):
     assert out["default/other"]["status"] == "Bound"
 
 
+# --- kube's message when preemption finds nothing -------------------------------------------
+
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+
+
+def _message(nodes, pods, preemptor, pruning=True, **cfg):
+    cache = ShardCache()
+    for n in nodes:
+        cache.set_node(parse_object(n))
+    for p in pods:
+        cache.set_pod(parse_object(p))
+    sched = Scheduler(make_config(**cfg), cache, seed=1, preemption_pruning=pruning)
+    sched.refresh()
+    result = sched.schedule(parse_object(preemptor))
+    assert not result.scheduled
+    return sched.explain(result)
+
+
+def _never(p):
+    p["spec"]["preemptionPolicy"] = "Never"
+    return p
+
+
+# Each expected message follows kube-scheduler v1.33's code paths: FitError.Error() of the
+# filters, then DefaultPreemption.PostFilter's "preemption: " + either the eligibility reason
+# (PodEligibleToPreemptOthers) or the FitError of DryRunPreemption's node statuses, with
+# "Preemption is not helpful for scheduling" for the nodes FindCandidates did not try.
+MESSAGE_CASES = {
+    # the issue's example: six nodes, nothing of lower priority anywhere
+    "no-victims": ([node(f"n{i}", cpu="1") for i in range(6)], [], pod("p", "2"),
+                   "0/6 nodes are available: 6 Insufficient cpu. "
+                   f"preemption: 0/6 nodes are available: 6 {NO_VICTIMS}."),
+    "never": ([node("n1", cpu="2")], [running("low", "n1", "2", 1)], _never(pod("p", "1", priority=10)),
+              "0/1 nodes are available: 1 Insufficient cpu. "
+              "preemption: not eligible due to preemptionPolicy=Never."),
+    "mixed": ([node("small", cpu="1"), node("g1", taints=["dedicated=gpu:NoSchedule"]),
+               node("g2", taints=["dedicated=gpu:NoSchedule"])], [], pod("p", "2"),
+              "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}. "
+              f"preemption: 0/3 nodes are available: 1 {NO_VICTIMS}, 2 {NOT_HELPFUL}."),
+    # evicting the lower pod frees 1 of the 4 cpu asked: the dry run fails on resources
+    "evicting-is-not-enough": ([node("n1", cpu="2")], [running("low", "n1", "1", 1), running("high", "n1", "1", 50)],
+                               pod("p", "4", priority=10),
+                               "0/1 nodes are available: 1 Insufficient cpu. "
+                               "preemption: 0/1 nodes are available: 1 Insufficient cpu."),
+    # a higher-priority pod holds the port: NodePorts fails before NodeResourcesFit
+    "port-held-above": ([node("n1", cpu="2")],
+                        [running("low", "n1", "1", 1), running("keeper", "n1", "1", 50, ports=[80])],
+                        pod("p", "4", priority=10, ports=[80]),
+                        "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports. "
+                        "preemption: 0/1 nodes are available: 1 node(s) didn't have free ports for the "
+                        "requested pod ports."),
+    "only-higher-pods": ([node("n1", cpu="2"), node("n2", cpu="2")],
+                         [running("a", "n1", "2", 50), running("b", "n2", "2", 1)], pod("p", "3", priority=10),
+                         "0/2 nodes are available: 2 Insufficient cpu. "
+                         f"preemption: 0/2 nodes are available: 1 Insufficient cpu, 1 {NO_VICTIMS}."),
+    "selector-everywhere": ([node("n1"), node("n2")], [running("low", "n1", "1", 1)],
+                            pod("p", "1", priority=10, node_selector={"disk": "ssd"}),
+                            "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "
+                            f"preemption: 0/2 nodes are available: 2 {NOT_HELPFUL}."),
+}
+
+
+@pytest.mark.parametrize("pruning", [True, False])
+@pytest.mark.parametrize("case", sorted(MESSAGE_CASES))
+def test_unschedulable_message_includes_kubes_preemption_part(case, pruning):
+    nodes, pods, preemptor, want = MESSAGE_CASES[case]
+    assert _message(nodes, pods, preemptor, pruning) == want
+
+
+def test_no_preemption_message_while_earlier_victims_terminate():
+    high = pod("high", "2", priority=100)
+    high["status"]["nominatedNodeName"] = "n1"
+    going = running("going", "n1", "2", 1)
+    going["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert _message([node("n1", cpu="2")], [going], high) == (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "preemption: not eligible due to a terminating pod on the nominated node.")
+
+
 # --- pruning never changes the result ------------------------------------------------------------
 
 CLUSTERS = st.lists(st.tuples(st.integers(1, 8), st.lists(st.tuples(st.integers(1, 4), st.integers(0, 6)),
@@ -206,7 +287,8 @@ CLUSTERS = st.lists(st.tuples(st.integers(1, 8), st.lists(st.tuples(st.integers(
 @given(CLUSTERS, st.integers(1, 8), st.integers(1, 7), st.integers(0, 1000))
 def test_pruning_picks_the_same_node_and_victims(cluster, cpu, priority, seed):
     """Nodes of 1-8 cpu holding pods of 1-4 cpu at priorities 0-6; a preemptor of random size
-    and priority. With and without pruning: the same decision, same seed."""
+    and priority. With and without pruning: the same decision, same seed, and when there is
+    none the same message (a pruned node reports what its dry run would have said)."""
     cfg = make_config(preemption={"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 3})
     decisions = []
     for pruning in (True, False):
@@ -218,7 +300,8 @@ def test_pruning_picks_the_same_node_and_victims(cluster, cpu, priority, seed):
         sched = Scheduler(cfg, cache, seed=seed, preemption_pruning=pruning)
         sched.refresh()
         result = sched.schedule(parse_object(pod("high", str(cpu), priority=priority)))
-        decisions.append((result.node, [v.key for v in result.victims]))
+        message = None if result.scheduled else sched.explain(result)
+        decisions.append((result.node, [v.key for v in result.victims], message))
         if pruning:
             pruned = result.pruned
     assert decisions[0] == decisions[1]

@@ -166,7 +166,8 @@ def test_interpod_anti_affinity_spreads_replicas_through_cycles():
         p["spec"]["nodeName"] = result.node
         c.add_pod(p)
     msg = c.explain(pod("r4", labels={"app": "r"}, affinity=anti))
-    assert msg == ("0/4 nodes are available: 4 node(s) didn't match pod anti-affinity rules.")
+    assert msg == ("0/4 nodes are available: 4 node(s) didn't match pod anti-affinity rules. "
+                   "preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod.")
 
 
 def test_interpod_terminating_pods_still_count():

@@ -71,6 +71,34 @@ def test_node_affinity_prefilter():
     assert c.pre_filter("NodeAffinity", pod("p", affinity=mixed)) is None
 
 
+# kube-scheduler v1.33, nodeaffinity/node_affinity_test.go TestNodeAffinity (its PreFilter cases)
+@pytest.mark.parametrize("terms, want", [
+    # "Pod with matchFields using In operator that matches the existing node"
+    ([{"matchFields": [expr("metadata.name", "In", "a")]}], {"a"}),
+    # "Pod with one term: matchFields does not match, but matchExpressions matches"
+    ([{"matchFields": [expr("metadata.name", "In", "b")], "matchExpressions": [expr("zone", "In", "z1")]}], {"b"}),
+    # "Pod with two terms: matchFields does not match, but matchExpressions matches": no narrowing
+    ([{"matchFields": [expr("metadata.name", "In", "b")]}, {"matchExpressions": [expr("zone", "In", "z1")]}], None),
+    # "Pod with two terms of node.Name affinity"
+    ([{"matchFields": [expr("metadata.name", "In", "a")]}, {"matchFields": [expr("metadata.name", "In", "b")]}],
+     {"a", "b"}),
+    # requirements of one term intersect: a term naming several nodes narrows to all of them
+    ([{"matchFields": [expr("metadata.name", "In", "a", "b", "c"), expr("metadata.name", "In", "b", "c")]}],
+     {"b", "c"}),
+    # "Pod with two conflicting mach field requirements"
+    ([{"matchFields": [expr("metadata.name", "In", "a"), expr("metadata.name", "In", "b")]}],
+     (UNRESOLVABLE, "pod affinity terms conflict")),
+])
+def test_node_affinity_prefilter_as_kube(terms, want):
+    out = Cluster(LABELED).pre_filter("NodeAffinity", pod("p", affinity=node_affinity(*terms)))
+    if want is None:
+        assert out is None
+    elif isinstance(want, set):
+        assert isinstance(out, PreFilterResult) and out.node_names == want and not out.hint
+    else:
+        assert isinstance(out, Status) and (out.code, out.message()) == want
+
+
 def test_node_affinity_preferred_score():
     """Sum of the weights of matching preferred terms, normalised so the best node gets 100."""
     c = Cluster(LABELED)

@@ -4,6 +4,8 @@ are built on (worked out by hand in the comments).
 """
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from builders import FOO, UNSCHEDULABLE, Cluster, make_config, node, pod
@@ -92,6 +94,34 @@ def test_least_allocated_counts_existing_pods_and_nonzero_defaults():
     # b: cpu (4000-100)*100/4000 = 97, mem (1000-200)*100/1000 = 80 -> 88
     # a: cpu (4000-200)*100/4000 = 95, mem (1000-400)*100/1000 = 60 -> 77
     assert c.score("NodeResourcesFit", pod("p")) == {"a": 77, "b": 88}
+
+
+def test_nonzero_defaults_apply_per_container_as_kube():
+    """kube fills in 100m / 200Mi for each container (init containers too) whose request is
+    missing, not for the pod's total; an explicit zero stays zero. (The defaults used to apply
+    only when the pod's total was zero.)"""
+    two = pod("two", images=("a", "b"))
+    two["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    # cpu 1000 + 100 (b) = 1100m, memory 200Mi + 200Mi = 400Mi
+    # cpu (4000-1100)*100/4000 = 72, mem (1000-400)*100/1000 = 60 -> 66
+    c = Cluster([node("a", cpu="4", memory="1000Mi")])
+    assert c.score("NodeResourcesFit", two) == {"a": 66}
+    zero = pod("zero", images=("a",))
+    zero["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "0", "memory": "0"}}
+    # nothing counts: 100 and 100 -> 100
+    assert c.score("NodeResourcesFit", zero) == {"a": 100}
+    sidecar = pod("init", images=("a",))
+    sidecar["spec"]["initContainers"] = [{"name": "setup", "image": "x",
+                                           "resources": {"requests": {"memory": "500Mi"}}}]
+    # cpu max(100 (a), 100 (setup's default)) = 100m; memory max(200Mi, 500Mi) = 500Mi
+    # cpu (4000-100)*100/4000 = 97, mem (1000-500)*100/1000 = 50 -> 73
+    assert c.score("NodeResourcesFit", sidecar) == {"a": 73}
+    # and the pods already on the node count the same way
+    on_node = copy.deepcopy(two)
+    on_node["metadata"]["name"], on_node["spec"]["nodeName"] = "bound", "a"
+    c.add_pod(on_node)
+    # cpu (4000-1100-1100)*100/4000 = 45, mem (1000-800)*100/1000 = 20 -> 32
+    assert c.score("NodeResourcesFit", two) == {"a": 32}
 
 
 def test_least_allocated_weights():

@@ -61,7 +61,8 @@ def test_message_names_each_nodes_first_untolerated_taint():
     out = c.filter("TaintToleration", pod("p"))  # also compares reasons_vec with the per-node reasons
     assert sum(o[1].endswith("{a: 1}") for o in out.values()) == 5
     assert c.explain(pod("p")) == ("0/10 nodes are available: 5 node(s) had untolerated taint {a: 1}, "
-                                   "5 node(s) had untolerated taint {b: 2}.")
+                                   "5 node(s) had untolerated taint {b: 2}. "
+                                   "preemption: 0/10 nodes are available: 10 Preemption is not helpful for scheduling.")
 
 
 # --- TaintToleration score ------------------------------------------------------------------

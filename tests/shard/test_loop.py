@@ -235,3 +235,52 @@ def test_objects_a_shard_cannot_count_are_skipped_and_logged(caplog):
     result = loop.schedule_next()
     assert result.node == "n1" and "wide" not in loop.scheduler.table.row_of
     assert loop.schedule_next() is None  # the unreadable pod is not queued
+
+
+def test_storage_objects_follow_the_watch_and_a_relist():
+    """Claims come and go with the store's events; after a relist (history trimmed past the
+    loop's position) a claim deleted meanwhile is gone from the shard's view too."""
+    from builders import pvc
+    from shard.loop import ShardLoop
+
+    store = MemoryStore(history=4)
+    store.create(node("n1"))
+    store.create(pvc("kept"))
+    store.create(pvc("doomed"))
+    loop = ShardLoop(make_config(), store)
+    loop.start()
+    assert set(loop.scheduler.volumes.claims) == {"default/kept", "default/doomed"}
+    store.delete("PersistentVolumeClaim", "default/doomed")
+    for i in range(10):  # more events than the store keeps
+        store.create(pod(f"filler-{i}", node_name="n1"))
+    loop.sync()
+    assert set(loop.scheduler.volumes.claims) == {"default/kept"}
+
+
+def test_store_committer_binds_volumes_first_and_fails_when_nothing_provisions():
+    """Where no binder runs, the StoreCommitter runs VolumeBinding's PreBind in place: it
+    hands the claim to a provisioner for the chosen node; with none to act, the binding
+    fails at once with kube's words (instead of after bindTimeoutSeconds) and the pod is
+    retried, now only on that node; with one, the pod is bound."""
+    from builders import Clock, claim_volume, pvc, storage_class
+    from common.provisioner import Provisioner
+    from shard.loop import ShardLoop, StoreCommitter
+
+    store = MemoryStore()
+    for obj in (node("n1"), node("n2"), storage_class("wffc"), pvc("data", "wffc"),
+                pod("db", cpu="100m", volumes=[claim_volume("data")])):
+        store.create(obj)
+    clock = Clock(1000.0)
+    loop = ShardLoop(make_config(), store, committer=StoreCommitter(store), clock=clock)
+    loop.start()
+    first = loop.schedule_next()
+    assert first.scheduled and not store.get("Pod", "default/db")["spec"].get("nodeName")
+    assert loop.messages["default/db"] == "VolumeBinding: binding volumes: context deadline exceeded"
+    claim = store.get("PersistentVolumeClaim", "default/data")
+    assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == first.node
+    Provisioner(store).settle()
+    loop.sync()
+    clock.now += 60  # past the backoff
+    retry = loop.schedule_next()
+    assert retry.node == first.node
+    assert store.get("Pod", "default/db")["spec"]["nodeName"] == first.node

@@ -79,7 +79,8 @@ def test_message_counts_reasons_per_node():
     c = Cluster([node("small", cpu="1"), node("g1", taints=["dedicated=gpu:NoSchedule"]),
                  node("g2", taints=["dedicated=gpu:NoSchedule"])])
     assert c.explain(pod("p", cpu="2")) == (
-        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}.")
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}. "
+        "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.")
 
 
 def test_message_lists_every_reason_of_a_node_and_sorts_as_strings():
@@ -87,10 +88,12 @@ def test_message_lists_every_reason_of_a_node_and_sorts_as_strings():
     comes before "2 ..." as in kube-scheduler."""
     c = Cluster([node("n", cpu="1", memory="1Gi")])
     assert c.explain(pod("p", cpu="2", memory="2Gi")) == (
-        "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory.")
+        "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
     nodes = [node(f"t{i}", taints=["a=b:NoExecute"]) for i in range(10)] + [node("s1", cpu="1"), node("s2", cpu="1")]
     assert Cluster(nodes).explain(pod("p", cpu="2")) == (
-        "0/12 nodes are available: 10 node(s) had untolerated taint {a: b}, 2 Insufficient cpu.")
+        "0/12 nodes are available: 10 node(s) had untolerated taint {a: b}, 2 Insufficient cpu. "
+        "preemption: 0/12 nodes are available: 10 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod.")
 
 
 def test_message_for_unschedulable_nodes_and_affinity():
@@ -98,7 +101,8 @@ def test_message_for_unschedulable_nodes_and_affinity():
                  node("ok", labels={ZONE: "z1"}, cpu="1")])
     p = pod("p", cpu="2", affinity=node_affinity([expr(ZONE, "In", "z1")]))
     assert c.explain(p) == ("0/3 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match "
-                            "Pod's node affinity/selector, 1 node(s) were unschedulable.")
+                            "Pod's node affinity/selector, 1 node(s) were unschedulable. "
+                            "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.")
 
 
 @pytest.mark.parametrize("vectorised", [True, False])
@@ -107,7 +111,8 @@ def test_message_blames_the_first_filter_in_profile_order(vectorised):
     port and cpu counts once, for the port, whichever way the filters run."""
     c = Cluster([node("n1", cpu="1")], [pod("old", node_name="n1", ports=[8080])], vectorised=vectorised)
     assert c.explain(pod("p", cpu="2", ports=[8080])) == (
-        "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports.")
+        "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
 
 
 def test_empty_cluster_message_is_kubes():
@@ -141,7 +146,8 @@ def test_scheduling_context_failed_retry_still_explains_every_node():
     c.add_node(node("n3", cpu="1500m"))              # changed, still too small
     retry = c.schedule(big, last_generation=gen)
     assert not retry.scheduled and retry.skipped_by_context == 9
-    assert c.sched.explain(retry) == "0/10 nodes are available: 10 Insufficient cpu."
+    assert c.sched.explain(retry) == (
+        "0/10 nodes are available: 10 Insufficient cpu. preemption: 0/10 nodes are available: 10 No preemption victims found for incoming pod.")
 
 
 @pytest.mark.parametrize("constraint", [
@@ -219,13 +225,16 @@ def test_unit_locating_message_names_the_narrowing_plugin():
     nodes = [node(f"n{i}", cpu="4") for i in range(50)]
     c = Cluster(nodes)
     assert c.explain(_pinned(cpu="8")) == (
-        "0/50 nodes are available: 1 Insufficient cpu, 49 node(s) didn't satisfy plugin(s) [NodeAffinity].")
+        "0/50 nodes are available: 1 Insufficient cpu, 49 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+        "preemption: 0/50 nodes are available: 1 No preemption victims found for incoming pod, 49 Preemption is not helpful for scheduling.")
     assert c.explain(_pinned(name="gone")) == (
-        "0/50 nodes are available: 50 node(s) didn't satisfy plugin(s) [NodeAffinity].")
+        "0/50 nodes are available: 50 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+        "preemption: 0/50 nodes are available: 50 Preemption is not helpful for scheduling.")
     # without unit locating every node is filtered and gives its own reason
     c = Cluster(nodes, unit_locating=False)
     assert c.explain(_pinned(cpu="8")) == (
-        "0/50 nodes are available: 1 Insufficient cpu, 49 node(s) didn't match Pod's node affinity/selector.")
+        "0/50 nodes are available: 1 Insufficient cpu, 49 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/50 nodes are available: 1 No preemption victims found for incoming pod, 49 Preemption is not helpful for scheduling.")
 
 
 # --- the scan ------------------------------------------------------------------------------
@@ -235,3 +244,82 @@ def test_per_node_scan_counts_only_the_nodes_it_examined():
     nodes = [node(f"n{i:03d}") for i in range(500)]
     result = Cluster(nodes, cfg=make_config("kube"), vectorised=False).schedule(pod("p"))
     assert result.feasible == 230 and result.evaluated == 230
+
+
+# --- PreFilter results as kube merges them ----------------------------------------------------
+
+def _fake_pre_filter(name: str, node_names):
+    """A PreFilter plugin returning a fixed PreFilterResult (kube's tf.NewFakePreFilterPlugin)."""
+    from shard.framework import Plugin, PreFilterResult
+
+    class Fake(Plugin):
+        def pre_filter(self, state, pod):
+            return PreFilterResult(node_names)
+
+    Fake.name = name
+    return Fake
+
+
+@pytest.mark.parametrize("results, want", [
+    # kube-scheduler v1.33, schedule_one_test.go "test prefilter plugin returning non-intersecting nodes"
+    ({"FakePreFilter2": {"n2"}, "FakePreFilter3": {"n1"}},
+     "0/3 nodes are available: node(s) didn't satisfy plugin(s) [FakePreFilter2 FakePreFilter3] simultaneously. "
+     "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."),
+    # "test prefilter plugin returning empty node set"
+    ({"FakePreFilter2": set()},
+     "0/3 nodes are available: node(s) didn't satisfy plugin FakePreFilter2. "
+     "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."),
+    # names are merged before the snapshot is read: a node that does not exist still overlaps
+    ({"FakePreFilter2": {"ghost"}, "FakePreFilter3": {"ghost", "n1"}},
+     "0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [FakePreFilter2 FakePreFilter3]. "
+     "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."),
+])
+def test_pre_filter_results_that_share_no_node_fail_with_kubes_message(results, want):
+    from shard.registry import REGISTRY
+
+    registry = dict(REGISTRY, **{name: _fake_pre_filter(name, names) for name, names in results.items()})
+    cfg = make_config()
+    cfg["profiles"][0]["plugins"]["enabled"] += [{"name": name, "weight": 0} for name in results]
+    c = Cluster([node("n1"), node("n2"), node("n3")], cfg=cfg, registry=registry)
+    assert c.explain(pod("p")) == want
+
+
+def test_node_name_is_only_a_hint_and_others_are_told_its_reason():
+    """kube's NodeName has no PreFilter: the nodes other than the named one fail its filter
+    ("didn't match the requested node name"), and with a node affinity on another node's name
+    only NodeAffinity's PreFilter result counts. (Both used to read "didn't satisfy plugin(s)
+    [... NodeName]".)"""
+    nodes = [node(f"n{i}", cpu="4") for i in range(5)]
+    c = Cluster(nodes)
+    assert c.explain(pod("named", cpu="8", node_name="n3")) == (
+        "0/5 nodes are available: 1 Insufficient cpu, 4 node(s) didn't match the requested node name. "
+        "preemption: 0/5 nodes are available: 1 No preemption victims found for incoming pod, "
+        "4 Preemption is not helpful for scheduling.")
+    both = pod("both", node_name="n3", affinity=node_affinity({"matchFields": [expr("metadata.name", "In", "n1")]}))
+    assert c.explain(both) == (
+        "0/5 nodes are available: 1 node(s) didn't match the requested node name, "
+        "4 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+        "preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.")
+
+
+def test_preemption_follows_a_pre_filter_that_says_unschedulable():
+    """kube runs PostFilter after a PreFilter's Unschedulable (not after an unresolvable one):
+    evicting a lower-priority pod may cure it, and the dry runs judge the node by its filters."""
+    from shard.framework import Plugin, unschedulable
+    from shard.registry import REGISTRY
+
+    class Waiting(Plugin):
+        name = "FakeWaiting"
+
+        def pre_filter(self, state, pod):
+            return unschedulable("waiting for something")
+
+    cfg = make_config()
+    cfg["profiles"][0]["plugins"]["enabled"].append({"name": "FakeWaiting", "weight": 0})
+    low = pod("low", cpu="2", node_name="n1", priority=1)
+    c = Cluster([node("n1", cpu="2")], [low], cfg=cfg, registry=dict(REGISTRY, FakeWaiting=Waiting))
+    result = c.schedule(pod("high", cpu="2", priority=100))
+    assert result.node == "n1" and [v.key for v in result.victims] == ["default/low"]
+    assert c.explain(pod("peer", cpu="2", priority=1)) == (
+        "0/1 nodes are available: waiting for something. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
