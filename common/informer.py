@@ -66,7 +66,7 @@ class Informer:
         rv = None
         kind_rvs = {}
         for kind in self.kinds:
-            objs, kind_rv = self.store.list(kind)
+            objs, kind_rv = self.store.list(kind, cached=True)
             listed.append((kind, objs))
             kind_rvs[kind] = kind_rv
             # Events after the oldest of the per-kind versions cover every list.
@@ -83,7 +83,7 @@ class Informer:
         """Apply the events since the last sync (waiting up to `timeout` for the first)."""
         try:
             events = self.store.poll(self.rv, timeout=timeout, max_events=max_events,
-                                     kinds=self.kinds)
+                                     kinds=self.kinds, positions=self.kind_rv)
         except ResourceVersionTooOld as e:
             log.warning("watch history after %s is gone (%s): relisting %s", self.rv, e, ", ".join(self.kinds))
             if self.on_relist is not None:

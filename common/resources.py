@@ -22,8 +22,6 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from operator import add, sub
 
-from kubernetes.utils import parse_quantity as _k8s_parse_quantity
-
 CPU, MEMORY, EPHEMERAL, PODS = 0, 1, 2, 3
 BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 BASE_WIDTH = len(BASE_RESOURCES)
@@ -203,9 +201,23 @@ def resource_name(i: int) -> str:
     return RESOURCES.name(i)
 
 
+#: The power of each suffix (apimachinery's): binary ones of 1024, decimal ones of 1000.
+_BINARY_POWER = {"K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
+_DECIMAL_POWER = {"n": -3, "u": -2, "m": -1, "k": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
+_1024, _1000 = Decimal(1024), Decimal(1000)
+
+
 @lru_cache(maxsize=65536)
 def _parse_text(text: str) -> Decimal:
-    return _k8s_parse_quantity(text)
+    """The value of a quantity `_QUANTITY_RE` matched. (Written here rather than taken from
+    the kubernetes package, whose import loads its whole client: a second of start-up for
+    every process on a busy machine.)"""
+    if text[-1] == "i":
+        return Decimal(text[:-2]) * _1024 ** _BINARY_POWER[text[-2]]
+    power = _DECIMAL_POWER.get(text[-1])
+    if power is not None:
+        return Decimal(text[:-1]) * _1000 ** power
+    return Decimal(text)
 
 
 def parse_quantity(value) -> Decimal:

@@ -31,6 +31,9 @@ GONE = ("PodNotFound", "AlreadyBound", "UIDMismatch")
 #: The answers that mean a binder does not (or no longer) hold the node's partition.
 LOST_PARTITION = ("NotPartitionHolder", "BinderUnavailable")
 CYCLES_PER_PASS = 256
+#: Dispatch batches taken per pass: a backlog of thousands is parsed a few batches at a
+#: time between cycles, so the first decisions leave at once rather than after all of it.
+BATCHES_PER_PASS = 2
 #: Refusals in a row of a pod's decisions after which a FailedScheduling event says so (the
 #: shard retries each; a refusal is usually a race with another shard, resolved at once).
 REFUSALS_REPORTED = 3
@@ -291,19 +294,23 @@ class ShardServer(Component, rpc.ShardServicer):
     # --- the main loop ----------------------------------------------------------------------
 
     def _drain(self) -> int:
-        n = 0
-        while True:
+        """Apply what arrived, in order, until BATCHES_PER_PASS dispatch batches were taken
+        (the rest waits for the next pass); returns how many messages it took."""
+        n = batches = 0
+        while batches < BATCHES_PER_PASS:
             try:
                 what, link, payload = self.inbox.get_nowait()
             except queue.Empty:
                 return n
             n += 1
             if what == "pods":
+                batches += 1
                 self._take(payload)
             elif payload is not None:
                 self._outcomes(payload.outcomes, link)
             else:
                 self._outcomes(self.binders.lost(link))
+        return n
 
     def _report(self, force: bool = False) -> None:
         now = time.monotonic()

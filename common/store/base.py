@@ -121,8 +121,10 @@ class ClusterStore(ABC):
     # --- reads ---------------------------------------------------------------------------
 
     @abstractmethod
-    def list(self, kind: str) -> tuple[list[dict], str]:
-        """All objects of `kind` and the rv this snapshot reflects."""
+    def list(self, kind: str, cached: bool = False) -> tuple[list[dict], str]:
+        """All objects of `kind` and the rv this snapshot reflects. `cached`: a list that may
+        lag a little behind the newest writes, as an informer's first list may (its watch
+        brings it up to date), where a store has a cheaper one (the API server's watch cache)."""
 
     @abstractmethod
     def get(self, kind: str, key: str) -> dict | None:
@@ -130,24 +132,30 @@ class ClusterStore(ABC):
 
     @abstractmethod
     def _read(self, since_rv: str, timeout: float, max_events: int,
-              kinds: frozenset | None) -> tuple[list[WatchEvent], str | None]:
+              kinds: frozenset | None, positions: dict[str, str] | None = None
+              ) -> tuple[list[WatchEvent], str | None]:
         """Up to `max_events` events after `since_rv`, blocking up to `timeout` for the first.
 
         Returns the events of `kinds` (all when None) and the rv of the last event scanned,
         matching or not, so that filtered readers can move past what they skipped.
         Raises ResourceVersionTooOld when history after `since_rv` has been trimmed.
+        `positions` (kind -> the rv its reader has seen up to) matters only to a store
+        that watches each kind apart; one history for all kinds ignores it.
         """
 
     def poll(self, since_rv: str, timeout: float = 1.0, max_events: int = 10000,
-             kinds: Iterable[str] | None = None) -> list[WatchEvent]:
-        """Events strictly after `since_rv`, or [] once `timeout` seconds pass without any."""
+             kinds: Iterable[str] | None = None, positions: dict[str, str] | None = None) -> list[WatchEvent]:
+        """Events strictly after `since_rv`, or [] once `timeout` seconds pass without any.
+        `positions`: how far the reader has seen each kind (see _read); an informer passes
+        its lists' versions, which on the API server differ per kind."""
         wanted = frozenset(kinds) if kinds is not None else None
         deadline = time.monotonic() + timeout
         while True:
-            events, last = self._read(since_rv, max(0.0, deadline - time.monotonic()), max_events, wanted)
+            events, last = self._read(since_rv, max(0.0, deadline - time.monotonic()), max_events, wanted,
+                                      positions)
             if events or last is None or time.monotonic() >= deadline:
                 return events
-            since_rv = last  # only other kinds changed: keep waiting past them
+            since_rv, positions = last, None  # only other kinds changed: keep waiting past them
 
     def watch(self, since_rv: str, kinds: Iterable[str] | None = None,
               stop: threading.Event | None = None, poll_timeout: float = 0.5) -> Iterator[WatchEvent]:

@@ -367,13 +367,16 @@ class KubeStore(ClusterStore):
 
     # --- reads ----------------------------------------------------------------------------
 
-    def list(self, kind: str) -> tuple[list[dict], str]:
+    def list(self, kind: str, cached: bool = False) -> tuple[list[dict], str]:
         """A consistent (quorum) list, paged by 5,000; the rv is the first page's (every
-        page of one list is served at it)."""
+        page of one list is served at it). `cached`: resourceVersion=0, served whole from
+        the API server's watch cache as client-go's informers list (a third of the server's
+        CPU for 5,000 pods, and no etcd read), possibly a moment behind."""
         check_kind(kind)
         items, cont, rv = [], None, None
         while True:
-            query = [("limit", "5000")] + ([("continue", cont)] if cont else [])
+            query = ([("resourceVersion", "0")] if cached else
+                     [("limit", "5000")] + ([("continue", cont)] if cont else []))
             try:
                 page = self._call("GET", _path(kind), query=query)
             except ApiError as e:
@@ -426,7 +429,7 @@ class KubeStore(ClusterStore):
         w = self._watches[kind] = _KindWatch(self, kind, pos)
         return w
 
-    def _read(self, since_rv, timeout, max_events, kinds):
+    def _read(self, since_rv, timeout, max_events, kinds, positions=None):
         wanted = sorted(kinds) if kinds is not None else list(KINDS)
         for k in wanted:
             check_kind(k)
@@ -434,7 +437,8 @@ class KubeStore(ClusterStore):
         deadline = time.monotonic() + timeout
         catch_up = time.monotonic() + self.timeout
         with self._cond:
-            known = self._cursors.get(since)
+            known = ({k: _rv_int(v) for k, v in positions.items()} if positions
+                     else self._cursors.get(since))
             base = _rv_int(since)
             pos = {k: (known or {}).get(k, base) for k in wanted}
             with _WRITTEN_LOCK:

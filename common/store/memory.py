@@ -65,7 +65,7 @@ class MemoryStore(ClusterStore):
 
     # --- reads ----------------------------------------------------------------------------
 
-    def list(self, kind: str) -> tuple[list[dict], str]:
+    def list(self, kind: str, cached: bool = False) -> tuple[list[dict], str]:
         check_kind(kind)
         with self._cond:
             items = list(self._objects[kind].values())
@@ -77,7 +77,7 @@ class MemoryStore(ClusterStore):
         with self._cond:
             return self._load(kind, key)
 
-    def _read(self, since_rv, timeout, max_events, kinds):
+    def _read(self, since_rv, timeout, max_events, kinds, positions=None):
         since = int(since_rv)
         deadline = time.monotonic() + timeout
         with self._cond:

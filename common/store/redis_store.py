@@ -158,7 +158,7 @@ class RedisStore(ClusterStore):
     # --- reads ----------------------------------------------------------------------------
 
     @_translated
-    def list(self, kind: str) -> tuple[list[dict], str]:
+    def list(self, kind: str, cached: bool = False) -> tuple[list[dict], str]:
         check_kind(kind)
         _, objs_key, st_key = self._keys(kind)
         pipe = self._r.pipeline(transaction=True)
@@ -197,7 +197,7 @@ class RedisStore(ClusterStore):
         log.warning("skipping %s: not a record shardsched can read (%s: %s)", what, type(e).__name__, e)
 
     @_translated
-    def _read(self, since_rv, timeout, max_events, kinds):
+    def _read(self, since_rv, timeout, max_events, kinds, positions=None):
         since = "0-0" if since_rv == "0" else since_rv
         if not _RV.match(since):
             raise ValueError(f"not a redis resourceVersion: {since_rv!r}")

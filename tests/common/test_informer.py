@@ -38,14 +38,34 @@ class KindsApart:
     """A store that, like the API server, watches each kind apart: a Node event newer than a
     Pod event may arrive first."""
 
-    def __init__(self, batches):
+    def __init__(self, batches, list_rvs=None):
         self.batches = list(batches)
+        self.list_rvs = list_rvs or {}
+        self.lists, self.polls = [], []
 
-    def list(self, kind):
-        return [], "5"
+    def list(self, kind, cached=False):
+        self.lists.append((kind, cached))
+        return [], self.list_rvs.get(kind, "5")
 
-    def poll(self, since_rv, timeout=0.0, max_events=10000, kinds=None):
+    def poll(self, since_rv, timeout=0.0, max_events=10000, kinds=None, positions=None):
+        self.polls.append((since_rv, dict(positions or {})))
         return self.batches.pop(0) if self.batches else []
+
+
+def test_lists_from_cache_and_watches_each_kind_from_its_own_list():
+    """An informer's first list may lag (its watch catches up), so it takes the store's
+    cheap one; each kind is then watched from its own list's version (on the API server a
+    kind's watch cache may start after another kind's list: a CRD's does)."""
+    from common.store.base import WatchEvent
+
+    store = KindsApart([[WatchEvent("ADDED", "Pod", {"metadata": {"name": "p", "namespace": "default"}}, "9")]],
+                       {"Pod": "7", "PodGroup": "8"})
+    informer = Informer(store, ("PodGroup", "Pod"), lambda *a: None)
+    informer.start()
+    assert store.lists == [("PodGroup", True), ("Pod", True)]
+    informer.sync()
+    informer.sync()
+    assert store.polls == [("7", {"PodGroup": "8", "Pod": "7"}), ("9", {"PodGroup": "8", "Pod": "9"})]
 
 
 def test_seen_follows_each_kind_apart():

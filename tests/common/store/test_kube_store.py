@@ -36,6 +36,22 @@ def test_a_compacted_resource_version_is_too_old_and_a_relist_recovers(store):
     assert [e.obj["metadata"]["name"] for e in store.poll(rv, timeout=5, kinds=["Pod"])] == ["after-relist"]
 
 
+def test_each_kind_is_watched_from_its_own_lists_version(store, kube_cluster):
+    """Each kind has its own watch cache on the API server, which may start after another
+    kind's list (a CRD's starts when it is established): watched from the oldest list's
+    version, such a kind got 410 Gone and the informer relisted everything at each start."""
+    _, pod_rv = store.list("Pod")
+    kube_cluster.kubectl("delete", "crd", "podgroups.scheduling.x-k8s.io", "--wait=true")
+    kube_cluster.install_crds()  # a new watch cache for PodGroups, from now on
+    _, group_rv = store.list("PodGroup")
+    with pytest.raises(ResourceVersionTooOld):
+        store.poll(pod_rv, timeout=5, kinds=["Pod", "PodGroup"])
+    store.create(pod("after-the-lists"))
+    events = store.poll(pod_rv, timeout=5, kinds=["Pod", "PodGroup"],
+                        positions={"Pod": pod_rv, "PodGroup": group_rv})
+    assert [e.obj["metadata"]["name"] for e in events] == ["after-the-lists"]
+
+
 def test_watch_resumes_when_the_server_ends_the_stream(store, monkeypatch):
     """With a 1 s server-side watch timeout the stream ends again and again; resuming from
     the last resourceVersion seen loses and repeats nothing."""
