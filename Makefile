@@ -18,10 +18,11 @@ redis-server:
 	@command -v redis-server >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q redis-server; }
 
 # The main job: an embedded Redis, a 20,000-node mixed fleet, the dispatcher, shards and
-# binder as processes, the mixed workload with the live table, then the report in out/.
+# binder as processes, the mixed workload with a kubelet's background writes (--churn) and
+# the live table, then the report in out/.
 run: setup
 	$(BIN)/shardsched bench --workload mixed --nodes 20000 --profile mixed --pods 50000 \
-		--live --json out/run.json --plot out/
+		--churn --live --json out/run.json --plot out/
 
 test: setup kube-bins
 	$(BIN)/pytest

@@ -27,6 +27,7 @@ from common.store.embedded import EmbeddedRedis
 from common.verify import verify_store
 
 from . import groups, harness
+from .churn import Churn
 from .workloads import WORKLOADS
 
 CREATE_BATCH = 500
@@ -135,12 +136,15 @@ def throughput(times: list[float]) -> dict:
 
 def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: float, seed: int,
         settle_s: float = 10.0, timeout_s: float = 1800.0, quiet: bool = False,
-        live: bool = False) -> dict:
-    """One measured run; returns the report (the JSON document)."""
+        live: bool = False, churn_heartbeat_s: float | None = None) -> dict:
+    """One measured run; returns the report (the JSON document). With `churn_heartbeat_s`,
+    a kubelet's writes run beside it (benchmarks/churn.py): node heartbeats at that period
+    and bound pods marked Running."""
     with EmbeddedRedis(password=True) as server:
         store = open_store(server.url)
         t = time.monotonic()
-        store.create_many(fleet_mod.generate(nodes, profile, seed))
+        fleet = fleet_mod.generate(nodes, profile, seed)
+        store.create_many(fleet)
         fleet_s = time.monotonic() - t
         cluster = LocalCluster(cfg, server.url, seed)
         try:
@@ -149,6 +153,10 @@ def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: flo
             _, rv = store.list("Pod")
             observer = Observer(open_store(server.url), rv)
             observer.thread.start()
+            noise = None
+            if churn_heartbeat_s is not None:
+                noise = Churn(lambda: open_store(server.url), fleet, rv, churn_heartbeat_s, seed)
+                noise.start()
             manifests = WORKLOADS[workload](pods, seed, nodes)
             pod_count = sum(1 for m in manifests if m.get("kind", "Pod") == "Pod")  # (gang: PodGroups too)
             created_at: dict[str, float] = {}
@@ -176,6 +184,7 @@ def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: flo
             elapsed_s = time.monotonic() - started
             observer.stop.set()
             observer.thread.join()
+            churned = noise.stop() if noise is not None else None
             shard_status = {id_: cluster.status("shard", a) for id_, a in sorted(leases["shard"].items())}
         finally:
             cluster.stop()
@@ -201,6 +210,7 @@ def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: flo
         "unschedulable": pod_count - len(bound_times),
         "per_shard": per_shard,
         "verify": verified,
+        "churn": churned,
         "series": {"per_second": per_second(bound_times),
                    "latencies_ms": [round(x, 1) for x in latencies]},
     }
@@ -227,7 +237,7 @@ def _disable(cfg: dict, plugin: str) -> None:
         profile["plugins"]["disabled"].append({"name": plugin})
 
 
-def ablation(cfg: dict, full: dict, args) -> list[dict]:
+def ablation(cfg: dict, full: dict, args, churn_heartbeat_s: float | None = None) -> list[dict]:
     """The same workload and fleet with each optimisation switched off in turn.
 
     A variant runs for at most `--variant-seconds`: some are so slow at 20,000 nodes (a full
@@ -241,7 +251,8 @@ def ablation(cfg: dict, full: dict, args) -> list[dict]:
         doc = run(variant, args.nodes, args.profile, args.pods, args.workload, args.rate, args.seed,
                   # never settled early: a slow variant (a pass of cycles at a full snapshot
                   # copy each takes minutes) binds in bursts far apart
-                  settle_s=args.variant_seconds, timeout_s=args.variant_seconds, quiet=args.quiet)
+                  settle_s=args.variant_seconds, timeout_s=args.variant_seconds, quiet=args.quiet,
+                  churn_heartbeat_s=churn_heartbeat_s)
         rows.append(_row(name, doc, full))
     return rows
 

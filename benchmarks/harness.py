@@ -104,6 +104,12 @@ def progress(total: int, quiet: bool = False, extra=None):
         yield update
 
 
+def churn_summary(c: dict) -> str:
+    """`bench --churn`'s writes in one line (for the table and the Markdown)."""
+    return (f"{c['heartbeats']} / {c['running']} (every node each {c['heartbeat_s']:g} s; "
+            f"{c['conflicts']} conflicts, {c['errors']} errors)")
+
+
 def print_bench(doc: dict) -> None:
     """The end-to-end benchmark's summary: one table of figures, one of shards."""
     t = Table(title=f"{doc['workload']}: {doc['pods']} pods on {doc['nodes']} {doc['profile']} nodes, "
@@ -118,6 +124,8 @@ def print_bench(doc: dict) -> None:
                         ("conflicts", doc["conflicts"]), ("verify", "ok" if doc["verify"]["ok"] else
                                                           f"{len(doc['verify']['violations'])} violation(s)")):
         t.add_row(name, str(value))
+    if doc.get("churn"):
+        t.add_row("churn: heartbeats / pods marked Running", churn_summary(doc["churn"]))
     if doc.get("groups"):
         g = doc["groups"]
         for name, value in (("pod groups placed / created", f"{g['placed']} / {g['groups']}"),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+from .harness import churn_summary
+
 
 def markdown(doc: dict) -> str:
     tp, lat = doc["throughput_pods_per_s"], doc["e2e_latency_ms"]
@@ -24,6 +26,8 @@ def markdown(doc: dict) -> str:
         f"| unschedulable | {doc['unschedulable']} |",
         f"| conflicts | {doc['conflicts']} |",
         f"| verify | {'ok' if verify['ok'] else str(len(verify['violations'])) + ' violation(s)'} |",
+        *([f"| churn: heartbeats / pods marked Running | {churn_summary(doc['churn'])} |"]
+          if doc.get("churn") else []),
         *_groups_rows(doc.get("groups")),
         "",
         "| shard | scheduled | conflicts | cycles | unschedulable attempts |", "|---|---:|---:|---:|---:|",

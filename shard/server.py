@@ -31,6 +31,10 @@ GONE = ("PodNotFound", "AlreadyBound", "UIDMismatch")
 #: The answers that mean a binder does not (or no longer) hold the node's partition.
 LOST_PARTITION = ("NotPartitionHolder", "BinderUnavailable")
 CYCLES_PER_PASS = 256
+#: Decisions leave for the binders at least this often during a pass (and at its end): a
+#: pass of 256 cycles at a millisecond or two each would otherwise hold the first of them
+#: back, and the binder would take them in bursts.
+FLUSH_EVERY_S = 0.02
 #: Dispatch batches taken per pass: a backlog of thousands is parsed a few batches at a
 #: time between cycles, so the first decisions leave at once rather than after all of it.
 BATCHES_PER_PASS = 2
@@ -345,12 +349,15 @@ class ShardServer(Component, rpc.ShardServicer):
         if self.waiting_for_watch:
             waiting, self.waiting_for_watch = self.waiting_for_watch, {}
             self._take_pods([(k, uid, rv) for k, (uid, rv) in waiting.items()])
-        cycles = 0
+        cycles, flushed_at = 0, time.monotonic()
         while cycles < CYCLES_PER_PASS:
             result = loop.schedule_next()
             if result is None:
                 break
             cycles += 1
+            if time.monotonic() - flushed_at >= FLUSH_EVERY_S:
+                self._outcomes(self.binders.flush())
+                flushed_at = time.monotonic()
             took = result.snapshot_s + sum(result.phases.values())
             self.cycle_times.append(took)
             self.metrics.cycle(result, took)

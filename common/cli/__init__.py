@@ -37,6 +37,13 @@ def _store_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="configuration file whose store.url (and store.kubeconfig) to use")
 
 
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, not {text}")
+    return value
+
+
 def _workload(name: str) -> str:
     from benchmarks.workloads import WORKLOADS
 
@@ -126,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.add_argument("--live", action="store_true",
                    help="show the live table of shards and binders (as `shardsched top`) while it runs")
+    b.add_argument("--churn", action="store_true",
+                   help="a cluster's background writes beside the run, as kubelets make them: node status "
+                        "heartbeats and bound pods marked Running (benchmarks/churn.py)")
+    b.add_argument("--heartbeat-s", type=_positive_float, default=300.0, metavar="SECONDS",
+                   help="with --churn: each node's status is written once per this period "
+                        "(default 300, the kubelet's nodeStatusReportFrequency)")
     _handler(b, "bench:cmd_bench")
 
     ce = sub.add_parser("certs", help="write a development CA and a certificate per role (security.mode: mtls)")

@@ -19,11 +19,12 @@ def cmd_bench(args) -> int:
         cfg[section]["basePort"] = 0  # never collide with a running `shardsched up`
         cfg[section]["metricsBasePort"] = 0
     cfg["dispatcher"]["port"] = cfg["dispatcher"]["metricsPort"] = 0
+    churn = args.heartbeat_s if args.churn else None  # the period, or no background writes
     doc = e2e.run(cfg, args.nodes, args.profile, args.pods, args.workload, args.rate, args.seed,
-                  quiet=args.quiet, live=args.live)
+                  quiet=args.quiet, live=args.live, churn_heartbeat_s=churn)
     harness.print_bench(doc)
     if args.ablation:
-        doc["ablation"] = e2e.ablation(cfg, doc, args)
+        doc["ablation"] = e2e.ablation(cfg, doc, args, churn)
         harness.print_table("ablation (ratio = throughput / full configuration's)",
                             {r["variant"]: {k: v for k, v in r.items() if k != "variant"}
                              for r in doc["ablation"]})

@@ -1,0 +1,136 @@
+"""A cluster's background noise for the embedded bench (`shardsched bench --churn`).
+
+On a real cluster the scheduler's watches carry far more than new pods: kubelets (kwok on the
+test API server) write every node's status again every few minutes to say it is alive, and
+mark each pod Running once it is bound. The embedded Redis has no kubelet, so without this
+the bench never pays for those events. Churn plays the kubelet through the store:
+
+* every node's status is written again once per `heartbeat_s` (default: the kubelet's
+  nodeStatusReportFrequency of 5 minutes, the interval kwok is given in kube_vs), the
+  fleet spread evenly over the period, with a new lastHeartbeatTime and nothing else
+  changed;
+* every pod seen bound is marked Running and Ready as kwok does: phase, startTime, hostIP, podIP and
+  the Initialized/Ready/ContainersReady/PodScheduled conditions, through a status update
+  guarded by the resourceVersion it was seen at (a conflict means someone wrote the pod
+  since; the next event for it is taken instead).
+
+Node Leases are left out: no shardsched process reads them, so on the embedded store they
+would load only Redis.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import random
+import threading
+import time
+from datetime import datetime, timezone
+
+from common.errors import Conflict
+
+log = logging.getLogger(__name__)
+
+#: The kubelet's nodeStatusReportFrequency: a node's status is written this often when nothing changed.
+HEARTBEAT_S = 300.0
+#: How often the heartbeat writer wakes up (each wake writes the nodes due by then).
+TICK_S = 0.1
+
+
+def now_rfc3339() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def heartbeat(node: dict, when: str) -> dict:
+    """`node` with every condition's lastHeartbeatTime set to `when` (a copy)."""
+    out = copy.deepcopy(node)
+    for condition in out["status"].get("conditions", ()):
+        condition["lastHeartbeatTime"] = when
+    return out
+
+
+def running(pod: dict, when: str, pod_ip: str) -> dict:
+    """`pod` as kwok leaves a pod it started: Running and Ready on its node (a copy)."""
+    out = copy.deepcopy(pod)
+    status = out.setdefault("status", {})
+    status.update(phase="Running", startTime=status.get("startTime") or when,
+                  hostIP=status.get("hostIP") or "10.0.0.1", podIP=pod_ip)
+    status["conditions"] = [{"type": t, "status": "True", "lastTransitionTime": when}
+                            for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")]
+    return out
+
+
+def started(pod: dict) -> bool:
+    """Whether the kubelet already took the pod up: Ready, or finished. (The embedded
+    stores set phase Running on binding, so the phase alone does not say.)"""
+    status = pod.get("status", {})
+    return status.get("phase") in ("Succeeded", "Failed") or any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions", ()))
+
+
+class Churn:
+    """The kubelet-like writer: `start()` it once the fleet is written, `stop()` at the end.
+    It has its own store connections (one per thread) and counts what it wrote."""
+
+    def __init__(self, open_store, nodes: list[dict], rv: str, heartbeat_s: float = HEARTBEAT_S,
+                 seed: int = 0):
+        self._open_store = open_store
+        self._nodes = list(nodes)
+        random.Random(seed).shuffle(self._nodes)
+        self._rv = rv
+        self.heartbeat_s = heartbeat_s
+        self.counts = {"heartbeats": 0, "running": 0, "conflicts": 0, "errors": 0}
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._guarded, args=(f,), daemon=True, name=f"churn-{f.__name__}")
+                         for f in (self._heartbeats, self._mark_running)]
+
+    def start(self) -> None:
+        for t in self._threads:
+            t.start()
+
+    def stop(self) -> dict:
+        """Stop both writers; returns the counts (and the heartbeat period) for the report."""
+        self._stop.set()
+        for t in self._threads:
+            t.join()
+        return {"heartbeat_s": self.heartbeat_s, **self.counts}
+
+    def _guarded(self, writer) -> None:
+        store = self._open_store()
+        try:
+            writer(store)
+        except Exception:  # a churn failure must show, yet the bench goes on without noise
+            log.exception("churn writer %s stopped", writer.__name__)
+            self.counts["errors"] += 1
+        finally:
+            store.close()
+
+    def _heartbeats(self, store) -> None:
+        """Every node once per heartbeat_s, evenly: pass i of the fleet writes node j at
+        start + (i + j / n) * heartbeat_s."""
+        n = len(self._nodes)
+        if not n:
+            return
+        start, done = time.monotonic(), 0
+        while not self._stop.wait(TICK_S):
+            due = int((time.monotonic() - start) / self.heartbeat_s * n)
+            when = now_rfc3339()
+            while done < due and not self._stop.is_set():
+                store.update(heartbeat(self._nodes[done % n], when))
+                done += 1
+                self.counts["heartbeats"] += 1
+
+    def _mark_running(self, store) -> None:
+        """Each pod event that shows a pod bound and not yet started gets kwok's Running status."""
+        serial = 0
+        while not self._stop.is_set():
+            for ev in store.poll(self._rv, timeout=0.2, kinds=("Pod",)):
+                self._rv = ev.rv
+                pod = ev.obj
+                if ev.type == "DELETED" or not pod["spec"].get("nodeName") or started(pod):
+                    continue
+                serial += 1
+                try:
+                    store.update_status(running(pod, now_rfc3339(), f"10.{serial >> 16 & 255}.{serial >> 8 & 255}.{serial & 255}"))
+                    self.counts["running"] += 1
+                except Conflict:
+                    self.counts["conflicts"] += 1
