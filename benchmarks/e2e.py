@@ -27,7 +27,7 @@ from common.store.embedded import EmbeddedRedis
 from common.verify import verify_store
 
 from . import groups, harness
-from .churn import Churn
+from .churn import ChurnProcess
 from .workloads import WORKLOADS
 
 CREATE_BATCH = 500
@@ -143,8 +143,7 @@ def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: flo
     with EmbeddedRedis(password=True) as server:
         store = open_store(server.url)
         t = time.monotonic()
-        fleet = fleet_mod.generate(nodes, profile, seed)
-        store.create_many(fleet)
+        store.create_many(fleet_mod.generate(nodes, profile, seed))
         fleet_s = time.monotonic() - t
         cluster = LocalCluster(cfg, server.url, seed)
         try:
@@ -155,7 +154,7 @@ def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: flo
             observer.thread.start()
             noise = None
             if churn_heartbeat_s is not None:
-                noise = Churn(lambda: open_store(server.url), fleet, rv, churn_heartbeat_s, seed)
+                noise = ChurnProcess(server.url, rv, churn_heartbeat_s, seed)
                 noise.start()
             manifests = WORKLOADS[workload](pods, seed, nodes)
             pod_count = sum(1 for m in manifests if m.get("kind", "Pod") == "Pod")  # (gang: PodGroups too)

@@ -197,10 +197,24 @@ class ClusterStore(ABC):
         return self._update(*self._for_update(obj))
 
     def update_status(self, obj: dict) -> dict:
-        """Write `obj`'s status (PodGroup status), with update's preconditions. The API server
-        takes it through the status subresource and keeps the rest of the stored object; the
-        other backends have no subresources and write the whole object."""
+        """Write `obj`'s status (a PodGroup's; a pod's, as a kubelet does), with update's
+        preconditions. The API server takes it through the status subresource and keeps the
+        rest of the stored object; the other backends have no subresources and write the
+        whole object."""
         return self._update_status(*self._for_update(obj))
+
+    def update_status_many(self, objs: Iterable[dict]) -> list[str | None]:
+        """update_status of each object; one result per object: None, or the reason of its
+        Conflict. (A backend may write them in fewer round trips: kubelets' status writes,
+        as the embedded bench's churn plays them, come by the thousand.)"""
+        out: list[str | None] = []
+        for obj in objs:
+            try:
+                self.update_status(obj)
+                out.append(None)
+            except Conflict as e:
+                out.append(str(e))
+        return out
 
     def _update_status(self, kind: str, key: str, obj: dict, expected_rv: str) -> dict:
         return self._update(kind, key, obj, expected_rv)

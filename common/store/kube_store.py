@@ -78,7 +78,7 @@ RESOURCES = {
 #: it lists none of them (and says so once) instead of failing the processes that list them.
 CUSTOM_KINDS = {"PodGroup": "deploy/crd-podgroup.yaml"}
 #: Kinds whose status is written through the status subresource.
-STATUS_SUBRESOURCE = {"PodGroup"}
+STATUS_SUBRESOURCE = {"PodGroup", "Pod"}
 LEASES = "/apis/coordination.k8s.io/v1"
 EVENTS = "/apis/events.k8s.io/v1"
 LEASE_LABEL = "shardsched.io/role"

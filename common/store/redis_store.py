@@ -312,6 +312,28 @@ class RedisStore(ClusterStore):
         return self._stamped(obj, self._put_rows(kind, "update", [(key, obj, expected_rv)])[0])
 
     @_translated
+    def update_status_many(self, objs: Iterable[dict]) -> list[str | None]:
+        """One script call per chunk of consecutive objects of a kind (no subresources here:
+        the whole object is written, as update_status does)."""
+        out: list[str | None] = []
+        runs: list[tuple[str, list, list]] = []  # (kind, rows, their places in out)
+        for obj in objs:
+            try:
+                kind, key, stored, expected_rv = self._for_update(obj)
+            except Conflict as e:  # found missing while filling in its uid
+                out.append(str(e))
+                continue
+            if not runs or runs[-1][0] != kind:
+                runs.append((kind, [], []))
+            runs[-1][1].append((key, stored, expected_rv))
+            runs[-1][2].append(len(out))
+            out.append(None)
+        for kind, rows, places in runs:
+            for i, r in zip(places, self._put_rows(kind, "update", rows)):
+                out[i] = None if r[:1].isdigit() else r.decode()
+        return out
+
+    @_translated
     def delete(self, kind: str, key: str) -> bool:
         check_kind(kind)
         return self._chunked(self._delete, kind, [self._history, kind], [(key, "")])[0] == b""

@@ -262,6 +262,24 @@ def test_pod_groups_are_stored_watched_and_their_status_written_apart(store):
     assert store.delete("PodGroup", "default/train") and store.get("PodGroup", "default/train") is None
 
 
+def test_status_writes_in_bulk_answer_each_object(store):
+    """update_status_many: a result per object in order, None when written, the Conflict's
+    reason when not (stale resourceVersion, missing), the others written all the same."""
+    store.create_many([pod(f"s{i}") for i in range(3)])
+    objs = [store.get("Pod", f"default/s{i}") for i in range(3)]
+    stale = copy.deepcopy(objs[1])
+    objs[1]["metadata"]["labels"] = {"touched": "yes"}
+    store.update(objs[1])  # the copy is stale from now on
+    for o in (objs[0], objs[2], stale):
+        o["status"] = {**(o.get("status") or {}), "message": "checked"}
+    missing = pod("gone")
+    missing["metadata"]["resourceVersion"] = objs[0]["metadata"]["resourceVersion"]
+    results = store.update_status_many([objs[0], stale, missing, objs[2]])
+    assert results[0] is None and results[3] is None
+    assert results[1] == "ResourceVersionMismatch" and results[2] in ("NotFound", "UIDMismatch")
+    assert [(store.get("Pod", f"default/s{i}").get("status") or {}).get("message") for i in range(3)] == ["checked", None, "checked"]
+
+
 # --- resourceVersions, list and watch -----------------------------------------------------
 
 def test_resource_versions_increase_and_match_events(store):
