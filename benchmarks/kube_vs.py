@@ -70,23 +70,9 @@ def run_pods(store: KubeStore, pods: list[dict], rate: float, timeout: float, du
     observer = e2e.Observer(store, store.list("Pod")[1], namespaces.pop() if len(namespaces) == 1 else None)
     observer.thread.start()
     created_at: dict[str, float] = {}
+    errors: list = []
     start = time.monotonic()
-
-    errors = []
-
-    def create_one(i: int) -> None:
-        if rate:
-            wait = start + i / rate - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
-        errors.extend(store.create_many(pods[i:i + 1]))
-        created_at[f"{pods[i]['metadata']['namespace']}/{pods[i]['metadata']['name']}"] = time.monotonic()
-
-    def create():  # one create call per pod, CREATORS at a time, each stamped as it returns
-        with ThreadPoolExecutor(CREATORS, thread_name_prefix="create") as pool:
-            list(pool.map(create_one, range(len(pods))))
-
-    creator = threading.Thread(target=create, daemon=True)
+    creator = threading.Thread(target=_create, args=(store, pods, rate, created_at, errors), daemon=True)
     creator.start()
     keys = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods}
     missing = observer.wait_bound(keys, timeout, during, settle)
@@ -144,11 +130,9 @@ class CpuMeter:
         return cores, seconds
 
 
-def create_all(store: KubeStore, pods: list[dict], rate: float) -> dict:
-    """Create `pods`, CREATORS calls at a time (`rate` pods/s, 0 = as fast as the server
-    takes them); "namespace/name" -> when its create call returned."""
-    created_at: dict[str, float] = {}
-    errors = []
+def _create(store: KubeStore, pods: list[dict], rate: float, created_at: dict, errors: list) -> None:
+    """One create call per pod, CREATORS at a time (`rate` pods/s, 0 = as fast as the server
+    takes them), each stamped in `created_at` as it returns; refusals go to `errors`."""
     start = time.monotonic()
 
     def create_one(i: int) -> None:
@@ -161,6 +145,14 @@ def create_all(store: KubeStore, pods: list[dict], rate: float) -> dict:
 
     with ThreadPoolExecutor(CREATORS, thread_name_prefix="create") as pool:
         list(pool.map(create_one, range(len(pods))))
+
+
+def create_all(store: KubeStore, pods: list[dict], rate: float) -> dict:
+    """Create `pods`, CREATORS calls at a time (`rate` pods/s, 0 = as fast as the server
+    takes them); "namespace/name" -> when its create call returned."""
+    created_at: dict[str, float] = {}
+    errors: list = []
+    _create(store, pods, rate, created_at, errors)
     if errors:
         raise RuntimeError(f"{len(errors)} pods could not be created, e.g. {errors[0]}")
     return created_at
