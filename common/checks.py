@@ -6,7 +6,8 @@ Each check sees the pod as the binder's own watch shows it, the node's record, t
 victims (resolved from the binder's view, never from the message) and the binder's
 reservations, and answers None or "Reason: message": the name of the kube filter plugin
 whose rule failed and kube's message (the shard retries with it), or one of the binder's own
-reasons for victims. The predicates are common/'s, the same the shard's plugins use.
+reasons for victims. Each plugin's check is its own (common/plugins/<plugin>.py), over
+common/'s predicates, the same the shard's plugins use; this module orders them.
 
 Why checks over other partitions' nodes stay exact with several binders (common.partition):
 a domain of the partition label, or of the hostname, lies within one partition, so affinity,
@@ -20,20 +21,10 @@ only with binders.count 1 or a partitionLabel at least that wide.)
 """
 from __future__ import annotations
 
-from functools import partial
-
 from . import plugin_names as names
-from .constraints import (INTER_POD_AFFINITY, POD_TOPOLOGY_SPREAD, inter_pod_affinity_failure,
-                          topology_spread_failure)
 from .plugin_args import profile_args
-from .predicates import (NODE_AFFINITY_MISMATCH, PORTS_IN_USE, UNSCHEDULABLE_NODE, IgnoredResources,
-                         host_ports_conflict, insufficient, node_matches, unschedulable_blocks,
-                         untolerated_taint, untolerated_taint_message)
+from .plugins import SPECS
 from .profile_plugins import filters
-from .resources import shortfalls, vadd
-from .volumes import (DISK_CONFLICT, RWOP_CONFLICT, ZONE_CONFLICT, binding_claims, binding_refusal, disks_conflict,
-                      find_pod_volumes, rwop_claims, rwop_conflicts, rwop_uses, volume_limits, zone_fits,
-                      zone_topologies)
 
 
 class Judged:
@@ -62,24 +53,16 @@ class Judged:
         """The victims, as constraint checks leave them out: key -> node."""
         return {v.key: self.node_name for v in self.victims}
 
+    def remaining(self) -> list:
+        """The pods staying on the node (the victims leave)."""
+        gone = {v.key for v in self.victims}
+        return [p for key, p in self.info.pods.items() if key not in gone]
+
 
 def node_exists(j: Judged):
     if j.info is None or j.info.node is None:
         return f"NodeNotFound: node {j.node_name} not found"
     return None
-
-
-def node_unschedulable(j: Judged):
-    return f"NodeUnschedulable: {UNSCHEDULABLE_NODE}" if unschedulable_blocks(j.pod, j.node) else None
-
-
-def taint_toleration(j: Judged):
-    taint = untolerated_taint(j.node.taints, j.pod.tolerations)
-    return None if taint is None else f"TaintToleration: {untolerated_taint_message(taint)}"
-
-
-def node_affinity(j: Judged):
-    return None if node_matches(j.pod, j.node) else f"NodeAffinity: {NODE_AFFINITY_MISMATCH}"
 
 
 def victims(j: Judged):
@@ -103,121 +86,44 @@ def victims(j: Judged):
     return None
 
 
-def node_resources_fit(j: Judged, ignored: IgnoredResources = IgnoredResources()):
-    free = j.info.free
-    for v in j.victims:
-        free = vadd(free, v.requests)
-    short = [insufficient(i) for i in shortfalls(j.pod.requests, free) if not (ignored and ignored.column(i))]
-    return f"NodeResourcesFit: {', '.join(short)}" if short else None
+def _checks(*plugins: str) -> tuple:
+    """The binder checks of these plugins (each plugin's module in common/plugins/ has its own)."""
+    return tuple(SPECS[p].binder_check for p in plugins)
 
 
-def node_ports(j: Judged):
-    if not j.pod.host_ports:
-        return None
-    in_use = dict(j.info.host_ports)
-    for v in j.victims:
-        for port in v.host_ports:
-            in_use[port] -= 1
-    if host_ports_conflict(j.pod.host_ports, [p for p, n in in_use.items() if n > 0]):
-        return f"NodePorts: {PORTS_IN_USE}"
-    return None
-
-
-def inter_pod_affinity(j: Judged):
-    failure = inter_pod_affinity_failure(j.view.constraints, j.pod, j.node, j.excluded)
-    return None if failure is None else f"{INTER_POD_AFFINITY}: {failure[1]}"
-
-
-def topology_spread(j: Judged):
-    if not any(c.hard for c in j.pod.spread_constraints):
-        return None
-    failure = topology_spread_failure(j.view.constraints, j.pod, j.node, j.excluded)
-    return None if failure is None else f"{POD_TOPOLOGY_SPREAD}: {failure[1]}"
-
-
-def _remaining(j: Judged) -> list:
-    """The pods staying on the node (the victims leave)."""
-    gone = {v.key for v in j.victims}
-    return [p for key, p in j.info.pods.items() if key not in gone]
-
-
-def volume_restrictions(j: Judged):
-    """Inline disks shared on the node, and ReadWriteOncePod claims other pods mount
-    anywhere, reservations of other decisions included: two shards cannot both give one
-    such claim to a pod."""
-    if not j.pod.volumes:
-        return None
-    vs = j.view.volumes
-    names, refusal = rwop_claims(j.pod, vs)
-    if refusal is not None:
-        return f"VolumeRestrictions: {refusal.message()}"
-    if any(v.disk is not None for v in j.pod.volumes) and disks_conflict(j.pod, _remaining(j)):
-        return f"VolumeRestrictions: {DISK_CONFLICT}"
-    conflicts = rwop_conflicts(j.pod, names, j.view.claims_in_use) - sum(rwop_uses(v, names) for v in j.victims)
-    return f"VolumeRestrictions: {RWOP_CONFLICT}" if conflicts > 0 else None
-
-
-def node_volume_limits(j: Judged):
-    if not j.pod.volumes:
-        return None
-    refusal = volume_limits(j.pod, j.node_name, _remaining(j), j.view.volumes, j.view.volume_prefix)
-    return None if refusal is None else f"NodeVolumeLimits: {refusal.message()}"
-
-
-def volume_binding(j: Judged):
-    """The pod's claims can be bound on the node, against the volumes other decisions in
-    flight took; the plan (what PreBind writes) is kept for the reservation."""
-    if not j.pod.volumes:
-        return None
-    claims, refusal = binding_claims(j.pod, j.view.volumes)
-    if refusal is None and claims is not None:
-        plan, reasons = find_pod_volumes(claims, j.node, j.view.volumes)
-        refusal = binding_refusal(reasons)
-        j.volume_plan = plan if plan else None
-    return None if refusal is None else f"VolumeBinding: {refusal.message()}"
-
-
-def volume_zone(j: Judged):
-    if not j.pod.volumes:
-        return None
-    topologies, refusal = zone_topologies(j.pod, j.view.volumes)
-    if refusal is None and topologies and not zone_fits(topologies, j.node.labels):
-        return f"VolumeZone: {ZONE_CONFLICT}"
-    return None if refusal is None else f"VolumeZone: {refusal.message()}"
-
-
-#: In order; the first failure is the answer.
-NODE_CHECKS = (node_exists, node_unschedulable, taint_toleration, node_affinity, victims,
-               node_resources_fit, node_ports)
+#: In order; the first failure is the answer. A plugin's check is its own
+#: (common/plugins/<plugin>.py, `binder_check`); where it runs is the binder's order, here.
+NODE_CHECKS = (node_exists, *_checks(names.NODE_UNSCHEDULABLE, names.TAINT_TOLERATION, names.NODE_AFFINITY),
+               victims, *_checks(names.NODE_RESOURCES_FIT, names.NODE_PORTS))
 #: kube's volume filters, after NodeResourcesFit as in its profile; always made (switching
 #: them off could bind a pod to a node its volumes cannot reach)
-VOLUME_CHECKS = (volume_restrictions, node_volume_limits, volume_binding, volume_zone)
-CROSS_NODE_CHECKS = (inter_pod_affinity, topology_spread)
+VOLUME_CHECKS = _checks(names.VOLUME_RESTRICTIONS, names.NODE_VOLUME_LIMITS, names.VOLUME_BINDING, names.VOLUME_ZONE)
+CROSS_NODE_CHECKS = _checks(names.INTER_POD_AFFINITY, names.POD_TOPOLOGY_SPREAD)
 #: The checks that stand for a kube filter plugin: a profile that does not run the plugin's
-#: Filter does not get the check either (node_exists and victims always run).
-CHECKED_PLUGIN = {
-    node_unschedulable: names.NODE_UNSCHEDULABLE, taint_toleration: names.TAINT_TOLERATION,
-    node_affinity: names.NODE_AFFINITY, node_resources_fit: names.NODE_RESOURCES_FIT,
-    node_ports: names.NODE_PORTS, inter_pod_affinity: names.INTER_POD_AFFINITY,
-    topology_spread: names.POD_TOPOLOGY_SPREAD,
-}
+#: Filter does not get the check either (node_exists and victims always run, and a plugin's
+#: check with `binder_check_always`, as the volume plugins').
+CHECKED_PLUGIN = {spec.binder_check: name for name, spec in SPECS.items()
+                  if spec.binder_check is not None and not spec.binder_check_always}
+#: check -> its plugin, for every plugin's check.
+PLUGIN_OF = {spec.binder_check: name for name, spec in SPECS.items() if spec.binder_check is not None}
 
 
 def profile_checks(cfg: dict, cross_node: bool = True) -> dict[str, tuple]:
-    """schedulerName -> the checks for that profile's pods: the filters it runs, with its
-    NodeResourcesFit's ignored resources, and the volume checks always."""
+    """schedulerName -> the checks for that profile's pods: the filters it runs, each as the
+    profile's args configure it (NodeResourcesFit's ignored resources), and the volume checks
+    always."""
     out = {}
     for i, profile in enumerate(cfg["profiles"]):
         runs = filters(profile)
-        fit = profile_args(cfg, i)[names.NODE_RESOURCES_FIT]
-        ignored = IgnoredResources(fit["ignoredResources"], fit["ignoredResourceGroups"])
+        args = profile_args(cfg, i)
         checks = []
         for check in NODE_CHECKS + VOLUME_CHECKS + (CROSS_NODE_CHECKS if cross_node else ()):
             plugin = CHECKED_PLUGIN.get(check)
             if plugin is not None and plugin not in runs:
                 continue
-            checks.append(partial(node_resources_fit, ignored=ignored) if check is node_resources_fit and ignored
-                          else check)
+            plugin = PLUGIN_OF.get(check)
+            # a plugin's check as its args configure it (NodeResourcesFit's ignored resources)
+            checks.append(SPECS[plugin].configured_check(args[plugin]) if plugin is not None else check)
         out[profile["schedulerName"]] = tuple(checks)
     return out
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from . import kube_config, plugin_args, plugin_names, profile_plugins
+from . import kube_config, plugin_args, plugins, profile_plugins
 from .validation import FieldError
 
 API_VERSION = "shardsched.io/v1alpha1"
@@ -331,7 +331,7 @@ def _cross_checks(cfg: dict) -> None:
                                   f"on port {last}, past 65535")
     if cfg["preemption"]["minCandidateNodesPercentage"] == 0 == cfg["preemption"]["minCandidateNodesAbsolute"]:
         raise ConfigError("preemption.minCandidateNodesAbsolute", "must not be 0 when minCandidateNodesPercentage is")
-    known = plugin_names.KNOWN
+    known = plugins.KNOWN
     seen: dict[str, int] = {}
     for i, prof in enumerate(cfg["profiles"]):
         for section in ("enabled", "disabled"):

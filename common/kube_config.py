@@ -28,7 +28,7 @@ from __future__ import annotations
 import copy
 
 from . import plugin_names as names
-from .plugin_names import EXTENSION_POINTS, KNOWN, PAIRED_POINTS, POINTS
+from .plugins import EXTENSION_POINTS, KNOWN, PAIRED_POINTS, POINTS
 from .validation import (ANY, Bool, Int, List, Num, Obj, Str, Verbatim, decode_object, duplicate, forbidden,
                          format_duration, invalid, not_supported, parse_duration, required)
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .plugin_names import COSCHEDULING, DEFAULT_PLUGINS, EXTENSION_POINTS, KNOWN, PAIRED_POINTS, POINTS
+from .plugin_names import COSCHEDULING, DEFAULT_PLUGINS
+from .plugins import EXTENSION_POINTS, KNOWN, PAIRED_POINTS, POINTS
 from .validation import duplicate, invalid, not_supported, required
 
 
@@ -21,7 +22,7 @@ from .validation import duplicate, invalid, not_supported, required
 class PluginUse:
     name: str
     weight: int
-    #: kube's names of the extension points it runs at (a subset of POINTS[name])
+    #: kube's names of the extension points it runs at (a subset of common.plugins.POINTS[name])
     points: frozenset
 
     def runs(self, point: str) -> bool:

@@ -1,7 +1,8 @@
 """The scheduling framework: extension points, plugin statuses and the per-cycle state.
 
-Plugins implement only the extension points they need; a Profile looks at which methods a
-plugin class overrides and builds one ordered list per extension point. Filters and scores
+Plugins implement only the extension points they need (declared once, as one interface each,
+in common/plugins/interface.py); a Profile looks at which methods a plugin class implements
+and builds one ordered list per extension point. Filters and scores
 may come in two forms:
 
 * a vectorised form (`filter_vec`, `score_vec`) over the node-table rows of a window (a
@@ -16,6 +17,8 @@ Plugins reach the rest of the scheduler only through their Handle (see handle.py
 from __future__ import annotations
 
 from common.plugin_args import KINDS, resolve
+from common.plugins.interface import check_implements, implements  # noqa: F401 (implements: the shard's)
+from common.plugins.spec import PluginSpec
 
 SUCCESS = "Success"
 UNSCHEDULABLE = "Unschedulable"
@@ -98,59 +101,29 @@ class PostFilterResult:
         self.pruned = 0
 
 
-class Plugin:
-    """Base class: subclasses override the extension points they take part in.
+class Plugin(PluginSpec):
+    """Base class of the shard's plugins: the scheduling framework's side of a plugin.
 
-    `name` is the registry name (common.plugin_names); `handle` what the plugin may use of
-    the scheduler (its profile's Handle); `args` the plugin's pluginConfig args, read through
-    common.plugin_args (every field present, kube's defaults filled in); `weight` its score
-    weight in the profile.
+    A plugin's adapter derives from this and from the plugin's class in common/plugins/ (its
+    name, its extension points as the interfaces of common/plugins/interface.py, its args,
+    checks and hints): `class NodePorts(Plugin, node_ports.NodePorts)`, and implements the
+    methods of those interfaces; defining one that misses a point it declares, or implements
+    a method none of its points runs, raises TypeError (kube's `var _ framework.FilterPlugin =
+    &X{}`). A plugin of a registry of one's own (out of tree) may derive from Plugin alone:
+    it runs at the points of the methods it implements.
+
+    `handle` is what the plugin may use of the scheduler (its profile's Handle); `args` the
+    plugin's pluginConfig args, read through common.plugin_args (every field present, kube's
+    defaults filled in); `weight` its score weight in the profile.
     """
 
-    name = ""
-    #: What a filter failure of this plugin means for preemption: can removing pods help?
-    resolvable_by_preemption = False
-    #: A PostFilter that looks for victims (preemption): pointless, so skipped, when no pod
-    #: has a lower priority than the one that failed.
-    finds_victims = False
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.points():
+            check_implements(cls, cls.points())
 
     def __init__(self, handle, args: dict | None = None, weight: int = 1):
         self.handle = handle
         # an out-of-tree plugin (a registry's) reads its args as given
         self.args = resolve(self.name, args) if self.name in KINDS else dict(args or {})
         self.weight = weight
-
-    # PreEnqueue -> None (the pod may be queued) or Status (it waits, out of the queue)
-    def pre_enqueue(self, pod): raise NotImplementedError
-    # QueueSort
-    def less(self, a, b) -> bool: raise NotImplementedError
-    # PreFilter: returns None / Status / PreFilterResult
-    def pre_filter(self, state, pod): raise NotImplementedError
-    def add_pod(self, state, pod, added, info) -> None: raise NotImplementedError
-    def remove_pod(self, state, pod, removed, info) -> None: raise NotImplementedError
-    # Filter (per node) -> None when the node passes, else Status
-    def filter(self, state, pod, info): raise NotImplementedError
-    # Filter (vectorised) -> pass mask over `rows`; `reasons_vec` (optional) explains failures
-    def filter_vec(self, state, pod, table, rows): raise NotImplementedError
-    # PostFilter -> PostFilterResult (`result` is the failed cycle's ScheduleResult)
-    def post_filter(self, state, pod, result): raise NotImplementedError
-    # PreScore -> None or Status(SKIP)
-    def pre_score(self, state, pod, infos): raise NotImplementedError
-    # Score (per node) -> int, (vectorised) -> ndarray of scores over rows
-    def score(self, state, pod, info) -> int: raise NotImplementedError
-    def score_vec(self, state, pod, table, rows): raise NotImplementedError
-    # NormalizeScore: in place over an ndarray aligned with the candidates
-    def normalize(self, state, pod, scores) -> None: raise NotImplementedError
-    # Reserve / Unreserve
-    def reserve(self, state, pod, node_name: str): raise NotImplementedError
-    def unreserve(self, state, pod, node_name: str) -> None: raise NotImplementedError
-    # Permit -> None (allow), Status(UNSCHEDULABLE) (deny) or waiting.Wait(timeout seconds)
-    def permit(self, state, pod, node_name: str): raise NotImplementedError
-    # PreBind / Bind / PostBind
-    def pre_bind(self, state, pod, node_name: str): raise NotImplementedError
-    def bind(self, state, pod, node_name: str): raise NotImplementedError
-    def post_bind(self, state, pod, node_name: str) -> None: raise NotImplementedError
-
-
-def implements(plugin: Plugin, point: str) -> bool:
-    return getattr(type(plugin), point) is not getattr(Plugin, point)

@@ -3,32 +3,22 @@ from __future__ import annotations
 
 from common.profile_plugins import resolve
 from common.plugin_names import COSCHEDULING
+from common.plugins.interface import METHOD_POINTS, implemented_points
 
-from .framework import Plugin, implements
+from .framework import implements
 from .handle import Handle
 from .registry import build_plugins
 
-#: Each plugin method, and kube's extension points that switch it on. A plugin's PreFilter
-#: (and the PreFilter extensions AddPod, RemovePod) runs with its Filter, its PreScore and
-#: NormalizeScore with its Score (common.plugin_names.PAIRED_POINTS), whether or not kube
-#: lists the PreFilter (several shard plugins have one kube's lack, to skip pods early); a
-#: PreFilter without a Filter (Coscheduling's) runs on its own point.
-POINTS_OF = {
-    "less": ("queueSort",), "pre_filter": ("filter", "preFilter"), "filter": ("filter",),
-    "filter_vec": ("filter",), "add_pod": ("filter", "preFilter"), "remove_pod": ("filter", "preFilter"),
-    "post_filter": ("postFilter",), "pre_score": ("score", "preScore"), "score": ("score",),
-    "score_vec": ("score",), "normalize": ("score",), "reserve": ("reserve",), "unreserve": ("reserve",),
-    "permit": ("permit",), "pre_bind": ("preBind",), "bind": ("bind",), "post_bind": ("postBind",),
-    "pre_enqueue": ("preEnqueue",),
-}
+#: Each plugin method, and kube's extension points that switch it on (from the interfaces,
+#: common/plugins/interface.py: a PreFilter runs with its Filter, a PreScore and NormalizeScore
+#: with its Score).
+POINTS_OF = METHOD_POINTS
 
 
 def registry_points(registry: dict | None) -> dict:
     """kube's extension points of each plugin class in `registry`, from the methods it
-    implements (the known plugins' are common.plugin_names.POINTS)."""
-    return {name: tuple(sorted({pt for m, pts in POINTS_OF.items()
-                                if getattr(cls, m) is not getattr(Plugin, m) for pt in pts}))
-            for name, cls in (registry or {}).items()}
+    implements (the known plugins' are common.plugins.POINTS)."""
+    return {name: implemented_points(cls) for name, cls in (registry or {}).items()}
 
 
 class Profile:

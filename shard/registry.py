@@ -1,10 +1,14 @@
-"""Plugin registry and profile assembly.
+"""The shard's plugin classes by name, and profile assembly.
 
-Maps plugin names (common.plugin_names) to classes; which plugins a profile runs, where, and
-with which arguments is common's business (profile_plugins, plugin_args), shared with config
-validation and the binder.
+Maps each plugin of common's registry (common.plugins.SPECS: its semantics) to the shard's
+adapter of it, checked when this module loads: every registered plugin has an adapter, and
+each adapter derives from its plugin's class (so it has its name, extension points, args and
+hints). Which plugins a profile runs, where, and with which arguments is common's business
+(profile_plugins, plugin_args), shared with config validation and the binder.
 """
 from __future__ import annotations
+
+from common.plugins import SPECS
 
 from .plugins.balanced_allocation import NodeResourcesBalancedAllocation
 from .plugins.coscheduling import Coscheduling
@@ -32,6 +36,19 @@ REGISTRY = {cls.name: cls for cls in (
     NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity,
     ImageLocality, DefaultPreemption, DefaultBinder, Coscheduling,
 )}
+
+
+def _check(registry: dict) -> None:
+    """Every plugin of common's registry has exactly one adapter here, of its class."""
+    if set(registry) != set(SPECS):
+        raise TypeError(f"shard adapters {sorted(set(registry) ^ set(SPECS))} without a plugin in common.plugins, "
+                        f"or the other way round")
+    for name, cls in registry.items():
+        if not issubclass(cls, SPECS[name]):
+            raise TypeError(f"{cls.__qualname__} does not derive from common.plugins' {name}")
+
+
+_check(REGISTRY)
 
 
 def build_plugins(uses: list, args: dict, handle, registry: dict | None = None) -> list:

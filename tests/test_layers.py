@@ -3,6 +3,12 @@ line (common/cli); benchmarks/ and tests/ on top. An import that points back up 
 
 Every import statement of every module is read (the AST, so imports inside functions count
 too), relative imports resolved, and checked against what its layer may use.
+
+A plugin is one place (common/plugins/<plugin>.py, its semantics) reached through one registry
+(common/plugins/__init__.py): its module is imported only by the registry and by the shard's
+adapter of that plugin (shard/plugins/<plugin>.py); every other module of ours (another
+plugin's included; tests aside) goes through `common.plugins`. The registry's framework
+modules (interface, spec, args) are open to all.
 """
 from __future__ import annotations
 
@@ -84,6 +90,58 @@ def violations(root: Path = ROOT) -> list[str]:
 
 def test_imports_point_one_way():
     assert violations() == []
+
+
+#: common/plugins/ modules that are the plugins' framework, not a plugin.
+PLUGIN_FRAMEWORK = {"__init__", "interface", "spec", "args"}
+
+
+def around_the_registry(root: Path = ROOT) -> list[str]:
+    """Imports of a plugin's module in common/plugins/ from anywhere but the registry and
+    the plugin's own shard adapter (tests may import what they test)."""
+    plugins = {p.stem for p in (root / "common" / "plugins").glob("*.py")} - PLUGIN_FRAMEWORK
+    bad = []
+    for top in OURS:
+        if top == "tests":
+            continue
+        for path in sorted((root / top).rglob("*.py")):
+            if "_pb2" in path.name:
+                continue
+            own = module_name(path, root)
+            for line, target in imports(path, root):
+                parts = target.split(".")
+                if parts[:2] != ["common", "plugins"] or len(parts) < 3 or parts[2] not in plugins:
+                    continue
+                if own in ("common.plugins", f"shard.plugins.{parts[2]}"):
+                    continue
+                bad.append(f"{path.relative_to(root)}:{line}: imports {target} around the registry (common.plugins)")
+    return bad
+
+
+def test_plugin_semantics_are_reached_through_the_registry():
+    assert around_the_registry() == []
+
+
+def test_an_import_around_the_registry_is_caught(tmp_path):
+    """The checker itself: the scheduler or another plugin importing a plugin's module is
+    reported; the registry, the plugin's adapter and a module importing the registry are not."""
+    for top in OURS:
+        (tmp_path / top).mkdir()
+    for d in ("common/plugins", "shard/plugins"):
+        (tmp_path / d).mkdir()
+    (tmp_path / "common" / "plugins" / "__init__.py").write_text("from . import node_ports, node_name\n")
+    (tmp_path / "common" / "plugins" / "spec.py").write_text("")
+    (tmp_path / "common" / "plugins" / "node_ports.py").write_text("from .spec import PluginSpec\n")
+    (tmp_path / "common" / "plugins" / "node_name.py").write_text("from .node_ports import NodePorts\n")
+    (tmp_path / "shard" / "plugins" / "node_ports.py").write_text("from common.plugins import node_ports\n")
+    (tmp_path / "shard" / "scheduler.py").write_text("from common.plugins.node_ports import check\n")
+    (tmp_path / "binder" / "server.py").write_text("from common.plugins import SPECS\n")
+    assert around_the_registry(tmp_path) == [
+        "common/plugins/node_name.py:1: imports common.plugins.node_ports around the registry (common.plugins)",
+        "common/plugins/node_name.py:1: imports common.plugins.node_ports.NodePorts around the registry "
+        "(common.plugins)",
+        "shard/scheduler.py:1: imports common.plugins.node_ports around the registry (common.plugins)",
+        "shard/scheduler.py:1: imports common.plugins.node_ports.check around the registry (common.plugins)"]
 
 
 def test_an_arrow_back_up_is_caught(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from common.plugins import balanced_allocation
 from common.resources import BASE_RESOURCES, resource_index
 from ..framework import SKIP, Plugin, Status
 from ..node_table import column_index, gather
@@ -17,9 +18,7 @@ from .scoring import MAX_NODE_SCORE
 STATE = "NodeResourcesBalancedAllocation"
 
 
-class NodeResourcesBalancedAllocation(Plugin):
-    name = "NodeResourcesBalancedAllocation"
-
+class NodeResourcesBalancedAllocation(Plugin, balanced_allocation.NodeResourcesBalancedAllocation):
     def __init__(self, handle, args=None, weight=1):
         super().__init__(handle, args, weight)
         self.cols = [resource_index(r["name"]) for r in self.args["resources"]]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from common.partition import partition_of
-from common.plugin_names import COSCHEDULING
+from common.plugins import coscheduling
 from common.podgroup import format_resources, group_key
 from common.resources import PODS, padded
 from ..framework import SKIP, Plugin, PostFilterResult, Status, unresolvable, unschedulable
@@ -41,11 +41,7 @@ OTHER_PARTITION = "node(s) were in another binder partition than their pod group
 TRIED_PARTITION = "node(s) were in a binder partition where their pod group failed"
 
 
-class Coscheduling(Plugin):
-    name = COSCHEDULING
-    #: Its PreFilter verdicts concern the group, not a node: preemption cannot help them.
-    resolvable_by_preemption = False
-
+class Coscheduling(Plugin, coscheduling.Coscheduling):
     def __init__(self, handle, args=None, weight=1):
         super().__init__(handle, args, weight)
         self.wait_s = self.args["permitWaitingTimeSeconds"]  # checked by common.plugin_args

@@ -38,6 +38,7 @@ from collections import Counter
 import numpy as np
 
 from common.disruption import Budgets
+from common.plugins import default_preemption
 from common.podgroup import victims_break_group
 from common.predicates import PORTS_IN_USE, host_ports_conflict, insufficient
 from common.resources import PODS
@@ -70,12 +71,9 @@ class Candidate:
                 len(self.victims), -earliest)
 
 
-class DefaultPreemption(Plugin):
+class DefaultPreemption(Plugin, default_preemption.DefaultPreemption):
     """Its args are kube's DefaultPreemptionArgs: minCandidateNodesPercentage and
     minCandidateNodesAbsolute (defaults from the config's `preemption` section)."""
-
-    name = "DefaultPreemption"
-    finds_victims = True
 
     def post_filter(self, state, pod, result) -> PostFilterResult:
         """A node and victims, or kube's reason why not ("preemption: ..."): not eligible, or

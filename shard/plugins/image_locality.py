@@ -10,6 +10,7 @@ between 23 MiB and 1000 MiB per container.
 """
 from __future__ import annotations
 
+from common.plugins import image_locality
 from ..framework import SKIP, Plugin, Status
 from .scoring import MAX_NODE_SCORE
 
@@ -35,9 +36,7 @@ def _images(pod) -> tuple[list, int]:
     return [normalized_image(img) for img in init_images + list(pod.images)], len(inits) + len(pod.images)
 
 
-class ImageLocality(Plugin):
-    name = "ImageLocality"
-
+class ImageLocality(Plugin, image_locality.ImageLocality):
     def pre_score(self, state, pod, rows):
         images, containers = _images(pod)
         if not any(img in self.handle.table.image_nodes for img in images):

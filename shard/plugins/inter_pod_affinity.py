@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from common.plugins import inter_pod_affinity
 from common.predicates import EXISTING_ANTI_AFFINITY, POD_AFFINITY_MISMATCH, POD_ANTI_AFFINITY_MISMATCH
 
 from ..framework import SKIP, Plugin, Status, unresolvable, unschedulable
@@ -55,10 +56,7 @@ class _FilterState:
         return c
 
 
-class InterPodAffinity(Plugin):
-    name = "InterPodAffinity"
-    resolvable_by_preemption = True
-
+class InterPodAffinity(Plugin, inter_pod_affinity.InterPodAffinity):
     def __init__(self, handle, args=None, weight=1):
         super().__init__(handle, args, weight)
         self.hard_weight = self.args["hardPodAffinityWeight"]

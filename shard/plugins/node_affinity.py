@@ -12,6 +12,7 @@ from collections import Counter
 
 import numpy as np
 
+from common.plugins import node_affinity
 from common.predicates import NODE_AFFINITY_MISMATCH, node_matches
 from common.selectors import label_int
 from ..framework import SKIP, Plugin, PreFilterResult, Status, unresolvable
@@ -93,9 +94,7 @@ def pinned_nodes(pod):
     return names
 
 
-class NodeAffinity(Plugin):
-    name = "NodeAffinity"
-
+class NodeAffinity(Plugin, node_affinity.NodeAffinity):
     def pre_filter(self, state, pod):
         if not pod.node_selector and pod.required_node_terms is None:
             return Status(SKIP)

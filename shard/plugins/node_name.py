@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from common.plugins import node_name
 from ..framework import SKIP, Plugin, PreFilterResult, Status, unresolvable
 
 REASON = "node(s) didn't match the requested node name"
 
 
-class NodeName(Plugin):
-    name = "NodeName"
-
+class NodeName(Plugin, node_name.NodeName):
     def pre_filter(self, state, pod):
         if not pod.node_name:
             return Status(SKIP)

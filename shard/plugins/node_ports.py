@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from common.plugins import node_ports
 from common.predicates import PORTS_IN_USE, host_ports_conflict
 from ..framework import SKIP, Plugin, Status, unschedulable
 
 REASON = PORTS_IN_USE
 
 
-class NodePorts(Plugin):
-    name = "NodePorts"
-    resolvable_by_preemption = True
-
+class NodePorts(Plugin, node_ports.NodePorts):
     def pre_filter(self, state, pod):
         return None if pod.host_ports else Status(SKIP)
 

@@ -12,6 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from common.plugins import node_resources_fit
 from common.predicates import IgnoredResources, insufficient
 from common.resources import CPU, MEMORY, resource_index
 from ..framework import Plugin, unschedulable
@@ -63,10 +64,7 @@ class FitState:
         self.req, self.cols, self.req_cols = _request_arrays(pod.requests)
 
 
-class NodeResourcesFit(Plugin):
-    name = "NodeResourcesFit"
-    resolvable_by_preemption = True
-
+class NodeResourcesFit(Plugin, node_resources_fit.NodeResourcesFit):
     def __init__(self, handle, args=None, weight=1):
         super().__init__(handle, args, weight)
         strategy = self.args["scoringStrategy"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from common.plugins import node_unschedulable
 from common.predicates import UNSCHEDULABLE_NODE, UNSCHEDULABLE_TAINT
 from common.selectors import tolerated
 from ..framework import SKIP, Plugin, Status, unresolvable
@@ -10,9 +11,7 @@ from ..framework import SKIP, Plugin, Status, unresolvable
 REASON = UNSCHEDULABLE_NODE
 
 
-class NodeUnschedulable(Plugin):
-    name = "NodeUnschedulable"
-
+class NodeUnschedulable(Plugin, node_unschedulable.NodeUnschedulable):
     def pre_filter(self, state, pod):
         if tolerated(UNSCHEDULABLE_TAINT, pod.tolerations):
             return Status(SKIP)

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import uuid
 
+from common.plugins import node_volume_limits
 from common.volumes import counts_volumes, volume_limits
 from ..framework import SKIP, Plugin, Status
 
 
-class NodeVolumeLimits(Plugin):
-    name = "NodeVolumeLimits"
-    resolvable_by_preemption = True  # fewer pods on the node, fewer volumes attached
-
+class NodeVolumeLimits(Plugin, node_volume_limits.NodeVolumeLimits):
     def __init__(self, handle, args=None, weight=1):
         super().__init__(handle, args, weight)
         #: kube names a claim not yet bound after a random prefix (randomVolumeIDPrefix), so

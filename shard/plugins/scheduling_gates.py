@@ -7,12 +7,11 @@ scheduler writes nothing for it.
 """
 from __future__ import annotations
 
+from common.plugins import scheduling_gates
 from ..framework import Plugin, unresolvable
 
 
-class SchedulingGates(Plugin):
-    name = "SchedulingGates"
-
+class SchedulingGates(Plugin, scheduling_gates.SchedulingGates):
     def pre_enqueue(self, pod):
         if not pod.scheduling_gates:
             return None

@@ -9,6 +9,7 @@ from collections import Counter
 
 import numpy as np
 
+from common.plugins import taint_toleration
 from common.predicates import untolerated_taint, untolerated_taint_message
 from ..framework import Plugin, unresolvable
 from ..node_table import OVERFLOW_BIT, gather
@@ -20,9 +21,7 @@ STATE = "TaintToleration"
 _reason = untolerated_taint_message
 
 
-class TaintToleration(Plugin):
-    name = "TaintToleration"
-
+class TaintToleration(Plugin, taint_toleration.TaintToleration):
     def pre_filter(self, state, pod):
         self._prepare(state, pod)
         return None

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from common.objects import SpreadConstraint
+from common.plugins import topology_spread
 from common.predicates import SPREAD_MISMATCH, SPREAD_MISSING_LABEL, untolerated_taint
 from common.selectors import LabelSelector
 from ..framework import SKIP, Plugin, Status, unresolvable, unschedulable
@@ -92,10 +93,7 @@ class _HardState(list):
         return _HardState(h.clone() for h in self)
 
 
-class PodTopologySpread(Plugin):
-    name = "PodTopologySpread"
-    resolvable_by_preemption = True
-
+class PodTopologySpread(Plugin, topology_spread.PodTopologySpread):
     def __init__(self, handle, args=None, weight=1):
         super().__init__(handle, args, weight)
         self.defaulting = self.args["defaultingType"]

@@ -11,6 +11,7 @@ Scoring needs StorageCapacityScoring, off by default in kube v1.33: there is non
 """
 from __future__ import annotations
 
+from common.plugins import volume_binding
 from common.volumes import PodVolumes, binding_claims, binding_refusal, find_pod_volumes
 from ..framework import SKIP, Plugin, Status
 
@@ -38,9 +39,7 @@ def planned_volumes(state, node_name: str) -> PodVolumes | None:
     return plan if plan else None
 
 
-class VolumeBinding(Plugin):
-    name = "VolumeBinding"
-
+class VolumeBinding(Plugin, volume_binding.VolumeBinding):
     def pre_filter(self, state, pod):
         claims, refusal = binding_claims(pod, self.handle.volumes)
         if refusal is not None:

@@ -3,6 +3,7 @@ iSCSI, RBD) unless both mount it read-only, and a ReadWriteOncePod claim another
 mounts, anywhere, keeps the pod off every node (common.volumes has kube's rules)."""
 from __future__ import annotations
 
+from common.plugins import volume_restrictions
 from common.volumes import (DISK_CONFLICT, RWOP_CONFLICT, disks_conflict, has_inline_disks, rwop_claims,
                             rwop_conflicts, rwop_uses)
 from ..framework import SKIP, Plugin, Status, unschedulable
@@ -23,10 +24,7 @@ class _State:
         return _State(self.names, self.conflicts, self.disks)
 
 
-class VolumeRestrictions(Plugin):
-    name = "VolumeRestrictions"
-    resolvable_by_preemption = True  # both conflicts go away with the pods that cause them
-
+class VolumeRestrictions(Plugin, volume_restrictions.VolumeRestrictions):
     def pre_filter(self, state, pod):
         names, refusal = rwop_claims(pod, self.handle.volumes)
         if refusal is not None:

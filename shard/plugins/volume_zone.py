@@ -2,15 +2,14 @@
 those zones and regions (common.volumes has kube's rules)."""
 from __future__ import annotations
 
+from common.plugins import volume_zone
 from common.volumes import ZONE_CONFLICT, zone_fits, zone_topologies
 from ..framework import SKIP, Plugin, Status, unresolvable
 
 STATE = "VolumeZone"
 
 
-class VolumeZone(Plugin):
-    name = "VolumeZone"
-
+class VolumeZone(Plugin, volume_zone.VolumeZone):
     def pre_filter(self, state, pod):
         topologies, refusal = zone_topologies(pod, self.handle.volumes)
         if refusal is not None:
