@@ -68,7 +68,6 @@ class BinderView:
             Kind("Pod", handle=self._apply_pod),
         ], priority_classes=self.priority_classes, logger=log)
         self.errors = self.intake.errors
-        self._parse = self.intake.parse
 
     @property
     def nodes(self):
@@ -97,7 +96,7 @@ class BinderView:
         name = (obj.get("metadata") or {}).get("name")
         if type_ == "DELETED":
             self.acc.remove_node(name)
-        elif (node := self._parse(obj)) is not None:
+        elif (node := self.intake.parse(obj)) is not None:
             self.acc.set_node(node)
 
     def _apply_group(self, type_: str, obj: dict) -> None:
@@ -116,7 +115,7 @@ class BinderView:
             if (spec.get("schedulerName") or "default-scheduler") not in self.names:
                 self.pending.pop(key, None)
                 return
-            pod = self._parse(obj)
+            pod = self.intake.parse(obj)
             if pod is None:
                 self.pending.pop(key, None)
             else:
@@ -125,7 +124,7 @@ class BinderView:
         pending = self.pending.pop(key, None)
         if pending is None and self._refreshed(key, obj):
             return
-        pod = self._own_binding(key, pending, obj) or self._parse(obj)
+        pod = self._own_binding(key, pending, obj) or self.intake.parse(obj)
         if pod is not None:
             self.acc.set_pod(pod)
 

@@ -6,7 +6,8 @@ and the PodGroups' status. Each declares, per kind, what it does with that kind'
 (`Kind`), and `Intake` routes every event to the declarations of its kind, once, in the
 order they were given. The informer's watch kinds come from the declarations (`kinds`, in
 the object model's CREATE_ORDER: PriorityClasses before the Pods that refer to them), so a
-new kind is one declaration per role that keeps it.
+new kind is one declaration per role that keeps it (after common.objects has learnt to parse
+it and the stores to hold it: CREATE_ORDER, NAMESPACED).
 
 A declaration applies its kind in one of three ways:
 
