@@ -24,9 +24,7 @@ import time
 from common.component import Component
 from common.disruption import Budgets
 from common.events import StatusWriter
-from common.informer import Informer
 from common.metrics import BinderMetrics
-from common.objects import CREATE_ORDER
 from common.partition import partition_of
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
@@ -83,7 +81,7 @@ class BinderServer(Component, rpc.BinderServicer):
         self.partition_count = binders["count"]
         self.partition_label = binders["partitionLabel"]
         self.lock = threading.Lock()
-        self.informer = Informer(store, CREATE_ORDER, self._apply, self._relist)
+        self.informer = self.view.intake.informer(store, self._relist, apply=self._apply)
         self.group_rules = GroupRules(self.view, gang_scheduler_names(cfg))
         self.group_commit = GroupCommit(store, failpoint=env_failpoint())
         #: Scheduled and Preempted events, written off the commit path.

@@ -18,10 +18,10 @@ import logging
 import time
 import uuid
 
-from common.changes import node_unchanged, pod_status_only
+from common.changes import node_unchanged
 from common.constraints import ConstrainedAccounting, ConstraintIndex
-from common.errors import ObjectError
-from common.objects import object_key, parse_object, raw_pod_key
+from common.intake import Intake, Kind, status_update, volume_kinds
+from common.objects import raw_pod_key
 from common.podgroup import GroupIndex, object_key_of
 from common.volumes import VolumeState
 
@@ -53,12 +53,21 @@ class BinderView:
         self.pdbs: dict = {}
         self.reserved: dict[str, Reservation] = {}
         self.claimed: dict[str, str] = {}  # victim key -> key of the pod it is claimed for
-        self.errors: dict[str, ObjectError] = {}
         self.groups = GroupIndex()
         #: claims, volumes, classes and CSINodes, with the volume bindings reserved laid over
         self.volumes = VolumeState()
         #: NodeVolumeLimits' prefix for the volume a claim not yet bound will get
         self.volume_prefix = uuid.uuid4().hex
+        #: what the view keeps of each kind (common.intake); the binder's informer feeds it
+        self.intake = Intake([
+            Kind("PriorityClass", keep=self.priority_classes),
+            Kind("PodDisruptionBudget", keep=self.pdbs),
+            *volume_kinds(self.volumes),
+            Kind("Node", handle=self._apply_node, current=self._node, unchanged=node_unchanged),
+            Kind("PodGroup", handle=self._apply_group),
+            Kind("Pod", handle=self._apply_pod),
+        ], priority_classes=self.priority_classes, logger=log)
+        self.errors = self.intake.errors
 
     @property
     def nodes(self):
@@ -75,40 +84,28 @@ class BinderView:
     # --- following the store --------------------------------------------------------------
 
     def apply(self, type_: str, kind: str, obj: dict) -> None:
-        if kind == "Pod":
-            self.groups.apply_pod(type_, raw_pod_key(obj), obj)
-            self._apply_pod(type_, obj)
-        elif kind == "PodGroup":
-            if self.groups.apply_group(type_, obj) is None and type_ != "DELETED":
-                key = object_key_of(obj)
-                self._report_error(self.groups.errors[key])
-        elif kind == "Node":
-            name = (obj.get("metadata") or {}).get("name")
-            info = self.acc.nodes.get(name)
-            if type_ == "DELETED":
-                self.acc.remove_node(name)
-            elif info is not None and info.node is not None and node_unchanged(info.node.raw, obj):
-                return  # a heartbeat
-            elif (node := self._parse(obj)) is not None:
-                self.acc.set_node(node)
-        elif kind in ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode"):
-            if type_ == "DELETED":
-                meta = obj.get("metadata") or {}
-                self.volumes.remove(kind, object_key(kind, meta.get("namespace") or "default", meta.get("name")))
-            elif (parsed := self._parse(obj)) is not None:
-                self.volumes.set(parsed)
-        elif kind in ("PodDisruptionBudget", "PriorityClass"):
-            into = self.pdbs if kind == "PodDisruptionBudget" else self.priority_classes
-            parsed = self._parse(obj)
-            if parsed is None:
-                return
-            if type_ == "DELETED":
-                into.pop(parsed.key, None)
-            else:
-                into[parsed.key] = parsed
+        """One store event (a method, not the intake's: `reset` builds a new intake)."""
+        self.intake.apply(type_, kind, obj)
+
+    def _node(self, name: str):
+        info = self.acc.nodes.get(name)
+        return info.node if info is not None else None
+
+    def _apply_node(self, type_: str, obj: dict) -> None:
+        """(A heartbeat is skipped before this, unparsed.)"""
+        name = (obj.get("metadata") or {}).get("name")
+        if type_ == "DELETED":
+            self.acc.remove_node(name)
+        elif (node := self.intake.parse(obj)) is not None:
+            self.acc.set_node(node)
+
+    def _apply_group(self, type_: str, obj: dict) -> None:
+        if self.groups.apply_group(type_, obj) is None and type_ != "DELETED":
+            self.intake.report(self.groups.errors[object_key_of(obj)])
 
     def _apply_pod(self, type_: str, obj: dict) -> None:
         key = raw_pod_key(obj)
+        self.groups.apply_pod(type_, key, obj)
         if type_ == "DELETED":
             self.pending.pop(key, None)
             self.acc.remove_pod(key)
@@ -118,7 +115,7 @@ class BinderView:
             if (spec.get("schedulerName") or "default-scheduler") not in self.names:
                 self.pending.pop(key, None)
                 return
-            pod = self._parse(obj)
+            pod = self.intake.parse(obj)
             if pod is None:
                 self.pending.pop(key, None)
             else:
@@ -127,19 +124,17 @@ class BinderView:
         pending = self.pending.pop(key, None)
         if pending is None and self._refreshed(key, obj):
             return
-        pod = self._own_binding(key, pending, obj) or self._parse(obj)
+        pod = self._own_binding(key, pending, obj) or self.intake.parse(obj)
         if pod is not None:
             self.acc.set_pod(pod)
 
     def _refreshed(self, key: str, obj: dict) -> bool:
         """A status-only update of a bound pod we count: swapped in without a parse."""
         counted = self.acc.counted(key)
-        if counted is None or counted.node_name != obj["spec"]["nodeName"] or not pod_status_only(counted.raw, obj):
+        if counted is None or counted.node_name != obj["spec"]["nodeName"]:
             return False
-        try:
-            return self.acc.refresh_pod(counted.with_status(obj))
-        except ObjectError:
-            return False
+        pod = status_update(counted, obj)
+        return pod is not None and self.acc.refresh_pod(pod)
 
     def _own_binding(self, key: str, pending, obj: dict):
         """The pending pod we parsed, as its binding shows it, rather than parsed again."""
@@ -150,18 +145,6 @@ class BinderView:
         if counted is not None and counted.uid == uid and self.acc.pod_node.get(key) == obj["spec"]["nodeName"]:
             return counted.bound_copy(obj)
         return None
-
-    def _parse(self, obj: dict):
-        try:
-            return parse_object(obj, self.priority_classes)
-        except ObjectError as e:
-            self._report_error(e)
-            return None
-
-    def _report_error(self, e: ObjectError) -> None:
-        if e.obj not in self.errors:
-            log.warning("ignoring an object the store holds but shardsched cannot read: %s", e)
-        self.errors[e.obj] = e
 
     def reset(self) -> None:
         """Before a relist: forget what the watch told us. Reservations stay: their commits

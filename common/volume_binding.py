@@ -6,7 +6,8 @@ args' bindTimeoutSeconds run out).
 
 The binder runs it for the shards' decisions, between the victims' eviction and the pod's
 binding, without holding up anything else while it waits (binder/volume_waits.py); where no
-binder runs (`simulate`, tests) the shard loop's StoreCommitter runs it in place.
+binder runs (`simulate`, tests) the shard's StoreCommitter (shard/store_committer.py) runs it
+in place.
 """
 from __future__ import annotations
 

@@ -14,6 +14,8 @@ import logging
 import time
 
 from common.errors import Conflict
+from common.intake import Kind
+from common.objects import raw_pod_key
 from common.podgroup import GroupIndex, object_key_of, status_differs, status_of
 
 log = logging.getLogger(__name__)
@@ -30,15 +32,17 @@ class GroupStatus:
         self.index = GroupIndex()
         self.dirty: set[str] = set()
         self._written_at = 0.0
+        #: what it keeps of each kind (common.intake), among the dispatcher's declarations
+        self.kinds = [Kind("PodGroup", handle=self._apply_group), Kind("Pod", handle=self._apply_pod)]
 
-    def apply(self, type_: str, kind: str, key: str, obj: dict) -> None:
-        if kind == "PodGroup":
-            self.index.apply_group(type_, obj)
-            self.dirty.add(object_key_of(obj))
-        else:
-            group = self.index.apply_pod(type_, key, obj)
-            if group is not None:
-                self.dirty.add(group)
+    def _apply_group(self, type_: str, obj: dict) -> None:
+        self.index.apply_group(type_, obj)
+        self.dirty.add(object_key_of(obj))
+
+    def _apply_pod(self, type_: str, obj: dict) -> None:
+        group = self.index.apply_pod(type_, raw_pod_key(obj), obj)
+        if group is not None:
+            self.dirty.add(group)
 
     def relist(self) -> None:
         self.index = GroupIndex()

@@ -33,7 +33,7 @@ import time
 from collections import Counter
 
 from common.component import Component
-from common.informer import Informer
+from common.intake import Intake, Kind
 from common.leader_election import LeaderElector
 from common.links import StreamLink
 from common.metrics import DispatcherMetrics
@@ -115,7 +115,9 @@ class Dispatcher(Component):
         self.group_pending: Counter = Counter()  # pod group -> its pending pods here
         self.group_status = GroupStatus(store, self.errors)
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
-        self.informer = Informer(store, ("PodGroup", "Pod"), self._apply, self._relist)
+        self.intake = Intake([*self.group_status.kinds, Kind("Pod", handle=self._apply_pod)])
+        self.apply = self.intake.apply
+        self.informer = self.intake.informer(store, self._relist)
         self._membership_at = 0.0
         self._overdue_at = 0.0
         self.health.add_ready("informer", lambda: None if self.informer.rv is not None else "pods not listed yet")
@@ -139,14 +141,12 @@ class Dispatcher(Component):
 
     # --- following pending pods -------------------------------------------------------------
 
-    def _apply(self, type_: str, kind: str, obj: dict) -> None:
-        if kind == "PodGroup":
-            self.group_status.apply(type_, kind, "", obj)
-            return
+    def _apply_pod(self, type_: str, obj: dict) -> None:
+        """A pod event (after the PodGroups' status saw it): pending pods of this scheduler
+        are followed, read raw."""
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         key = raw_pod_key(obj)
-        self.group_status.apply(type_, kind, key, obj)
         done = (type_ == "DELETED" or spec.get("nodeName") or meta.get("deletionTimestamp")
                 or (obj.get("status") or {}).get("phase") in TERMINAL_PHASES
                 or (spec.get("schedulerName") or "default-scheduler") not in self.names)

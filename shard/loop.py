@@ -1,160 +1,34 @@
 """One shard's scheduling loop over a cluster store, without any networking.
 
-It lists and watches the store, keeps the cache and the scheduling queue current, and runs
-cycles: pop a pod, schedule it, assume it, run Reserve and Permit, then hand the decision to
-its committer. Two collaborators, given at construction, make the difference between the
-shard server and `shardsched simulate`:
+It follows the store through its intake (shard.intake: the cache, the queue, the pods it
+owns, kept current by the store's events) and runs cycles: pop a pod, schedule it, assume
+it, run Reserve and Permit, then hand the decision to its committer. Two collaborators,
+given at construction, make the difference between the shard server and `shardsched
+simulate`:
 
 * which pods it owns: `DispatchedPods` (the server: what the dispatcher handed over) or
-  `ProfileOwnership` (every pending pod whose schedulerName names a profile);
+  `ProfileOwnership` (every pending pod whose schedulerName names a profile), both in
+  shard.intake;
 * how a decision is committed: the server sends it to a binder and reports the outcome later
-  through `finish_binding`; `StoreCommitter` evicts the victims and runs the profile's Bind
-  plugins at once, in this thread.
-
-Bad objects never stop it: a pod that cannot be parsed is recorded in `errors` and its
-PodScheduled condition says why; everything else keeps flowing.
+  through `finish_binding`; `StoreCommitter` (shard.store_committer) evicts the victims and
+  runs the profile's Bind plugins at once, in this thread.
 """
 from __future__ import annotations
 
 import logging
 import time
 
-from common.changes import node_unchanged, pod_status_only
-from common.disruption import VICTIMS_TERMINATING, eviction_failures, refusal
-from common.errors import ObjectError
-from common.group_commit import GroupCommit
-from common.informer import Informer
-from common.objects import CREATE_ORDER, object_key, parse_object, raw_pod_key
-from common.podgroup import group_key, object_key_of
-from common.plugin_names import VOLUME_BINDING
-from common.volume_binding import TIMED_OUT, bindings_done, store_lookups, write_bindings
-from common.volumes import counts_volumes
+from common.disruption import VICTIMS_TERMINATING
+from common.podgroup import group_key
 from .cache import ShardCache
-from . import queueing_hints as hints
 from .framework import SUCCESS
-from .plugins.volume_binding import planned_volumes
+from .intake import ProfileOwnership, ShardIntake
 from .queue import SchedulingQueue
 from .scheduler import Scheduler
+from .store_committer import StoreCommitter
 from .waiting import Wait
 
 log = logging.getLogger(__name__)
-
-
-class ProfileOwnership:
-    """The loop owns every pending pod whose schedulerName names one of its profiles (and,
-    with `accept_default`, default-scheduler's pods too)."""
-
-    def __init__(self, cfg: dict, accept_default: bool = False):
-        self.names = {p["schedulerName"] for p in cfg["profiles"]}
-        if accept_default or cfg["dispatcher"]["alsoDefaultScheduler"]:
-            self.names.add("default-scheduler")
-
-    def may_skip(self, key: str) -> bool:
-        """Whether a pending pod under `key` can be passed over without parsing it."""
-        return False
-
-    def owns(self, pod) -> bool:
-        return pod.scheduler_name in self.names
-
-    def release(self, key: str) -> None:
-        """The pod is no longer this loop's to schedule."""
-
-
-class DispatchedPods:
-    """The loop owns exactly the pods the dispatcher handed to it."""
-
-    def __init__(self):
-        self.keys: set[str] = set()
-
-    def take(self, key: str) -> None:
-        self.keys.add(key)
-
-    def may_skip(self, key: str) -> bool:
-        return key not in self.keys  # another shard's pending pod: nothing to count yet
-
-    def owns(self, pod) -> bool:
-        return pod.key in self.keys
-
-    def release(self, key: str) -> None:
-        self.keys.discard(key)
-
-
-class StoreCommitter:
-    """Commits a decision in the loop's own thread: checks the PodDisruptionBudgets, nominates
-    the pod and evicts its victims, binds its volumes (VolumeBinding's PreBind), then runs the
-    profile's Bind plugins. Used where no binder runs (`simulate`, tests); the same budget rule
-    as the binder's applies, so the outcome is what the distributed scheduler would do."""
-
-    def __init__(self, store, failpoint=None, provision=None):
-        """`failpoint`: common.group_commit's hook, for tests that cut a group commit short;
-        `provision`, when given, plays the storage controllers between writing a pod's volume
-        bindings and checking they are done (simulate's common.provisioner)."""
-        self.store = store
-        self.groups = GroupCommit(store, "shard", failpoint)
-        self.provision = provision
-        #: victim pod key -> key of the pod that preempted it
-        self.evicted_by: dict[str, str] = {}
-
-    def commit(self, entry, result, budgets) -> str:
-        """"" when bound, else why not (the loop undoes the pod's assumption with it)."""
-        pod, node = entry.pod, result.node
-        if result.victims:
-            refused = refusal(result.victims, budgets())
-            if refused is None:
-                self.store.set_nominated_node(pod.key, node)
-                reasons = self.store.evict_many([(v.key, v.uid or None) for v in result.victims])
-                refused = eviction_failures((v.key for v in result.victims), reasons)
-                for v, r in zip(result.victims, reasons):
-                    if r is None:
-                        self.evicted_by[v.key] = pod.key
-            if refused is not None:
-                return f"preemption failed: {refused}"
-        plan = planned_volumes(result.state, node)
-        if plan is not None:
-            why = self._bind_volumes(plan, node)
-            if why is not None:
-                return f"{VOLUME_BINDING}: {why}"
-        for p in result.profile.bind:
-            st = p.bind(result.state, pod, node)
-            if st is None:
-                return ""
-            if st.code != "Skip":
-                return f"{p.name}: {st.message()}"
-        return ""
-
-    def commit_unit(self, unit: str, items: list, budgets) -> list[str]:
-        """A pod group's unit: every member's victims evicted (or none, if the budgets
-        refuse one), then all members bound or none (common.group_commit, which takes the
-        place of the Bind plugins for a unit); one reason per member, "" when bound."""
-        victims = [(entry.pod, v) for entry, result in items for v in result.victims]
-        if victims:
-            refused = refusal([v for _, v in victims], budgets())
-            if refused is None:
-                for entry, result in items:
-                    if result.victims:
-                        self.store.set_nominated_node(entry.pod.key, result.node)
-                reasons = self.store.evict_many([(v.key, v.uid or None) for _, v in victims])
-                refused = eviction_failures((v.key for _, v in victims), reasons)
-                for (preemptor, v), r in zip(victims, reasons):
-                    if r is None:
-                        self.evicted_by[v.key] = preemptor.key
-            if refused is not None:
-                return [f"preemption failed: {refused}"] * len(items)
-        results = self.groups.commit(unit, [(e.pod.key, e.pod.uid or "", r.node) for e, r in items])
-        return [r or "" for r in results]
-
-
-    def _bind_volumes(self, plan, node_name: str) -> str | None:
-        """VolumeBinding's PreBind in place: write the bindings, let the provisioner act, and
-        fail at once (rather than after bindTimeoutSeconds) unless the claims are bound."""
-        written, why = write_bindings(self.store, plan, node_name)
-        if why is not None:
-            return why
-        if self.provision is not None:
-            self.provision()
-        node = parse_object(self.store.get("Node", node_name) or {"kind": "Node", "metadata": {"name": node_name}})
-        done, why = bindings_done(node, plan, written, *store_lookups(self.store))
-        return None if done else (why or TIMED_OUT)
 
 
 class ShardLoop:
@@ -177,23 +51,15 @@ class ShardLoop:
                                      clock)
         self.waiting = self.scheduler.waiting
         self.pdbs = self.scheduler.pdbs
-        self.priority_classes: dict = {}
-        self.pods: dict = {}          # every pod we have parsed, by key (pending and bound)
-        #: Pending pods we do not own, unparsed, as the watch showed them: what a dispatch
-        #: names is taken from here (the message carries no pod).
-        self.unowned: dict[str, dict] = {}
-        self.errors: dict[str, ObjectError] = {}
-        self.messages: dict[str, str] = {}  # pod key -> last unschedulable message
         self.groups = self.scheduler.groups
-        #: Victims of pod group members that wait for their group (or whose unit is being
-        #: committed): victim key -> preemptor key. They are left out of the cache until
-        #: the unit is bound (the binder evicts them) or released (they count again), so the
-        #: group's other members neither count their room twice nor claim them again.
-        self.claimed: dict[str, str] = {}
-        #: Owned pending pods a PreEnqueue plugin keeps out of the queue (scheduling gates):
-        #: pod key -> its message. An update of the pod asks again.
-        self.gated: dict[str, str] = {}
-        self.informer = Informer(store, CREATE_ORDER, self.apply, self._forget_everything)
+        self.messages: dict[str, str] = {}  # pod key -> last unschedulable message
+        #: what the shard keeps of the store (shard.intake), and its parts the cycles use
+        self.intake = ShardIntake(store, self.cache, self.queue, self.scheduler, self.owner)
+        self.informer = self.intake.informer
+        self.apply = self.intake.apply
+        self.profile_for = self.intake.profile_for
+        self.pods, self.claimed, self.gated = self.intake.pods, self.intake.claimed, self.intake.gated
+        self.errors = self.intake.errors
 
     # --- keeping up with the store ------------------------------------------------------------
 
@@ -205,212 +71,12 @@ class ShardLoop:
         """Apply the store's events since the last sync; relists if history was trimmed."""
         return self.informer.sync(timeout)
 
-    def _forget_everything(self) -> None:
-        """Before a relist: the fresh list will bring back whatever still exists."""
-        self.unowned.clear()
-        for key in list(self.pods):
-            self.queue.delete(key)
-            self.cache.remove_pod(key)
-        for info_name in [name for name, _ in self.cache.nodes.items()]:
-            self.cache.remove_node(info_name)
-        self.pods.clear()
-        self.gated.clear()
-        self.scheduler.nominated.clear()
-        self.groups.clear()
-        self.claimed.clear()
-        self.scheduler.volumes.clear()
-
-    def apply(self, type_: str, kind: str, obj: dict) -> None:
-        if kind == "PriorityClass":
-            self._apply_simple(type_, obj, self.priority_classes)
-        elif kind == "PodDisruptionBudget":
-            self._apply_simple(type_, obj, self.pdbs)
-            self.queue.wake(hints.preemption_changed)
-        elif kind == "Node":
-            self._apply_node(type_, obj)
-        elif kind == "Pod":
-            self._apply_pod(type_, obj)
-        elif kind == "PodGroup":
-            key = object_key_of(obj)
-            if self.groups.apply_group(type_, obj) is None and type_ != "DELETED":
-                self.errors[f"PodGroup {key}"] = self.groups.errors[key]
-            self._wake_unit(key)
-        else:
-            self._apply_storage(type_, kind, obj)
-
-    def _apply_storage(self, type_: str, kind: str, obj: dict) -> None:
-        """A claim, volume, storage class or CSINode changed: it can only matter to pods
-        with volumes (kube's VolumeBinding, VolumeZone and NodeVolumeLimits hints)."""
-        volumes = self.scheduler.volumes
-        if type_ == "DELETED":
-            meta = obj.get("metadata") or {}
-            volumes.remove(kind, object_key(kind, meta.get("namespace") or "default", meta.get("name")))
-        else:
-            parsed = self._parse(obj)
-            if parsed is None:
-                return
-            volumes.set(parsed)
-        self.queue.move_all_to_active(only=counts_volumes)
-
-    def _parse(self, obj: dict):
-        try:
-            return parse_object(obj, self.priority_classes)
-        except ObjectError as e:
-            meta = obj.get("metadata") or {}
-            key = f"{obj.get('kind')} {meta.get('namespace', '')}/{meta.get('name', '')}"
-            if key not in self.errors:
-                log.warning("ignoring an object the store holds but shardsched cannot read: %s", e)
-            self.errors[key] = e
-            return None
-
-    def _apply_simple(self, type_: str, obj: dict, into: dict) -> None:
-        parsed = self._parse(obj)
-        if parsed is None:
-            return
-        if type_ == "DELETED":
-            into.pop(parsed.key, None)
-        else:
-            into[parsed.key] = parsed
-
-    def _apply_node(self, type_: str, obj: dict) -> None:
-        name = (obj.get("metadata") or {}).get("name")
-        if type_ == "DELETED":
-            self.cache.remove_node(name)
-            self.queue.wake(hints.node_deleted)
-            return
-        info = self.cache.nodes.get(name)
-        old = info.node if info is not None else None
-        if old is not None and node_unchanged(old.raw, obj):
-            return  # a heartbeat: no parse, no snapshot clone, no pod woken up
-        node = self._parse(obj)
-        if node is not None:
-            self.cache.set_node(node)
-            if old is None:
-                self.queue.wake(hints.node_added, node)
-            else:
-                self.queue.wake(hints.node_updated, old, node)
-
-    def _apply_pod(self, type_: str, obj: dict) -> None:
-        key = raw_pod_key(obj)
-        self.unowned.pop(key, None)
-        joined = self.groups.apply_pod(type_, key, obj)
-        if joined is not None and type_ == "ADDED":
-            self._wake_unit(joined)  # one more member may complete the group
-        if type_ == "DELETED":
-            gone = self.cache.counted(key)
-            nominated = self._nominate(key, None)
-            self.pods.pop(key, None)
-            self.claimed.pop(key, None)
-            self.gated.pop(key, None)
-            self.queue.delete(key)
-            self.cache.remove_pod(key)
-            if gone is not None:
-                self.queue.wake(hints.pod_left, gone)
-            elif nominated:
-                self.queue.wake(hints.preemption_changed)
-            return
-        meta = obj.get("metadata") or {}
-        known = self.pods.get(key)
-        rv = meta.get("resourceVersion")
-        if known is not None and rv and known.resource_version == rv:
-            return  # seen already (the dispatcher's copy and the watch carry the same version)
-        node_name = (obj.get("spec") or {}).get("nodeName")
-        if node_name and known is not None and known.node_name == node_name and self._refreshed(known, obj):
-            return
-        if (not node_name and known is None and self.owner.may_skip(key)
-                and not (obj.get("status") or {}).get("nominatedNodeName")):
-            self.unowned[key] = obj  # another shard's pending pod, until one is dispatched here
-            return
-        if (node_name and known is not None and not known.node_name
-                and known.uid == meta.get("uid") and self.cache.is_assumed(key)):
-            pod = known.bound_copy(obj)  # the binding of our own decision
-        else:
-            pod = self._parse(obj)
-        if pod is None:
-            self._report_bad_pod(key, obj)
-            return
-        if self._nominate(key, None if pod.node_name or pod.deleting else pod):
-            self.queue.wake(hints.preemption_changed)
-        self.pods[key] = pod
-        if pod.node_name:
-            self.queue.delete(key)
-            self.gated.pop(key, None)
-            if key in self.claimed:
-                return  # a victim of a member waiting at Permit: counted as gone already
-            counted = self.cache.counted(key)
-            self.cache.set_pod(pod)
-            if counted is not None and self.cache.counted(key) is None:
-                self.queue.wake(hints.pod_left, counted)  # it finished: its room is free
-            elif known is None or not known.node_name or known.labels != pod.labels:
-                self.queue.wake(hints.pod_arrived, pod)
-        elif self.cache.is_assumed(key):
-            pass  # our binding is in flight; the watch will bring the bound version
-        elif self.owner.owns(pod) and not pod.deleting:
-            self._enqueue(pod)
-
-    def _enqueue(self, pod) -> None:
-        """Queue an owned pending pod, unless a PreEnqueue plugin holds it back."""
-        if not self._held_back(pod):
-            self.gated.pop(pod.key, None)
-            self.queue.add(pod)
-
-    def _refreshed(self, known, obj: dict) -> bool:
-        """A status update of a bound pod (kubelet or kwok saying it runs): swapped in without
-        a parse and without marking its node changed, when that is all it is."""
-        if not pod_status_only(known.raw, obj):
-            return False
-        try:
-            pod = known.with_status(obj)
-        except ObjectError:
-            return False  # parsed in full, and reported, by the usual path
-        self.pods[pod.key] = pod
-        if pod.key not in self.claimed and not self.cache.refresh_pod(pod):
-            self.cache.set_pod(pod)  # (a claimed victim is counted as gone already)
-        return True
-
-    def _held_back(self, pod) -> bool:
-        """Run the pod's PreEnqueue plugins; a pod they refuse leaves the queue and waits in
-        `gated` for an update (kube also asks again when a pod moves to activeQ)."""
-        why = self.profile_for(pod).gate(pod)
-        if why is None:
-            return False
-        self.queue.delete(pod.key)
-        self.gated[pod.key] = why
-        return True
-
-    def _nominate(self, key: str, pod) -> bool:
-        """Keep the scheduler's nominated pods: `pod` if it is nominated somewhere, else none.
-        True when a nomination was withdrawn or moved (room left for other pods)."""
-        nominated = self.scheduler.nominated
-        old = self.pods.get(key)
-        withdrawn = False
-        if old is not None and old.nominated_node in nominated:
-            withdrawn = nominated[old.nominated_node].pop(key, None) is not None and (
-                pod is None or pod.nominated_node != old.nominated_node)
-            if not nominated[old.nominated_node]:
-                del nominated[old.nominated_node]
-        if pod is not None and pod.nominated_node:
-            nominated.setdefault(pod.nominated_node, {})[key] = pod
-        return withdrawn
-
-    def _report_bad_pod(self, key: str, obj: dict) -> None:
-        err = self.errors.get(f"Pod {key}")
-        already = any(c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
-                      and c.get("message") == str(err)
-                      for c in ((obj.get("status") or {}).get("conditions") or []) if isinstance(c, dict))
-        if err is not None and not already:
-            self.store.set_unschedulable(key, f"invalid pod: {err.field}: {err.message}")
-
-    def profile_for(self, pod):
-        prof = self.scheduler.profiles.get(pod.scheduler_name)
-        return prof or next(iter(self.scheduler.profiles.values()))
-
     # --- cycles -------------------------------------------------------------------------------
 
     def schedule_next(self):
         """One cycle for the next pod in activeQ; None when activeQ is empty."""
         entry = self.queue.pop()
-        while entry is not None and self._held_back(entry.pod):
+        while entry is not None and self.intake.held_back(entry.pod):
             entry = self.queue.pop()
         if entry is None:
             return None
@@ -459,7 +125,7 @@ class ShardLoop:
             self.waiting.hold(entry, result, waits, unit)
             # Its assumption lasts as long as it may wait, and its siblings are tried now.
             self.cache.hold(pod.key, max(w.timeout for w in waits.values()) + self.cache.assume_ttl)
-            self._wake_unit(unit)
+            self.intake.wake_unit(unit)
             return
         if unit is None:
             self._bind(entry, result)
@@ -473,11 +139,6 @@ class ShardLoop:
             return None
         key = group_key(pod)
         return key if key is not None and key in self.groups.groups else None
-
-    def _wake_unit(self, unit: str | None) -> None:
-        """Try the group's queued members now (kube's PodsToActivate for the siblings)."""
-        if unit is not None:
-            self.queue.activate(list(self.groups.members.get(unit, ())))
 
     def release_waiting(self) -> int:
         """Bind the waiting pods every plugin allowed (a group's members as one unit); undo
@@ -604,11 +265,11 @@ class ShardLoop:
         if known is not None and (not uid or known.uid == uid):
             if not (known.node_name or known.deleting or key in self.queue or self.cache.is_assumed(key)
                     or key in self.waiting):
-                self._enqueue(known)  # taken back after a re-dispatch: schedule it again
+                self.intake.enqueue(known)  # taken back after a re-dispatch: schedule it again
             return True
-        raw = self.unowned.get(key)
+        raw = self.intake.unowned.get(key)
         if raw is not None and (not uid or (raw.get("metadata") or {}).get("uid") == uid):
-            self._apply_pod("MODIFIED", raw)
+            self.intake.apply_pod("MODIFIED", raw)
             return True
         if rv and not self.informer.seen("Pod", rv):
             return None

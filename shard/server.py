@@ -22,7 +22,8 @@ from common.partition import PARTITION_ROLE, partition_of
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
-from .loop import DispatchedPods, ShardLoop
+from .intake import DispatchedPods
+from .loop import ShardLoop
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,9 @@ from common.podgroup import status_of
 from common.provisioner import Provisioner
 from common.store.memory import MemoryStore
 from common.store.podstatus import GATED_MESSAGE, SCHEDULING_GATED
-from .loop import ProfileOwnership, ShardLoop, StoreCommitter
+from .intake import ProfileOwnership
+from .loop import ShardLoop
+from .store_committer import StoreCommitter
 
 
 def run(docs: list, cfg: dict, seed: int = 0) -> tuple[dict, int]:

@@ -58,11 +58,11 @@ def test_pods_go_to_the_least_loaded_shard():
     d = make_dispatcher()
     d.shards["0"].held = {f"ns/busy-{i}" for i in range(10)}
     for i in range(10):
-        d._apply("ADDED", "Pod", pending(f"p{i}"))
+        d.apply("ADDED", "Pod", pending(f"p{i}"))
     d._dispatch()
     assert len(d.shards["1"].sent) == 10 and not d.shards["0"].sent
     for i in range(10, 30):
-        d._apply("ADDED", "Pod", pending(f"p{i}"))
+        d.apply("ADDED", "Pod", pending(f"p{i}"))
     d._dispatch()
     assert len(d.shards["0"].held) == len(d.shards["1"].held) == 20  # evened out
 
@@ -70,7 +70,7 @@ def test_pods_go_to_the_least_loaded_shard():
 def test_a_pod_group_stays_on_one_shard():
     d = make_dispatcher(shards=("0", "1", "2"))
     for i in range(30):
-        d._apply("ADDED", "Pod", pending(f"g{i}", group=f"job-{i % 3}"))
+        d.apply("ADDED", "Pod", pending(f"g{i}", group=f"job-{i % 3}"))
     d._dispatch()
     for link in d.shards.values():
         groups = {int(k.split("g")[1]) % 3 for k in link.sent}
@@ -81,11 +81,11 @@ def test_a_pod_group_stays_on_one_shard():
 def test_a_pod_group_whose_shard_dies_goes_whole_to_one_other_shard():
     d = make_dispatcher(shards=("0", "1", "2"))
     for i in range(12):
-        d._apply("ADDED", "Pod", pending(f"m{i}", group="job"))
+        d.apply("ADDED", "Pod", pending(f"m{i}", group="job"))
     d._dispatch()
     (home,) = [link for link in d.shards.values() if link.sent]
     assert len(home.sent) == 12
-    d._apply("MODIFIED", "Pod", bound("m0"))  # one was placed already: it stays
+    d.apply("MODIFIED", "Pod", bound("m0"))  # one was placed already: it stays
     d._shard_down(home)
     d._dispatch()
     receivers = [link for link in d.shards.values() if link is not home and link.sent]
@@ -94,10 +94,10 @@ def test_a_pod_group_whose_shard_dies_goes_whole_to_one_other_shard():
 
 def test_a_groups_shard_is_forgotten_once_none_of_its_pods_is_pending():
     d = make_dispatcher()
-    d._apply("ADDED", "Pod", pending("a", group="job"))
+    d.apply("ADDED", "Pod", pending("a", group="job"))
     d._dispatch()
     assert d.groups == {"ns/job": next(i for i, link in d.shards.items() if link.sent)}
-    d._apply("MODIFIED", "Pod", dict(bound("a"), metadata={**bound("a")["metadata"],
+    d.apply("MODIFIED", "Pod", dict(bound("a"), metadata={**bound("a")["metadata"],
                                                             "labels": {POD_GROUP_LABEL: "job"}}))
     assert d.groups == {} and not d.group_pending
 
@@ -130,7 +130,7 @@ def test_the_dispatcher_keeps_pod_group_status_current():
     store.update(group)  # the dispatcher's copy is stale now
     store.create(pending("c", group="g"))
     store.bind("ns/c", "n1")
-    d.group_status.apply("ADDED", "Pod", "ns/c", store.get("Pod", "ns/c"))  # seen before the group's change
+    d.apply("ADDED", "Pod", store.get("Pod", "ns/c"))  # seen before the group's change
     d.group_status._written_at = 0.0
     assert d.group_status.step() == 0 and "ns/g" in d.group_status.dirty  # lost the race: kept for later
     assert status()["scheduled"] == 3 and store.get("PodGroup", "ns/g")["metadata"]["annotations"] == {"note": "x"}
@@ -138,21 +138,21 @@ def test_the_dispatcher_keeps_pod_group_status_current():
 
 def test_only_pods_for_this_scheduler_are_taken():
     d = make_dispatcher()
-    d._apply("ADDED", "Pod", pending("mine"))
-    d._apply("ADDED", "Pod", pending("theirs", scheduler="default-scheduler"))
+    d.apply("ADDED", "Pod", pending("mine"))
+    d.apply("ADDED", "Pod", pending("theirs", scheduler="default-scheduler"))
     assert list(d.pending) == ["ns/mine"]
     d2 = make_dispatcher(alsoDefaultScheduler=True)
-    d2._apply("ADDED", "Pod", pending("theirs", scheduler="default-scheduler"))
+    d2.apply("ADDED", "Pod", pending("theirs", scheduler="default-scheduler"))
     assert list(d2.pending) == ["ns/theirs"]
 
 
 def test_bound_and_deleted_pods_leave_and_deleted_ones_are_revoked():
     d = make_dispatcher(shards=("0",))
-    d._apply("ADDED", "Pod", pending("a"))
-    d._apply("ADDED", "Pod", pending("b"))
+    d.apply("ADDED", "Pod", pending("a"))
+    d.apply("ADDED", "Pod", pending("b"))
     d._dispatch()
-    d._apply("MODIFIED", "Pod", bound("a"))
-    d._apply("DELETED", "Pod", pending("b"))
+    d.apply("MODIFIED", "Pod", bound("a"))
+    d.apply("DELETED", "Pod", pending("b"))
     d._dispatch()
     assert not d.pending and not d.shards["0"].held
     assert d.shards["0"].revoked == ["ns/b"]
@@ -161,7 +161,7 @@ def test_bound_and_deleted_pods_leave_and_deleted_ones_are_revoked():
 def test_a_lost_shard_and_returned_pods_are_redispatched():
     d = make_dispatcher()
     for i in range(10):
-        d._apply("ADDED", "Pod", pending(f"p{i}"))
+        d.apply("ADDED", "Pod", pending(f"p{i}"))
     d._dispatch()
     lost = d.shards["0"]
     held = set(lost.held)
@@ -179,7 +179,7 @@ def test_a_lost_shard_and_returned_pods_are_redispatched():
 
 def test_pods_unbound_too_long_move_to_another_shard():
     d = make_dispatcher(redispatchAfterSeconds=1)
-    d._apply("ADDED", "Pod", pending("slow"))
+    d.apply("ADDED", "Pod", pending("slow"))
     d._dispatch()
     first = next(link for link in d.shards.values() if link.sent)
     d.pending["ns/slow"].sent_at -= 5  # as if sent five seconds ago
@@ -196,8 +196,8 @@ def test_a_pod_its_shard_still_works_on_stays_and_a_lost_one_comes_back():
     keeps its shard and restarts its clock; a pod missing from the list was lost in the shard
     and is dispatched to it again (it used to be re-dispatched only with two shards)."""
     d = make_dispatcher(shards=("0",), redispatchAfterSeconds=1)
-    d._apply("ADDED", "Pod", pending("parked"))
-    d._apply("ADDED", "Pod", pending("lost"))
+    d.apply("ADDED", "Pod", pending("parked"))
+    d.apply("ADDED", "Pod", pending("lost"))
     d._dispatch()
     link = d.shards["0"]
     for key in ("ns/parked", "ns/lost"):
@@ -222,7 +222,7 @@ def test_a_new_leader_adopts_what_the_shards_hold_before_dispatching():
     they are, instead of dispatching them a second time (two shards on one pod)."""
     d = make_dispatcher()
     for i in range(6):
-        d._apply("ADDED", "Pod", pending(f"p{i}"))
+        d.apply("ADDED", "Pod", pending(f"p{i}"))
     d._lead()
     report(d, d.shards["0"], ["ns/p0", "ns/p1", "ns/gone"])
     assert d._adopting(), "shard 1 has not reported yet"
@@ -240,7 +240,7 @@ def test_a_new_leader_adopts_what_the_shards_hold_before_dispatching():
 def test_a_leader_that_loses_its_lease_closes_its_streams_and_stands_by():
     d = make_dispatcher()
     for i in range(4):
-        d._apply("ADDED", "Pod", pending(f"p{i}"))
+        d.apply("ADDED", "Pod", pending(f"p{i}"))
     d._lead()
     for link in d.shards.values():
         report(d, link, [])
@@ -261,18 +261,18 @@ def test_a_gated_pod_waits_in_the_dispatcher_and_goes_out_once_its_gates_are_rem
     gated = pending("g")
     gated["spec"]["schedulingGates"] = [{"name": "a"}, {"name": "b"}]
     gated["metadata"]["resourceVersion"] = "5"
-    d._apply("ADDED", "Pod", gated)
+    d.apply("ADDED", "Pod", gated)
     d._dispatch()
     assert not any(link.sent for link in d.shards.values())
     assert "ns/g" in d.pending
     gated["spec"]["schedulingGates"] = [{"name": "b"}]
     gated["metadata"]["resourceVersion"] = "6"
-    d._apply("MODIFIED", "Pod", gated)
+    d.apply("MODIFIED", "Pod", gated)
     d._dispatch()
     assert not any(link.sent for link in d.shards.values())
     gated["spec"]["schedulingGates"] = []
     gated["metadata"]["resourceVersion"] = "7"
-    d._apply("MODIFIED", "Pod", gated)
+    d.apply("MODIFIED", "Pod", gated)
     d._dispatch()
     assert [k for link in d.shards.values() for k in link.sent] == ["ns/g"]
     assert d.pending["ns/g"].rv == "7"  # the shard waits for its watch to show the ungated pod

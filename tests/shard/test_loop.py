@@ -222,7 +222,7 @@ def test_objects_a_shard_cannot_count_are_skipped_and_logged(caplog):
     loop = ShardLoop(make_config(), store)
     loop.start()
     in_use = RESOURCES.in_use()
-    with caplog.at_level(logging.WARNING, logger="shard.loop"):
+    with caplog.at_level(logging.WARNING, logger="shard.intake"):
         loop.apply("ADDED", "Pod", overflowing_pod())
         loop.apply("ADDED", "Node", too_wide_node())
         loop.apply("MODIFIED", "Node", too_wide_node())
@@ -264,7 +264,8 @@ def test_store_committer_binds_volumes_first_and_fails_when_nothing_provisions()
     retried, now only on that node; with one, the pod is bound."""
     from builders import Clock, claim_volume, pvc, storage_class
     from common.provisioner import Provisioner
-    from shard.loop import ShardLoop, StoreCommitter
+    from shard.loop import ShardLoop
+    from shard.store_committer import StoreCommitter
 
     store = MemoryStore()
     for obj in (node("n1"), node("n2"), storage_class("wffc"), pvc("data", "wffc"),

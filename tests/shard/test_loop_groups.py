@@ -13,7 +13,8 @@ from common.group_commit import GroupCommit
 from common.podgroup import INTENT_ANNOTATION
 from common.store.memory import MemoryStore
 from common.verify import verify_store
-from shard.loop import ShardLoop, StoreCommitter
+from shard.loop import ShardLoop
+from shard.store_committer import StoreCommitter
 from builders import Clock, group_pod, make_config, node, pod, pod_group, running
 
 POINTS = ("group-intent-written", "group-bound-part", "group-bound-all")

@@ -1,0 +1,273 @@
+"""What a shard keeps of the store, and how the store's events change it.
+
+The shard's declarations for common.intake: PriorityClasses and PodDisruptionBudgets kept by
+key, the storage kinds in the scheduler's VolumeState, nodes in the cache, PodGroups in the
+scheduler's group index, and every pod: bound ones counted in the cache, owned pending ones
+queued (unless a PreEnqueue plugin holds them back), another shard's pending ones set aside
+unparsed. Each change wakes the queued pods it may help (shard.queueing_hints).
+
+Which pods the shard owns is one of two collaborators: `DispatchedPods` (the server: what
+the dispatcher handed over) or `ProfileOwnership` (every pending pod whose schedulerName
+names a profile: `shardsched simulate`).
+
+Bad objects never stop it: a pod that cannot be parsed is recorded in `errors` and its
+PodScheduled condition says why; everything else keeps flowing.
+"""
+from __future__ import annotations
+
+import logging
+
+from common.changes import node_unchanged
+from common.intake import Intake, Kind, same_version, status_update, volume_kinds
+from common.objects import raw_pod_key
+from common.podgroup import object_key_of
+from common.volumes import counts_volumes
+from . import queueing_hints as hints
+
+log = logging.getLogger(__name__)
+
+
+class ProfileOwnership:
+    """The loop owns every pending pod whose schedulerName names one of its profiles (and,
+    with `accept_default`, default-scheduler's pods too)."""
+
+    def __init__(self, cfg: dict, accept_default: bool = False):
+        self.names = {p["schedulerName"] for p in cfg["profiles"]}
+        if accept_default or cfg["dispatcher"]["alsoDefaultScheduler"]:
+            self.names.add("default-scheduler")
+
+    def may_skip(self, key: str) -> bool:
+        """Whether a pending pod under `key` can be passed over without parsing it."""
+        return False
+
+    def owns(self, pod) -> bool:
+        return pod.scheduler_name in self.names
+
+    def release(self, key: str) -> None:
+        """The pod is no longer this loop's to schedule."""
+
+
+class DispatchedPods:
+    """The loop owns exactly the pods the dispatcher handed to it."""
+
+    def __init__(self):
+        self.keys: set[str] = set()
+
+    def take(self, key: str) -> None:
+        self.keys.add(key)
+
+    def may_skip(self, key: str) -> bool:
+        return key not in self.keys  # another shard's pending pod: nothing to count yet
+
+    def owns(self, pod) -> bool:
+        return pod.key in self.keys
+
+    def release(self, key: str) -> None:
+        self.keys.discard(key)
+
+
+class ShardIntake:
+    """The shard's view of the store, kept by the store's events, over the loop's cache,
+    queue and scheduler (which it shares with the loop's cycles)."""
+
+    def __init__(self, store, cache, queue, scheduler, owner):
+        self.store = store
+        self.cache = cache
+        self.queue = queue
+        self.scheduler = scheduler
+        self.owner = owner
+        self.groups = scheduler.groups
+        self.priority_classes: dict = {}
+        self.pods: dict = {}          # every pod we have parsed, by key (pending and bound)
+        #: Pending pods we do not own, unparsed, as the watch showed them: what a dispatch
+        #: names is taken from here (the message carries no pod).
+        self.unowned: dict[str, dict] = {}
+        #: Victims of pod group members that wait for their group (or whose unit is being
+        #: committed): victim key -> preemptor key. They are left out of the cache until
+        #: the unit is bound (the binder evicts them) or released (they count again), so the
+        #: group's other members neither count their room twice nor claim them again.
+        self.claimed: dict[str, str] = {}
+        #: Owned pending pods a PreEnqueue plugin keeps out of the queue (scheduling gates):
+        #: pod key -> its message. An update of the pod asks again.
+        self.gated: dict[str, str] = {}
+        self.intake = Intake([
+            Kind("PriorityClass", keep=self.priority_classes),
+            Kind("PodDisruptionBudget", keep=scheduler.pdbs, then=self._budgets_changed),
+            *volume_kinds(scheduler.volumes, then=self._volumes_changed),
+            Kind("Node", handle=self._apply_node, current=self._node, unchanged=node_unchanged),
+            Kind("PodGroup", handle=self._apply_group),
+            Kind("Pod", handle=self.apply_pod),
+        ], priority_classes=self.priority_classes, logger=log)
+        self.errors = self.intake.errors
+        self.apply = self.intake.apply
+        self.informer = self.intake.informer(store, self.forget_everything)
+
+    def forget_everything(self) -> None:
+        """Before a relist: the fresh list will bring back whatever still exists."""
+        self.unowned.clear()
+        for key in list(self.pods):
+            self.queue.delete(key)
+            self.cache.remove_pod(key)
+        for info_name in [name for name, _ in self.cache.nodes.items()]:
+            self.cache.remove_node(info_name)
+        self.pods.clear()
+        self.gated.clear()
+        self.scheduler.nominated.clear()
+        self.groups.clear()
+        self.claimed.clear()
+        self.scheduler.volumes.clear()
+
+    # --- the kinds --------------------------------------------------------------------------
+
+    def _budgets_changed(self) -> None:
+        self.queue.wake(hints.preemption_changed)
+
+    def _volumes_changed(self) -> None:
+        """A claim, volume, storage class or CSINode changed: it can only matter to pods
+        with volumes (kube's VolumeBinding, VolumeZone and NodeVolumeLimits hints)."""
+        self.queue.move_all_to_active(only=counts_volumes)
+
+    def _node(self, name: str):
+        info = self.cache.nodes.get(name)
+        return info.node if info is not None else None
+
+    def _apply_node(self, type_: str, obj: dict) -> None:
+        """(A heartbeat, which changes nothing a plugin reads, is skipped before this: no
+        parse, no snapshot clone, no pod woken up.)"""
+        name = (obj.get("metadata") or {}).get("name")
+        if type_ == "DELETED":
+            self.cache.remove_node(name)
+            self.queue.wake(hints.node_deleted)
+            return
+        old = self._node(name)
+        node = self.intake.parse(obj)
+        if node is not None:
+            self.cache.set_node(node)
+            if old is None:
+                self.queue.wake(hints.node_added, node)
+            else:
+                self.queue.wake(hints.node_updated, old, node)
+
+    def _apply_group(self, type_: str, obj: dict) -> None:
+        key = object_key_of(obj)
+        if self.groups.apply_group(type_, obj) is None and type_ != "DELETED":
+            self.intake.report(self.groups.errors[key])
+        self.wake_unit(key)
+
+    def apply_pod(self, type_: str, obj: dict) -> None:
+        key = raw_pod_key(obj)
+        self.unowned.pop(key, None)
+        joined = self.groups.apply_pod(type_, key, obj)
+        if joined is not None and type_ == "ADDED":
+            self.wake_unit(joined)  # one more member may complete the group
+        if type_ == "DELETED":
+            gone = self.cache.counted(key)
+            nominated = self._nominate(key, None)
+            self.pods.pop(key, None)
+            self.claimed.pop(key, None)
+            self.gated.pop(key, None)
+            self.queue.delete(key)
+            self.cache.remove_pod(key)
+            if gone is not None:
+                self.queue.wake(hints.pod_left, gone)
+            elif nominated:
+                self.queue.wake(hints.preemption_changed)
+            return
+        meta = obj.get("metadata") or {}
+        known = self.pods.get(key)
+        if same_version(known, obj):
+            return  # seen already (the dispatcher's copy and the watch carry the same version)
+        node_name = (obj.get("spec") or {}).get("nodeName")
+        if node_name and known is not None and known.node_name == node_name and self._refreshed(known, obj):
+            return
+        if (not node_name and known is None and self.owner.may_skip(key)
+                and not (obj.get("status") or {}).get("nominatedNodeName")):
+            self.unowned[key] = obj  # another shard's pending pod, until one is dispatched here
+            return
+        if (node_name and known is not None and not known.node_name
+                and known.uid == meta.get("uid") and self.cache.is_assumed(key)):
+            pod = known.bound_copy(obj)  # the binding of our own decision
+        else:
+            pod = self.intake.parse(obj)
+        if pod is None:
+            self._report_bad_pod(key, obj)
+            return
+        if self._nominate(key, None if pod.node_name or pod.deleting else pod):
+            self.queue.wake(hints.preemption_changed)
+        self.pods[key] = pod
+        if pod.node_name:
+            self.queue.delete(key)
+            self.gated.pop(key, None)
+            if key in self.claimed:
+                return  # a victim of a member waiting at Permit: counted as gone already
+            counted = self.cache.counted(key)
+            self.cache.set_pod(pod)
+            if counted is not None and self.cache.counted(key) is None:
+                self.queue.wake(hints.pod_left, counted)  # it finished: its room is free
+            elif known is None or not known.node_name or known.labels != pod.labels:
+                self.queue.wake(hints.pod_arrived, pod)
+        elif self.cache.is_assumed(key):
+            pass  # our binding is in flight; the watch will bring the bound version
+        elif self.owner.owns(pod) and not pod.deleting:
+            self.enqueue(pod)
+
+    def _refreshed(self, known, obj: dict) -> bool:
+        """A status update of a bound pod (kubelet or kwok saying it runs): swapped in without
+        a parse and without marking its node changed, when that is all it is."""
+        pod = status_update(known, obj)
+        if pod is None:
+            return False  # parsed in full (and reported, if unreadable) by the usual path
+        self.pods[pod.key] = pod
+        if pod.key not in self.claimed and not self.cache.refresh_pod(pod):
+            self.cache.set_pod(pod)  # (a claimed victim is counted as gone already)
+        return True
+
+    def _nominate(self, key: str, pod) -> bool:
+        """Keep the scheduler's nominated pods: `pod` if it is nominated somewhere, else none.
+        True when a nomination was withdrawn or moved (room left for other pods)."""
+        nominated = self.scheduler.nominated
+        old = self.pods.get(key)
+        withdrawn = False
+        if old is not None and old.nominated_node in nominated:
+            withdrawn = nominated[old.nominated_node].pop(key, None) is not None and (
+                pod is None or pod.nominated_node != old.nominated_node)
+            if not nominated[old.nominated_node]:
+                del nominated[old.nominated_node]
+        if pod is not None and pod.nominated_node:
+            nominated.setdefault(pod.nominated_node, {})[key] = pod
+        return withdrawn
+
+    def _report_bad_pod(self, key: str, obj: dict) -> None:
+        err = self.errors.get(f"Pod {key}")
+        already = any(c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+                      and c.get("message") == str(err)
+                      for c in ((obj.get("status") or {}).get("conditions") or []) if isinstance(c, dict))
+        if err is not None and not already:
+            self.store.set_unschedulable(key, f"invalid pod: {err.field}: {err.message}")
+
+    # --- the queue ----------------------------------------------------------------------------
+
+    def enqueue(self, pod) -> None:
+        """Queue an owned pending pod, unless a PreEnqueue plugin holds it back."""
+        if not self.held_back(pod):
+            self.gated.pop(pod.key, None)
+            self.queue.add(pod)
+
+    def held_back(self, pod) -> bool:
+        """Run the pod's PreEnqueue plugins; a pod they refuse leaves the queue and waits in
+        `gated` for an update (kube also asks again when a pod moves to activeQ)."""
+        why = self.profile_for(pod).gate(pod)
+        if why is None:
+            return False
+        self.queue.delete(pod.key)
+        self.gated[pod.key] = why
+        return True
+
+    def wake_unit(self, unit: str | None) -> None:
+        """Try the group's queued members now (kube's PodsToActivate for the siblings)."""
+        if unit is not None:
+            self.queue.activate(list(self.groups.members.get(unit, ())))
+
+    def profile_for(self, pod):
+        prof = self.scheduler.profiles.get(pod.scheduler_name)
+        return prof or next(iter(self.scheduler.profiles.values()))

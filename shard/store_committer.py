@@ -1,0 +1,93 @@
+"""Committing a shard's decisions where no binder runs (`shardsched simulate`, tests).
+
+The shard loop hands each decision to a committer (shard.loop). The shard server's sends it
+to a binder and hears the outcome later; `StoreCommitter` commits it at once, in the loop's
+own thread, against the store.
+"""
+from __future__ import annotations
+
+from common.disruption import eviction_failures, refusal
+from common.group_commit import GroupCommit
+from common.objects import parse_object
+from common.plugin_names import VOLUME_BINDING
+from common.volume_binding import TIMED_OUT, bindings_done, store_lookups, write_bindings
+from .plugins.volume_binding import planned_volumes
+
+
+class StoreCommitter:
+    """Commits a decision in the loop's own thread: checks the PodDisruptionBudgets, nominates
+    the pod and evicts its victims, binds its volumes (VolumeBinding's PreBind), then runs the
+    profile's Bind plugins. Used where no binder runs (`simulate`, tests); the same budget rule
+    as the binder's applies, so the outcome is what the distributed scheduler would do."""
+
+    def __init__(self, store, failpoint=None, provision=None):
+        """`failpoint`: common.group_commit's hook, for tests that cut a group commit short;
+        `provision`, when given, plays the storage controllers between writing a pod's volume
+        bindings and checking they are done (simulate's common.provisioner)."""
+        self.store = store
+        self.groups = GroupCommit(store, "shard", failpoint)
+        self.provision = provision
+        #: victim pod key -> key of the pod that preempted it
+        self.evicted_by: dict[str, str] = {}
+
+    def commit(self, entry, result, budgets) -> str:
+        """"" when bound, else why not (the loop undoes the pod's assumption with it)."""
+        pod, node = entry.pod, result.node
+        if result.victims:
+            refused = refusal(result.victims, budgets())
+            if refused is None:
+                self.store.set_nominated_node(pod.key, node)
+                reasons = self.store.evict_many([(v.key, v.uid or None) for v in result.victims])
+                refused = eviction_failures((v.key for v in result.victims), reasons)
+                for v, r in zip(result.victims, reasons):
+                    if r is None:
+                        self.evicted_by[v.key] = pod.key
+            if refused is not None:
+                return f"preemption failed: {refused}"
+        plan = planned_volumes(result.state, node)
+        if plan is not None:
+            why = self._bind_volumes(plan, node)
+            if why is not None:
+                return f"{VOLUME_BINDING}: {why}"
+        for p in result.profile.bind:
+            st = p.bind(result.state, pod, node)
+            if st is None:
+                return ""
+            if st.code != "Skip":
+                return f"{p.name}: {st.message()}"
+        return ""
+
+    def commit_unit(self, unit: str, items: list, budgets) -> list[str]:
+        """A pod group's unit: every member's victims evicted (or none, if the budgets
+        refuse one), then all members bound or none (common.group_commit, which takes the
+        place of the Bind plugins for a unit); one reason per member, "" when bound."""
+        victims = [(entry.pod, v) for entry, result in items for v in result.victims]
+        if victims:
+            refused = refusal([v for _, v in victims], budgets())
+            if refused is None:
+                for entry, result in items:
+                    if result.victims:
+                        self.store.set_nominated_node(entry.pod.key, result.node)
+                reasons = self.store.evict_many([(v.key, v.uid or None) for _, v in victims])
+                refused = eviction_failures((v.key for _, v in victims), reasons)
+                for (preemptor, v), r in zip(victims, reasons):
+                    if r is None:
+                        self.evicted_by[v.key] = preemptor.key
+            if refused is not None:
+                return [f"preemption failed: {refused}"] * len(items)
+        results = self.groups.commit(unit, [(e.pod.key, e.pod.uid or "", r.node) for e, r in items])
+        return [r or "" for r in results]
+
+
+    def _bind_volumes(self, plan, node_name: str) -> str | None:
+        """VolumeBinding's PreBind in place: write the bindings, let the provisioner act, and
+        fail at once (rather than after bindTimeoutSeconds) unless the claims are bound."""
+        written, why = write_bindings(self.store, plan, node_name)
+        if why is not None:
+            return why
+        if self.provision is not None:
+            self.provision()
+        node = parse_object(self.store.get("Node", node_name) or {"kind": "Node", "metadata": {"name": node_name}})
+        done, why = bindings_done(node, plan, written, *store_lookups(self.store))
+        return None if done else (why or TIMED_OUT)
+
