@@ -203,11 +203,11 @@ CHECKED_PLUGIN = {
 }
 
 
-def profile_checks(cfg: dict, cross_node: bool = True) -> dict[str, tuple]:
+def profile_checks(cfg, cross_node: bool = True) -> dict[str, tuple]:
     """schedulerName -> the checks for that profile's pods: the filters it runs, with its
     NodeResourcesFit's ignored resources, and the volume checks always."""
     out = {}
-    for i, profile in enumerate(cfg["profiles"]):
+    for i, profile in enumerate(cfg.profiles):
         runs = filters(profile)
         fit = profile_args(cfg, i)[names.NODE_RESOURCES_FIT]
         ignored = IgnoredResources(fit["ignoredResources"], fit["ignoredResourceGroups"])
@@ -218,7 +218,7 @@ def profile_checks(cfg: dict, cross_node: bool = True) -> dict[str, tuple]:
                 continue
             checks.append(partial(node_resources_fit, ignored=ignored) if check is node_resources_fit and ignored
                           else check)
-        out[profile["schedulerName"]] = tuple(checks)
+        out[profile.scheduler_name] = tuple(checks)
     return out
 
 

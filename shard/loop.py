@@ -44,9 +44,9 @@ class ProfileOwnership:
     """The loop owns every pending pod whose schedulerName names one of its profiles (and,
     with `accept_default`, default-scheduler's pods too)."""
 
-    def __init__(self, cfg: dict, accept_default: bool = False):
-        self.names = {p["schedulerName"] for p in cfg["profiles"]}
-        if accept_default or cfg["dispatcher"]["alsoDefaultScheduler"]:
+    def __init__(self, cfg, accept_default: bool = False):
+        self.names = {p.scheduler_name for p in cfg.profiles}
+        if accept_default or cfg.dispatcher.also_default_scheduler:
             self.names.add("default-scheduler")
 
     def may_skip(self, key: str) -> bool:
@@ -158,22 +158,22 @@ class StoreCommitter:
 
 
 class ShardLoop:
-    def __init__(self, cfg: dict, store, seed: int = 0, *, owner=None, committer=None,
+    def __init__(self, cfg, store, seed: int = 0, *, owner=None, committer=None,
                  clock=time.monotonic, **scheduler_opts):
         """`owner`: ProfileOwnership (the default) or DispatchedPods; `committer`: an object
         whose `commit(entry, result, budgets)` returns "" (bound), the reason it was not, or
         None when the outcome will come later through `finish_binding` (default:
         StoreCommitter on `store`)."""
-        shards = cfg["shards"]
+        shards = cfg.shards
         self.store = store
         self.clock = clock
         self.owner = owner if owner is not None else ProfileOwnership(cfg)
         self.committer = committer if committer is not None else StoreCommitter(store)
-        self.cache = ShardCache(shards["assumeTtlSeconds"], clock)
+        self.cache = ShardCache(shards.assume_ttl_seconds, clock)
         self.scheduler = Scheduler(cfg, self.cache, store, seed, clock=clock, **scheduler_opts)
         first = next(iter(self.scheduler.profiles.values()))
-        self.queue = SchedulingQueue(first.less, shards["podInitialBackoffSeconds"],
-                                     shards["podMaxBackoffSeconds"], shards["unschedulableMaxSeconds"],
+        self.queue = SchedulingQueue(first.less, shards.pod_initial_backoff_seconds,
+                                     shards.pod_max_backoff_seconds, shards.unschedulable_max_seconds,
                                      clock)
         self.waiting = self.scheduler.waiting
         self.pdbs = self.scheduler.pdbs
