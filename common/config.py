@@ -7,6 +7,10 @@ wrong types and numbers out of range or not finite are rejected with the dotted 
 field, so a typo never silently falls back to a default. Validation also runs every check a
 process makes when it starts (profiles through common.profile_plugins, plugin arguments
 through common.plugin_args), so a file that validates never stops a process.
+
+Processes receive the result typed and immutable: `Config`, frozen dataclasses built from
+the schema after validation (`cfg.shards.base_port` is the file's shards.basePort), never
+the raw document; `Config.to_dict()` gives that back (`dump`, `config convert`).
 """
 from __future__ import annotations
 
@@ -300,6 +304,9 @@ def _section(schema: dict):
         want = [attribute_name(k) for k in schema]
         if have != want:
             raise TypeError(f"{cls.__name__} has fields {have}, its schema {want}")
+        shadowed = set(have) & set(vars(Section))
+        if shadowed:
+            raise TypeError(f"{cls.__name__}: fields {sorted(shadowed)} shadow Section's methods")
         cls.schema = schema
         _CLASS_OF[id(schema)] = cls
         return cls
