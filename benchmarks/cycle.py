@@ -66,8 +66,7 @@ def daemonset_pod(node: str):
 
 
 def scheduler(cache, seed: int, mode: str = "adaptive", **opts) -> Scheduler:
-    cfg = config.defaults()
-    cfg["threshold"]["mode"] = mode
+    cfg = config.defaults().replace(threshold={"mode": mode})
     s = Scheduler(cfg, cache, seed=seed, **opts)
     s.refresh()
     return s

@@ -15,10 +15,10 @@ events and records when each pod is bound. Reported:
 """
 from __future__ import annotations
 
-import copy
 import threading
 import time
 
+from common import config as config_mod
 from common import fleet as fleet_mod
 from common import top
 from common.local_cluster import LocalCluster
@@ -134,7 +134,7 @@ def throughput(times: list[float]) -> dict:
             "p99": harness.percentile(samples, 99)}
 
 
-def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: float, seed: int,
+def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: str, rate: float, seed: int,
         settle_s: float = 10.0, timeout_s: float = 1800.0, quiet: bool = False,
         live: bool = False, churn_heartbeat_s: float | None = None) -> dict:
     """One measured run; returns the report (the JSON document). With `churn_heartbeat_s`,
@@ -198,8 +198,8 @@ def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: flo
                  for id_, s in shard_status.items()]
     doc = {
         "workload": workload, "nodes": nodes, "profile": profile, "pods": pod_count,
-        "shards": cfg["shards"]["count"], "binders": cfg["binders"]["count"],
-        "threshold": cfg["threshold"]["mode"], "fleet_write_s": round(fleet_s, 2),
+        "shards": cfg.shards.count, "binders": cfg.binders.count,
+        "threshold": cfg.threshold.mode, "fleet_write_s": round(fleet_s, 2),
         "elapsed_s": round(elapsed_s, 1), "timed_out": elapsed_s >= timeout_s,
         "throughput_pods_per_s": throughput(bound_times),
         "e2e_latency_ms": {q: round(harness.percentile(latencies, n), 1) if latencies else None
@@ -218,25 +218,26 @@ def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: flo
     return doc
 
 
-#: The ablation's variants: the config change that switches one optimisation off.
+#: The ablation's variants: the config that switches one optimisation off.
 ABLATIONS = {
-    "full snapshot copy": lambda c: c["shards"]["optimizations"].update(incrementalSnapshot=False),
-    "zone-interleaved node list": lambda c: c["shards"]["optimizations"].update(swapDeleteNodeList=False),
-    "kube threshold": lambda c: c["threshold"].update(mode="kube"),
-    "no preemption pruning": lambda c: c["preemption"].update(pruning=False),
-    "no scheduling context": lambda c: c["shards"]["optimizations"].update(schedulingContext=False),
-    "one shard": lambda c: c["shards"].update(count=1),
+    "full snapshot copy": lambda c: c.replace(shards={"optimizations": {"incremental_snapshot": False}}),
+    "zone-interleaved node list": lambda c: c.replace(shards={"optimizations": {"swap_delete_node_list": False}}),
+    "kube threshold": lambda c: c.replace(threshold={"mode": "kube"}),
+    "no preemption pruning": lambda c: c.replace(preemption={"pruning": False}),
+    "no scheduling context": lambda c: c.replace(shards={"optimizations": {"scheduling_context": False}}),
+    "one shard": lambda c: c.replace(shards={"count": 1}),
     # not an optimisation: what placing pod groups all or nothing costs (gang workload)
     "no coscheduling": lambda c: _disable(c, "Coscheduling"),
 }
 
 
-def _disable(cfg: dict, plugin: str) -> None:
-    for profile in cfg["profiles"]:
-        profile["plugins"]["disabled"].append({"name": plugin})
+def _disable(cfg: config_mod.Config, plugin: str) -> config_mod.Config:
+    off = config_mod.DisabledEntry.of({"name": plugin})
+    return cfg.replace(profiles=tuple(p.replace(plugins={"disabled": (*p.plugins.disabled, off)})
+                                      for p in cfg.profiles))
 
 
-def ablation(cfg: dict, full: dict, args, churn_heartbeat_s: float | None = None) -> list[dict]:
+def ablation(cfg: config_mod.Config, full: dict, args, churn_heartbeat_s: float | None = None) -> list[dict]:
     """The same workload and fleet with each optimisation switched off in turn.
 
     A variant runs for at most `--variant-seconds`: some are so slow at 20,000 nodes (a full
@@ -245,8 +246,7 @@ def ablation(cfg: dict, full: dict, args, churn_heartbeat_s: float | None = None
     """
     rows = [_row("full configuration", full, full)]
     for name, switch_off in ABLATIONS.items():
-        variant = copy.deepcopy(cfg)
-        switch_off(variant)
+        variant = switch_off(cfg)
         doc = run(variant, args.nodes, args.profile, args.pods, args.workload, args.rate, args.seed,
                   # never settled early: a slow variant (a pass of cycles at a full snapshot
                   # copy each takes minutes) binds in bursts far apart

@@ -275,13 +275,11 @@ def _progress(side: str, total: int):
 def shardsched_cluster(kubeconfig: Path, args, log_dir: str):
     from common.local_cluster import LocalCluster
 
-    cfg = config_mod.defaults()
-    cfg["store"]["kubeconfig"] = str(kubeconfig)
-    cfg["shards"]["count"], cfg["binders"]["count"] = args.shards, args.binders
-    for section in ("shards", "binders"):
-        cfg[section]["basePort"] = 0
-        cfg[section]["metricsBasePort"] = 0
-    cfg["dispatcher"].update(port=0, metricsPort=0)
+    free = {"base_port": 0, "metrics_base_port": 0}
+    cfg = config_mod.defaults().replace(store={"kubeconfig": str(kubeconfig)},
+                                        shards={"count": args.shards, **free},
+                                        binders={"count": args.binders, **free},
+                                        dispatcher={"port": 0, "metrics_port": 0})
     return LocalCluster(cfg, f"kube://{kubeconfig}", args.seed, log_dir=log_dir)
 
 

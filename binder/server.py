@@ -62,24 +62,24 @@ class BinderServer(Component, rpc.BinderServicer):
     role = "binder"
     section = "binders"
 
-    def __init__(self, cfg: dict, store, index: int | str, port: int | None = None,
+    def __init__(self, cfg, store, index: int | str, port: int | None = None,
                  metrics_port: int | None = None):
-        binders = cfg["binders"]
+        binders = cfg.binders
         number = int(index) if str(index).isdigit() else 0
         self.metrics = BinderMetrics(str(index))
         super().__init__(cfg, store, number, port, metrics_port, self.metrics.registry)
         self.id = str(index)
-        names = {p["schedulerName"] for p in cfg["profiles"]}
-        if cfg["dispatcher"]["alsoDefaultScheduler"]:
+        names = {p.scheduler_name for p in cfg.profiles}
+        if cfg.dispatcher.also_default_scheduler:
             names.add("default-scheduler")
-        self.view = BinderView(names, cfg["shards"]["assumeTtlSeconds"],
-                               doubt_s=2 * cfg["store"]["requestTimeoutSeconds"])
+        self.view = BinderView(names, cfg.shards.assume_ttl_seconds,
+                               doubt_s=2 * cfg.store.request_timeout_seconds)
         #: schedulerName -> the checks its pods get; other pods (default-scheduler's, with
         #: alsoDefaultScheduler) get the first profile's, as a shard schedules them with it.
-        self.checks = profile_checks(cfg, binders["crossNodeChecks"])
-        self.default_checks = self.checks[cfg["profiles"][0]["schedulerName"]]
-        self.partition_count = binders["count"]
-        self.partition_label = binders["partitionLabel"]
+        self.checks = profile_checks(cfg, binders.cross_node_checks)
+        self.default_checks = self.checks[cfg.profiles[0].scheduler_name]
+        self.partition_count = binders.count
+        self.partition_label = binders.partition_label
         self.lock = threading.Lock()
         self.informer = self.view.intake.informer(store, self._relist, apply=self._apply)
         self.group_rules = GroupRules(self.view, gang_scheduler_names(cfg))
@@ -88,11 +88,11 @@ class BinderServer(Component, rpc.BinderServicer):
         self.status = StatusWriter.from_config(cfg, store, f"shardsched-binder-{self.id}")
         self.volume_waits = VolumeWaits(cfg, lambda p: self.partitions.holds(p))
         self.commits = Commits(store, self._settle, lambda p: self.partitions.holds(p),
-                               max(1, min(COMMIT_WORKERS, binders["maxInFlight"])), self.stop_event,
+                               max(1, min(COMMIT_WORKERS, binders.max_in_flight)), self.stop_event,
                                self._count, self.group_commit, self.status, self.volume_waits.add)
         self.recovery = IntentRecovery(store, self.group_commit, self.view, self.lock, self.checks_for,
-                                       self.commits.groups_busy, grace_s=3 * cfg["store"]["requestTimeoutSeconds"])
-        self.partitions = PartitionLeases(store, binders["count"], number, binders["leaseDurationSeconds"],
+                                       self.commits.groups_busy, grace_s=3 * cfg.store.request_timeout_seconds)
+        self.partitions = PartitionLeases(store, binders.count, number, binders.lease_duration_seconds,
                                           on_acquire=self.recovery.on_acquire)
         self.health.add_ready("informer", lambda: None if self.informer.rv is not None else "not listed yet")
         self.deferred: list[tuple] = []  # (decision, stream, deadline) waiting for the watch
@@ -328,6 +328,6 @@ class BinderServer(Component, rpc.BinderServicer):
         self.shutdown()
 
 
-def build(cfg: dict, store, args) -> BinderServer:
+def build(cfg, store, args) -> BinderServer:
     """The component `python -m binder` runs (see common.runner)."""
     return BinderServer(cfg, store, args.id, port=args.port, metrics_port=args.metrics_port)

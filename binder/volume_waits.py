@@ -14,12 +14,13 @@ from __future__ import annotations
 import threading
 import time
 
+from common.config import Config
 from common.plugin_names import VOLUME_BINDING
 from common.volume_binding import TIMED_OUT, bind_timeout, bindings_done
 
 
 class VolumeWaits:
-    def __init__(self, cfg: dict, holds, clock=time.monotonic):
+    def __init__(self, cfg: Config, holds, clock=time.monotonic):
         """`holds(partition)` says whether this binder may still commit for a partition."""
         self.cfg = cfg
         self.holds = holds

@@ -108,12 +108,11 @@ CHECKED_PLUGIN = {spec.binder_check: name for name, spec in SPECS.items()
 PLUGIN_OF = {spec.binder_check: name for name, spec in SPECS.items() if spec.binder_check is not None}
 
 
-def profile_checks(cfg: dict, cross_node: bool = True) -> dict[str, tuple]:
-    """schedulerName -> the checks for that profile's pods: the filters it runs, each as the
-    profile's args configure it (NodeResourcesFit's ignored resources), and the volume checks
-    always."""
+def profile_checks(cfg, cross_node: bool = True) -> dict[str, tuple]:
+    """schedulerName -> the checks for that profile's pods: the filters it runs, with its
+    NodeResourcesFit's ignored resources, and the volume checks always."""
     out = {}
-    for i, profile in enumerate(cfg["profiles"]):
+    for i, profile in enumerate(cfg.profiles):
         runs = filters(profile)
         args = profile_args(cfg, i)
         checks = []
@@ -124,7 +123,7 @@ def profile_checks(cfg: dict, cross_node: bool = True) -> dict[str, tuple]:
             plugin = PLUGIN_OF.get(check)
             # a plugin's check as its args configure it (NodeResourcesFit's ignored resources)
             checks.append(SPECS[plugin].configured_check(args[plugin]) if plugin is not None else check)
-        out[profile["schedulerName"]] = tuple(checks)
+        out[profile.scheduler_name] = tuple(checks)
     return out
 
 

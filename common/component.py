@@ -21,6 +21,7 @@ from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
 from . import health
+from .config import Config
 from .errors import StoreUnavailable
 from .logs import ErrorLog
 from .security import CHANNEL_OPTIONS, Security
@@ -46,26 +47,27 @@ def metrics_port_for(base: int, index: int, override: int | None) -> int | None:
 class Component(rpc.ComponentServicer):
     """Base of the dispatcher, shard and binder processes.
 
-    Where a process listens comes from its config section (`section`): `host`, and the ports
-    named by `port_key` and `metrics_port_key`, plus its index; `port` and `metrics_port`
+    Where a process listens comes from its config section (`section`, the attribute of
+    common.config.Config): `host`, and the ports named by `port_key` and `metrics_port_key`
+    (attributes of that section), plus its index; `port` and `metrics_port`
     override them (the command line's --port and --metrics-port).
     """
 
     role = "component"
     section = ""
-    port_key, metrics_port_key = "basePort", "metricsBasePort"
+    port_key, metrics_port_key = "base_port", "metrics_base_port"
 
-    def __init__(self, cfg: dict, store, index: int, port: int | None = None,
+    def __init__(self, cfg: Config, store, index: int, port: int | None = None,
                  metrics_port: int | None = None, registry=None):
-        own = cfg[self.section]
+        own = getattr(cfg, self.section)
         self.id = str(index)
         self.store = store
-        self.host = own["host"]
-        self.port = port_for(own[self.port_key], index, port)
+        self.host = own.host
+        self.port = port_for(getattr(own, self.port_key), index, port)
         #: A process that stops renewing is dead to the others after this long.
-        self.lease_ttl = cfg["dispatcher"]["shardTimeoutSeconds"]
+        self.lease_ttl = cfg.dispatcher.shard_timeout_seconds
         #: Port for Prometheus metrics: None = off, 0 = any free port.
-        self.metrics_port = metrics_port_for(own[self.metrics_port_key], index, metrics_port)
+        self.metrics_port = metrics_port_for(getattr(own, self.metrics_port_key), index, metrics_port)
         self.registry = registry
         self.metrics_address = ""
         self.started = time.monotonic()
@@ -75,10 +77,10 @@ class Component(rpc.ComponentServicer):
         self.errors = ErrorLog(logging.getLogger(f"{__name__}.{self.role}"))
         self._lease_held = False
         #: How this process listens and calls its peers (raises SecurityError on bad files).
-        self.security = Security.from_config(cfg["security"])
+        self.security = Security.from_config(cfg.security)
         #: The main loop is waiting for the store to answer again.
         self.store_outage = False
-        self.health = health.Health(cfg["health"]["livenessTimeoutSeconds"])
+        self.health = health.Health(cfg.health.liveness_timeout_seconds)
         self.health.add_ready("shutdown", lambda: "shutting down" if self.stop_event.is_set() else None)
         self.health.add_ready("lease", lambda: None if self._lease_held else "its lease is not held")
         self.health.add_ready("store", lambda: "the store does not answer" if self.store_outage else None)

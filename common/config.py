@@ -7,11 +7,17 @@ wrong types and numbers out of range or not finite are rejected with the dotted 
 field, so a typo never silently falls back to a default. Validation also runs every check a
 process makes when it starts (profiles through common.profile_plugins, plugin arguments
 through common.plugin_args), so a file that validates never stops a process.
+
+Processes receive the result typed and immutable: `Config`, frozen dataclasses built from
+the schema after validation (`cfg.shards.base_port` is the file's shards.basePort), never
+the raw document; `Config.to_dict()` gives that back (`dump`, `config convert`).
 """
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
+import re
 from dataclasses import dataclass, field as dc_field
 from typing import Any
 
@@ -241,6 +247,257 @@ SCHEMA = {
 }
 
 
+# --- the typed configuration ------------------------------------------------------------------
+#
+# Processes receive the validated configuration as the frozen dataclasses below, one per
+# mapping of the schema, with the schema's fields as snake_case attributes (`cfg.shards.
+# base_port` is the file's shards.basePort) and lists as tuples. The classes only name the
+# attributes and their types: defaults, documentation and validation stay in SCHEMA, and
+# `_section` checks at import that each class has exactly its schema mapping's fields, in
+# order. `validate`/`load`/`defaults` build them; `to_dict()` gives the file's document back.
+
+def attribute_name(key: str) -> str:
+    """A schema field's attribute on the typed configuration: camelCase -> snake_case."""
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
+
+
+#: The typed class of each schema mapping, by the mapping's id.
+_CLASS_OF: dict[int, type] = {}
+
+
+class Section:
+    """Base of the typed configuration objects (frozen dataclasses)."""
+
+    #: The schema mapping this class is built from (set by `_section`).
+    schema: dict = {}
+
+    @classmethod
+    def of(cls, doc: dict, path: str = "") -> "Section":
+        """This class's object for a (partial) document of its schema mapping: the schema's
+        defaults filled in, each field checked (raises ConfigError naming `path`); the
+        checks between fields are `validate`'s, for a whole configuration."""
+        return _typed(cls.schema, _merge(cls.schema, doc, path), ({}, {}))
+
+    def to_dict(self) -> dict:
+        """The document this object stands for (camelCase keys, lists), as the file has it."""
+        return _document(self.schema, self, ({}, {}))
+
+    def replace(self, **changes) -> "Section":
+        """A copy with `changes` (attribute=value), unchecked, as an override of a command's
+        flags is; a nested section takes a mapping of its own changes
+        (`cfg.replace(shards={"count": 3})`). A misspelled attribute raises AttributeError."""
+        new = {}
+        for name, value in changes.items():
+            if name not in self.__dataclass_fields__:
+                raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+            current = getattr(self, name)
+            nested = isinstance(current, Section) and isinstance(value, dict)
+            new[name] = current.replace(**value) if nested else value
+        return dataclasses.replace(self, **new)
+
+
+def _section(schema: dict):
+    """Class decorator: a frozen dataclass standing for the schema mapping `schema`."""
+    def register(cls):
+        cls = dataclass(frozen=True)(cls)
+        have = [f.name for f in dataclasses.fields(cls)]
+        want = [attribute_name(k) for k in schema]
+        if have != want:
+            raise TypeError(f"{cls.__name__} has fields {have}, its schema {want}")
+        shadowed = set(have) & set(vars(Section))
+        if shadowed:
+            raise TypeError(f"{cls.__name__}: fields {sorted(shadowed)} shadow Section's methods")
+        cls.schema = schema
+        _CLASS_OF[id(schema)] = cls
+        return cls
+    return register
+
+
+def _typed(schema, value, memo: tuple[dict, dict]):
+    """The typed form of a validated (sub)document. `memo` (deepcopy's, and tuples by list)
+    keeps values the document shares (a YAML alias) shared, as `to_dict` gives them back."""
+    copies, tuples = memo
+    if isinstance(schema, Leaf):
+        if isinstance(value, list):
+            if id(value) not in tuples:
+                tuples[id(value)] = (value, tuple(copy.deepcopy(value, copies)))
+            return tuples[id(value)][1]
+        return copy.deepcopy(value, copies)
+    if isinstance(schema, ListOf):
+        return tuple(_typed(schema.item, item, memo) for item in value)
+    return _CLASS_OF[id(schema)](**{attribute_name(k): _typed(sub, value[k], memo) for k, sub in schema.items()})
+
+
+def _document(schema, obj, memo: tuple[dict, dict]):
+    """The inverse of `_typed`."""
+    copies, lists = memo
+    if isinstance(schema, Leaf):
+        if isinstance(obj, tuple):
+            if not obj:  # () is one object: empty lists were not shared
+                return []
+            if id(obj) not in lists:
+                lists[id(obj)] = (obj, [copy.deepcopy(v, copies) for v in obj])
+            return lists[id(obj)][1]
+        return copy.deepcopy(obj, copies)
+    if isinstance(schema, ListOf):
+        return [_document(schema.item, item, memo) for item in obj]
+    return {k: _document(sub, getattr(obj, attribute_name(k)), memo) for k, sub in schema.items()}
+
+
+@_section(PLUGIN_ENTRY)
+class PluginEntry(Section):
+    name: str
+    weight: int
+
+
+@_section(DISABLED_ENTRY)
+class DisabledEntry(Section):
+    name: str
+    extension_points: tuple
+
+
+@_section(PLUGIN_CONFIG_ENTRY)
+class PluginConfigEntry(Section):
+    name: str
+    #: As written (common.plugin_args resolves and checks it).
+    args: dict
+
+
+@_section(PROFILE["plugins"])
+class ProfilePlugins(Section):
+    enabled: tuple[PluginEntry, ...]
+    disabled: tuple[DisabledEntry, ...]
+
+
+@_section(PROFILE)
+class Profile(Section):
+    scheduler_name: str
+    percentage_of_nodes_to_score: int | None
+    plugins: ProfilePlugins
+    plugin_config: tuple[PluginConfigEntry, ...]
+
+
+@_section(SCHEMA["store"])
+class StoreConfig(Section):
+    url: str | None
+    kubeconfig: str | None
+    request_timeout_seconds: float
+    qps: float
+    burst: int
+
+
+@_section(SCHEMA["dispatcher"])
+class DispatcherConfig(Section):
+    host: str
+    port: int
+    metrics_port: int
+    also_default_scheduler: bool
+    batch_size: int
+    redispatch_after_seconds: float
+    shard_timeout_seconds: float
+
+
+@_section(SCHEMA["leaderElection"])
+class LeaderElectionConfig(Section):
+    leader_elect: bool
+    lease_duration_seconds: float
+    renew_deadline_seconds: float
+    retry_period_seconds: float
+    resource_name: str
+
+
+@_section(SCHEMA["shards"]["optimizations"])
+class Optimizations(Section):
+    incremental_snapshot: bool
+    swap_delete_node_list: bool
+    vectorised_filters: bool
+    scheduling_context: bool
+    unit_locating: bool
+
+
+@_section(SCHEMA["shards"])
+class ShardsConfig(Section):
+    count: int
+    host: str
+    base_port: int
+    metrics_base_port: int
+    assume_ttl_seconds: float
+    pod_initial_backoff_seconds: float
+    pod_max_backoff_seconds: float
+    unschedulable_max_seconds: float
+    optimizations: Optimizations
+
+
+@_section(SCHEMA["binders"])
+class BindersConfig(Section):
+    count: int
+    partition_label: str
+    lease_duration_seconds: float
+    max_in_flight: int
+    cross_node_checks: bool
+    host: str
+    base_port: int
+    metrics_base_port: int
+
+
+@_section(SCHEMA["threshold"])
+class ThresholdConfig(Section):
+    mode: str
+    percentage: int
+    min_feasible_nodes: int
+    max_feasible_nodes: int
+    rejection_decay: float
+    queue_decay: float
+    growth: bool
+
+
+@_section(SCHEMA["preemption"])
+class PreemptionConfig(Section):
+    min_candidate_nodes_percentage: int
+    min_candidate_nodes_absolute: int
+    pruning: bool
+
+
+@_section(SCHEMA["security"])
+class SecurityConfig(Section):
+    mode: str
+    token_file: str | None
+    ca_file: str | None
+    cert_file: str | None
+    key_file: str | None
+    server_name: str
+
+
+@_section(SCHEMA["health"])
+class HealthConfig(Section):
+    liveness_timeout_seconds: float
+
+
+@_section(SCHEMA["events"])
+class EventsConfig(Section):
+    qps: float
+    burst: int
+
+
+@_section(SCHEMA)
+class Config(Section):
+    """The whole configuration, as every process receives it."""
+
+    api_version: str
+    kind: str
+    store: StoreConfig
+    dispatcher: DispatcherConfig
+    leader_election: LeaderElectionConfig
+    shards: ShardsConfig
+    binders: BindersConfig
+    threshold: ThresholdConfig
+    preemption: PreemptionConfig
+    security: SecurityConfig
+    health: HealthConfig
+    events: EventsConfig
+    profiles: tuple[Profile, ...]
+
+
 def _defaults(schema) -> Any:
     if isinstance(schema, Leaf):
         return copy.deepcopy(schema.default)
@@ -319,70 +576,73 @@ def _merge_list(schema: ListOf, items, path: str) -> list:
 STORE_SCHEMES = ("memory", "redis", "rediss", "unix", "kube")
 
 
-def _cross_checks(cfg: dict) -> None:
-    url = cfg["store"]["url"]
+def _cross_checks(cfg: Config) -> None:
+    url = cfg.store.url
     if url is not None and url.split("://", 1)[0].lower() not in STORE_SCHEMES:
         raise ConfigError("store.url", f"must be {', '.join(s + '://...' for s in STORE_SCHEMES)}, got {url!r}")
     for section in ("shards", "binders"):
+        own = getattr(cfg, section)
         for key in ("basePort", "metricsBasePort"):
-            last = cfg[section][key] + cfg[section]["count"] - 1
-            if cfg[section][key] and last > 65535:
-                raise ConfigError(f"{section}.{key}", f"the last of {cfg[section]['count']} {section} would listen "
+            port = getattr(own, attribute_name(key))
+            last = port + own.count - 1
+            if port and last > 65535:
+                raise ConfigError(f"{section}.{key}", f"the last of {own.count} {section} would listen "
                                   f"on port {last}, past 65535")
-    if cfg["preemption"]["minCandidateNodesPercentage"] == 0 == cfg["preemption"]["minCandidateNodesAbsolute"]:
+    if cfg.preemption.min_candidate_nodes_percentage == 0 == cfg.preemption.min_candidate_nodes_absolute:
         raise ConfigError("preemption.minCandidateNodesAbsolute", "must not be 0 when minCandidateNodesPercentage is")
     known = plugins.KNOWN
     seen: dict[str, int] = {}
-    for i, prof in enumerate(cfg["profiles"]):
+    for i, prof in enumerate(cfg.profiles):
         for section in ("enabled", "disabled"):
-            for j, entry in enumerate(prof["plugins"][section]):
-                if entry["name"] not in known and not (section == "disabled" and entry["name"] == "*"):
+            for j, entry in enumerate(getattr(prof.plugins, section)):
+                if entry.name not in known and not (section == "disabled" and entry.name == "*"):
                     raise ConfigError(f"profiles[{i}].plugins.{section}[{j}].name",
-                                      f"unknown plugin {entry['name']!r} (known: {', '.join(sorted(known))})")
+                                      f"unknown plugin {entry.name!r} (known: {', '.join(sorted(known))})")
         try:
             profile_plugins.resolve(prof, f"profiles[{i}]")
             plugin_args.profile_args(cfg, i)
         except FieldError as e:
             raise ConfigError(e.path, e.body) from None
-        name = prof["schedulerName"]
+        name = prof.scheduler_name
         if name in seen:
             raise ConfigError(f"profiles[{i}].schedulerName", f"same as profiles[{seen[name]}].schedulerName {name!r}")
         seen[name] = i
-    if cfg["shards"]["podMaxBackoffSeconds"] < cfg["shards"]["podInitialBackoffSeconds"]:
+    if cfg.shards.pod_max_backoff_seconds < cfg.shards.pod_initial_backoff_seconds:
         raise ConfigError("shards.podMaxBackoffSeconds", "must be >= podInitialBackoffSeconds")
-    _check_leader_election(cfg["leaderElection"])
+    _check_leader_election(cfg.leader_election)
 
 
 #: client-go's leader election jitters its retries by this factor.
 ELECTION_JITTER = 1.2
 
 
-def _check_leader_election(le: dict) -> None:
+def _check_leader_election(le: LeaderElectionConfig) -> None:
     """client-go's own rules for the three durations, when leader election is on."""
-    if not le["leaderElect"]:
+    if not le.leader_elect:
         return
-    if le["renewDeadlineSeconds"] >= le["leaseDurationSeconds"]:
+    if le.renew_deadline_seconds >= le.lease_duration_seconds:
         raise ConfigError("leaderElection.renewDeadlineSeconds",
-                          f"must be less than leaseDurationSeconds ({le['leaseDurationSeconds']:g}), "
-                          f"got {le['renewDeadlineSeconds']:g}")
-    if le["renewDeadlineSeconds"] <= ELECTION_JITTER * le["retryPeriodSeconds"]:
+                          f"must be less than leaseDurationSeconds ({le.lease_duration_seconds:g}), "
+                          f"got {le.renew_deadline_seconds:g}")
+    if le.renew_deadline_seconds <= ELECTION_JITTER * le.retry_period_seconds:
         raise ConfigError("leaderElection.retryPeriodSeconds",
                           f"must be less than renewDeadlineSeconds / {ELECTION_JITTER} "
-                          f"({le['renewDeadlineSeconds'] / ELECTION_JITTER:g}), got {le['retryPeriodSeconds']:g}")
-    if not le["resourceName"]:
+                          f"({le.renew_deadline_seconds / ELECTION_JITTER:g}), got {le.retry_period_seconds:g}")
+    if not le.resource_name:
         raise ConfigError("leaderElection.resourceName", "must not be empty")
 
 
-def defaults() -> dict:
-    return _defaults(SCHEMA)
+def defaults() -> Config:
+    """The configuration of an empty file (every field its schema default)."""
+    return _typed(SCHEMA, _defaults(SCHEMA), ({}, {}))
 
 
-def validate(doc) -> dict:
+def validate(doc) -> Config:
     """Full config (defaults filled in) from a parsed YAML document; raises ConfigError."""
     return validate_with_notes(doc)[0]
 
 
-def validate_with_notes(doc) -> tuple[dict, list[str]]:
+def validate_with_notes(doc) -> tuple[Config, list[str]]:
     """validate(), and for a KubeSchedulerConfiguration the notes on what it left out (the
     kube defaults shardsched does not ship, say): `config validate` prints them, processes
     log them. A KubeSchedulerConfiguration's errors name its own fields."""
@@ -398,19 +658,19 @@ def validate_with_notes(doc) -> tuple[dict, list[str]]:
         raise ConfigError(origin(e.path), e.message) from None
 
 
-def _validate_native(doc) -> dict:
-    cfg = _merge(SCHEMA, doc, "")
+def _validate_native(doc) -> Config:
+    cfg = _typed(SCHEMA, _merge(SCHEMA, doc, ""), ({}, {}))
     _cross_checks(cfg)
     return cfg
 
 
-def load(path: str | None) -> dict:
+def load(path: str | None) -> Config:
     """Read and validate a config file (shardsched's or a KubeSchedulerConfiguration);
     None gives the defaults."""
     return load_with_notes(path)[0]
 
 
-def load_with_notes(path: str | None) -> tuple[dict, list[str]]:
+def load_with_notes(path: str | None) -> tuple[Config, list[str]]:
     if path is None:
         return validate({}), []
     try:
@@ -423,8 +683,9 @@ def load_with_notes(path: str | None) -> tuple[dict, list[str]]:
     return validate_with_notes(doc)
 
 
-def dump(cfg: dict) -> str:
-    return yaml.safe_dump(cfg, sort_keys=False)
+def dump(cfg: Config) -> str:
+    """The YAML document of a configuration (what `config defaults` and `convert` print)."""
+    return yaml.safe_dump(cfg.to_dict(), sort_keys=False)
 
 
 def field_docs(schema=SCHEMA, prefix: str = "") -> list[tuple[str, Any, str]]:

@@ -138,8 +138,8 @@ class StatusWriter:
         self.errors = ErrorLog(log)
 
     @classmethod
-    def from_config(cls, cfg: dict, store, instance: str) -> "StatusWriter":
-        return cls(store, instance, cfg["events"]["qps"], cfg["events"]["burst"])
+    def from_config(cls, cfg, store, instance: str) -> "StatusWriter":
+        return cls(store, instance, cfg.events.qps, cfg.events.burst)
 
     # --- producers (any thread) -------------------------------------------------------------
 

@@ -48,10 +48,10 @@ class LeaderElector:
         self.transitions = 0  # times this elector became leader
 
     @classmethod
-    def from_config(cls, cfg: dict, store, identity: str) -> "LeaderElector":
-        le = cfg["leaderElection"]
-        return cls(store, le["resourceName"], identity, le["leaseDurationSeconds"],
-                   le["renewDeadlineSeconds"], le["retryPeriodSeconds"])
+    def from_config(cls, cfg, store, identity: str) -> "LeaderElector":
+        le = cfg.leader_election
+        return cls(store, le.resource_name, identity, le.lease_duration_seconds,
+                   le.renew_deadline_seconds, le.retry_period_seconds)
 
     def leading(self) -> bool:
         return self._renewed is not None and self.clock() - self._renewed < self.renew_deadline

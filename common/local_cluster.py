@@ -12,7 +12,6 @@ config chose credentials).
 from __future__ import annotations
 
 import contextlib
-import copy
 import os
 import signal
 import subprocess
@@ -44,17 +43,17 @@ def private_file(path: str, text: str) -> str:
 
 
 class LocalCluster:
-    def __init__(self, cfg: dict, url: str, seed: int = 0, log_dir: str | None = None,
+    def __init__(self, cfg: config_mod.Config, url: str, seed: int = 0, log_dir: str | None = None,
                  free_metrics_ports: bool = False, verbosity: int = 0, role_urls: dict | None = None):
         """Without `log_dir`, logs go to a temporary directory removed by `stop()`;
         `role_urls` gives a role its own store URL (a kubeconfig per ServiceAccount, say)."""
         self._tmp = tempfile.TemporaryDirectory(prefix="shardsched-")
-        self.cfg = cfg = copy.deepcopy(cfg)
-        cfg["store"]["url"] = url
-        if cfg["security"]["mode"] == "none":
-            cfg["security"].update(mode="token", tokenFile=private_file(
-                os.path.join(self._tmp.name, "token"), new_token()))
-        self.security = Security.from_config(cfg["security"])
+        cfg = cfg.replace(store={"url": url})
+        if cfg.security.mode == "none":
+            cfg = cfg.replace(security={"mode": "token", "token_file": private_file(
+                os.path.join(self._tmp.name, "token"), new_token())})
+        self.cfg = cfg
+        self.security = Security.from_config(cfg.security)
         #: Serve metrics on any free port (tests and benchmarks beside a running `up`).
         self.free_metrics_ports = free_metrics_ports
         self.url = url
@@ -65,8 +64,7 @@ class LocalCluster:
         self.config_path = private_file(os.path.join(self._tmp.name, "config.yaml"), config_mod.dump(cfg))
         self.role_configs = {}
         for role, role_url in (role_urls or {}).items():
-            own = copy.deepcopy(cfg)
-            own["store"]["url"] = role_url
+            own = cfg.replace(store={"url": role_url})
             self.role_configs[role] = private_file(os.path.join(self._tmp.name, f"config-{role}.yaml"),
                                                    config_mod.dump(own))
         self.procs: dict[tuple[str, int], subprocess.Popen] = {}
@@ -74,7 +72,7 @@ class LocalCluster:
         self._life: dict[tuple[str, int], list] = {}
 
     def counts(self) -> dict[str, int]:
-        return {"binder": self.cfg["binders"]["count"], "shard": self.cfg["shards"]["count"],
+        return {"binder": self.cfg.binders.count, "shard": self.cfg.shards.count,
                 "dispatcher": 1}
 
     def log_path(self, role: str, index: int) -> str:
@@ -129,9 +127,9 @@ class LocalCluster:
             while True:
                 leases = {role: store.list_leases(role) for role in ROLES}
                 partitions = store.list_leases(PARTITION_ROLE)
-                share = -(-self.cfg["binders"]["count"] // max(1, len(leases["binder"])))
+                share = -(-self.cfg.binders.count // max(1, len(leases["binder"])))
                 if (all(len(leases[r]) >= n for r, n in self.counts().items())
-                        and len(partitions) >= self.cfg["binders"]["count"]
+                        and len(partitions) >= self.cfg.binders.count
                         and max(Counter(partitions.values()).values(), default=0) <= share
                         and self._dispatcher_linked(leases)):
                     return leases

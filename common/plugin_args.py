@@ -58,25 +58,27 @@ def _check_type_meta(raw: dict, plugin: str, path: str) -> None:
         raise invalid(f"{path}.kind", kind, f"must be {plugin}Args, the args of plugin {plugin}")
 
 
-def section_defaults(cfg: dict) -> dict:
-    """Arguments shardsched takes from its own sections where a profile gives none."""
-    return {names.DEFAULT_PREEMPTION: {k: cfg["preemption"][k] for k in (
-        "minCandidateNodesPercentage", "minCandidateNodesAbsolute")}}
+def section_defaults(cfg) -> dict:
+    """Arguments shardsched takes from its own sections (of a common.config.Config) where a
+    profile gives none."""
+    p = cfg.preemption
+    return {names.DEFAULT_PREEMPTION: {"minCandidateNodesPercentage": p.min_candidate_nodes_percentage,
+                                       "minCandidateNodesAbsolute": p.min_candidate_nodes_absolute}}
 
 
-def profile_args(cfg: dict, index: int) -> dict[str, dict]:
+def profile_args(cfg, index: int) -> dict[str, dict]:
     """Every plugin's resolved arguments in profile `index` of a config (pluginConfig over
     the sections' defaults): what the shard builds the profile's plugins with, and what
     config validation checks. Raises FieldError with the pluginConfig entry's path."""
     given: dict[str, tuple] = {}
-    for j, entry in enumerate(cfg["profiles"][index]["pluginConfig"]):
+    for j, entry in enumerate(cfg.profiles[index].plugin_config):
         path = f"profiles[{index}].pluginConfig[{j}]"
-        name = entry["name"]
+        name = entry.name
         if name in given:
             raise duplicate(path, name)
         if name not in KINDS:
             raise not_supported(f"{path}.name", name, sorted(KINDS))
-        given[name] = (entry["args"], f"{path}.args")
+        given[name] = (entry.args, f"{path}.args")
     base = section_defaults(cfg)
     return {name: resolve(name, *given.get(name, ({}, f"profiles[{index}].pluginConfig")), base.get(name))
             for name in KINDS}

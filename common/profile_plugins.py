@@ -29,34 +29,34 @@ class PluginUse:
         return point in self.points
 
 
-def resolve(profile: dict, path: str = "profile", points: dict | None = None) -> list[PluginUse]:
-    """The profile's plugins in order (`profile` is one validated entry of the config's
-    `profiles`, `path` its path); raises FieldError when no shard could run it. `points`
+def resolve(profile, path: str = "profile", points: dict | None = None) -> list[PluginUse]:
+    """The profile's plugins in order (`profile` is one of the config's `profiles`, a
+    common.config.Profile; `path` its path); raises FieldError when no shard could run it. `points`
     gives the extension points of plugins beyond the known ones (a shard's out-of-tree
     registry)."""
     points_of = POINTS if not points else {**points, **POINTS}
-    plugins = profile["plugins"]
+    plugins = profile.plugins
     removed, off = set(), {}
-    for j, entry in enumerate(plugins["disabled"]):
-        points = entry.get("extensionPoints") or []
+    for j, entry in enumerate(plugins.disabled):
+        points = entry.extension_points
         for k, point in enumerate(points):
             if point not in EXTENSION_POINTS:
                 raise not_supported(f"{path}.plugins.disabled[{j}].extensionPoints[{k}]", point, EXTENSION_POINTS)
         if points:
-            off.setdefault(entry["name"], {}).update({p: f"{path}.plugins.disabled[{j}]" for p in points})
+            off.setdefault(entry.name, {}).update({p: f"{path}.plugins.disabled[{j}]" for p in points})
         else:
-            removed.add(entry["name"])
+            removed.add(entry.name)
     order = [] if "*" in removed else [n for n, _ in DEFAULT_PLUGINS if n not in removed]
     weights = {n: w for n, w in DEFAULT_PLUGINS if n in order}
     seen = set()
-    for j, entry in enumerate(plugins["enabled"]):
-        name = entry["name"]
+    for j, entry in enumerate(plugins.enabled):
+        name = entry.name
         if name in seen:
             raise duplicate(f"{path}.plugins.enabled[{j}]", name)
         seen.add(name)
         if name not in weights:
             order.append(name)
-        weights[name] = entry["weight"]
+        weights[name] = entry.weight
     uses = []
     for name in order:
         switched_off = {**({} if name in seen else off.get("*", {})), **off.get(name, {})}
@@ -90,12 +90,12 @@ def _check_required_points(uses: list[PluginUse], path: str) -> None:
             raise required(f"{path}.plugins", f"{rule} {point} plugin ({names}) must run, got {len(at)}")
 
 
-def filters(profile: dict) -> frozenset:
+def filters(profile) -> frozenset:
     """Names of the plugins whose Filter the profile runs (what the binder re-checks)."""
     return frozenset(u.name for u in resolve(profile) if u.runs("filter"))
 
 
-def gang_scheduler_names(cfg: dict) -> frozenset:
+def gang_scheduler_names(cfg) -> frozenset:
     """schedulerNames whose profile schedules PodGroups all or nothing (Coscheduling on)."""
-    return frozenset(p["schedulerName"] for p in cfg["profiles"]
+    return frozenset(p.scheduler_name for p in cfg.profiles
                      if any(u.name == COSCHEDULING for u in resolve(p)))

@@ -57,11 +57,10 @@ def run(role: str, args, build) -> int:
     for note in notes:
         log.warning("config: %s", note)
     if args.host:
-        for section in SECTIONS:
-            cfg[section]["host"] = args.host
+        cfg = cfg.replace(**{section: {"host": args.host} for section in SECTIONS})
     try:
         store = open_configured(cfg, configured_url(args.store, cfg, f"{role} {args.id}"),
-                                max_in_flight=cfg["binders"]["maxInFlight"] if role == "binder" else None)
+                                max_in_flight=cfg.binders.max_in_flight if role == "binder" else None)
     except (ValueError, StoreUnavailable) as e:
         log.error("%s", e)
         return EXIT_USAGE

@@ -42,10 +42,10 @@ class SecurityError(ValueError):
         self.field = field
 
 
-def _read(section: dict, field: str) -> bytes:
-    path = section.get(field)
+def _read(path: str | None, field: str, mode: str) -> bytes:
+    """The file at `path`, given by the `security` section's `field` for `mode`."""
     if not path:
-        raise SecurityError(field, f"is required in mode {section['mode']}")
+        raise SecurityError(field, f"is required in mode {mode}")
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -73,14 +73,15 @@ class Security:
         self.server_name = server_name
 
     @classmethod
-    def from_config(cls, section: dict) -> "Security":
-        """From the config's `security` section; raises SecurityError naming the field."""
-        mode = section["mode"]
+    def from_config(cls, section) -> "Security":
+        """From the config's `security` section (a common.config.SecurityConfig); raises
+        SecurityError naming the field."""
+        mode = section.mode
         if mode == "token":
-            return cls(mode, token=_read(section, "tokenFile").decode().strip())
+            return cls(mode, token=_read(section.token_file, "tokenFile", mode).decode().strip())
         if mode == "mtls":
-            return cls(mode, ca=_read(section, "caFile"), cert=_read(section, "certFile"),
-                       key=_read(section, "keyFile"), server_name=section["serverName"])
+            return cls(mode, ca=_read(section.ca_file, "caFile", mode), cert=_read(section.cert_file, "certFile", mode),
+                       key=_read(section.key_file, "keyFile", mode), server_name=section.server_name)
         return cls(mode)
 
     # --- listening ------------------------------------------------------------------------

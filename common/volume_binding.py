@@ -25,10 +25,10 @@ BIND_TIMEOUT_S = 600
 TIMED_OUT = "binding volumes: context deadline exceeded"
 
 
-def bind_timeout(cfg: dict, scheduler_name: str) -> float:
+def bind_timeout(cfg, scheduler_name: str) -> float:
     """The bindTimeoutSeconds of the VolumeBinding args of the pod's profile."""
-    for i, profile in enumerate(cfg["profiles"]):
-        if profile["schedulerName"] == scheduler_name:
+    for i, profile in enumerate(cfg.profiles):
+        if profile.scheduler_name == scheduler_name:
             return float(profile_args(cfg, i)[VOLUME_BINDING]["bindTimeoutSeconds"])
     return float(BIND_TIMEOUT_S)
 

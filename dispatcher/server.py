@@ -84,12 +84,12 @@ class ShardLink(StreamLink):
 class Dispatcher(Component):
     role = "dispatcher"
     section = "dispatcher"
-    port_key, metrics_port_key = "port", "metricsPort"
+    port_key, metrics_port_key = "port", "metrics_port"
 
-    def __init__(self, cfg: dict, store, index: int | str = 0, port: int | None = None, seed: int = 0,
+    def __init__(self, cfg, store, index: int | str = 0, port: int | None = None, seed: int = 0,
                  metrics_port: int | None = None):
-        d = cfg["dispatcher"]
-        self.metrics = DispatcherMetrics(cfg["leaderElection"]["resourceName"])
+        d = cfg.dispatcher
+        self.metrics = DispatcherMetrics(cfg.leader_election.resource_name)
         super().__init__(cfg, store, int(index) if str(index).isdigit() else 0, port, metrics_port,
                          self.metrics.registry)
         self.id = str(index)
@@ -98,11 +98,11 @@ class Dispatcher(Component):
         self.elector: LeaderElector | None = None
         self.leading = False
         self.adopt_until = 0.0
-        self.names = {p["schedulerName"] for p in cfg["profiles"]}
-        if d["alsoDefaultScheduler"]:
+        self.names = {p.scheduler_name for p in cfg.profiles}
+        if d.also_default_scheduler:
             self.names.add("default-scheduler")
-        self.batch_size = d["batchSize"]
-        self.redispatch_after = d["redispatchAfterSeconds"]
+        self.batch_size = d.batch_size
+        self.redispatch_after = d.redispatch_after_seconds
         self.rng = random.Random(seed)
         self.pending: dict[str, Pending] = {}
         self.unsent: dict[str, None] = {}        # pending keys waiting for a shard, in order
@@ -405,7 +405,7 @@ class Dispatcher(Component):
     def run(self) -> None:
         self.informer.start()
         self.serve()
-        if self.cfg["leaderElection"]["leaderElect"]:
+        if self.cfg.leader_election.leader_elect:
             self.elector = LeaderElector.from_config(self.cfg, self.store, self.address)
             self.elector.step()
         self.renew_lease()
@@ -418,6 +418,6 @@ class Dispatcher(Component):
         self.shutdown()
 
 
-def build(cfg: dict, store, args) -> Dispatcher:
+def build(cfg, store, args) -> Dispatcher:
     """The component `python -m dispatcher` runs (see common.runner)."""
     return Dispatcher(cfg, store, args.id, port=args.port, seed=args.seed, metrics_port=args.metrics_port)

@@ -31,9 +31,9 @@ class ProfileOwnership:
     """The loop owns every pending pod whose schedulerName names one of its profiles (and,
     with `accept_default`, default-scheduler's pods too)."""
 
-    def __init__(self, cfg: dict, accept_default: bool = False):
-        self.names = {p["schedulerName"] for p in cfg["profiles"]}
-        if accept_default or cfg["dispatcher"]["alsoDefaultScheduler"]:
+    def __init__(self, cfg, accept_default: bool = False):
+        self.names = {p.scheduler_name for p in cfg.profiles}
+        if accept_default or cfg.dispatcher.also_default_scheduler:
             self.names.add("default-scheduler")
 
     def may_skip(self, key: str) -> bool:

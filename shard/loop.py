@@ -32,22 +32,22 @@ log = logging.getLogger(__name__)
 
 
 class ShardLoop:
-    def __init__(self, cfg: dict, store, seed: int = 0, *, owner=None, committer=None,
+    def __init__(self, cfg, store, seed: int = 0, *, owner=None, committer=None,
                  clock=time.monotonic, **scheduler_opts):
         """`owner`: ProfileOwnership (the default) or DispatchedPods; `committer`: an object
         whose `commit(entry, result, budgets)` returns "" (bound), the reason it was not, or
         None when the outcome will come later through `finish_binding` (default:
         StoreCommitter on `store`)."""
-        shards = cfg["shards"]
+        shards = cfg.shards
         self.store = store
         self.clock = clock
         self.owner = owner if owner is not None else ProfileOwnership(cfg)
         self.committer = committer if committer is not None else StoreCommitter(store)
-        self.cache = ShardCache(shards["assumeTtlSeconds"], clock)
+        self.cache = ShardCache(shards.assume_ttl_seconds, clock)
         self.scheduler = Scheduler(cfg, self.cache, store, seed, clock=clock, **scheduler_opts)
         first = next(iter(self.scheduler.profiles.values()))
-        self.queue = SchedulingQueue(first.less, shards["podInitialBackoffSeconds"],
-                                     shards["podMaxBackoffSeconds"], shards["unschedulableMaxSeconds"],
+        self.queue = SchedulingQueue(first.less, shards.pod_initial_backoff_seconds,
+                                     shards.pod_max_backoff_seconds, shards.unschedulable_max_seconds,
                                      clock)
         self.waiting = self.scheduler.waiting
         self.pdbs = self.scheduler.pdbs

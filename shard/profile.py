@@ -22,12 +22,12 @@ def registry_points(registry: dict | None) -> dict:
 
 
 class Profile:
-    def __init__(self, cfg: dict, sched, args: dict, threshold, registry: dict | None = None):
-        """`cfg` is one entry of the config's `profiles`; `args` every plugin's resolved
+    def __init__(self, cfg, sched, args: dict, threshold, registry: dict | None = None):
+        """`cfg` is one of the config's `profiles` (a common.config.Profile); `args` every plugin's resolved
         arguments (common.plugin_args.profile_args); `threshold` the profile's Threshold;
         `registry` the plugin classes by name (default: shard.registry.REGISTRY, as kube's
         out-of-tree registry)."""
-        self.name = cfg["schedulerName"]
+        self.name = cfg.scheduler_name
         self.threshold = threshold
         self.handle = Handle(sched, self)
         uses = resolve(cfg, points=registry_points(registry))

@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from common.disruption import Budgets
+from common.config import Config, Profile as ProfileConfig
 from common.plugin_args import profile_args
 from common.podgroup import GroupIndex
 from common.volumes import VolumeState, claim_volumes
@@ -121,7 +122,7 @@ class ScheduleResult:
 
 
 class Scheduler:
-    def __init__(self, cfg: dict, cache, store=None, seed: int = 0, *, clock=time.monotonic,
+    def __init__(self, cfg: Config, cache, store=None, seed: int = 0, *, clock=time.monotonic,
                  vectorised: bool | None = None, scheduling_context: bool | None = None,
                  unit_locating: bool | None = None, full_snapshot: bool | None = None,
                  zone_order: bool | None = None, preemption_pruning: bool | None = None,
@@ -129,7 +130,7 @@ class Scheduler:
         """Optimisations default to `shards.optimizations` in the config; keyword arguments
         override them (benchmarks compare both settings on one cache). `registry` maps plugin
         names to classes (default: shard.registry.REGISTRY)."""
-        opts = cfg["shards"]["optimizations"]
+        opts = cfg.shards.optimizations
 
         def pick(arg, default):
             return default if arg is None else arg
@@ -137,13 +138,13 @@ class Scheduler:
         self.cache = cache
         self.store = store
         self.rng = random.Random(seed)
-        self.vectorised = pick(vectorised, opts["vectorisedFilters"])
-        self.scheduling_context = pick(scheduling_context, opts["schedulingContext"])
-        self.unit_locating = pick(unit_locating, opts["unitLocating"])
-        self.snapshot = Snapshot(full=pick(full_snapshot, not opts["incrementalSnapshot"]),
-                                 zone_order=pick(zone_order, not opts["swapDeleteNodeList"]))
-        self.preemption_pruning = pick(preemption_pruning, cfg["preemption"]["pruning"])
-        self.threshold = Threshold(cfg["threshold"])
+        self.vectorised = pick(vectorised, opts.vectorised_filters)
+        self.scheduling_context = pick(scheduling_context, opts.scheduling_context)
+        self.unit_locating = pick(unit_locating, opts.unit_locating)
+        self.snapshot = Snapshot(full=pick(full_snapshot, not opts.incremental_snapshot),
+                                 zone_order=pick(zone_order, not opts.swap_delete_node_list))
+        self.preemption_pruning = pick(preemption_pruning, cfg.preemption.pruning)
+        self.threshold = Threshold(cfg.threshold)
         #: node name -> {pod key: Pod}: pending pods nominated to the node (kept by the loop).
         self.nominated: dict[str, dict] = {}
         #: PodDisruptionBudgets by key (kept by the loop); preemption avoids breaking them.
@@ -155,18 +156,18 @@ class Scheduler:
         #: PodGroups and their members (kept by the loop), for Coscheduling and preemption.
         self.groups = GroupIndex()
         #: (binders.count, binders.partitionLabel): a group is committed by one binder.
-        self.partitioning = (cfg["binders"]["count"], cfg["binders"]["partitionLabel"])
+        self.partitioning = (cfg.binders.count, cfg.binders.partition_label)
         self.clock = clock
-        self.profiles = {p["schedulerName"]: Profile(p, self, profile_args(cfg, i), self._threshold(cfg, p),
-                                                 registry)
-                         for i, p in enumerate(cfg["profiles"])}
+        self.profiles = {p.scheduler_name: Profile(p, self, profile_args(cfg, i), self._threshold(cfg, p),
+                                                   registry)
+                         for i, p in enumerate(cfg.profiles)}
 
-    def _threshold(self, cfg: dict, profile: dict) -> Threshold:
+    def _threshold(self, cfg: Config, profile: ProfileConfig) -> Threshold:
         """The profile's own (percentageOfNodesToScore), else the scheduler's."""
-        pct = profile.get("percentageOfNodesToScore")
+        pct = profile.percentage_of_nodes_to_score
         if pct is None:
             return self.threshold
-        return Threshold(dict(cfg["threshold"], mode="percentage", percentage=pct))
+        return Threshold(cfg.threshold.replace(mode="percentage", percentage=pct))
 
     @property
     def table(self):

@@ -58,14 +58,14 @@ class BinderClient:
     later through the inbox. Who holds which partition comes from the partition leases,
     looked up again when a partition has no known holder or a binder says it lost one."""
 
-    def __init__(self, store, shard_id: str, cfg: dict, inbox, node_of, security):
+    def __init__(self, store, shard_id: str, cfg, inbox, node_of, security):
         """`node_of(name)`: the node as the shard knows it (None if it does not);
         `security` (common.security) makes the channels to the binders."""
         self.store = store
         self.security = security
         self.shard_id = shard_id
-        self.partitions = cfg["binders"]["count"]
-        self.label = cfg["binders"]["partitionLabel"]
+        self.partitions = cfg.binders.count
+        self.label = cfg.binders.partition_label
         self.node_of = node_of
         self.inbox = inbox
         self.links: dict[str, StreamLink] = {}  # binder address -> its stream
@@ -180,7 +180,7 @@ class ShardServer(Component, rpc.ShardServicer):
     role = "shard"
     section = "shards"
 
-    def __init__(self, cfg: dict, store, index: int, port: int | None = None, seed: int = 0,
+    def __init__(self, cfg, store, index: int, port: int | None = None, seed: int = 0,
                  metrics_port: int | None = None):
         self.metrics = ShardMetrics(str(index))
         super().__init__(cfg, store, index, port, metrics_port, self.metrics.registry)
@@ -200,7 +200,7 @@ class ShardServer(Component, rpc.ShardServicer):
         self.waiting_for_watch: dict[str, tuple] = {}
         self.returned: list[str] = []
         self._last_report = self._last_holding = 0.0
-        self.holding_every = cfg["dispatcher"]["redispatchAfterSeconds"] / 3
+        self.holding_every = cfg.dispatcher.redispatch_after_seconds / 3
         self.cycle_times: deque = deque(maxlen=1000)  # recent cycle durations, for Status
         #: The pod groups of the pods this shard holds, as units (for Status; refreshed with
         #: each report, in the loop's thread).
@@ -399,7 +399,7 @@ class ShardServer(Component, rpc.ShardServicer):
         self.shutdown()
 
 
-def build(cfg: dict, store, args) -> ShardServer:
+def build(cfg, store, args) -> ShardServer:
     """The component `python -m shard` runs (see common.runner)."""
     return ShardServer(cfg, store, int(args.id), port=args.port, seed=args.seed,
                        metrics_port=args.metrics_port)

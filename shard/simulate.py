@@ -12,6 +12,7 @@ profile: a manifest written for any cluster should simulate without edits.
 from __future__ import annotations
 
 from common.admission import admit
+from common.config import Config
 from common.objects import raw_pod_key
 from common.podgroup import status_of
 from common.provisioner import Provisioner
@@ -22,7 +23,7 @@ from .loop import ShardLoop
 from .store_committer import StoreCommitter
 
 
-def run(docs: list, cfg: dict, seed: int = 0) -> tuple[dict, int]:
+def run(docs: list, cfg: Config, seed: int = 0) -> tuple[dict, int]:
     """Returns (the JSON document, exit status 0 or 1). The objects are admitted as
     `create -f` admits them; the rejected ones are reported and the rest simulated."""
     accepted, rejected = admit(docs, {})

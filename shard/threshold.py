@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import math
 
+from common.config import ThresholdConfig
+
 MIN_FEASIBLE_NODES = 100
 
 
@@ -38,14 +40,14 @@ def kube_rule(nodes: int, percentage: int = 0) -> int:
 class Threshold:
     """Feasible-node target for one cycle; `target()` may be asked again as the scan goes."""
 
-    def __init__(self, cfg: dict):
-        self.mode = cfg["mode"]
-        self.percentage = cfg["percentage"]
-        self.min_nodes = cfg["minFeasibleNodes"]
-        self.max_nodes = cfg["maxFeasibleNodes"]
-        self.rejection_decay = cfg["rejectionDecay"]
-        self.queue_decay = cfg["queueDecay"]
-        self.growth = cfg["growth"]
+    def __init__(self, cfg: ThresholdConfig):
+        self.mode = cfg.mode
+        self.percentage = cfg.percentage
+        self.min_nodes = cfg.min_feasible_nodes
+        self.max_nodes = cfg.max_feasible_nodes
+        self.rejection_decay = cfg.rejection_decay
+        self.queue_decay = cfg.queue_decay
+        self.growth = cfg.growth
         self.last = 0  # the most recent target, exported as a metric
 
     def target(self, nodes: int, examined: int = 0, rejected: int = 0, queued: int = 0) -> int:

@@ -505,10 +505,11 @@ def csi_node(name: str, limits: dict) -> dict:
 # --- configuration ---------------------------------------------------------------------------
 
 def make_config(mode: str = "all", plugin_config: dict | None = None, disabled=(), enabled=(),
-                extra_profiles=(), **sections) -> dict:
+                extra_profiles=(), **sections) -> config_mod.Config:
     """A validated config: threshold `mode`, pluginConfig {plugin: args} and disabled and
     enabled plugins (names or entries) for the first profile, then `extra_profiles`, plus any
-    top-level section overrides (e.g. shards={...}, threshold={...})."""
+    top-level section overrides, as the file writes them (e.g. shards={...},
+    threshold={...})."""
     profile: dict = {"schedulerName": SCHEDULER}
     if plugin_config:
         profile["pluginConfig"] = [{"name": n, "args": a} for n, a in plugin_config.items()]
@@ -521,6 +522,30 @@ def make_config(mode: str = "all", plugin_config: dict | None = None, disabled=(
     return config_mod.validate(copy.deepcopy(doc))
 
 
+def with_out_of_tree_plugins(cfg: config_mod.Config, *names: str) -> config_mod.Config:
+    """`cfg` whose first profile also enables the plugins `names` (weight 0) that a test
+    registers beside the known ones; unchecked, as validation knows only the known ones."""
+    first = cfg.profiles[0]
+    added = tuple(config_mod.PluginEntry.of({"name": n, "weight": 0}) for n in names)
+    first = first.replace(plugins={"enabled": (*first.plugins.enabled, *added)})
+    return cfg.replace(profiles=(first, *cfg.profiles[1:]))
+
+
+def stack_config(**sections) -> config_mod.Config:
+    """The default config (profile shardsched, adaptive threshold) for processes run on this
+    machine beside others: every gRPC port any free one and metrics off, plus `sections`
+    overrides as the file writes them (e.g. shards={"count": 4}; profiles=[...]), validated."""
+    doc: dict = {"shards": {"basePort": 0, "metricsBasePort": 0},
+                 "binders": {"basePort": 0, "metricsBasePort": 0},
+                 "dispatcher": {"port": 0, "metricsPort": 0}}
+    for k, v in sections.items():
+        if isinstance(v, dict):
+            doc.setdefault(k, {}).update(v)
+        else:
+            doc[k] = v
+    return config_mod.validate(copy.deepcopy(doc))
+
+
 # --- a cluster behind a real scheduler -------------------------------------------------------
 
 def outcome(st: Status | None):
@@ -529,7 +554,7 @@ def outcome(st: Status | None):
 
 
 class Cluster:
-    def __init__(self, nodes=(), pods=(), cfg: dict | None = None, seed: int = 0, storage=(), **opts):
+    def __init__(self, nodes=(), pods=(), cfg: config_mod.Config | None = None, seed: int = 0, storage=(), **opts):
         """`storage`: claims, volumes, storage classes and CSINodes the scheduler knows."""
         self.cache = ShardCache()
         for n in nodes:
@@ -657,7 +682,7 @@ class Cluster:
         return dict(zip(names, scores.tolist()))
 
 
-def differently_sized_nodes(cfg: dict | None = None, pods=()) -> Cluster:
+def differently_sized_nodes(cfg: config_mod.Config | None = None, pods=()) -> Cluster:
     """kube's "differently sized nodes": 4000m/10000 and 6000m/10000 (memory in bytes)."""
     return Cluster([node("n1", cpu="4", memory="10000"), node("n2", cpu="6", memory="10000")], pods, cfg=cfg)
 
@@ -688,7 +713,7 @@ class LiveBinder:
     """A BinderServer on `store` serving on a free loopback port, holding every partition,
     and one shard's Decide stream to it: what a shard (or an attacker) can send."""
 
-    def __init__(self, store, cfg: dict | None = None, timeout: float = 10.0):
+    def __init__(self, store, cfg: config_mod.Config | None = None, timeout: float = 10.0):
         import queue
         import threading
         import time
@@ -696,8 +721,7 @@ class LiveBinder:
         from binder.server import BinderServer
         from proto import shardsched_pb2_grpc as rpc
 
-        cfg = copy.deepcopy(cfg or make_config())
-        cfg["binders"].update(basePort=0, metricsBasePort=0)  # any free port; no metrics
+        cfg = (cfg or make_config()).replace(binders={"base_port": 0, "metrics_base_port": 0})  # any free port; no metrics
         self.server = BinderServer(cfg, store, 0)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()

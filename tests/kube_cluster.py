@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from benchmarks.kube_cluster import ClusterError, KubeCluster, free_port, kube_bin_dir, print_logs, write_kubeconfig
-from common import config
 from common.local_cluster import LocalCluster
 from common.store.kube_store import KubeStore
+from builders import stack_config
 
 __all__ = ["kube_cluster", "free_port", "print_logs", "write_kubeconfig", "ServiceAccountCluster",
            "service_account_kubeconfigs", "shardsched_on", "running"]
@@ -65,18 +65,13 @@ def service_account_kubeconfigs(kube_cluster, store: KubeStore, workdir: Path) -
 def shardsched_on(kube_cluster, store: KubeStore, workdir: Path, shards: int, **dispatcher) -> ServiceAccountCluster:
     """A dispatcher, `shards` shards and a binder for the test API server, each to run as its
     deploy/ ServiceAccount (`start()` them, or use `running`); `dispatcher` overrides
-    dispatcher settings."""
+    dispatcher settings (as the file writes them)."""
     kubeconfigs = service_account_kubeconfigs(kube_cluster, store, workdir)
     admin = workdir / "admin.kubeconfig"  # for LocalCluster's own lease checks
     write_kubeconfig(admin, kube_cluster.server, kube_cluster.dir / "ca.crt", kube_cluster.token,
                      namespace="shardsched")
-    cfg = config.defaults()
-    cfg["store"]["kubeconfig"] = str(admin)
-    cfg["shards"]["count"], cfg["binders"]["count"] = shards, 1
-    for section in ("shards", "binders"):
-        cfg[section]["basePort"] = 0
-        cfg[section]["metricsBasePort"] = 0
-    cfg["dispatcher"].update(port=0, metricsPort=0, **dispatcher)
+    cfg = stack_config(store={"kubeconfig": str(admin)}, shards={"count": shards}, binders={"count": 1},
+                       dispatcher=dispatcher)
     return ServiceAccountCluster(cfg, "kube://", log_dir=str(workdir), kubeconfigs=kubeconfigs)
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import yaml
 
 from benchmarks import kube_vs
-from common import config
 from common.store.kube_store import KubeStore
+from builders import stack_config
 from kube_cluster import ServiceAccountCluster, print_logs, service_account_kubeconfigs, write_kubeconfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,12 +87,8 @@ def test_events_are_written_as_kube_scheduler_writes_them(kube_cluster, tmp_path
             store.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                           "metadata": {"name": name}, "value": value})
         kube_vs.create_namespace(store, NS)
-        cfg = config.defaults()
-        cfg["store"]["kubeconfig"] = str(admin)
-        cfg["shards"]["count"], cfg["binders"]["count"] = 1, 1
-        for section in ("shards", "binders"):
-            cfg[section]["basePort"] = cfg[section]["metricsBasePort"] = 0
-        cfg["dispatcher"].update(port=0, metricsPort=0, shardTimeoutSeconds=2)
+        cfg = stack_config(store={"kubeconfig": str(admin)}, shards={"count": 1}, binders={"count": 1},
+                           dispatcher={"shardTimeoutSeconds": 2})
         cluster = ServiceAccountCluster(cfg, "kube://", log_dir=str(tmp_path), kubeconfigs=kubeconfigs)
         cluster.start(timeout=60)
 

@@ -40,7 +40,7 @@ def test_the_kube_scheduler_configuration_section_is_true():
         assert all(f"`{field}`" in args for field in kind.fields), plugin
     example = yaml.safe_load(kube.split("```yaml\n", 1)[1].split("```", 1)[0])
     cfg = config.validate(example)
-    assert cfg["threshold"]["percentage"] == 50 and cfg["shards"]["count"] == 4
+    assert cfg.threshold.percentage == 50 and cfg.shards.count == 4
     quoted = args.split("validated with kube's rules and messages (`common/plugin_args.py`), e.g.\n`", 1)[1]
     quoted = " ".join(quoted.split("`", 1)[0].split())
     bad = {"profiles": [{"schedulerName": "a", "pluginConfig": [

@@ -18,25 +18,20 @@ from common.store import open_store
 from common.store.embedded import EmbeddedRedis
 from common.local_cluster import LocalCluster
 from common.verify import verify_store
-from builders import numbered_pod as pod
+from builders import numbered_pod as pod, stack_config
 
 NODES = 60
 TIMEOUT_S = 120
 
 
-def runtime_config(shards: int = 2, binders: int = 1) -> dict:
-    cfg = config.defaults()
-    cfg["shards"]["count"] = shards
-    cfg["binders"]["count"] = binders
-    for section in ("shards", "binders"):
-        cfg[section]["basePort"] = 0
-        cfg[section]["metricsBasePort"] = 0  # off: fixed ports clash with other runs on the machine
-    cfg["dispatcher"].update(port=0, metricsPort=0)
-    cfg["dispatcher"]["shardTimeoutSeconds"] = 2
-    cfg["dispatcher"]["redispatchAfterSeconds"] = 5
-    # A restarted dispatcher (a new identity) waits for the old leader lease to expire.
-    cfg["leaderElection"].update(leaseDurationSeconds=3, renewDeadlineSeconds=2, retryPeriodSeconds=0.5)
-    return cfg
+def runtime_config(shards: int = 2, binders: int = 1, **sections) -> config.Config:
+    """Free ports, metrics off (fixed ports clash with other runs on the machine)."""
+    return stack_config(shards={"count": shards}, binders={"count": binders},
+                        dispatcher={"shardTimeoutSeconds": 2, "redispatchAfterSeconds": 5},
+                        # A restarted dispatcher (a new identity) waits for the old leader lease to expire.
+                        leaderElection={"leaseDurationSeconds": 3, "renewDeadlineSeconds": 2,
+                                        "retryPeriodSeconds": 0.5},
+                        **sections)
 
 
 @contextlib.contextmanager
@@ -305,8 +300,7 @@ def test_a_standby_binder_takes_over_a_killed_binders_partition(cluster_env):
     from common.partition import PARTITION_ROLE
 
     url, store, start = cluster_env
-    cfg = runtime_config()
-    cfg["binders"]["leaseDurationSeconds"] = 2
+    cfg = runtime_config().replace(binders={"lease_duration_seconds": 2})
     cluster = start(cfg)
     cluster.start_one("binder", 1)  # the standby
     leases = cluster.wait_ready()
@@ -324,7 +318,7 @@ def test_a_standby_binder_takes_over_a_killed_binders_partition(cluster_env):
         print(f"partition 0 taken over by {now_holder} {took_over[0]:.1f} s after the kill -9")
 
     flow_with_fault(store, 2000, kill_the_holder)
-    assert took_over and took_over[0] < 2 * cfg["binders"]["leaseDurationSeconds"] + 2
+    assert took_over and took_over[0] < 2 * cfg.binders.lease_duration_seconds + 2
     assert_consistent(store)
 
 
@@ -334,8 +328,7 @@ def test_pods_that_fit_nowhere_are_placed_once_a_node_comes(cluster_env, pods, s
     nodes are added, every one is bound. Shards used to ignore a pod from its third dispatch
     on (a version they had seen), so none ever was, however long one waited."""
     url, store, start = cluster_env
-    cfg = runtime_config(shards=shards)
-    cfg["dispatcher"]["redispatchAfterSeconds"] = 2
+    cfg = runtime_config(shards=shards).replace(dispatcher={"redispatch_after_seconds": 2})
     start(cfg)
     store.create_many([pod(i, cpu="100", name="huge") for i in range(pods)])
     time.sleep(wait_s)
@@ -422,7 +415,7 @@ def test_a_standby_dispatcher_takes_over_when_the_leader_is_killed(cluster_env):
 
     url, store, start = cluster_env
     cfg = runtime_config()
-    name = cfg["leaderElection"]["resourceName"]
+    name = cfg.leader_election.resource_name
     cluster = start(cfg, free_metrics_ports=True)
     store.create_many([pod(i, cpu="500", name="huge") for i in range(20)])
     cluster.start_one("dispatcher", 1)
@@ -456,8 +449,8 @@ def test_a_standby_dispatcher_takes_over_when_the_leader_is_killed(cluster_env):
     binders = store.list_leases("binder")
     bound = sum(cluster.status("binder", a).counters["bound"] for a in binders.values())
     print(f"leader killed; the standby led {took_over[0]:.2f} s later (leaseDurationSeconds "
-          f"{cfg['leaderElection']['leaseDurationSeconds']}), adopted {after.counters['adopted']} pods "
+          f"{cfg.leader_election.lease_duration_seconds}), adopted {after.counters['adopted']} pods "
           f"the shards held, re-dispatched {after.counters['redispatched']}; bindings: {bound} for 3000 pods")
     assert after.counters["leader"] == 1 and after.counters["adopted"] >= 20
     assert bound == 3000, "a pod was bound twice, or one went unbound"
-    assert took_over[0] < cfg["leaderElection"]["leaseDurationSeconds"] + 3
+    assert took_over[0] < cfg.leader_election.lease_duration_seconds + 3

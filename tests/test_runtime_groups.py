@@ -29,11 +29,12 @@ def group_objects(name: str, size: int, cpu: str = "250m", **group) -> list[dict
         [group_pod(f"{name}-{i}", name, cpu, uid=None, status=False) for i in range(size)]
 
 
-def gang_config():
-    cfg = runtime_config(shards=2)
-    cfg["binders"]["leaseDurationSeconds"] = 2
-    cfg["profiles"][0]["pluginConfig"] = [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}]
-    return cfg
+def gang_config(binders: int = 1, args: dict | None = None):
+    """Coscheduling's `args` (default: a 10 s wait at Permit)."""
+    args = {"permitWaitingTimeSeconds": 10} if args is None else args
+    cfg = runtime_config(shards=2, binders=binders, profiles=[
+        {"schedulerName": "shardsched", "pluginConfig": [{"name": "Coscheduling", "args": args}]}])
+    return cfg.replace(binders={"lease_duration_seconds": 2})
 
 
 def placed_per_group(store) -> dict:
@@ -100,9 +101,7 @@ def test_a_binder_killed_half_way_through_a_group_commit_is_finished_by_the_next
     store really holds a partial group and its intent; binder 0 started again (its lease
     expired) resolves the intent before anything else, and the group is whole."""
     url, store, start = cluster_env
-    cfg = gang_config()
-    cfg["binders"]["count"] = 1
-    cluster = start(cfg)
+    cluster = start(gang_config(binders=1))
     cluster.kill("binder", 0)
     doomed = cluster.start_one("binder", 0, env={"SHARDSCHED_FAILPOINTS": "group-bound-part=kill"})
     cluster.wait_ready()
@@ -123,10 +122,7 @@ def test_a_waiting_group_shows_as_a_unit_in_get_and_top(cluster_env, capsys):
     plugin is told not to give up early); `get podgroups -o wide` and `top` show the group
     with its assumed and waiting members; at the timeout they are all let go."""
     url, store, start = cluster_env
-    cfg = gang_config()
-    cfg["profiles"][0]["pluginConfig"] = [{"name": "Coscheduling", "args": {
-        "permitWaitingTimeSeconds": 60, "podGroupRejectPercentage": 100}}]
-    cluster = start(cfg)
+    cluster = start(gang_config(args={"permitWaitingTimeSeconds": 60, "podGroupRejectPercentage": 100}))
     objs = group_objects("wait", 3, timeout=6)
     objs[-1]["spec"]["nodeSelector"] = {"nowhere": "true"}
     assert not store.create_many(objs)

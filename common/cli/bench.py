@@ -12,13 +12,10 @@ def cmd_bench(args) -> int:
     from benchmarks import e2e, harness, report
 
     cfg = config_mod.load(args.config)
-    cfg["shards"]["count"] = args.shards
-    if args.binders is not None:
-        cfg["binders"]["count"] = args.binders
-    for section in ("shards", "binders"):
-        cfg[section]["basePort"] = 0  # never collide with a running `shardsched up`
-        cfg[section]["metricsBasePort"] = 0
-    cfg["dispatcher"]["port"] = cfg["dispatcher"]["metricsPort"] = 0
+    binders = {} if args.binders is None else {"count": args.binders}
+    free = {"base_port": 0, "metrics_base_port": 0}  # never collide with a running `shardsched up`
+    cfg = cfg.replace(shards={"count": args.shards, **free}, binders={**binders, **free},
+                      dispatcher={"port": 0, "metrics_port": 0})
     churn = args.heartbeat_s if args.churn else None  # the period, or no background writes
     doc = e2e.run(cfg, args.nodes, args.profile, args.pods, args.workload, args.rate, args.seed,
                   quiet=args.quiet, live=args.live, churn_heartbeat_s=churn)

@@ -280,7 +280,7 @@ def cmd_get(args) -> int:
             if wide:  # asks the shards (gRPC): loaded only here
                 from ..security import Security
                 from ..top import shard_units
-                units = shard_units(store, Security.from_config(config_mod.load(args.config)["security"]))
+                units = shard_units(store, Security.from_config(config_mod.load(args.config).security))
             header, rows = podgroups.rows(items, store.list("Pod")[0], wide, now, units, age)
         else:
             pods = _parsed_pods(store.list("Pod")[0], None)
@@ -310,8 +310,8 @@ def cmd_verify(args) -> int:
     names = None
     if args.config:
         cfg = config_mod.load(args.config)
-        names = {p["schedulerName"] for p in cfg["profiles"]}
-        if cfg["dispatcher"]["alsoDefaultScheduler"]:
+        names = {p.scheduler_name for p in cfg.profiles}
+        if cfg.dispatcher.also_default_scheduler:
             names.add("default-scheduler")
     with opened_store(args) as store:
         report = verify_store(store, args.settled, names)

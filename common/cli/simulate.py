@@ -9,7 +9,7 @@ from .errors import UsageError, fail
 from .manifests import read_documents
 
 
-def simulate(paths, cfg: dict, seed: int = 0) -> tuple[dict, int]:
+def simulate(paths, cfg: config_mod.Config, seed: int = 0) -> tuple[dict, int]:
     """(the JSON document, exit status 0 or 1) for the manifests in `paths` ('-' = stdin);
     raises UsageError for an unreadable file. Documents refused while reading are listed in
     `errors` first, as the objects admission refuses are."""

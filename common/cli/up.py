@@ -37,16 +37,16 @@ def cmd_up(args) -> int:
     for `get`, `verify` and `top --config`, and never onto a command line."""
     cfg = config_mod.load(args.config)
     if args.shards is not None:
-        cfg["shards"]["count"] = args.shards
+        cfg = cfg.replace(shards={"count": args.shards})
     if args.binders is not None:
-        cfg["binders"]["count"] = args.binders
+        cfg = cfg.replace(binders={"count": args.binders})
     log_dir = args.log_dir or tempfile.mkdtemp(prefix="shardsched-up-")
     os.makedirs(log_dir, exist_ok=True)
     print(f"logs: {log_dir}", flush=True)
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     with contextlib.ExitStack() as stack:
-        url = args.store or cfg["store"]["url"] or stack.enter_context(EmbeddedRedis(password=True)).url
+        url = args.store or cfg.store.url or stack.enter_context(EmbeddedRedis(password=True)).url
         store = open_configured(cfg, url)
         stack.callback(store.close)
         if args.nodes:
@@ -89,7 +89,7 @@ def cmd_top(args) -> int:
     if not args.dispatcher:
         store = open_configured(cfg, configured_url(args.store, cfg, args.cmd))
     try:
-        top.run(args.dispatcher, store, Security.from_config(cfg["security"]), args.interval, args.iterations)
+        top.run(args.dispatcher, store, Security.from_config(cfg.security), args.interval, args.iterations)
     finally:
         if store is not None:
             store.close()

@@ -6,20 +6,21 @@ from .base import ClusterStore, WatchEvent
 __all__ = ["ClusterStore", "WatchEvent", "open_store", "open_configured", "configured_url"]
 
 
-def configured_url(url: str | None, cfg: dict, who: str) -> str:
+def configured_url(url: str | None, cfg, who: str) -> str:
     """`url` (a --store flag), else the config's store.url; ValueError naming `who` (the
     command or process) when neither is given."""
-    url = url or cfg["store"]["url"]
+    url = url or cfg.store.url
     if not url:
         raise ValueError(f"{who} needs a store: give --store URL or store.url in the config")
     return url
 
 
-def open_configured(cfg: dict, url: str, max_in_flight: int | None = None) -> "ClusterStore":
-    """The store at `url`, with the config's kubeconfig, request timeout and (kube://) rate limit."""
-    s = cfg["store"]
-    return open_store(url, kubeconfig=s["kubeconfig"], request_timeout=s["requestTimeoutSeconds"],
-                      max_in_flight=max_in_flight, qps=s["qps"], burst=s["burst"])
+def open_configured(cfg, url: str, max_in_flight: int | None = None) -> "ClusterStore":
+    """The store at `url`, with the config's (a common.config.Config) kubeconfig, request
+    timeout and (kube://) rate limit."""
+    s = cfg.store
+    return open_store(url, kubeconfig=s.kubeconfig, request_timeout=s.request_timeout_seconds,
+                      max_in_flight=max_in_flight, qps=s.qps, burst=s.burst)
 
 
 def open_store(url: str, kubeconfig: str | None = None, request_timeout: float = 10.0,

@@ -6,8 +6,7 @@ import time
 
 from benchmarks import e2e
 from benchmarks.churn import Churn
-from builders import node, pod
-from common import config
+from builders import node, pod, stack_config
 from common.store.memory import MemoryStore
 
 
@@ -62,10 +61,7 @@ def test_every_node_gets_heartbeats_and_every_bound_pod_is_marked_running():
 
 
 def test_a_small_bench_with_churn_binds_everything_and_verifies():
-    cfg = config.defaults()
-    for section in ("shards", "binders"):
-        cfg[section]["basePort"] = cfg[section]["metricsBasePort"] = 0
-    cfg["dispatcher"]["port"] = cfg["dispatcher"]["metricsPort"] = 0
+    cfg = stack_config()
     doc = e2e.run(cfg, 300, "mixed", 2000, "mixed", 0.0, 2, quiet=True, churn_heartbeat_s=1.0)
     assert doc["verify"]["ok"] and doc["scheduled"] > 0
     churn = doc["churn"]

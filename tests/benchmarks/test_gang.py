@@ -6,7 +6,7 @@ from collections import Counter
 
 from benchmarks import e2e, groups
 from benchmarks.workloads import GROUP, gang
-from common import config
+from builders import stack_config
 
 
 def test_the_gang_workload_mixes_groups_of_8_to_64_with_as_many_single_pods():
@@ -39,11 +39,7 @@ def test_group_figures_count_placed_partial_and_time_from_the_last_member():
 
 
 def test_a_small_gang_bench_places_every_group_whole():
-    cfg = config.defaults()
-    for section in ("shards", "binders"):
-        cfg[section]["basePort"] = cfg[section]["metricsBasePort"] = 0
-    cfg["dispatcher"]["port"] = cfg["dispatcher"]["metricsPort"] = 0
-    doc = e2e.run(cfg, 200, "mixed", 1500, "gang", 0.0, 1, quiet=True)
+    doc = e2e.run(stack_config(), 200, "mixed", 1500, "gang", 0.0, 1, quiet=True)
     assert doc["pods"] == doc["scheduled"] == 1500 and doc["verify"]["ok"]
     g = doc["groups"]
     assert g["placed"] == g["groups"] and g["partial"] == 0 and g["groups_per_s"] > 0

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from builders import node, pod, pod_affinity, pod_term, spread
+from builders import node, pod, pod_affinity, pod_term, spread, stack_config
 from common import config
 from common.local_cluster import LocalCluster
 from common.objects import parse_node
@@ -22,14 +22,8 @@ ZONE = "topology.kubernetes.io/zone"
 NODES, APPS, PER_APP = 120, 6, 100
 
 
-def cluster_config(binders: int, cross_node_checks: bool = True) -> dict:
-    cfg = config.defaults()
-    cfg["shards"]["count"] = 4
-    cfg["binders"].update(count=binders, crossNodeChecks=cross_node_checks)
-    for section in ("shards", "binders"):
-        cfg[section]["basePort"] = cfg[section]["metricsBasePort"] = 0
-    cfg["dispatcher"]["port"] = cfg["dispatcher"]["metricsPort"] = 0
-    return cfg
+def cluster_config(binders: int, cross_node_checks: bool = True) -> config.Config:
+    return stack_config(shards={"count": 4}, binders={"count": binders, "crossNodeChecks": cross_node_checks})
 
 
 def workload() -> list[dict]:

@@ -64,11 +64,11 @@ def test_kube_schedulers_default_configuration_validates_with_notes(kube_default
 
 def test_convert_keeps_kube_volume_plugins_and_their_args(kube_default):
     converted = config.load(str(kube_default))
-    profile = converted["profiles"][0]
-    enabled = [p["name"] for p in profile["plugins"]["enabled"]]
+    profile = converted.profiles[0]
+    enabled = [p.name for p in profile.plugins.enabled]
     for plugin in ("SchedulingGates", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"):
         assert plugin in enabled
-    args = {c["name"]: c["args"] for c in profile["pluginConfig"]}
+    args = {c.name: c.args for c in profile.plugin_config}
     assert args["VolumeBinding"]["bindTimeoutSeconds"] == 600
 
 
@@ -77,10 +77,10 @@ def test_convert_prints_the_equivalent_shardsched_configuration(kube_default, tm
     assert done.returncode == 0, done.stderr
     converted = yaml.safe_load(done.stdout)
     assert converted["apiVersion"] == config.API_VERSION
-    assert converted == config.load(str(kube_default))
+    assert converted == config.load(str(kube_default)).to_dict()
     out = tmp_path / "converted.yaml"
     out.write_text(done.stdout)
-    assert config.load(str(out)) == converted
+    assert config.load(str(out)).to_dict() == converted
 
 
 def test_kube_schedulers_default_configuration_schedules_pods(kube_default, tmp_path):

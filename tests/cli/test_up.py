@@ -88,7 +88,7 @@ def test_up_restarts_a_process_that_dies_and_keeps_the_rest_running(tmp_path):
     try:
         pids = {line.split(":")[0]: int(line.split("pid ")[1].split(",")[0]) for line in out if ": pid " in line}
         cfg = config_mod.load(str(tmp_path / "logs" / "config.yaml"))
-        secrets = [cfg["store"]["url"].split(":")[2].split("@")[0], (Path(cfg["security"]["tokenFile"]).read_text())]
+        secrets = [cfg.store.url.split(":")[2].split("@")[0], (Path(cfg.security.token_file).read_text())]
         for pid in _descendants(proc.pid):
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
             assert not any(s in cmdline for s in secrets), cmdline
@@ -100,7 +100,7 @@ def test_up_restarts_a_process_that_dies_and_keeps_the_rest_running(tmp_path):
             assert time.monotonic() < deadline and proc.poll() is None, "".join(out + said)
             said.append(proc.stdout.readline())
         assert any(line.startswith("shard 0 exited with status -9; restarting in 1 s") for line in said), said
-        store = open_configured(cfg, cfg["store"]["url"])
+        store = open_configured(cfg, cfg.store.url)
         store.create_many([numbered_pod(i) for i in range(300)])
         deadline = time.monotonic() + 60
         while sum(1 for p in store.list("Pod")[0] if p["spec"].get("nodeName")) < 300:

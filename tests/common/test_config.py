@@ -166,9 +166,7 @@ def test_a_valid_profile_builds_in_the_shard_and_the_binder(plugins):
 
 
 def test_per_profile_percentage_of_nodes_to_score():
-    cfg = make_config(mode="adaptive")
-    cfg["profiles"].append({**cfg["profiles"][0], "schedulerName": "quality", "percentageOfNodesToScore": 50})
-    cfg = config.validate(cfg)
+    cfg = make_config(mode="adaptive", extra_profiles=[{"schedulerName": "quality", "percentageOfNodesToScore": 50}])
     sched = Scheduler(cfg, ShardCache())
     assert sched.profiles["quality"].threshold.target(1000) == 500
     assert sched.profiles["shardsched"].threshold is sched.threshold

@@ -46,8 +46,7 @@ def test_listening_on_a_pod_ip_adds_loopback_for_port_forward():
 
 
 def test_a_frozen_main_loop_fails_livez_within_its_timeout():
-    cfg = make_config()
-    cfg["health"]["livenessTimeoutSeconds"] = 1
+    cfg = make_config(health={"livenessTimeoutSeconds": 1})
     d = Dispatcher(cfg, MemoryStore(), port=0, metrics_port=0)
     frozen, release, steps = threading.Event(), threading.Event(), []
 

@@ -17,7 +17,7 @@ def ksc(**fields) -> dict:
     return {**copy.deepcopy(KSC), **fields}
 
 
-def load(doc) -> tuple[dict, list[str]]:
+def load(doc) -> tuple[config.Config, list[str]]:
     return config.validate_with_notes(doc)
 
 
@@ -29,12 +29,12 @@ def error_of(doc) -> str:
 
 def uses(cfg, i=0) -> dict:
     """name -> (weight, sorted points) of profile i as the shard runs it."""
-    return {u.name: (u.weight, sorted(u.points)) for u in resolve(cfg["profiles"][i])}
+    return {u.name: (u.weight, sorted(u.points)) for u in resolve(cfg.profiles[i])}
 
 
 def test_an_empty_file_is_kube_schedulers_default_profile():
     cfg, notes = load(ksc())
-    assert [p["schedulerName"] for p in cfg["profiles"]] == ["default-scheduler"]
+    assert [p.scheduler_name for p in cfg.profiles] == ["default-scheduler"]
     got = uses(cfg)
     assert list(got) == ["SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "TaintToleration",
                          "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
@@ -45,11 +45,11 @@ def test_an_empty_file_is_kube_schedulers_default_profile():
     assert got["VolumeBinding"] == (0, ["filter", "preFilter", "reserve"])
     assert not any("Volume" in n for n in notes)  # every kube default plugin is shipped
     # kube's client defaults apply to kube:// requests; backoff and leader election as kube's
-    assert cfg["store"]["qps"] == 50 and cfg["store"]["burst"] == 100
-    assert cfg["shards"]["podInitialBackoffSeconds"] == 1 and cfg["shards"]["podMaxBackoffSeconds"] == 10
-    assert cfg["leaderElection"] == {"leaderElect": True, "leaseDurationSeconds": 15, "renewDeadlineSeconds": 10,
+    assert cfg.store.qps == 50 and cfg.store.burst == 100
+    assert cfg.shards.pod_initial_backoff_seconds == 1 and cfg.shards.pod_max_backoff_seconds == 10
+    assert cfg.leader_election.to_dict() == {"leaderElect": True, "leaseDurationSeconds": 15, "renewDeadlineSeconds": 10,
                                      "retryPeriodSeconds": 2, "resourceName": "shardsched-dispatcher"}
-    assert cfg["threshold"]["mode"] == "adaptive"
+    assert cfg.threshold.mode == "adaptive"
 
 
 def test_top_level_fields_map_onto_shardsched_sections():
@@ -57,12 +57,12 @@ def test_top_level_fields_map_onto_shardsched_sections():
                       leaderElection={"leaderElect": False, "leaseDuration": "1m30s", "renewDeadline": "60s",
                                       "retryPeriod": "500ms", "resourceName": "my-scheduler"},
                       clientConnection={"kubeconfig": "/etc/kube.conf", "qps": -1, "burst": 7}))
-    assert cfg["threshold"]["mode"] == "percentage" and cfg["threshold"]["percentage"] == 40
-    assert (cfg["shards"]["podInitialBackoffSeconds"], cfg["shards"]["podMaxBackoffSeconds"]) == (2, 20)
-    assert cfg["leaderElection"] == {"leaderElect": False, "leaseDurationSeconds": 90, "renewDeadlineSeconds": 60,
+    assert cfg.threshold.mode == "percentage" and cfg.threshold.percentage == 40
+    assert (cfg.shards.pod_initial_backoff_seconds, cfg.shards.pod_max_backoff_seconds) == (2, 20)
+    assert cfg.leader_election.to_dict() == {"leaderElect": False, "leaseDurationSeconds": 90, "renewDeadlineSeconds": 60,
                                      "retryPeriodSeconds": 0.5, "resourceName": "my-scheduler"}
-    assert cfg["store"]["kubeconfig"] == "/etc/kube.conf"
-    assert (cfg["store"]["qps"], cfg["store"]["burst"]) == (0, 7)  # a negative qps: no limit
+    assert cfg.store.kubeconfig == "/etc/kube.conf"
+    assert (cfg.store.qps, cfg.store.burst) == (0, 7)  # a negative qps: no limit
 
 
 def test_profiles_plugins_per_extension_point():
@@ -78,7 +78,7 @@ def test_profiles_plugins_per_extension_point():
     assert got["NodeResourcesFit"] == (5, ["filter", "preFilter", "preScore", "score"])
     assert "NodeResourcesBalancedAllocation" not in got  # it only scores
     assert got["TaintToleration"] == (3, ["preScore", "score"])
-    assert cfg["profiles"][0]["percentageOfNodesToScore"] == 20
+    assert cfg.profiles[0].percentage_of_nodes_to_score == 20
 
 
 def test_star_and_a_plugin_only_at_one_point():
@@ -181,8 +181,8 @@ def test_errors_found_after_mapping_name_the_kube_files_fields():
 def test_the_extension_refines_kube_defaults_but_never_overrides_explicit_fields():
     cfg, _ = load(ksc(shardsched={"shards": {"podInitialBackoffSeconds": 3, "count": 4},
                                   "store": {"qps": 0}, "threshold": {"mode": "kube"}}))
-    assert cfg["shards"]["podInitialBackoffSeconds"] == 3 and cfg["shards"]["count"] == 4
-    assert cfg["store"]["qps"] == 0 and cfg["threshold"]["mode"] == "kube"
+    assert cfg.shards.pod_initial_backoff_seconds == 3 and cfg.shards.count == 4
+    assert cfg.store.qps == 0 and cfg.threshold.mode == "kube"
     assert error_of(ksc(podInitialBackoffSeconds=1, shardsched={"shards": {"podInitialBackoffSeconds": 2}})) == (
         "shardsched.shards.podInitialBackoffSeconds: Invalid value: 2: also set by podInitialBackoffSeconds: "
         "set it in one place")
@@ -193,7 +193,7 @@ def test_the_extension_refines_kube_defaults_but_never_overrides_explicit_fields
 def test_kube_scheduler_lease_name_is_never_taken_over():
     """kube's default resourceName is kube-scheduler's own Lease: shardsched keeps its own."""
     cfg, _ = load(ksc(leaderElection={"resourceName": "kube-scheduler"}))
-    assert cfg["leaderElection"]["resourceName"] == "shardsched-dispatcher"
+    assert cfg.leader_election.resource_name == "shardsched-dispatcher"
 
 
 def test_plugin_args_in_kube_form_are_taken_as_they_are():
@@ -202,7 +202,7 @@ def test_plugin_args_in_kube_form_are_taken_as_they_are():
                                            "kind": "VolumeBindingArgs", "bindTimeoutSeconds": 600}},
         {"name": "InterPodAffinity", "args": {"apiVersion": "kubescheduler.config.k8s.io/v1",
                                               "kind": "InterPodAffinityArgs", "hardPodAffinityWeight": 7}}]}]))
-    assert [e["name"] for e in cfg["profiles"][0]["pluginConfig"]] == ["VolumeBinding", "InterPodAffinity"]
+    assert [e.name for e in cfg.profiles[0].plugin_config] == ["VolumeBinding", "InterPodAffinity"]
     args = profile_args(cfg, 0)
     assert args["VolumeBinding"]["bindTimeoutSeconds"] == 600 and args["InterPodAffinity"]["hardPodAffinityWeight"] == 7
     assert not any("pluginConfig" in n for n in notes)
@@ -212,11 +212,11 @@ def test_a_converted_file_validates_as_shardsched_configuration_unchanged():
     """What `config convert` prints is itself a valid configuration meaning the same."""
     cfg, _ = load(ksc(percentageOfNodesToScore=30, profiles=[{"schedulerName": "a", "plugins": {
         "score": {"disabled": [{"name": "ImageLocality"}]}, "filter": {"disabled": [{"name": "NodePorts"}]}}}]))
-    again = config.validate(copy.deepcopy(cfg))
+    again = config.validate(cfg.to_dict())
     assert again == cfg
 
 
 def test_lease_durations_are_not_checked_without_leader_election():
     """As kube: with leaderElect false, the durations are never used, so never refused."""
     cfg, _ = load(ksc(leaderElection={"leaderElect": False, "leaseDuration": "5s", "renewDeadline": "10s"}))
-    assert cfg["leaderElection"]["leaderElect"] is False
+    assert cfg.leader_election.leader_elect is False

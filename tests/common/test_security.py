@@ -4,7 +4,6 @@ that commits bindings), with the token of local runs and with mutual TLS from `s
 certs`."""
 from __future__ import annotations
 
-import copy
 import os
 
 import grpc
@@ -22,9 +21,12 @@ def binder_with(security: dict) -> tuple[LiveBinder, MemoryStore]:
     store = MemoryStore()
     store.create(node("n1"))
     store.create(pod("p", cpu="1"))
-    cfg = make_config()
-    cfg["security"].update(security)
-    return LiveBinder(store, cfg), store
+    return LiveBinder(store, make_config(security=security)), store
+
+
+def from_config(security: dict) -> Security:
+    """Security.from_config of a `security` section as the file writes it."""
+    return Security.from_config(make_config(security=security).security)
 
 
 def refused(channel: grpc.Channel) -> None:
@@ -49,7 +51,7 @@ def test_token_mode_refuses_peers_without_the_token(tmp_path):
         refused(grpc.insecure_channel(address))
         wrong = tmp_path / "wrong"
         wrong.write_text("guess")
-        refused(Security.from_config({"mode": "token", "tokenFile": str(wrong)}).channel(address))
+        refused(from_config({"mode": "token", "tokenFile": str(wrong)}).channel(address))
         assert store.get("Pod", "default/p")["spec"].get("nodeName") is None
         binder.sync()
         assert binder.decide(decision("default/p", "n1", uid=store.get("Pod", "default/p")["metadata"]["uid"]))[
@@ -73,8 +75,8 @@ def test_mutual_tls_with_certificates_from_shardsched_certs(tmp_path, capsys):
     try:
         address = binder.server.address
         refused(grpc.insecure_channel(address))
-        refused(Security.from_config({**mtls(theirs, "shard"), "serverName": "shardsched"}).channel(address))
-        shard = Security.from_config({**mtls(ours, "shard"), "serverName": "shardsched"})
+        refused(from_config({**mtls(theirs, "shard"), "serverName": "shardsched"}).channel(address))
+        shard = from_config({**mtls(ours, "shard"), "serverName": "shardsched"})
         with shard.channel(address) as ch:
             assert rpc.ComponentStub(ch).Status(pb.StatusRequest(), timeout=5).role == "binder"
     finally:
@@ -82,9 +84,8 @@ def test_mutual_tls_with_certificates_from_shardsched_certs(tmp_path, capsys):
 
 
 def test_missing_credential_files_are_named(tmp_path):
-    cfg = copy.deepcopy(make_config())
-    cfg["security"].update(mode="mtls", caFile=str(tmp_path / "nope.crt"))
+    section = {"mode": "mtls", "caFile": str(tmp_path / "nope.crt")}
     with pytest.raises(ValueError, match=r"security.caFile: cannot read .*nope.crt"):
-        Security.from_config(cfg["security"])
+        from_config(section)
     with pytest.raises(ValueError, match="security.tokenFile: is required in mode token"):
-        Security.from_config({**cfg["security"], "mode": "token"})
+        from_config({**section, "mode": "token"})

@@ -34,8 +34,8 @@ class FakeLink:
 
 
 def make_dispatcher(shards=("0", "1"), **dispatcher_cfg):
-    cfg = config.defaults()
-    cfg["dispatcher"].update(dispatcher_cfg)
+    """`dispatcher_cfg`: the dispatcher section's fields, as the file writes them."""
+    cfg = config.validate({"dispatcher": dispatcher_cfg})
     d = Dispatcher(cfg, MemoryStore(), port=0, seed=1)
     d.shards = {i: FakeLink(i) for i in shards}
     return d

@@ -9,6 +9,7 @@ import pytest
 
 from builders import (
     HOST, ZONE, Cluster, expr, make_config, node, node_affinity, pod, pod_affinity, pod_term, spread, toleration,
+    with_out_of_tree_plugins,
 )
 
 
@@ -278,8 +279,7 @@ def test_pre_filter_results_that_share_no_node_fail_with_kubes_message(results, 
     from shard.registry import REGISTRY
 
     registry = dict(REGISTRY, **{name: _fake_pre_filter(name, names) for name, names in results.items()})
-    cfg = make_config()
-    cfg["profiles"][0]["plugins"]["enabled"] += [{"name": name, "weight": 0} for name in results]
+    cfg = with_out_of_tree_plugins(make_config(), *results)
     c = Cluster([node("n1"), node("n2"), node("n3")], cfg=cfg, registry=registry)
     assert c.explain(pod("p")) == want
 
@@ -314,8 +314,7 @@ def test_preemption_follows_a_pre_filter_that_says_unschedulable():
         def pre_filter(self, state, pod):
             return unschedulable("waiting for something")
 
-    cfg = make_config()
-    cfg["profiles"][0]["plugins"]["enabled"].append({"name": "FakeWaiting", "weight": 0})
+    cfg = with_out_of_tree_plugins(make_config(), "FakeWaiting")
     low = pod("low", cpu="2", node_name="n1", priority=1)
     c = Cluster([node("n1", cpu="2")], [low], cfg=cfg, registry=dict(REGISTRY, FakeWaiting=Waiting))
     result = c.schedule(pod("high", cpu="2", priority=100))

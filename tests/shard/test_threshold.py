@@ -10,9 +10,8 @@ from shard.threshold import Threshold, kube_rule
 
 
 def threshold(**over) -> Threshold:
-    cfg = make_config("adaptive")["threshold"]
-    cfg.update(over)
-    return Threshold(cfg)
+    """`over`: threshold fields, as the file writes them."""
+    return Threshold(make_config("adaptive", threshold=over).threshold)
 
 
 @pytest.mark.parametrize("nodes, expected", [
