@@ -17,9 +17,9 @@ import queue
 import signal
 import threading
 
-from common.objects import parse_node, parse_pod
-from common.predicates import node_matches, unschedulable_blocks, untolerated_taint
-from common.resources import vsub
+from common.model.objects import parse_node, parse_pod
+from common.scheduling.predicates import node_matches, unschedulable_blocks, untolerated_taint
+from common.model.resources import vsub
 from common.store.kube_store import KubeStore
 
 

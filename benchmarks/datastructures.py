@@ -19,9 +19,9 @@ from __future__ import annotations
 import random
 import time
 
-from common.fleet import generate
-from common.objects import parse_node
-from common.resources import ZERO, vadd
+from common.tools.fleet import generate
+from common.model.objects import parse_node
+from common.model.resources import ZERO, vadd
 from shard.node_info import NodeInfo
 from shard.snapshot import Snapshot
 from shard.zone_tree import ZoneTree, zone_of

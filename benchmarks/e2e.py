@@ -19,12 +19,12 @@ import threading
 import time
 
 from common import config as config_mod
-from common import fleet as fleet_mod
-from common import top
-from common.local_cluster import LocalCluster
+from common.tools import fleet as fleet_mod
+from common.tools import top
+from common.tools.local_cluster import LocalCluster
 from common.store import open_store
 from common.store.embedded import EmbeddedRedis
-from common.verify import verify_store
+from common.tools.verify import verify_store
 
 from . import groups, harness
 from .churn import ChurnProcess

@@ -10,8 +10,8 @@ from __future__ import annotations
 import copy
 import random
 
-from common.fleet import generate
-from common.objects import parse_node, parse_pod
+from common.tools.fleet import generate
+from common.model.objects import parse_node, parse_pod
 from shard.cache import ShardCache
 
 

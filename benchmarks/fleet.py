@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import itertools
 
-from common.fleet import generate
-from common.objects import parse_node
+from common.tools.fleet import generate
+from common.model.objects import parse_node
 from common.store.embedded import EmbeddedRedis
 from common.store.redis_store import RedisStore
 

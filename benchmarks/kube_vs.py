@@ -39,9 +39,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from common import config as config_mod
-from common import fleet as fleet_mod
+from common.tools import fleet as fleet_mod
 from common.store.kube_store import KubeStore
-from common.verify import verify_store
+from common.tools.verify import verify_store
 
 from . import e2e, harness, kube_cluster
 from .workloads import WORKLOADS
@@ -273,7 +273,7 @@ def _progress(side: str, total: int):
 
 
 def shardsched_cluster(kubeconfig: Path, args, log_dir: str):
-    from common.local_cluster import LocalCluster
+    from common.tools.local_cluster import LocalCluster
 
     free = {"base_port": 0, "metrics_base_port": 0}
     cfg = config_mod.defaults().replace(store={"kubeconfig": str(kubeconfig)},

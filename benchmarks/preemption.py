@@ -24,8 +24,8 @@ import statistics
 import time
 
 from common import config
-from common.fleet import generate
-from common.objects import parse_node
+from common.tools.fleet import generate
+from common.model.objects import parse_node
 from shard.cache import ShardCache
 from shard.scheduler import Scheduler
 

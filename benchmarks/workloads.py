@@ -2,7 +2,7 @@
 
 Each workload is a function (pods, seed, nodes) -> list of Pod dicts for profile
 `shardsched` (and, for `gang`, the PodGroups before their pods). Node names follow
-`common.fleet.generate` (kwok-node-<i>).
+`common.tools.fleet.generate` (kwok-node-<i>).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`python -m binder --config FILE --id N`: one binder process, until SIGTERM or SIGINT."""
 import sys
 
-from common.runner import main
+from common.runtime.runner import main
 
 from .server import build
 

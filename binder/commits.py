@@ -8,7 +8,7 @@ outcomes go back to their shards' streams as soon as it completes: nothing waits
 another shard's batch, or for the next batch of the same shard.
 
 A pod group's unit is committed by one worker as a whole: the victims of all its members,
-then the group commit of common/group_commit.py (all members bound or none).
+then the group commit of common/scheduling/group_commit.py (all members bound or none).
 A decision whose pod has claims to bind (VolumeBinding's PreBind) has the volume bindings
 written after its victims are gone; it then waits, off the pipeline, until the claims are
 bound (binder/volume_waits.py), and comes back to be bound (`resume`) or is refused
@@ -24,11 +24,11 @@ import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from common.disruption import VICTIMS_TERMINATING, eviction_failures
-from common.events import NORMAL, PREEMPTED, SCHEDULED, pod_ref
-from common.logs import ErrorLog
-from common.plugin_names import VOLUME_BINDING
-from common.volume_binding import write_bindings
+from common.scheduling.disruption import VICTIMS_TERMINATING, eviction_failures
+from common.runtime.events import NORMAL, PREEMPTED, SCHEDULED, pod_ref
+from common.runtime.logs import ErrorLog
+from common.config.plugin_names import VOLUME_BINDING
+from common.scheduling.volume_binding import write_bindings
 from proto import shardsched_pb2 as pb
 
 from .groups import GroupPending
@@ -61,8 +61,8 @@ class Commits:
                  wait_for_volumes=None):
         """`settle([(pending, outcome, how)])` ends reservations and sends their outcomes;
         `holds(partition)` says whether we may still commit for it; `count(name, n)` bumps a
-        counter; `groups` (common.group_commit.GroupCommit) binds a unit all or nothing;
-        `status` (common.events.StatusWriter) takes the Scheduled and Preempted events of
+        counter; `groups` (common.scheduling.group_commit.GroupCommit) binds a unit all or nothing;
+        `status` (common.runtime.events.StatusWriter) takes the Scheduled and Preempted events of
         what was committed; `wait_for_volumes(items)` takes decisions whose volume bindings
         were written until their claims are bound (they come back through `resume` or
         `finish`)."""
@@ -179,7 +179,7 @@ class Commits:
 
     def _commit_unit(self, unit: GroupPending, items: list[Pending], done: dict) -> None:
         """A pod group's unit: every member's victims evicted, then all members bound or none
-        (common.group_commit); one refusal refuses them all."""
+        (common.scheduling.group_commit); one refusal refuses them all."""
         if not self.holds(unit.partition):
             for i, it in enumerate(items):
                 done[i] = (self._outcome(it, False, f"NotPartitionHolder: partition {unit.partition} "

@@ -6,14 +6,14 @@
   one GroupDecision; a member that comes once the group has its quorum arrives alone, a
   unit of one. The PodGroup must exist. So no shard, however wrong, makes the binder leave a
   group partly bound.
-* **Judging a unit.** Each member is judged as a lone decision would be (common/checks.py)
+* **Judging a unit.** Each member is judged as a lone decision would be (common/scheduling/checks.py)
   with the members before it already reserved, so the unit is checked as if it were bound at
   once; the first refusal releases every reservation of the unit and refuses all members
   (the failing one with its reason, the others with "GroupRefused: <member>: <reason>").
 * **Victims.** None belongs to a group whose priority is not below the preemptor's, and
   the victims of every decision in flight together never take a group below its minMember
-  (common.podgroup.victims_break_group): preemption never breaks a placed gang.
-* **Committing.** common/group_commit.py: the intent on the PodGroup, the bindings, the
+  (common.model.podgroup.victims_break_group): preemption never breaks a placed gang.
+* **Committing.** common/scheduling/group_commit.py: the intent on the PodGroup, the bindings, the
   intent removed (a failed binding rolls the unit back).
 * **Recovery** (`IntentRecovery`). A binder that takes a partition over first resolves
   every intent left on a group of that partition (a binder died mid-commit); it also
@@ -27,8 +27,8 @@ from __future__ import annotations
 import logging
 import time
 
-from common.checks import Judged, first_failure
-from common.podgroup import INTENT_ANNOTATION, Intent, group_key, object_key_of, victims_break_group
+from common.scheduling.checks import Judged, first_failure
+from common.model.podgroup import INTENT_ANNOTATION, Intent, group_key, object_key_of, victims_break_group
 from .view import Reservation
 
 log = logging.getLogger(__name__)

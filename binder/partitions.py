@@ -20,7 +20,7 @@ import logging
 import math
 import time
 
-from common.partition import PARTITION_ROLE
+from common.scheduling.partition import PARTITION_ROLE
 
 log = logging.getLogger(__name__)
 

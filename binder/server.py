@@ -2,7 +2,7 @@
 
 Each shard holds one Decide stream. A decision names a pod and a node (and victims); the
 binder takes the pod from its own watch (BinderView), checks the decision against its view
-and its reservations (common/checks.py) under one lock, reserves it, and hands it to the
+and its reservations (common/scheduling/checks.py) under one lock, reserves it, and hands it to the
 commit pipeline (binder/commits.py), which answers on the stream as each commit completes.
 A decision about a pod the watch has not shown yet waits for the watch to reach the
 resourceVersion the shard saw, briefly, before it is judged. A pod group's members come as one
@@ -21,17 +21,17 @@ import queue
 import threading
 import time
 
-from common.component import Component
-from common.disruption import Budgets
-from common.events import StatusWriter
-from common.metrics import BinderMetrics
-from common.partition import partition_of
+from common.runtime.component import Component
+from common.scheduling.disruption import Budgets
+from common.runtime.events import StatusWriter
+from common.runtime.metrics import BinderMetrics
+from common.scheduling.partition import partition_of
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
-from common.checks import Judged, first_failure, profile_checks
-from common.group_commit import GroupCommit, env_failpoint
-from common.profile_plugins import gang_scheduler_names
+from common.scheduling.checks import Judged, first_failure, profile_checks
+from common.scheduling.group_commit import GroupCommit, env_failpoint
+from common.config.profile_plugins import gang_scheduler_names
 from .commits import Commits, Pending
 from .groups import GroupPending, GroupRules, IntentRecovery, judge_unit
 from .partitions import PartitionLeases
@@ -99,7 +99,7 @@ class BinderServer(Component, rpc.BinderServicer):
         self.deferred_units: list[tuple] = []  # (group decision, stream, deadline) likewise
 
     def checks_for(self, pod) -> tuple:
-        """The checks of the filters the pod's profile runs (common.checks.profile_checks)."""
+        """The checks of the filters the pod's profile runs (common.scheduling.checks.profile_checks)."""
         return self.checks.get(pod.scheduler_name, self.default_checks)
 
     def feed_forever(self) -> None:
@@ -329,5 +329,5 @@ class BinderServer(Component, rpc.BinderServicer):
 
 
 def build(cfg, store, args) -> BinderServer:
-    """The component `python -m binder` runs (see common.runner)."""
+    """The component `python -m binder` runs (see common.runtime.runner)."""
     return BinderServer(cfg, store, args.id, port=args.port, metrics_port=args.metrics_port)

@@ -3,7 +3,7 @@
 It follows the store's watch: every node, every bound pod, the pending pods of this
 scheduler (parsed once, when the watch shows them, with their priority from the
 PriorityClasses), the PodDisruptionBudgets, and the PodGroups with their members. Decisions
-that pass the checks are *reserved*: counted at once as assumed pods (common.accounting, as
+that pass the checks are *reserved*: counted at once as assumed pods (common.scheduling.accounting, as
 a shard counts its own decisions), their victims claimed, until the commit settles them. So two decisions in
 flight can never both take the last room on a node or break a constraint between them.
 
@@ -18,12 +18,12 @@ import logging
 import time
 import uuid
 
-from common.changes import node_unchanged
-from common.constraints import ConstrainedAccounting, ConstraintIndex
-from common.intake import Intake, Kind, status_update, volume_kinds
-from common.objects import raw_pod_key
-from common.podgroup import GroupIndex, object_key_of
-from common.volumes import VolumeState
+from common.model.changes import node_unchanged
+from common.scheduling.constraints import ConstrainedAccounting, ConstraintIndex
+from common.runtime.intake import Intake, Kind, status_update, volume_kinds
+from common.model.objects import raw_pod_key
+from common.model.podgroup import GroupIndex, object_key_of
+from common.scheduling.volumes import VolumeState
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class Reservation:
         self.victims = victims      # [(key, uid)]
         self.delete = delete        # victim keys deleted outright (their eviction breaks a PDB)
         self.partition = partition
-        self.volumes = volumes      # common.volumes.PodVolumes to bind first (PreBind), or None
+        self.volumes = volumes      # common.scheduling.volumes.PodVolumes to bind first (PreBind), or None
 
 
 class BinderView:
@@ -58,7 +58,7 @@ class BinderView:
         self.volumes = VolumeState()
         #: NodeVolumeLimits' prefix for the volume a claim not yet bound will get
         self.volume_prefix = uuid.uuid4().hex
-        #: what the view keeps of each kind (common.intake); the binder's informer feeds it
+        #: what the view keeps of each kind (common.runtime.intake); the binder's informer feeds it
         self.intake = Intake([
             Kind("PriorityClass", keep=self.priority_classes),
             Kind("PodDisruptionBudget", keep=self.pdbs),

@@ -4,7 +4,7 @@ kube-scheduler's VolumeBinding PreBind polls until the claims are bound, holding
 goroutine for up to bindTimeoutSeconds. Here the wait holds nothing: the commit pipeline
 hands such decisions over (`add`) and goes on; after each pass of the binder's watch,
 `check` asks of each whether its claims are bound as the watch shows them
-(common.volume_binding.bindings_done). Bound ones go back to the pipeline to be bound
+(common.scheduling.volume_binding.bindings_done). Bound ones go back to the pipeline to be bound
 (Commits.resume); those that cannot be bound any more (a provisioner gave up, the partition
 was lost) or ran out of time are refused (Commits.finish), and the shard retries them. The reservation holds the node's room
 meanwhile, as kube's assumed pod does.
@@ -15,8 +15,8 @@ import threading
 import time
 
 from common.config import Config
-from common.plugin_names import VOLUME_BINDING
-from common.volume_binding import TIMED_OUT, bind_timeout, bindings_done
+from common.config.plugin_names import VOLUME_BINDING
+from common.scheduling.volume_binding import TIMED_OUT, bind_timeout, bindings_done
 
 
 class VolumeWaits:

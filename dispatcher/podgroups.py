@@ -1,6 +1,6 @@
 """The dispatcher keeps each PodGroup's status current, as scheduler-plugins' PodGroup
 controller does: phase (Pending, Scheduling, Scheduled, Running, Finished, Failed) and the
-counts of members scheduled, running, succeeded and failed (common.podgroup.status_of).
+counts of members scheduled, running, succeeded and failed (common.model.podgroup.status_of).
 
 It follows PodGroups and every pod's group label from the dispatcher's own watch, marks a
 group dirty when it or one of its members changes, and writes the status of dirty groups at
@@ -14,9 +14,9 @@ import logging
 import time
 
 from common.errors import Conflict
-from common.intake import Kind
-from common.objects import raw_pod_key
-from common.podgroup import GroupIndex, object_key_of, status_differs, status_of
+from common.runtime.intake import Kind
+from common.model.objects import raw_pod_key
+from common.model.podgroup import GroupIndex, object_key_of, status_differs, status_of
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ class GroupStatus:
         self.index = GroupIndex()
         self.dirty: set[str] = set()
         self._written_at = 0.0
-        #: what it keeps of each kind (common.intake), among the dispatcher's declarations
+        #: what it keeps of each kind (common.runtime.intake), among the dispatcher's declarations
         self.kinds = [Kind("PodGroup", handle=self._apply_group), Kind("Pod", handle=self._apply_pod)]
 
     def _apply_group(self, type_: str, obj: dict) -> None:

@@ -17,7 +17,7 @@ What it does:
   the old shard to drop them, so one pod is never scheduled by two shards on purpose; if it
   happens anyway the binder's atomic bind lets only one win).
 
-Replicas elect a leader (common/leader_election.py, `leaderElection` in the config); only
+Replicas elect a leader (common/runtime/leader_election.py, `leaderElection` in the config); only
 the leader opens streams to the shards and dispatches. A standby keeps following pending
 pods, so it is ready and takes over at once when it wins the lease. A new leader (a takeover,
 a restart) first adopts what the shards already hold: each shard lists the pods it works on
@@ -32,13 +32,13 @@ import random
 import time
 from collections import Counter
 
-from common.component import Component
-from common.intake import Intake, Kind
-from common.leader_election import LeaderElector
-from common.links import StreamLink
-from common.metrics import DispatcherMetrics
-from common.objects import TERMINAL_PHASES, raw_pod_key
-from common.podgroup import raw_group_key
+from common.runtime.component import Component
+from common.runtime.intake import Intake, Kind
+from common.runtime.leader_election import LeaderElector
+from common.runtime.links import StreamLink
+from common.runtime.metrics import DispatcherMetrics
+from common.model.objects import TERMINAL_PHASES, raw_pod_key
+from common.model.podgroup import raw_group_key
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
@@ -419,5 +419,5 @@ class Dispatcher(Component):
 
 
 def build(cfg, store, args) -> Dispatcher:
-    """The component `python -m dispatcher` runs (see common.runner)."""
+    """The component `python -m dispatcher` runs (see common.runtime.runner)."""
     return Dispatcher(cfg, store, args.id, port=args.port, seed=args.seed, metrics_port=args.metrics_port)

@@ -1,6 +1,6 @@
 """The shard's cache: every node and every bound or assumed pod, fed by store watch events.
 
-The bookkeeping (bound, assumed, confirmed, forgotten, expired) is common.accounting's, which
+The bookkeeping (bound, assumed, confirmed, forgotten, expired) is common.scheduling.accounting's, which
 the binder shares. What the shard adds: NodeInfos live in a GenerationStore ListStore, so every
 change moves the node to the front with a fresh generation and a snapshot update only visits
 what changed; and the priorities of the counted pods, so preemption knows when it is pointless.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from common.accounting import PodAccounting
-from common.generation_store import ListStore
+from common.scheduling.accounting import PodAccounting
+from shard.generation_store import ListStore
 from .node_info import NodeInfo
 
 

@@ -16,7 +16,7 @@ Plugins reach the rest of the scheduler only through their Handle (see handle.py
 """
 from __future__ import annotations
 
-from common.plugin_args import KINDS, resolve
+from common.config.plugin_args import KINDS, resolve
 from common.plugins.interface import check_implements, implements  # noqa: F401 (implements: the shard's)
 from common.plugins.spec import PluginSpec
 
@@ -113,7 +113,7 @@ class Plugin(PluginSpec):
     it runs at the points of the methods it implements.
 
     `handle` is what the plugin may use of the scheduler (its profile's Handle); `args` the
-    plugin's pluginConfig args, read through common.plugin_args (every field present, kube's
+    plugin's pluginConfig args, read through common.config.plugin_args (every field present, kube's
     defaults filled in); `weight` its score weight in the profile.
     """
 

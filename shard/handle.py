@@ -26,7 +26,7 @@ class Handle:
 
     @property
     def volumes(self):
-        """The claims, volumes, storage classes and CSINodes (common.volumes.VolumeState),
+        """The claims, volumes, storage classes and CSINodes (common.scheduling.volumes.VolumeState),
         with the volume bindings this shard assumed laid over them."""
         return self._sched.volumes
 
@@ -62,7 +62,7 @@ class Handle:
 
     @property
     def groups(self):
-        """PodGroups and their members as the watch shows them (common.podgroup.GroupIndex)."""
+        """PodGroups and their members as the watch shows them (common.model.podgroup.GroupIndex)."""
         return self._sched.groups
 
     @property

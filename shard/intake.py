@@ -1,6 +1,6 @@
 """What a shard keeps of the store, and how the store's events change it.
 
-The shard's declarations for common.intake: PriorityClasses and PodDisruptionBudgets kept by
+The shard's declarations for common.runtime.intake: PriorityClasses and PodDisruptionBudgets kept by
 key, the storage kinds in the scheduler's VolumeState, nodes in the cache, PodGroups in the
 scheduler's group index, and every pod: bound ones counted in the cache, owned pending ones
 queued (unless a PreEnqueue plugin holds them back), another shard's pending ones set aside
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import logging
 
-from common.changes import node_unchanged
-from common.intake import Intake, Kind, same_version, status_update, volume_kinds
-from common.objects import raw_pod_key
-from common.podgroup import object_key_of
-from common.volumes import counts_volumes
+from common.model.changes import node_unchanged
+from common.runtime.intake import Intake, Kind, same_version, status_update, volume_kinds
+from common.model.objects import raw_pod_key
+from common.model.podgroup import object_key_of
+from common.scheduling.volumes import counts_volumes
 from . import queueing_hints as hints
 
 log = logging.getLogger(__name__)

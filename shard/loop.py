@@ -18,8 +18,8 @@ from __future__ import annotations
 import logging
 import time
 
-from common.disruption import VICTIMS_TERMINATING
-from common.podgroup import group_key
+from common.scheduling.disruption import VICTIMS_TERMINATING
+from common.model.podgroup import group_key
 from .cache import ShardCache
 from .framework import SUCCESS
 from .intake import ProfileOwnership, ShardIntake

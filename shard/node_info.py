@@ -1,20 +1,20 @@
 """Per-node aggregate state: what the plugins need to judge one node quickly.
 
 A NodeInfo holds the node, its pods (bound and assumed), their summed request vector and the
-host ports in use (common.accounting's NodeUsage, which the binder keeps too), and the pods
+host ports in use (common.scheduling.accounting's NodeUsage, which the binder keeps too), and the pods
 that carry inter-pod (anti-)affinity, plus a priority prefix-sum splay tree of its pods for
 preemption pruning. The cache owns the live objects;
 snapshots hold clones.
 """
 from __future__ import annotations
 
-from common.accounting import NodeUsage
-from common.splay import PrioritySplayTree
+from common.scheduling.accounting import NodeUsage
+from shard.splay import PrioritySplayTree
 
 
 def nonzero_request(pod) -> tuple[int, int]:
     """(cpu, memory) used for scoring: each container asking for no cpu or no memory counts
-    as kube-scheduler's defaults (common.objects.NONZERO_DEFAULTS)."""
+    as kube-scheduler's defaults (common.model.objects.NONZERO_DEFAULTS)."""
     return pod.nonzero
 
 

@@ -8,7 +8,7 @@ search may start at a random row and stop early without favouring one zone.
 The numpy columns (allocatable, requested, free, taint bitmask, unschedulable flag,
 generation, and label columns created on first use) are in the same row order and are
 rewritten only for rows that change, so vectorised filters cost one numpy pass. The resource
-columns are as wide as the process's resource table (common.resources): they widen when an
+columns are as wide as the process's resource table (common.model.resources): they widen when an
 extended resource takes a new slot, and a slot given back is reused, column and all, by the
 next new resource. Sums over a node's pods that pass int64 (each pod's own request fits) are
 held at the int64 maximum: the node is full either way.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from common.resources import BASE_WIDTH, INT64_MAX, RESOURCES, padded
+from common.model.resources import BASE_WIDTH, INT64_MAX, RESOURCES, padded
 
 OVERFLOW_BIT = np.uint64(1 << 63)
 MAX_TAINT_BITS = 63
@@ -90,7 +90,7 @@ class NodeTable:
         self.image_nodes: dict[str, int] = {}  # image name -> number of nodes that have it
         self.affinity_nodes: set[str] = set()  # nodes holding pods with pod (anti-)affinity
         self._cap = 0
-        #: Resource columns (slots of common.resources) in alloc, requested, free, releasable.
+        #: Resource columns (slots of common.model.resources) in alloc, requested, free, releasable.
         self.width = BASE_WIDTH
         self.alloc = self.requested = self.free = self.nonzero = None
         self.taints = self.prefer_taints = self.unschedulable = self.generation = None

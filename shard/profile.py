@@ -1,8 +1,8 @@
 """One scheduling profile: its plugins sorted into the extension points they run at."""
 from __future__ import annotations
 
-from common.profile_plugins import resolve
-from common.plugin_names import COSCHEDULING
+from common.config.profile_plugins import resolve
+from common.config.plugin_names import COSCHEDULING
 from common.plugins.interface import METHOD_POINTS, implemented_points
 
 from .framework import implements
@@ -24,7 +24,7 @@ def registry_points(registry: dict | None) -> dict:
 class Profile:
     def __init__(self, cfg, sched, args: dict, threshold, registry: dict | None = None):
         """`cfg` is one of the config's `profiles` (a common.config.Profile); `args` every plugin's resolved
-        arguments (common.plugin_args.profile_args); `threshold` the profile's Threshold;
+        arguments (common.config.plugin_args.profile_args); `threshold` the profile's Threshold;
         `registry` the plugin classes by name (default: shard.registry.REGISTRY, as kube's
         out-of-tree registry)."""
         self.name = cfg.scheduler_name

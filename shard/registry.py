@@ -52,8 +52,8 @@ _check(REGISTRY)
 
 
 def build_plugins(uses: list, args: dict, handle, registry: dict | None = None) -> list:
-    """Instantiate a profile's plugins (common.profile_plugins' PluginUses, in order), each
-    with its resolved arguments (common.plugin_args.profile_args); `registry` (name -> class,
+    """Instantiate a profile's plugins (common.config.profile_plugins' PluginUses, in order), each
+    with its resolved arguments (common.config.plugin_args.profile_args); `registry` (name -> class,
     default REGISTRY) is where they are found, as kube's out-of-tree registry."""
     registry = REGISTRY if registry is None else registry
     return [registry[u.name](handle, args.get(u.name), u.weight) for u in uses]

@@ -25,11 +25,11 @@ import time
 
 import numpy as np
 
-from common.disruption import Budgets
+from common.scheduling.disruption import Budgets
 from common.config import Config, Profile as ProfileConfig
-from common.plugin_args import profile_args
-from common.podgroup import GroupIndex
-from common.volumes import VolumeState, claim_volumes
+from common.config.plugin_args import profile_args
+from common.model.podgroup import GroupIndex
+from common.scheduling.volumes import VolumeState, claim_volumes
 from .diagnosis import Diagnosis
 from .framework import (SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status,
                         unresolvable)

@@ -14,11 +14,11 @@ import threading
 import time
 from collections import deque
 
-from common.component import Component
-from common.events import FAILED_SCHEDULING, WARNING, StatusWriter, pod_ref
-from common.links import StreamLink
-from common.metrics import ShardMetrics
-from common.partition import PARTITION_ROLE, partition_of
+from common.runtime.component import Component
+from common.runtime.events import FAILED_SCHEDULING, WARNING, StatusWriter, pod_ref
+from common.runtime.links import StreamLink
+from common.runtime.metrics import ShardMetrics
+from common.scheduling.partition import PARTITION_ROLE, partition_of
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
@@ -54,13 +54,13 @@ READY_EVERY_S = 2.0
 
 class BinderClient:
     """The server's committer: each decision goes to the binder holding its node's partition
-    (common.partition), in one batch per binder per pass (`flush`); the outcomes arrive
+    (common.scheduling.partition), in one batch per binder per pass (`flush`); the outcomes arrive
     later through the inbox. Who holds which partition comes from the partition leases,
     looked up again when a partition has no known holder or a binder says it lost one."""
 
     def __init__(self, store, shard_id: str, cfg, inbox, node_of, security):
         """`node_of(name)`: the node as the shard knows it (None if it does not);
-        `security` (common.security) makes the channels to the binders."""
+        `security` (common.runtime.security) makes the channels to the binders."""
         self.store = store
         self.security = security
         self.shard_id = shard_id
@@ -400,6 +400,6 @@ class ShardServer(Component, rpc.ShardServicer):
 
 
 def build(cfg, store, args) -> ShardServer:
-    """The component `python -m shard` runs (see common.runner)."""
+    """The component `python -m shard` runs (see common.runtime.runner)."""
     return ShardServer(cfg, store, int(args.id), port=args.port, seed=args.seed,
                        metrics_port=args.metrics_port)

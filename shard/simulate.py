@@ -4,18 +4,18 @@ memory store through the real shard code (pod groups included, as units).
 Pods with spec.nodeName are running; the other pods are pending, queued in input order, and
 scheduled until nothing more can change (a pass in which no pod was bound or evicted).
 PersistentVolumeClaims are bound as a cluster's controllers would bind them
-(common.provisioner): Immediate ones before any pod is scheduled, WaitForFirstConsumer ones
+(shard.provisioner): Immediate ones before any pod is scheduled, WaitForFirstConsumer ones
 once the scheduler picked a node for their first pod. Pods
 whose schedulerName is `default-scheduler` (the API's default) are scheduled too, by the first
 profile: a manifest written for any cluster should simulate without edits.
 """
 from __future__ import annotations
 
-from common.admission import admit
+from common.model.admission import admit
 from common.config import Config
-from common.objects import raw_pod_key
-from common.podgroup import status_of
-from common.provisioner import Provisioner
+from common.model.objects import raw_pod_key
+from common.model.podgroup import status_of
+from shard.provisioner import Provisioner
 from common.store.memory import MemoryStore
 from common.store.podstatus import GATED_MESSAGE, SCHEDULING_GATED
 from .intake import ProfileOwnership

@@ -6,11 +6,11 @@ own thread, against the store.
 """
 from __future__ import annotations
 
-from common.disruption import eviction_failures, refusal
-from common.group_commit import GroupCommit
-from common.objects import parse_object
-from common.plugin_names import VOLUME_BINDING
-from common.volume_binding import TIMED_OUT, bindings_done, store_lookups, write_bindings
+from common.scheduling.disruption import eviction_failures, refusal
+from common.scheduling.group_commit import GroupCommit
+from common.model.objects import parse_object
+from common.config.plugin_names import VOLUME_BINDING
+from common.scheduling.volume_binding import TIMED_OUT, bindings_done, store_lookups, write_bindings
 from .plugins.volume_binding import planned_volumes
 
 
@@ -21,9 +21,9 @@ class StoreCommitter:
     as the binder's applies, so the outcome is what the distributed scheduler would do."""
 
     def __init__(self, store, failpoint=None, provision=None):
-        """`failpoint`: common.group_commit's hook, for tests that cut a group commit short;
+        """`failpoint`: common.scheduling.group_commit's hook, for tests that cut a group commit short;
         `provision`, when given, plays the storage controllers between writing a pod's volume
-        bindings and checking they are done (simulate's common.provisioner)."""
+        bindings and checking they are done (simulate's shard.provisioner)."""
         self.store = store
         self.groups = GroupCommit(store, "shard", failpoint)
         self.provision = provision
@@ -59,7 +59,7 @@ class StoreCommitter:
 
     def commit_unit(self, unit: str, items: list, budgets) -> list[str]:
         """A pod group's unit: every member's victims evicted (or none, if the budgets
-        refuse one), then all members bound or none (common.group_commit, which takes the
+        refuse one), then all members bound or none (common.scheduling.group_commit, which takes the
         place of the Bind plugins for a unit); one reason per member, "" when bound."""
         victims = [(entry.pod, v) for entry, result in items for v in result.victims]
         if victims:

@@ -1,7 +1,7 @@
 """The objects the tests build, and the harnesses over them.
 
 Nodes and pods are written as the plain Kubernetes dicts a manifest would hold and parsed with
-common.objects, so the tests exercise the same parsing the shard uses. The suite's node and pod
+common.model.objects, so the tests exercise the same parsing the shard uses. The suite's node and pod
 helpers all build through `node()` and `pod()`; the thin wrappers after them only fix the
 defaults and argument order some modules' tests are written with (a store that assigns the uid
 itself, the binder's namespace "ns", the parser's bare input).
@@ -26,7 +26,7 @@ import numpy as np
 
 from binder.view import BinderView
 from common import config as config_mod
-from common.objects import POD_GROUP_LABEL, parse_node, parse_object, parse_pod
+from common.model.objects import POD_GROUP_LABEL, parse_node, parse_object, parse_pod
 from shard.cache import ShardCache
 from shard.framework import SKIP, CycleState, PreFilterResult, Status, implements
 from shard.scheduler import Scheduler
@@ -252,7 +252,7 @@ small_node = partial(node, cpu="2", memory="4Gi", pods="3", hostname_label=False
 
 def ns_pod(name: str, node_name: str | None = None, cpu: str = "500m", port: int | None = None,
            uid: str | None = None, phase: str | None = None, **spec) -> dict:
-    """A 500m pod in namespace "ns" with uid "uid-NAME" (the binder view's and common.verify's
+    """A 500m pod in namespace "ns" with uid "uid-NAME" (the binder view's and common.tools.verify's
     tests name victims by it), no schedulerName, and a status only when `phase` is given;
     `port` a host port; `spec` raw spec fields."""
     return pod(name, cpu, ns="ns", node_name=node_name, images=("x",),
@@ -261,14 +261,14 @@ def ns_pod(name: str, node_name: str | None = None, cpu: str = "500m", port: int
 
 
 def verify_node(name: str = "n1", cpu: str = "2", pods: str = "110", taints=(), labels: dict | None = None):
-    """A parsed 2 cpu, 4Gi node in zone "a" (label `zone`), as common.verify takes them."""
+    """A parsed 2 cpu, 4Gi node in zone "a" (label `zone`), as common.tools.verify takes them."""
     return parse_node(node(name, cpu, "4Gi", pods, labels or {"zone": "a"}, taints, hostname_label=False,
                            capacity=False))
 
 
 def verify_pod(name: str, node_name: str | None = "n1", cpu: str = "500m", port: int | None = None,
                uid: str | None = None, phase: str | None = None, **spec):
-    """ns_pod() bound to n1 unless told otherwise, parsed, as common.verify takes them."""
+    """ns_pod() bound to n1 unless told otherwise, parsed, as common.tools.verify takes them."""
     return parse_pod(ns_pod(name, node_name, cpu, port, uid, phase, **spec))
 
 
@@ -291,7 +291,7 @@ def overflowing_pod(name: str = "huge") -> dict:
 
 def too_wide_node(name: str = "wide") -> dict:
     """A node with one extended resource more than a process may track at once."""
-    from common.resources import MAX_EXTENDED_RESOURCES
+    from common.model.resources import MAX_EXTENDED_RESOURCES
 
     return node(name, extra={f"example.com/many-{i}": "1" for i in range(MAX_EXTENDED_RESOURCES + 1)})
 

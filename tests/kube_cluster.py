@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from benchmarks.kube_cluster import ClusterError, KubeCluster, free_port, kube_bin_dir, print_logs, write_kubeconfig
-from common.local_cluster import LocalCluster
+from common.tools.local_cluster import LocalCluster
 from common.store.kube_store import KubeStore
 from builders import stack_config
 

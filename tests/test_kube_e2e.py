@@ -27,7 +27,7 @@ from benchmarks import kube_vs
 import builders
 from common.store.kube_store import KubeStore
 from kube_cluster import running, shardsched_on
-from common.verify import summary, verify_store
+from common.tools.verify import summary, verify_store
 
 ROOT = Path(__file__).resolve().parent.parent
 NODES = 200

@@ -12,7 +12,7 @@ namespace, at the same time, on the same nodes, and must end the same way:
   be the ones worked out here from kube-scheduler's source.
 
 No kube-controller-manager or provisioner runs on the test API server, so a thread of this
-test plays both (common.provisioner: the PV controller's binding and a dynamic provisioner for
+test plays both (shard.provisioner: the PV controller's binding and a dynamic provisioner for
 the class's "example.com/fake", whose volumes are pinned to the selected node's hostname) for
 both schedulers alike. Without it, both would wait in PreBind for bindTimeoutSeconds.
 """
@@ -27,9 +27,9 @@ from pathlib import Path
 import yaml
 
 from builders import PAUSE, claim_volume, pod, priority_class, pvc, storage_class
-from common.provisioner import Provisioner
+from shard.provisioner import Provisioner
 from common.store.kube_store import KubeStore
-from common.verify import summary, verify_store
+from common.tools.verify import summary, verify_store
 from kube_cluster import print_logs, shardsched_on
 
 from benchmarks import kube_vs

@@ -144,6 +144,34 @@ def test_an_import_around_the_registry_is_caught(tmp_path):
         "shard/scheduler.py:1: imports common.plugins.node_ports.check around the registry (common.plugins)"]
 
 
+def tooling_users(root: Path = ROOT) -> list[str]:
+    """Imports of common/tools/ (operator tooling: the local stack, verify, fleets, top,
+    reports) from a module that is neither tooling itself nor the command line, benchmarks or
+    tests: a process must not carry what only an operator's command needs."""
+    bad = []
+    for top in ("common", *sorted(ROLES)):
+        for path in sorted((root / top).rglob("*.py")):
+            own = module_name(path, root)
+            if own.startswith(("common.tools", "common.cli")):
+                continue
+            for line, target in imports(path, root):
+                if target == "common.tools" or target.startswith("common.tools."):
+                    bad.append(f"{path.relative_to(root)}:{line}: imports {target} (operator tooling)")
+    return bad
+
+
+def test_operator_tooling_stays_out_of_the_processes(tmp_path):
+    assert tooling_users() == []
+    for d in ("common/tools", "common/cli", "shard"):
+        (tmp_path / d).mkdir(parents=True)
+    (tmp_path / "common" / "tools" / "verify.py").write_text("")
+    (tmp_path / "common" / "cli" / "manage.py").write_text("from ..tools import verify\n")
+    (tmp_path / "shard" / "loop.py").write_text("from common.tools.verify import verify_store\n")
+    assert tooling_users(tmp_path) == [
+        "shard/loop.py:1: imports common.tools.verify (operator tooling)",
+        "shard/loop.py:1: imports common.tools.verify.verify_store (operator tooling)"]
+
+
 def test_an_arrow_back_up_is_caught(tmp_path):
     """The checker itself: a role imported from common/store/ is reported, an import of
     common from a role is not."""
@@ -159,7 +187,7 @@ def test_an_arrow_back_up_is_caught(tmp_path):
 def test_a_component_process_loads_neither_benchmarks_nor_the_cli():
     """What `python -m shard|binder|dispatcher` imports: the role, common, proto; not the
     benchmark harness, rich, matplotlib or the command line."""
-    code = ("import sys, shard.server, binder.server, dispatcher.server, common.runner\n"
+    code = ("import sys, shard.server, binder.server, dispatcher.server, common.runtime.runner\n"
             "print(sorted({m.split('.')[0] + ('.cli' if m.startswith('common.cli') else '')\n"
             "             for m in sys.modules} & {'benchmarks', 'matplotlib', 'rich', 'tests', 'common.cli'}))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)

@@ -31,7 +31,7 @@ def test_the_kube_scheduler_configuration_section_is_true():
     the error message quoted is the one validation prints."""
     import yaml
 
-    from common import kube_config, plugin_args
+    from common.config import kube_config, plugin_args
 
     kube = _section("KubeSchedulerConfiguration")
     assert not [f for f in kube_config.FIELDS if f not in ("apiVersion", "kind") and f"`{f}`" not in kube]
@@ -41,7 +41,7 @@ def test_the_kube_scheduler_configuration_section_is_true():
     example = yaml.safe_load(kube.split("```yaml\n", 1)[1].split("```", 1)[0])
     cfg = config.validate(example)
     assert cfg.threshold.percentage == 50 and cfg.shards.count == 4
-    quoted = args.split("validated with kube's rules and messages (`common/plugin_args.py`), e.g.\n`", 1)[1]
+    quoted = args.split("validated with kube's rules and messages (`common/config/plugin_args.py`), e.g.\n`", 1)[1]
     quoted = " ".join(quoted.split("`", 1)[0].split())
     bad = {"profiles": [{"schedulerName": "a", "pluginConfig": [
         {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAlocated"}}}]}]}

@@ -13,11 +13,12 @@ import time
 import pytest
 import redis as redis_py
 
-from common import config, fleet
+from common import config
+from common.tools import fleet
 from common.store import open_store
 from common.store.embedded import EmbeddedRedis
-from common.local_cluster import LocalCluster
-from common.verify import verify_store
+from common.tools.local_cluster import LocalCluster
+from common.tools.verify import verify_store
 from builders import numbered_pod as pod, stack_config
 
 NODES = 60
@@ -251,7 +252,7 @@ def test_top_shows_every_shard_and_binder(cluster_env):
 
     from rich.console import Console
 
-    from common import top
+    from common.tools import top
 
     url, store, start = cluster_env
     cluster = start()
@@ -268,8 +269,8 @@ def test_top_shows_every_shard_and_binder(cluster_env):
 
 
 def test_two_binders_each_commit_their_own_nodes(cluster_env):
-    from common.partition import PARTITION_ROLE, partition_of
-    from common.objects import parse_node
+    from common.scheduling.partition import PARTITION_ROLE, partition_of
+    from common.model.objects import parse_node
 
     url, store, start = cluster_env
     cluster = start(runtime_config(shards=2, binders=2))
@@ -297,7 +298,7 @@ def test_a_standby_binder_takes_over_a_killed_binders_partition(cluster_env):
     """kill -9 of the binder holding the only partition while pods flow, with a standby
     replica running: the standby takes the partition over once its lease expires, and every
     pod is bound exactly once."""
-    from common.partition import PARTITION_ROLE
+    from common.scheduling.partition import PARTITION_ROLE
 
     url, store, start = cluster_env
     cfg = runtime_config().replace(binders={"lease_duration_seconds": 2})
@@ -411,7 +412,7 @@ def test_a_standby_dispatcher_takes_over_when_the_leader_is_killed(cluster_env):
     fit nowhere, parked in the shards), and every pod is bound exactly once."""
     from urllib.request import urlopen
 
-    from common.leader_election import ELECTION_ROLE
+    from common.runtime.leader_election import ELECTION_ROLE
 
     url, store, start = cluster_env
     cfg = runtime_config()

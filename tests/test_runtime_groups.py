@@ -1,6 +1,6 @@
 """Pod groups through the multi-process runtime on a real redis-server, with kill -9 faults.
 
-Dispatcher, shards and binders run as processes (common/local_cluster.py). Groups of pods are
+Dispatcher, shards and binders run as processes (common/tools/local_cluster.py). Groups of pods are
 created while single pods flow; a shard and the binder are killed with -9 on the way. In the
 end every group that fits is bound whole, the one that cannot fit has no pod bound, no
 binding intent is left on any group, and `verify` holds (partial-group included). A binder
@@ -15,9 +15,9 @@ import time
 
 from rich.console import Console
 
-from common import top
+from common.tools import top
 from common.cli import main
-from common.podgroup import INTENT_ANNOTATION
+from common.model.podgroup import INTENT_ANNOTATION
 from builders import group_pod, numbered_pod, pod_group
 from test_runtime import TIMEOUT_S, assert_consistent, cluster_env, runtime_config, wait_bound  # noqa: F401
 

@@ -12,9 +12,9 @@ import importlib
 
 from .. import config as config_mod
 from ..errors import StoreUnavailable
-from ..fleet import PROFILES
-from ..runner import add_arguments as add_role_arguments
-from ..version import VERSION
+from ..tools.fleet import PROFILES
+from ..runtime.runner import add_arguments as add_role_arguments
+from ..runtime.version import VERSION
 from .errors import EXIT_REJECTED, EXIT_USAGE, fail
 
 #: Aliases `get` and `delete` take for the kinds.

@@ -1,7 +1,7 @@
 """`shardsched certs`: a development CA and one certificate per role, for `security.mode: mtls`.
 
 Each certificate serves and authenticates as a client (mutual TLS) and names the one
-`serverName` every component checks (pod addresses change; see common/security.py), plus
+`serverName` every component checks (pod addresses change; see common/runtime/security.py), plus
 localhost and 127.0.0.1 for runs on one machine. Keys are written readable by our user
 only. For production, issue the certificates from the cluster's own CA (cert-manager, say):
 anything signed by the CA in `caFile` is trusted, so its key is the key to the scheduler.
@@ -12,8 +12,8 @@ import datetime
 import ipaddress
 import os
 
-from ..local_cluster import ROLES
-from ..security import SecurityError
+from ..tools.local_cluster import ROLES
+from ..runtime.security import SecurityError
 
 
 def _write(path: str, data: bytes, private: bool) -> None:

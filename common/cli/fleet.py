@@ -8,9 +8,9 @@ import time
 import orjson
 import yaml
 
-from .. import fleet as fleet_mod
-from ..objects import parse_node
-from ..report import print_fleet_summary
+from ..tools import fleet as fleet_mod
+from ..model.objects import parse_node
+from ..tools.report import print_fleet_summary
 from ..store import open_store
 from ..store.embedded import EmbeddedRedis
 from .errors import EXIT_OK, EXIT_REJECTED, fail

@@ -16,13 +16,13 @@ import orjson
 import yaml
 
 from .. import config as config_mod
-from ..admission import admit, stored_classes
+from ..model.admission import admit, stored_classes
 from ..errors import ObjectError
-from ..objects import NAMESPACED, TERMINAL_PHASES, object_key, parse_node, parse_object, parse_pod
-from ..resources import CPU, MEMORY, PODS, format_amount, padded, resource_name, vadd
+from ..model.objects import NAMESPACED, TERMINAL_PHASES, object_key, parse_node, parse_object, parse_pod
+from ..model.resources import CPU, MEMORY, PODS, format_amount, padded, resource_name, vadd
 from ..store import configured_url, open_configured
 from ..store.podstatus import SCHEDULING_GATED, scheduled_condition
-from ..verify import summary, verify_store
+from ..tools.verify import summary, verify_store
 from .errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, UsageError, fail, print_error
 from . import podgroups
 from .manifests import read_documents
@@ -278,8 +278,8 @@ def cmd_get(args) -> int:
         elif kind == "PodGroup":
             units = {}
             if wide:  # asks the shards (gRPC): loaded only here
-                from ..security import Security
-                from ..top import shard_units
+                from ..runtime.security import Security
+                from ..tools.top import shard_units
                 units = shard_units(store, Security.from_config(config_mod.load(args.config).security))
             header, rows = podgroups.rows(items, store.list("Pod")[0], wide, now, units, age)
         else:
@@ -304,7 +304,7 @@ def _parse_all(docs: list, parse) -> list:
 # --- verify -------------------------------------------------------------------------------
 
 def cmd_verify(args) -> int:
-    """`verify`: common.verify's invariants over the store; every violation on its own line
+    """`verify`: common.tools.verify's invariants over the store; every violation on its own line
     (not just the first few, as in the benchmark summary). An object that does not parse
     could hide a violation, so it fails the check too."""
     names = None

@@ -11,9 +11,9 @@ ObjectError naming it; the other documents are read):
   4,000,000 decoded nodes. Without it a few hundred bytes of anchors expand to tens of
   megabytes wherever the object is serialised (PyYAML itself shares the aliased lists, so
   nothing is expanded while reading);
-* nesting depth, at most common.limits.MAX_NESTING_DEPTH levels, checked before PyYAML's
+* nesting depth, at most common.model.limits.MAX_NESTING_DEPTH levels, checked before PyYAML's
   composer recurses into a level (20,000 levels were a RecursionError).
-Limits on the objects themselves (size, JSON values) are admission's: common.limits.
+Limits on the objects themselves (size, JSON values) are admission's: common.model.limits.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import orjson
 import yaml
 
 from ..errors import ObjectError
-from ..limits import MAX_NESTING_DEPTH
+from ..model.limits import MAX_NESTING_DEPTH
 from .errors import UsageError
 
 #: go-yaml's bounds for its alias rule (decode.go: alias_ratio_range_low/high).

@@ -7,11 +7,11 @@ assumed and how many of those wait at Permit for the rest of the group.
 """
 from __future__ import annotations
 
-from ..podgroup import GroupIndex
+from ..model.podgroup import GroupIndex
 
 
 def rows(group_docs: list, pod_docs: list, wide: bool, now: float, units: dict, age) -> tuple[list, list]:
-    """(header, rows); `units`: group -> (shard id, GroupUnit) (common.top.shard_units);
+    """(header, rows); `units`: group -> (shard id, GroupUnit) (common.tools.top.shard_units);
     `age(timestamp, now)`: kubectl's AGE column."""
     index = GroupIndex()
     invalid = {}

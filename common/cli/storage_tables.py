@@ -10,7 +10,7 @@ a class's allowed topologies, a CSINode's attach limits per driver.
 """
 from __future__ import annotations
 
-from ..resources import format_amount
+from ..model.resources import format_amount
 
 #: kubectl's short forms of access modes
 MODES = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}

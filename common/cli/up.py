@@ -11,10 +11,10 @@ import tempfile
 import time
 
 from .. import config as config_mod
-from .. import fleet as fleet_mod
-from .. import runner
-from ..local_cluster import ROLES, LocalCluster, private_file
-from ..security import Security
+from ..tools import fleet as fleet_mod
+from ..runtime import runner
+from ..tools.local_cluster import ROLES, LocalCluster, private_file
+from ..runtime.security import Security
 from ..store import configured_url, open_configured
 from ..store.embedded import EmbeddedRedis
 from ..store.redis_store import redacted
@@ -82,7 +82,7 @@ def cmd_up(args) -> int:
 
 def cmd_top(args) -> int:
     """The live table, until Ctrl-C (or --iterations refreshes)."""
-    from .. import top
+    from ..tools import top
 
     store = None
     cfg = config_mod.load(args.config)

@@ -1,6 +1,6 @@
 """A plugin's arguments' kind (`ArgsKind`: fields, kube's defaults and validation), and the
 argument types and rules several plugins share. Each plugin's own kind lives in its module
-(common/plugins/<plugin>.py); resolving a profile's arguments is common.plugin_args'.
+(common/plugins/<plugin>.py); resolving a profile's arguments is common.config.plugin_args'.
 """
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import copy
 from dataclasses import dataclass
 from typing import Callable
 
-from ..validation import Int, Obj, Str, required
+from ..config.validation import Int, Obj, Str, required
 
 
 @dataclass(frozen=True)

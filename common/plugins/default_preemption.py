@@ -1,10 +1,10 @@
 """DefaultPreemption: a pod that fits nowhere may evict lower-priority pods (its PostFilter
-finds the victims; the binder checks them, common.checks.victims)."""
+finds the victims; the binder checks them, common.scheduling.checks.victims)."""
 from __future__ import annotations
 
 import dataclasses
 
-from ..validation import Int, invalid
+from ..config.validation import Int, invalid
 from .args import ArgsKind
 from .interface import PostFilterPlugin
 from .spec import ACROSS_NODES, PluginSpec, always, grown

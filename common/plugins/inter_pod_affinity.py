@@ -1,10 +1,10 @@
 """InterPodAffinity: the pod's required pod affinity and anti-affinity, and existing pods'
-anti-affinity, hold on the node (the rules, common.constraints, are shared with verify);
+anti-affinity, hold on the node (the rules, common.scheduling.constraints, are shared with verify);
 preferred terms score."""
 from __future__ import annotations
 
-from ..constraints import INTER_POD_AFFINITY, inter_pod_affinity_failure
-from ..validation import Bool, Int, invalid
+from ..scheduling.constraints import INTER_POD_AFFINITY, inter_pod_affinity_failure
+from ..config.validation import Bool, Int, invalid
 from .args import ArgsKind
 from .interface import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from .spec import ACROSS_NODES, PluginSpec

@@ -1,9 +1,9 @@
 """NodeAffinity: the pod's nodeSelector and required node affinity admit the node (the
-predicate, common.predicates.node_matches, is shared with verify); preferred terms score."""
+predicate, common.scheduling.predicates.node_matches, is shared with verify); preferred terms score."""
 from __future__ import annotations
 
-from ..predicates import NODE_AFFINITY_MISMATCH, node_matches
-from ..validation import Refused
+from ..scheduling.predicates import NODE_AFFINITY_MISMATCH, node_matches
+from ..config.validation import Refused
 from .args import ArgsKind
 from .interface import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from .spec import PluginSpec, QueueingHints, could_host

@@ -1,8 +1,8 @@
 """NodePorts: a host port (protocol, port) can be used once per node and address (the
-predicate, common.predicates.host_ports_conflict, is shared with preemption and verify)."""
+predicate, common.scheduling.predicates.host_ports_conflict, is shared with preemption and verify)."""
 from __future__ import annotations
 
-from ..predicates import PORTS_IN_USE, host_ports_conflict
+from ..scheduling.predicates import PORTS_IN_USE, host_ports_conflict
 from .interface import FilterPlugin, PreFilterPlugin
 from .spec import PluginSpec, QueueingHints, always, could_host
 

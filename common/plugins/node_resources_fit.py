@@ -4,9 +4,19 @@ from __future__ import annotations
 
 from functools import partial
 
-from ..predicates import IgnoredResources, insufficient
-from ..resources import shortfalls, vadd
-from ..validation import Int, List, Obj, Str, forbidden, invalid, label_name_errors, not_supported, required
+from ..scheduling.predicates import IgnoredResources, insufficient
+from ..model.resources import shortfalls, vadd
+from ..config.validation import (
+    Int,
+    List,
+    Obj,
+    Str,
+    forbidden,
+    invalid,
+    label_name_errors,
+    not_supported,
+    required,
+)
 from .args import RESOURCE_SPEC, ArgsKind, default_weights, resource_names
 from .interface import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from .spec import PluginSpec, QueueingHints, always, could_host, grown

@@ -2,7 +2,7 @@
 unschedulable taint."""
 from __future__ import annotations
 
-from ..predicates import UNSCHEDULABLE_NODE, unschedulable_blocks
+from ..scheduling.predicates import UNSCHEDULABLE_NODE, unschedulable_blocks
 from .interface import FilterPlugin
 from .spec import PluginSpec, QueueingHints, could_host
 

@@ -1,8 +1,8 @@
 """NodeVolumeLimits: a node attaches at most its CSINode's count of a driver's volumes (kube's
-rules: common.volumes.volume_limits)."""
+rules: common.scheduling.volumes.volume_limits)."""
 from __future__ import annotations
 
-from ..volumes import volume_limits
+from ..scheduling.volumes import volume_limits
 from .interface import FilterPlugin, PreFilterPlugin
 from .spec import PluginSpec
 

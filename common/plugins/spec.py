@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..predicates import node_matches, unschedulable_blocks, untolerated_taint
+from ..scheduling.predicates import node_matches, unschedulable_blocks, untolerated_taint
 from .args import ArgsKind
 from .interface import declared_points
 
@@ -58,12 +58,12 @@ class PluginSpec:
     """Base of a plugin's class. Subclasses set `name` and derive from the interfaces of the
     points they extend; the rest has defaults."""
 
-    #: The registry name (kube's plugin name; common.plugin_names has the ones code names).
+    #: The registry name (kube's plugin name; common.config.plugin_names has the ones code names).
     name = ""
     #: Its pluginConfig args: types, kube's defaults and validation (none by default).
     args_kind = ArgsKind({})
-    #: The binder's re-check of its filter (common.checks.Judged -> None or "Plugin: message"),
-    #: or None; where it runs among the binder's checks is common.checks' order.
+    #: The binder's re-check of its filter (common.scheduling.checks.Judged -> None or "Plugin: message"),
+    #: or None; where it runs among the binder's checks is common.scheduling.checks' order.
     binder_check = None
     #: Whether the binder makes that check whether or not the pod's profile runs the filter
     #: (the volume plugins': switching them off could bind a pod where its volumes cannot go).

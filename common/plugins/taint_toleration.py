@@ -2,7 +2,7 @@
 and prefers nodes with fewer PreferNoSchedule taints it does not tolerate."""
 from __future__ import annotations
 
-from ..predicates import untolerated_taint, untolerated_taint_message
+from ..scheduling.predicates import untolerated_taint, untolerated_taint_message
 from .interface import FilterPlugin, PreScorePlugin, ScorePlugin
 from .spec import PluginSpec, QueueingHints, could_host
 

@@ -1,11 +1,23 @@
 """PodTopologySpread: the pod's hard spread constraints hold on the node (the rules,
-common.constraints, are shared with verify); soft ones, and the profile's default
+common.scheduling.constraints, are shared with verify); soft ones, and the profile's default
 constraints, score."""
 from __future__ import annotations
 
-from ..constraints import POD_TOPOLOGY_SPREAD, topology_spread_failure
-from ..validation import ANY, Int, List, Obj, Refused, Str, duplicate, forbidden, invalid, label_name_errors, \
-    not_supported, required
+from ..scheduling.constraints import POD_TOPOLOGY_SPREAD, topology_spread_failure
+from ..config.validation import (
+    ANY,
+    Int,
+    List,
+    Obj,
+    Refused,
+    Str,
+    duplicate,
+    forbidden,
+    invalid,
+    label_name_errors,
+    not_supported,
+    required,
+)
 from .args import ArgsKind
 from .interface import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from .spec import ACROSS_NODES, PluginSpec

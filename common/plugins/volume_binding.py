@@ -1,10 +1,10 @@
-"""VolumeBinding: the pod's claims can be bound on the node (kube's rules: common.volumes);
+"""VolumeBinding: the pod's claims can be bound on the node (kube's rules: common.scheduling.volumes);
 its PreBind, which writes the bindings and waits for them, is the binder's
-(common.volume_binding), so the plugin's points are kube's less preBind."""
+(common.scheduling.volume_binding), so the plugin's points are kube's less preBind."""
 from __future__ import annotations
 
-from ..validation import ANY, Int, forbidden, invalid
-from ..volumes import binding_claims, binding_refusal, find_pod_volumes
+from ..config.validation import ANY, Int, forbidden, invalid
+from ..scheduling.volumes import binding_claims, binding_refusal, find_pod_volumes
 from .args import ArgsKind
 from .interface import FilterPlugin, PreFilterPlugin, ReservePlugin
 from .spec import PluginSpec

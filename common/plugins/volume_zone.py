@@ -1,8 +1,8 @@
 """VolumeZone: a pod whose volumes are bound to zones or regions fits only nodes in those
-(kube's rules: common.volumes)."""
+(kube's rules: common.scheduling.volumes)."""
 from __future__ import annotations
 
-from ..volumes import ZONE_CONFLICT, zone_fits, zone_topologies
+from ..scheduling.volumes import ZONE_CONFLICT, zone_fits, zone_topologies
 from .interface import FilterPlugin, PreFilterPlugin
 from .spec import PluginSpec
 

@@ -20,8 +20,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 
 from ..errors import Conflict, ObjectError
-from ..limits import check_object
-from ..objects import KINDS, NAMESPACED, parse_object
+from ..model.limits import check_object
+from ..model.objects import KINDS, NAMESPACED, parse_object
 from .podstatus import mark_gated, now_rfc3339
 
 
@@ -68,7 +68,7 @@ def prepare(obj: dict, new: bool = True) -> tuple[str, str, dict]:
     """Validate `obj` and return (kind, key, copy to store) with server-set fields filled in.
 
     Any client may write, so the store itself enforces the limits on every object (size,
-    nesting, JSON values: common.limits) before the kind's own parse. The caller's dict is
+    nesting, JSON values: common.model.limits) before the kind's own parse. The caller's dict is
     not modified. The copy has no resourceVersion (the backend stamps
     the event's) and the "default" namespace when a namespaced object has none; for a `new`
     object it also gets a uid and creationTimestamp when missing.
@@ -278,7 +278,7 @@ class ClusterStore(ABC):
         (the status writer sends its coalesced conditions this way)."""
         return [self.set_unschedulable(key, message) for key, message in items]
 
-    # --- events: what kube's event recorder writes (see common/events.py) ------------------
+    # --- events: what kube's event recorder writes (see common/runtime/events.py) ------------------
 
     @abstractmethod
     def write_events(self, events: list[dict]) -> list[str | None]:

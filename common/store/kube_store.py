@@ -52,9 +52,9 @@ from urllib.parse import quote
 import orjson
 
 from ..errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavailable
-from ..leader_election import ELECTION_ROLE
-from ..objects import KINDS, NAMESPACED
-from ..rate_limit import TokenBucket
+from ..runtime.leader_election import ELECTION_ROLE
+from ..model.objects import KINDS, NAMESPACED
+from ..runtime.rate_limit import TokenBucket
 from .base import (ClusterStore, WatchEvent, already_exists, check_kind, check_update, prepare,
                    prepare_many)
 from .podstatus import (apply_patch, nominated_already, now_rfc3339,

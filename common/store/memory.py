@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import orjson
 
 from ..errors import Conflict, ObjectError, ResourceVersionTooOld
-from ..objects import KINDS
+from ..model.objects import KINDS
 from .base import (EVENT_TTL_S, ClusterStore, WatchEvent, already_exists, check_kind, check_update,
                    prepare, prepare_many)
 from .podstatus import (SCHEDULING_GATED, apply_patch, bound_patch, gated, nominated_already, nominated_patch, now_rfc3339,

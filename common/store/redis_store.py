@@ -19,7 +19,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from ..errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavailable
-from ..objects import KINDS
+from ..model.objects import KINDS
 from . import redis_scripts
 from .base import (EVENT_TTL_S, ClusterStore, WatchEvent, already_exists, check_kind, prepare, prepare_many,
                    rv_order)

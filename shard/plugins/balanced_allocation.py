@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from common.plugins import balanced_allocation
-from common.resources import BASE_RESOURCES, resource_index
+from common.model.resources import BASE_RESOURCES, resource_index
 from ..framework import SKIP, Plugin, Status
 from ..node_table import column_index, gather
 from .scoring import MAX_NODE_SCORE

@@ -15,7 +15,7 @@ The rules and messages are scheduler-plugins' (pkg/coscheduling):
   placed or bound, and with it every member waiting, else it waits (the group's
   scheduleTimeoutSeconds, else permitWaitingTimeSeconds). The shard then commits the
   members that were waiting and the one that completed the group as one unit, which its
-  binder binds all or nothing (common/group_commit.py).
+  binder binds all or nothing (common/scheduling/group_commit.py).
 * Unreserve (a member timed out, was rejected, or its unit was refused) rejects every
   member still waiting, so the group's assumptions are all released; the loop then backs
   off the members as one.
@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from common.partition import partition_of
+from common.scheduling.partition import partition_of
 from common.plugins import coscheduling
-from common.podgroup import format_resources, group_key
-from common.resources import PODS, padded
+from common.model.podgroup import format_resources, group_key
+from common.model.resources import PODS, padded
 from ..framework import SKIP, Plugin, PostFilterResult, Status, unresolvable, unschedulable
 from ..waiting import Wait
 
@@ -44,7 +44,7 @@ TRIED_PARTITION = "node(s) were in a binder partition where their pod group fail
 class Coscheduling(Plugin, coscheduling.Coscheduling):
     def __init__(self, handle, args=None, weight=1):
         super().__init__(handle, args, weight)
-        self.wait_s = self.args["permitWaitingTimeSeconds"]  # checked by common.plugin_args
+        self.wait_s = self.args["permitWaitingTimeSeconds"]  # checked by common.config.plugin_args
         self.backoff_s = self.args["podGroupBackoffSeconds"]
         self.reject_fraction = self.args["podGroupRejectPercentage"] / 100
         #: group -> pod key -> (node, partition) of members assumed here (waiting or in flight)

@@ -37,11 +37,11 @@ from collections import Counter
 
 import numpy as np
 
-from common.disruption import Budgets
+from common.scheduling.disruption import Budgets
 from common.plugins import default_preemption
-from common.podgroup import victims_break_group
-from common.predicates import PORTS_IN_USE, host_ports_conflict, insufficient
-from common.resources import PODS
+from common.model.podgroup import victims_break_group
+from common.scheduling.predicates import PORTS_IN_USE, host_ports_conflict, insufficient
+from common.model.resources import PODS
 from ..diagnosis import fit_message
 from ..framework import Plugin, PostFilterResult, unschedulable
 

@@ -21,7 +21,11 @@ from __future__ import annotations
 import numpy as np
 
 from common.plugins import inter_pod_affinity
-from common.predicates import EXISTING_ANTI_AFFINITY, POD_AFFINITY_MISMATCH, POD_ANTI_AFFINITY_MISMATCH
+from common.scheduling.predicates import (
+    EXISTING_ANTI_AFFINITY,
+    POD_AFFINITY_MISMATCH,
+    POD_ANTI_AFFINITY_MISMATCH,
+)
 
 from ..framework import SKIP, Plugin, Status, unresolvable, unschedulable
 from .scoring import MAX_NODE_SCORE

@@ -13,8 +13,8 @@ from collections import Counter
 import numpy as np
 
 from common.plugins import node_affinity
-from common.predicates import NODE_AFFINITY_MISMATCH, node_matches
-from common.selectors import label_int
+from common.scheduling.predicates import NODE_AFFINITY_MISMATCH, node_matches
+from common.model.selectors import label_int
 from ..framework import SKIP, Plugin, PreFilterResult, Status, unresolvable
 from .scoring import default_normalize
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from common.plugins import node_ports
-from common.predicates import PORTS_IN_USE, host_ports_conflict
+from common.scheduling.predicates import PORTS_IN_USE, host_ports_conflict
 from ..framework import SKIP, Plugin, Status, unschedulable
 
 REASON = PORTS_IN_USE

@@ -13,8 +13,8 @@ from functools import lru_cache
 import numpy as np
 
 from common.plugins import node_resources_fit
-from common.predicates import IgnoredResources, insufficient
-from common.resources import CPU, MEMORY, resource_index
+from common.scheduling.predicates import IgnoredResources, insufficient
+from common.model.resources import CPU, MEMORY, resource_index
 from ..framework import Plugin, unschedulable
 from ..node_table import column_index, gather
 from .scoring import MAX_NODE_SCORE

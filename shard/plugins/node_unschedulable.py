@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections import Counter
 
 from common.plugins import node_unschedulable
-from common.predicates import UNSCHEDULABLE_NODE, UNSCHEDULABLE_TAINT
-from common.selectors import tolerated
+from common.scheduling.predicates import UNSCHEDULABLE_NODE, UNSCHEDULABLE_TAINT
+from common.model.selectors import tolerated
 from ..framework import SKIP, Plugin, Status, unresolvable
 
 REASON = UNSCHEDULABLE_NODE

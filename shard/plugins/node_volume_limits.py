@@ -1,12 +1,12 @@
 """NodeVolumeLimits (kube's CSILimits): the volumes a pod adds on a node, counted per CSI
 driver with those of the pods already there, must stay within the node's CSINode allocatable
-count for that driver (common.volumes.volume_limits has kube's rules)."""
+count for that driver (common.scheduling.volumes.volume_limits has kube's rules)."""
 from __future__ import annotations
 
 import uuid
 
 from common.plugins import node_volume_limits
-from common.volumes import counts_volumes, volume_limits
+from common.scheduling.volumes import counts_volumes, volume_limits
 from ..framework import SKIP, Plugin, Status
 
 

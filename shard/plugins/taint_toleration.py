@@ -10,7 +10,7 @@ from collections import Counter
 import numpy as np
 
 from common.plugins import taint_toleration
-from common.predicates import untolerated_taint, untolerated_taint_message
+from common.scheduling.predicates import untolerated_taint, untolerated_taint_message
 from ..framework import Plugin, unresolvable
 from ..node_table import OVERFLOW_BIT, gather
 from .scoring import default_normalize

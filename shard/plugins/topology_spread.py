@@ -17,10 +17,10 @@ import math
 
 import numpy as np
 
-from common.objects import SpreadConstraint
+from common.model.objects import SpreadConstraint
 from common.plugins import topology_spread
-from common.predicates import SPREAD_MISMATCH, SPREAD_MISSING_LABEL, untolerated_taint
-from common.selectors import LabelSelector
+from common.scheduling.predicates import SPREAD_MISMATCH, SPREAD_MISSING_LABEL, untolerated_taint
+from common.model.selectors import LabelSelector
 from ..framework import SKIP, Plugin, Status, unresolvable, unschedulable
 from .node_affinity import matches_mask
 from .scoring import MAX_NODE_SCORE
@@ -97,7 +97,7 @@ class PodTopologySpread(Plugin, topology_spread.PodTopologySpread):
     def __init__(self, handle, args=None, weight=1):
         super().__init__(handle, args, weight)
         self.defaulting = self.args["defaultingType"]
-        #: (topologyKey, maxSkew) of the List defaults: ScheduleAnyway only (common.plugin_args
+        #: (topologyKey, maxSkew) of the List defaults: ScheduleAnyway only (common.config.plugin_args
         #: refuses DoNotSchedule ones, which the binder could not check).
         self.defaults = [(d["topologyKey"], d["maxSkew"]) for d in self.args["defaultConstraints"]]
 

@@ -1,18 +1,18 @@
 """VolumeBinding: the pod's PersistentVolumeClaims must be bindable on the node.
 
-PreFilter sorts the claims (common.volumes.binding_claims: missing, lost or deleting claims
+PreFilter sorts the claims (common.scheduling.volumes.binding_claims: missing, lost or deleting claims
 and unbound Immediate ones keep the pod off every node); Filter checks, per node, that bound
 claims' volumes admit it and that every claim waiting for its first consumer can be matched
 to an available volume or provisioned there; Reserve assumes the chosen volumes and
 provisioning nodes in the shard's view, so the next cycles do not take them again, and
 Unreserve forgets them. PreBind (writing the bindings and waiting for the claims to bind) is
-the binder's (common.volume_binding), never the shard's: the wait would block its loop.
+the binder's (common.scheduling.volume_binding), never the shard's: the wait would block its loop.
 Scoring needs StorageCapacityScoring, off by default in kube v1.33: there is none.
 """
 from __future__ import annotations
 
 from common.plugins import volume_binding
-from common.volumes import PodVolumes, binding_claims, binding_refusal, find_pod_volumes
+from common.scheduling.volumes import PodVolumes, binding_claims, binding_refusal, find_pod_volumes
 from ..framework import SKIP, Plugin, Status
 
 STATE = "VolumeBinding"

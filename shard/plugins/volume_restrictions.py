@@ -1,11 +1,18 @@
 """VolumeRestrictions: two pods on one node may not share an inline disk (GCE PD, AWS EBS,
 iSCSI, RBD) unless both mount it read-only, and a ReadWriteOncePod claim another pod already
-mounts, anywhere, keeps the pod off every node (common.volumes has kube's rules)."""
+mounts, anywhere, keeps the pod off every node (common.scheduling.volumes has kube's rules)."""
 from __future__ import annotations
 
 from common.plugins import volume_restrictions
-from common.volumes import (DISK_CONFLICT, RWOP_CONFLICT, disks_conflict, has_inline_disks, rwop_claims,
-                            rwop_conflicts, rwop_uses)
+from common.scheduling.volumes import (
+    DISK_CONFLICT,
+    RWOP_CONFLICT,
+    disks_conflict,
+    has_inline_disks,
+    rwop_claims,
+    rwop_conflicts,
+    rwop_uses,
+)
 from ..framework import SKIP, Plugin, Status, unschedulable
 
 STATE = "VolumeRestrictions"

@@ -1,9 +1,9 @@
 """VolumeZone: a pod whose bound volumes carry zone or region labels fits only nodes in
-those zones and regions (common.volumes has kube's rules)."""
+those zones and regions (common.scheduling.volumes has kube's rules)."""
 from __future__ import annotations
 
 from common.plugins import volume_zone
-from common.volumes import ZONE_CONFLICT, zone_fits, zone_topologies
+from common.scheduling.volumes import ZONE_CONFLICT, zone_fits, zone_topologies
 from ..framework import SKIP, Plugin, Status, unresolvable
 
 STATE = "VolumeZone"

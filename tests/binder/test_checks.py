@@ -1,4 +1,4 @@
-"""Every refusal of the binder's checks (common/checks.py), each decision sent through the
+"""Every refusal of the binder's checks (common/scheduling/checks.py), each decision sent through the
 binder's real gRPC port as a shard (or anyone who reaches the port) would send it. The
 binder judges the pod as its own watch shows it: nothing in a decision but names."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from builders import (LiveBinder, decision, make_config, node, node_affinity, pdb, pod, pod_affinity,
                       pod_term, running, spread, toleration)
-from common.partition import PARTITION_ROLE, partition_of
+from common.scheduling.partition import PARTITION_ROLE, partition_of
 from common.store.memory import MemoryStore
 
 ZONE = "topology.kubernetes.io/zone"

@@ -10,7 +10,7 @@ from builders import LiveBinder, decision, make_config, node, pod, running
 from binder.server import BinderServer, Stream
 from common.errors import StoreUnavailable
 from common.store.memory import MemoryStore
-from common.verify import verify_store
+from common.tools.verify import verify_store
 
 GONE = ("PodNotFound", "AlreadyBound", "UIDMismatch")
 

@@ -11,12 +11,12 @@ import pytest
 
 from builders import node, pod, pod_affinity, pod_term, spread, stack_config
 from common import config
-from common.local_cluster import LocalCluster
-from common.objects import parse_node
-from common.partition import partition_of
+from common.tools.local_cluster import LocalCluster
+from common.model.objects import parse_node
+from common.scheduling.partition import partition_of
 from common.store import open_store
 from common.store.embedded import EmbeddedRedis
-from common.verify import verify_store
+from common.tools.verify import verify_store
 
 ZONE = "topology.kubernetes.io/zone"
 NODES, APPS, PER_APP = 120, 6, 100

@@ -9,10 +9,10 @@ import time
 import pytest
 
 from binder.server import BinderServer, Stream
-from common.group_commit import GroupCommit
-from common.podgroup import INTENT_ANNOTATION
+from common.scheduling.group_commit import GroupCommit
+from common.model.podgroup import INTENT_ANNOTATION
 from common.store.memory import MemoryStore
-from common.verify import verify_store
+from common.tools.verify import verify_store
 from proto import shardsched_pb2 as pb
 from builders import LiveBinder, decision, group_pod, make_config, node, pod, pod_group, running
 

@@ -4,7 +4,7 @@ PreBind: the bindings written after the victims, the wait for the claims to bind
 commit pipeline, then the pod's binding; refusals when a provisioner gives up or time runs out.
 
 Decisions go over a real Decide stream to a BinderServer on the memory store
-(builders.LiveBinder); common.provisioner plays kube-controller-manager's PV controller and a
+(builders.LiveBinder); shard.provisioner plays kube-controller-manager's PV controller and a
 provisioner where a test lets it."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import threading
 import time
 
 from builders import LiveBinder, claim_volume, decision, make_config, node, pod, pv, pvc, storage_class
-from common.provisioner import Provisioner
+from shard.provisioner import Provisioner
 from common.store.memory import MemoryStore
 from proto import shardsched_pb2 as pb
 

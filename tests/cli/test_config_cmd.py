@@ -15,10 +15,11 @@ import yaml
 
 from benchmarks.kube_cluster import kube_bin_dir
 from builders import node, pod
-from common import config, fleet
+from common import config
+from common.tools import fleet
 from common.store import open_store
 from common.store.embedded import EmbeddedRedis
-from common.verify import verify_store
+from common.tools.verify import verify_store
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -275,7 +275,7 @@ def test_get_nodes_table_and_wide_columns(capsys, url, store, tmp_path):
 def test_get_events_table_wide_and_json(capsys, url, store, tmp_path):
     """Events as the status writer stores them on Redis, listed as kubectl lists them: a
     repeated FailedScheduling is one row with its count."""
-    from common.events import FAILED_SCHEDULING, NORMAL, SCHEDULED, WARNING, StatusWriter, pod_ref
+    from common.runtime.events import FAILED_SCHEDULING, NORMAL, SCHEDULED, WARNING, StatusWriter, pod_ref
 
     writer = StatusWriter(store, "shardsched-shard-0", qps=100, burst=100)
     for _ in range(3):

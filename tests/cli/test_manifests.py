@@ -19,7 +19,7 @@ from builders import anchor_bomb as bomb
 from builders import pod
 from common.cli.errors import UsageError
 from common.cli.manifests import read_documents
-from common.limits import MAX_NESTING_DEPTH
+from common.model.limits import MAX_NESTING_DEPTH
 
 
 def dump(doc: dict) -> str:

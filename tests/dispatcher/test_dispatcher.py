@@ -5,7 +5,7 @@ import time
 
 from common import config
 from common.store.memory import MemoryStore
-from common.objects import POD_GROUP_LABEL
+from common.model.objects import POD_GROUP_LABEL
 from dispatcher.server import Dispatcher
 from builders import pod, pod_group
 from proto import shardsched_pb2 as pb

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from builders import FOO, Cluster, make_config, node, pod
 from builders import differently_sized_nodes as _two_nodes
-from common.objects import parse_pod as _parsed
+from common.model.objects import parse_pod as _parsed
 
 
 def test_balanced_allocation_two_resources():

@@ -1,13 +1,13 @@
 """Coscheduling: a PodGroup's pods placed all or nothing, with scheduler-plugins' rules and
 messages. Each rule as a table of cases, driven through one shard loop on the memory store
-(the loop commits a group's unit with common/group_commit.py, as `simulate` does); the
+(the loop commits a group's unit with common/scheduling/group_commit.py, as `simulate` does); the
 binder's side is tests/binder/test_groups.py."""
 from __future__ import annotations
 
 import pytest
 
-from common.objects import parse_pod
-from common.podgroup import INTENT_ANNOTATION
+from common.model.objects import parse_pod
+from common.model.podgroup import INTENT_ANNOTATION
 from common.store.memory import MemoryStore
 from shard.loop import ShardLoop, StoreCommitter
 from shard.queue import QueuedPod

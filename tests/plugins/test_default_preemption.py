@@ -14,7 +14,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from common.objects import parse_object
+from common.model.objects import parse_object
 from shard.cache import ShardCache
 from shard.scheduler import Scheduler
 from common.cli.simulate import simulate
@@ -337,7 +337,7 @@ def test_pruning_stays_lossless_with_pod_groups_and_never_breaks_one(cluster, qu
     never take a group below its minMember nor come from a group of priority not below the
     preemptor's."""
     from builders import pod_group
-    from common.podgroup import victims_break_group
+    from common.model.podgroup import victims_break_group
 
     cfg = make_config(preemption={"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 3})
     decisions = []

@@ -16,8 +16,8 @@ from builders import (
     FOO, HOST, ZONE, Cluster, expr, make_config, node, node_affinity, pod, pod_affinity, pod_term, spread,
     toleration,
 )
-from common.objects import parse_pod as _parsed
-from common.resources import BASE_RESOURCES, CPU, MEMORY
+from common.model.objects import parse_pod as _parsed
+from common.model.resources import BASE_RESOURCES, CPU, MEMORY
 from shard.node_info import nonzero_request
 
 FILTERS = ("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",

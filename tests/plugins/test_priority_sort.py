@@ -9,7 +9,7 @@ from builders import Cluster, pod
 def test_priority_sort_orders_by_priority_then_arrival():
     """Higher priority first; equal priorities keep the order in which they were queued."""
     plugin = Cluster().plugin("PrioritySort")
-    from common.objects import parse_pod
+    from common.model.objects import parse_pod
 
     def entry(name, prio, t):
         return QueuedPod(parse_pod(pod(name, priority=prio)), t, plugin.less)

@@ -7,7 +7,9 @@ The points are declared once, as the interfaces a plugin's class derives from; c
 validation reads them from there, and these tests check the checker itself."""
 import pytest
 
-from common import checks, plugin_args, plugin_names, plugins
+from common.scheduling import checks
+from common.config import plugin_args, plugin_names
+from common import plugins
 from common.plugins.interface import (EXTENSION_POINTS, METHOD_POINTS, FilterPlugin, PreFilterPlugin, ScorePlugin,
                                       check_implements, implements)
 from shard.framework import Plugin

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from builders import Cluster, make_config, node, pod
-from common.objects import parse_pod
+from common.model.objects import parse_pod
 from common.store.memory import MemoryStore
 from shard.loop import ShardLoop
 

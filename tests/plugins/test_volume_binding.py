@@ -143,7 +143,7 @@ def test_reserve_assumes_the_provisioning_node_until_the_watch_brings_the_claim(
     c.add_node(node("node-b"))
     assert c.filter("VolumeBinding", pod("pod-b", volumes=[claim_volume("pvc-a")]))["node-b"] == (
         UNRESOLVABLE, BIND_CONFLICT)
-    from common.objects import parse_object
+    from common.model.objects import parse_object
     c.sched.volumes.set(parse_object(pvc("pvc-a", "fast")))  # a newer version from the watch
     assert c.sched.volumes.claim("default", "pvc-a").selected_node is None
 

@@ -144,10 +144,10 @@ def test_extended_resources_come_and_go_without_filling_the_slot_table():
     are reclaimed, in the node table's columns, the splay trees and the accounting alike.
     The per-process table used to fill for good at 12 ("too many distinct resources")."""
     from binder.view import BinderView
-    from common.informer import Informer
-    from common.objects import CREATE_ORDER
-    from common.resources import MAX_EXTENDED_RESOURCES, RESOURCES, vector_to_map
-    from common.verify import verify_store
+    from common.runtime.informer import Informer
+    from common.model.objects import CREATE_ORDER
+    from common.model.resources import MAX_EXTENDED_RESOURCES, RESOURCES, vector_to_map
+    from common.tools.verify import verify_store
     from shard.loop import ShardLoop
 
     rounds, per_round = 4, 40
@@ -213,7 +213,7 @@ def test_objects_a_shard_cannot_count_are_skipped_and_logged(caplog):
     shard goes on scheduling the rest."""
     import logging
 
-    from common.resources import RESOURCES
+    from common.model.resources import RESOURCES
     from shard.loop import ShardLoop
 
     store = MemoryStore()
@@ -263,7 +263,7 @@ def test_store_committer_binds_volumes_first_and_fails_when_nothing_provisions()
     fails at once with kube's words (instead of after bindTimeoutSeconds) and the pod is
     retried, now only on that node; with one, the pod is bound."""
     from builders import Clock, claim_volume, pvc, storage_class
-    from common.provisioner import Provisioner
+    from shard.provisioner import Provisioner
     from shard.loop import ShardLoop
     from shard.store_committer import StoreCommitter
 

@@ -1,6 +1,6 @@
 """The property gang scheduling promises: no pod group is ever left partly bound, on random
 clusters and through crashes. One shard loop on the memory store commits units with the
-group commit protocol (common/group_commit.py), which a crash may cut short at any failpoint;
+group commit protocol (common/scheduling/group_commit.py), which a crash may cut short at any failpoint;
 the crashed process is replaced by a fresh loop, and the intent it left is resolved first, as
 the next holder of the partition does. Shards also die on their own, between cycles, with
 members waiting at Permit. At the end (and after every recovery): every group has none or
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from common.group_commit import GroupCommit
-from common.podgroup import INTENT_ANNOTATION
+from common.scheduling.group_commit import GroupCommit
+from common.model.podgroup import INTENT_ANNOTATION
 from common.store.memory import MemoryStore
-from common.verify import verify_store
+from common.tools.verify import verify_store
 from shard.loop import ShardLoop
 from shard.store_committer import StoreCommitter
 from builders import Clock, group_pod, make_config, node, pod, pod_group, running

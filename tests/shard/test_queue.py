@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from builders import Clock, Cluster, pod
-from common.objects import parse_pod
+from common.model.objects import parse_pod
 from shard.queue import SchedulingQueue
 
 

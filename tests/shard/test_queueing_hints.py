@@ -13,7 +13,7 @@ import copy
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from builders import make_config, node, pod, pod_affinity, pod_term, spread, toleration
-from common.objects import parse_object
+from common.model.objects import parse_object
 from shard import queueing_hints as hints
 from shard.cache import ShardCache
 from shard.queue import SchedulingQueue

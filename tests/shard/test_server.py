@@ -59,7 +59,7 @@ def test_a_pod_is_taken_from_the_watch_never_from_the_message():
 def test_a_pod_whose_bindings_are_refused_again_and_again_gets_a_failed_scheduling_event():
     """Each refusal is retried at once (no backoff here); the third in a row is reported as
     kube-scheduler reports a failed binding: FailedScheduling, `binding rejected: ...`."""
-    from common.events import FAILED_SCHEDULING
+    from common.runtime.events import FAILED_SCHEDULING
 
     store = MemoryStore()
     store.create(node("n1"))

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from common.generation_store import full_copy
-from common.objects import parse_node, parse_pod
+from shard.generation_store import full_copy
+from common.model.objects import parse_node, parse_pod
 from shard.cache import ShardCache
 from shard.node_info import NodeInfo
 from shard.snapshot import Snapshot

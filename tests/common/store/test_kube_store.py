@@ -101,7 +101,7 @@ def test_the_leader_lease_is_the_lease_named_after_the_resource_name(store):
     """client-go's convention, so that RBAC can grant exactly that name: the Lease is
     `leaderElection.resourceName`, its holderIdentity the leader; a takeover counts a
     transition; the old leader's release never removes the new holder's lease."""
-    from common.leader_election import ELECTION_ROLE
+    from common.runtime.leader_election import ELECTION_ROLE
 
     name = "shardsched-dispatcher-test"
     path = f"/apis/coordination.k8s.io/v1/namespaces/{store.lease_namespace}/leases/{name}"

@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from common.errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavailable
-from common.limits import MAX_OBJECT_BYTES
+from common.model.limits import MAX_OBJECT_BYTES
 from common.store import open_store
 from common.store.base import rv_order
 from common.store.embedded import EmbeddedRedis
@@ -58,7 +58,7 @@ class Backend:
 
     def wipe(self):
         from common.store.kube_store import KubeStore
-        from common.objects import SYSTEM_PRIORITY_CLASSES
+        from common.model.objects import SYSTEM_PRIORITY_CLASSES
         store = KubeStore(self.kubeconfig)
         try:
             for kind in ("Pod", "PodGroup", "PodDisruptionBudget", "Node", "PriorityClass", "PersistentVolumeClaim",
@@ -547,7 +547,7 @@ def test_unschedulable_conditions_in_one_batch(store):
 def test_events_are_stored_and_a_series_updates_the_same_event(store):
     """What the status writer writes: an Event, then the same Event with its series (on kube,
     an events.k8s.io/v1 object created, then patched)."""
-    from common.events import FAILED_SCHEDULING, WARNING, StatusWriter, pod_ref
+    from common.runtime.events import FAILED_SCHEDULING, WARNING, StatusWriter, pod_ref
 
     name = f"ev-{uuid.uuid4().hex[:8]}"
     created = store.create(pod(name))

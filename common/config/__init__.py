@@ -1,0 +1,704 @@
+"""The configuration file: one YAML document, `kind: ShardschedConfiguration`, or a
+kube-scheduler `KubeSchedulerConfiguration` (common.config.kube_config maps it onto this one).
+
+The schema below is the single source of the defaults, the validation rules and the field
+documentation (`shardsched config defaults` prints it, the README lists it). Unknown fields,
+wrong types and numbers out of range or not finite are rejected with the dotted path of the
+field, so a typo never silently falls back to a default. Validation also runs every check a
+process makes when it starts (profiles through common.config.profile_plugins, plugin arguments
+through common.config.plugin_args), so a file that validates never stops a process.
+
+Processes receive the result typed and immutable: `Config`, frozen dataclasses built from
+the schema after validation (`cfg.shards.base_port` is the file's shards.basePort), never
+the raw document; `Config.to_dict()` gives that back (`dump`, `config convert`).
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import re
+from dataclasses import dataclass, field as dc_field
+from typing import Any
+
+import yaml
+
+from . import kube_config, plugin_args, profile_plugins
+from .. import plugins
+from .validation import FieldError
+
+API_VERSION = "shardsched.io/v1alpha1"
+KIND = "ShardschedConfiguration"
+
+
+class ConfigError(ValueError):
+    def __init__(self, path: str, message: str, unreadable: bool = False):
+        super().__init__(f"config: {path}: {message}")
+        self.path = path
+        self.message = message
+        #: The file could not be read or parsed at all (a usage error), as opposed to a
+        #: readable file with invalid content (a rejected object).
+        self.unreadable = unreadable
+
+
+@dataclass
+class Leaf:
+    """One scalar field: its type(s), default, allowed values and the sentence documenting it."""
+
+    types: tuple
+    default: Any
+    doc: str
+    choices: tuple = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    nullable: bool = False
+
+
+@dataclass
+class ListOf:
+    """A list whose items follow `item` (a schema dict); `default` is the default list."""
+
+    item: dict
+    default: list
+    doc: str
+    required_keys: tuple = dc_field(default_factory=tuple)
+    min_items: int = 0
+
+
+#: Largest integer a field takes unless it says otherwise (kube's int32 fields).
+INT_MAX = 2**31 - 1
+#: Longest time in seconds a field takes unless it says otherwise: a day.
+SECONDS_MAX = 86400
+
+
+def _i(default, doc, minimum=0, maximum=INT_MAX, nullable=False):
+    return Leaf((int,), default, doc, minimum=minimum, maximum=maximum, nullable=nullable)
+
+
+def _f(default, doc, minimum=0.0, maximum=SECONDS_MAX):
+    """A number (of seconds unless `maximum` says otherwise); always finite."""
+    return Leaf((int, float), default, doc, minimum=minimum, maximum=maximum)
+
+
+def _s(default, doc, choices=(), nullable=False):
+    return Leaf((str,), default, doc, choices=choices, nullable=nullable)
+
+
+def _b(default, doc):
+    return Leaf((bool,), default, doc)
+
+
+PLUGIN_ENTRY = {
+    "name": _s("", "Plugin name (one of the registered plugins)."),
+    "weight": _i(1, "Score weight; 0 disables its score but keeps its filter.", minimum=0, maximum=100),
+}
+
+DISABLED_ENTRY = {
+    "name": _s("", "Plugin name, or '*' for all defaults."),
+    "extensionPoints": Leaf((list,), [], "Switch the plugin (or with '*' every plugin not enabled) off "
+                            "at these extension points only (kube's names: preFilter, filter, postFilter, preScore, "
+                            "score, ...); [] = remove it."),
+}
+
+PLUGIN_CONFIG_ENTRY = {
+    "name": _s("", "Plugin the arguments are for."),
+    "args": Leaf((dict,), {}, "Plugin arguments, as kube-scheduler's pluginConfig args."),
+}
+
+PROFILE = {
+    "schedulerName": _s("shardsched", "Pods whose spec.schedulerName equals this use the profile."),
+    "percentageOfNodesToScore": _i(None, "This profile's threshold: mode percentage with this percent "
+                                   "(0 = kube's rule); null = the threshold section.", maximum=100,
+                                   nullable=True),
+    "plugins": {
+        "enabled": ListOf(PLUGIN_ENTRY, [], "Plugins added to (or re-weighted in) the defaults.", ("name",)),
+        "disabled": ListOf(DISABLED_ENTRY, [], "Default plugins switched off.", ("name",)),
+    },
+    "pluginConfig": ListOf(PLUGIN_CONFIG_ENTRY, [], "Per-plugin arguments.", ("name",)),
+}
+
+SCHEMA = {
+    "apiVersion": _s(API_VERSION, "Always shardsched.io/v1alpha1.", choices=(API_VERSION,)),
+    "kind": _s(KIND, "Always ShardschedConfiguration.", choices=(KIND,)),
+    "store": {
+        "url": _s(None, "Cluster store: redis://HOST:PORT/DB, memory:// or kube:// (kubeconfig). "
+                  "null starts an embedded redis-server on a free loopback port.", nullable=True),
+        "kubeconfig": _s(None, "Kubeconfig file for kube://; null uses in-cluster config or ~/.kube/config.",
+                         nullable=True),
+        "requestTimeoutSeconds": _f(10, "Timeout of every store request; a dead connection never hangs.",
+                                    minimum=0.1, maximum=3600),
+        "qps": _f(0, "kube:// only: requests per second each process sends the API server at most "
+                  "(client-go's token bucket; 0 = no limit). Watches are not counted.", maximum=1e6),
+        "burst": _i(0, "kube:// only: requests allowed at once above qps (0 = qps, rounded up).",
+                    maximum=1_000_000),
+    },
+    "dispatcher": {
+        "host": _s("127.0.0.1", "Address the dispatcher listens on."),
+        "port": _i(7100, "gRPC port of the dispatcher (0 = any free port).", maximum=65535),
+        "metricsPort": _i(9100, "Prometheus metrics port of the dispatcher (0 = off).", maximum=65535),
+        "alsoDefaultScheduler": _b(False, "Also take pods whose schedulerName is default-scheduler."),
+        "batchSize": _i(256, "Pods per Dispatch message.", minimum=1),
+        "redispatchAfterSeconds": _f(30, "Re-dispatch a pod still unbound this long after dispatch.",
+                                     minimum=1),
+        "shardTimeoutSeconds": _f(5, "A shard whose lease is older than this is considered dead.",
+                                  minimum=0.5, maximum=3600),
+    },
+    "leaderElection": {
+        "leaderElect": _b(True, "Dispatcher replicas elect a leader through a Lease; only the leader dispatches."),
+        "leaseDurationSeconds": _f(15, "A standby takes the Lease over once it was not renewed for this long.",
+                                   minimum=0.1, maximum=3600),
+        "renewDeadlineSeconds": _f(10, "The leader stops leading when it could not renew the Lease for this long.",
+                                   minimum=0.1, maximum=3600),
+        "retryPeriodSeconds": _f(2, "Time between attempts to acquire or renew the Lease.", minimum=0.1,
+                                 maximum=3600),
+        "resourceName": _s("shardsched-dispatcher", "Name of the dispatcher's Lease."),
+    },
+    "shards": {
+        "count": _i(2, "Scheduler shard processes started by `shardsched up`.", minimum=1),
+        "host": _s("127.0.0.1", "Address the shards listen on."),
+        "basePort": _i(7200, "gRPC port of shard 0; shard i listens on basePort + i (0 = any free port).", maximum=65535),
+        "metricsBasePort": _i(9200, "Metrics port of shard 0; shard i uses metricsBasePort + i (0 = off).",
+                              maximum=65535),
+        "assumeTtlSeconds": _f(30, "Forget an assumed pod if neither its binding nor a rejection "
+                               "arrives within this time.", minimum=1),
+        "podInitialBackoffSeconds": _f(1, "First backoff of a pod that failed to schedule.", minimum=0),
+        "podMaxBackoffSeconds": _f(10, "Longest backoff (doubles each attempt up to this).", minimum=0),
+        "unschedulableMaxSeconds": _f(300, "An unschedulable pod is retried at least this often.",
+                                      minimum=1),
+        # Each optimisation can be switched off, for ablations and to rule it out when
+        # debugging; placements stay kube-scheduler's either way.
+        "optimizations": {
+            "incrementalSnapshot": _b(True, "Update the snapshot from what changed (GenerationStore); "
+                                      "false copies the whole cache every cycle."),
+            "swapDeleteNodeList": _b(True, "Keep nodes in swap-delete rows; false keeps kube-scheduler's "
+                                     "zone-interleaved order, rebuilt whenever nodes come or go."),
+            "vectorisedFilters": _b(True, "Run the built-in filters over numpy columns first; false "
+                                    "runs every filter node by node."),
+            "schedulingContext": _b(True, "On retry, skip nodes unchanged since a pod's last failed "
+                                    "attempt (pods without cross-node constraints)."),
+            "unitLocating": _b(True, "Send pods pinned to one node straight to that node's checks."),
+        },
+    },
+    "binders": {
+        "count": _i(1, "Partitions of the nodes, each committed by the one binder holding its lease; "
+                    "`shardsched up` starts this many binder processes.", minimum=1),
+        "partitionLabel": _s("topology.kubernetes.io/zone", "Nodes with the same value of this label share "
+                             "a partition (nodes without it go by their name), so constraints over "
+                             "it or the hostname are checked by one binder. \"\" partitions by name."),
+        "leaseDurationSeconds": _f(5, "A partition whose binder stops renewing its lease is taken over "
+                                   "by another binder after this long.", minimum=0.5, maximum=3600),
+        "maxInFlight": _i(128, "Store requests a binder keeps in flight for its commits (and the size "
+                          "of its connection pool).", minimum=1, maximum=4096),
+        "crossNodeChecks": _b(True, "Re-check inter-pod affinity, anti-affinity and topology spread "
+                              "of every decision; false only to measure or debug (conflicts between "
+                              "shards then go through)."),
+        "host": _s("127.0.0.1", "Address the binders listen on."),
+        "basePort": _i(7300, "gRPC port of binder 0; binder i listens on basePort + i (0 = any free port).", maximum=65535),
+        "metricsBasePort": _i(9300, "Metrics port of binder 0 (0 = off).", maximum=65535),
+    },
+    "threshold": {
+        "mode": _s("adaptive", "How many feasible nodes a cycle looks for: adaptive, kube "
+                   "(percentageOfNodesToScore's rule), percentage, or all.",
+                   choices=("adaptive", "kube", "percentage", "all")),
+        "percentage": _i(0, "For mode percentage: percent of nodes to find feasible (0 = kube rule).",
+                         maximum=100),
+        "minFeasibleNodes": _i(100, "Never stop a search before this many feasible nodes (or all nodes).",
+                               minimum=1),
+        "maxFeasibleNodes": _i(300, "adaptive: target number of feasible nodes with no rejections and "
+                               "an empty queue.", minimum=1),
+        "rejectionDecay": _f(1.0, "adaptive: how fast the target shrinks with the share of nodes "
+                             "rejected so far in the cycle (0 = not at all).", minimum=0, maximum=100),
+        "queueDecay": _f(0.5, "adaptive: how fast the target shrinks as the active queue grows "
+                         "(per decade of queued pods; 0 = not at all).", minimum=0, maximum=100),
+        "growth": _b(False, "Quality-first profiles: grow the target with rejections and queue "
+                     "length instead of shrinking it (capped at all nodes)."),
+    },
+    "preemption": {
+        "minCandidateNodesPercentage": _i(10, "Search at least this percent of nodes for victims.",
+                                          maximum=100),
+        "minCandidateNodesAbsolute": _i(100, "...and at least this many nodes.", minimum=0),
+        "pruning": _b(True, "Skip nodes where even evicting every lower-priority pod cannot free "
+                      "enough (priority prefix-sum splay trees)."),
+    },
+    "security": {
+        "mode": _s("none", "How the processes authenticate each other on every gRPC link: mtls "
+                   "(certificates signed by caFile), token (the shared secret in tokenFile; "
+                   "unencrypted, for loopback), or none (anyone who reaches a port is trusted).",
+                   choices=("none", "token", "mtls")),
+        "tokenFile": _s(None, "token: file holding the shared secret.", nullable=True),
+        "caFile": _s(None, "mtls: CA certificate (PEM) every peer's certificate must be signed by.",
+                     nullable=True),
+        "certFile": _s(None, "mtls: this process's certificate (PEM), for serverName.", nullable=True),
+        "keyFile": _s(None, "mtls: this process's private key (PEM).", nullable=True),
+        "serverName": _s("shardsched", "mtls: the name every component certificate carries and "
+                         "clients verify (pod addresses change, so certificates do not name them)."),
+    },
+    "health": {
+        "livenessTimeoutSeconds": _f(30, "/livez fails when one of a process's loops (main loop, watch, "
+                                     "leases, partitions, commit feeder) has not come round for this long.",
+                                     minimum=1),
+    },
+    "events": {
+        "qps": _f(50, "PodScheduled conditions and Events one process writes per second, at most "
+                  "(a background writer; scheduling never waits for it).", minimum=0.1),
+        "burst": _i(100, "Writes allowed at once after a quiet period.", minimum=1),
+    },
+    "profiles": ListOf(PROFILE, [{"schedulerName": "shardsched"}], "Scheduling profiles.",
+                       ("schedulerName",), min_items=1),
+}
+
+
+# --- the typed configuration ------------------------------------------------------------------
+#
+# Processes receive the validated configuration as the frozen dataclasses below, one per
+# mapping of the schema, with the schema's fields as snake_case attributes (`cfg.shards.
+# base_port` is the file's shards.basePort) and lists as tuples. The classes only name the
+# attributes and their types: defaults, documentation and validation stay in SCHEMA, and
+# `_section` checks at import that each class has exactly its schema mapping's fields, in
+# order. `validate`/`load`/`defaults` build them; `to_dict()` gives the file's document back.
+
+def attribute_name(key: str) -> str:
+    """A schema field's attribute on the typed configuration: camelCase -> snake_case."""
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
+
+
+#: The typed class of each schema mapping, by the mapping's id.
+_CLASS_OF: dict[int, type] = {}
+
+
+class Section:
+    """Base of the typed configuration objects (frozen dataclasses)."""
+
+    #: The schema mapping this class is built from (set by `_section`).
+    schema: dict = {}
+
+    @classmethod
+    def of(cls, doc: dict, path: str = "") -> "Section":
+        """This class's object for a (partial) document of its schema mapping: the schema's
+        defaults filled in, each field checked (raises ConfigError naming `path`); the
+        checks between fields are `validate`'s, for a whole configuration."""
+        return _typed(cls.schema, _merge(cls.schema, doc, path), ({}, {}))
+
+    def to_dict(self) -> dict:
+        """The document this object stands for (camelCase keys, lists), as the file has it."""
+        return _document(self.schema, self, ({}, {}))
+
+    def replace(self, **changes) -> "Section":
+        """A copy with `changes` (attribute=value), unchecked, as an override of a command's
+        flags is; a nested section takes a mapping of its own changes
+        (`cfg.replace(shards={"count": 3})`). A misspelled attribute raises AttributeError."""
+        new = {}
+        for name, value in changes.items():
+            if name not in self.__dataclass_fields__:
+                raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+            current = getattr(self, name)
+            nested = isinstance(current, Section) and isinstance(value, dict)
+            new[name] = current.replace(**value) if nested else value
+        return dataclasses.replace(self, **new)
+
+
+def _section(schema: dict):
+    """Class decorator: a frozen dataclass standing for the schema mapping `schema`."""
+    def register(cls):
+        cls = dataclass(frozen=True)(cls)
+        have = [f.name for f in dataclasses.fields(cls)]
+        want = [attribute_name(k) for k in schema]
+        if have != want:
+            raise TypeError(f"{cls.__name__} has fields {have}, its schema {want}")
+        shadowed = set(have) & set(vars(Section))
+        if shadowed:
+            raise TypeError(f"{cls.__name__}: fields {sorted(shadowed)} shadow Section's methods")
+        cls.schema = schema
+        _CLASS_OF[id(schema)] = cls
+        return cls
+    return register
+
+
+def _typed(schema, value, memo: tuple[dict, dict]):
+    """The typed form of a validated (sub)document. `memo` (deepcopy's, and tuples by list)
+    keeps values the document shares (a YAML alias) shared, as `to_dict` gives them back."""
+    copies, tuples = memo
+    if isinstance(schema, Leaf):
+        if isinstance(value, list):
+            if id(value) not in tuples:
+                tuples[id(value)] = (value, tuple(copy.deepcopy(value, copies)))
+            return tuples[id(value)][1]
+        return copy.deepcopy(value, copies)
+    if isinstance(schema, ListOf):
+        return tuple(_typed(schema.item, item, memo) for item in value)
+    return _CLASS_OF[id(schema)](**{attribute_name(k): _typed(sub, value[k], memo) for k, sub in schema.items()})
+
+
+def _document(schema, obj, memo: tuple[dict, dict]):
+    """The inverse of `_typed`."""
+    copies, lists = memo
+    if isinstance(schema, Leaf):
+        if isinstance(obj, tuple):
+            if not obj:  # () is one object: empty lists were not shared
+                return []
+            if id(obj) not in lists:
+                lists[id(obj)] = (obj, [copy.deepcopy(v, copies) for v in obj])
+            return lists[id(obj)][1]
+        return copy.deepcopy(obj, copies)
+    if isinstance(schema, ListOf):
+        return [_document(schema.item, item, memo) for item in obj]
+    return {k: _document(sub, getattr(obj, attribute_name(k)), memo) for k, sub in schema.items()}
+
+
+@_section(PLUGIN_ENTRY)
+class PluginEntry(Section):
+    name: str
+    weight: int
+
+
+@_section(DISABLED_ENTRY)
+class DisabledEntry(Section):
+    name: str
+    extension_points: tuple
+
+
+@_section(PLUGIN_CONFIG_ENTRY)
+class PluginConfigEntry(Section):
+    name: str
+    #: As written (common.config.plugin_args resolves and checks it).
+    args: dict
+
+
+@_section(PROFILE["plugins"])
+class ProfilePlugins(Section):
+    enabled: tuple[PluginEntry, ...]
+    disabled: tuple[DisabledEntry, ...]
+
+
+@_section(PROFILE)
+class Profile(Section):
+    scheduler_name: str
+    percentage_of_nodes_to_score: int | None
+    plugins: ProfilePlugins
+    plugin_config: tuple[PluginConfigEntry, ...]
+
+
+@_section(SCHEMA["store"])
+class StoreConfig(Section):
+    url: str | None
+    kubeconfig: str | None
+    request_timeout_seconds: float
+    qps: float
+    burst: int
+
+
+@_section(SCHEMA["dispatcher"])
+class DispatcherConfig(Section):
+    host: str
+    port: int
+    metrics_port: int
+    also_default_scheduler: bool
+    batch_size: int
+    redispatch_after_seconds: float
+    shard_timeout_seconds: float
+
+
+@_section(SCHEMA["leaderElection"])
+class LeaderElectionConfig(Section):
+    leader_elect: bool
+    lease_duration_seconds: float
+    renew_deadline_seconds: float
+    retry_period_seconds: float
+    resource_name: str
+
+
+@_section(SCHEMA["shards"]["optimizations"])
+class Optimizations(Section):
+    incremental_snapshot: bool
+    swap_delete_node_list: bool
+    vectorised_filters: bool
+    scheduling_context: bool
+    unit_locating: bool
+
+
+@_section(SCHEMA["shards"])
+class ShardsConfig(Section):
+    count: int
+    host: str
+    base_port: int
+    metrics_base_port: int
+    assume_ttl_seconds: float
+    pod_initial_backoff_seconds: float
+    pod_max_backoff_seconds: float
+    unschedulable_max_seconds: float
+    optimizations: Optimizations
+
+
+@_section(SCHEMA["binders"])
+class BindersConfig(Section):
+    count: int
+    partition_label: str
+    lease_duration_seconds: float
+    max_in_flight: int
+    cross_node_checks: bool
+    host: str
+    base_port: int
+    metrics_base_port: int
+
+
+@_section(SCHEMA["threshold"])
+class ThresholdConfig(Section):
+    mode: str
+    percentage: int
+    min_feasible_nodes: int
+    max_feasible_nodes: int
+    rejection_decay: float
+    queue_decay: float
+    growth: bool
+
+
+@_section(SCHEMA["preemption"])
+class PreemptionConfig(Section):
+    min_candidate_nodes_percentage: int
+    min_candidate_nodes_absolute: int
+    pruning: bool
+
+
+@_section(SCHEMA["security"])
+class SecurityConfig(Section):
+    mode: str
+    token_file: str | None
+    ca_file: str | None
+    cert_file: str | None
+    key_file: str | None
+    server_name: str
+
+
+@_section(SCHEMA["health"])
+class HealthConfig(Section):
+    liveness_timeout_seconds: float
+
+
+@_section(SCHEMA["events"])
+class EventsConfig(Section):
+    qps: float
+    burst: int
+
+
+@_section(SCHEMA)
+class Config(Section):
+    """The whole configuration, as every process receives it."""
+
+    api_version: str
+    kind: str
+    store: StoreConfig
+    dispatcher: DispatcherConfig
+    leader_election: LeaderElectionConfig
+    shards: ShardsConfig
+    binders: BindersConfig
+    threshold: ThresholdConfig
+    preemption: PreemptionConfig
+    security: SecurityConfig
+    health: HealthConfig
+    events: EventsConfig
+    profiles: tuple[Profile, ...]
+
+
+def _defaults(schema) -> Any:
+    if isinstance(schema, Leaf):
+        return copy.deepcopy(schema.default)
+    if isinstance(schema, ListOf):
+        return [_merge(schema.item, item, "") for item in schema.default]
+    return {k: _defaults(v) for k, v in schema.items()}
+
+
+def _check_leaf(leaf: Leaf, value, path: str):
+    if value is None:
+        if leaf.nullable:
+            return None
+        raise ConfigError(path, "must not be null")
+    if isinstance(value, bool) and bool not in leaf.types:
+        raise ConfigError(path, f"must be {_type_names(leaf)}, got boolean {value!r}")
+    if not isinstance(value, leaf.types):
+        raise ConfigError(path, f"must be {_type_names(leaf)}, got {type(value).__name__} {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(path, f"must be a finite number, got {value!r}")
+    if leaf.choices and value not in leaf.choices:
+        raise ConfigError(path, f"must be one of {', '.join(map(str, leaf.choices))}, got {value!r}")
+    if leaf.minimum is not None and value < leaf.minimum:
+        raise ConfigError(path, f"must be >= {leaf.minimum}, got {value!r}")
+    if leaf.maximum is not None and value > leaf.maximum:
+        raise ConfigError(path, f"must be <= {leaf.maximum}, got {value!r}")
+    return value
+
+
+def _type_names(leaf: Leaf) -> str:
+    names = {int: "an integer", float: "a number", str: "a string", bool: "a boolean", dict: "a mapping"}
+    return " or ".join(dict.fromkeys(names[t] for t in leaf.types))
+
+
+def _merge(schema: dict, value, path: str) -> dict:
+    """Defaults of `schema` overlaid with `value`, checked field by field."""
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise ConfigError(path or "<root>", f"must be a mapping, got {type(value).__name__}")
+    unknown = [k for k in value if k not in schema]
+    if unknown:
+        p = f"{path}.{unknown[0]}" if path else str(unknown[0])
+        raise ConfigError(p, f"unknown field (known: {', '.join(schema)})")
+    out = {}
+    for key, sub in schema.items():
+        p = f"{path}.{key}" if path else key
+        if key not in value:
+            out[key] = _defaults(sub)
+        elif isinstance(sub, Leaf):
+            out[key] = _check_leaf(sub, value[key], p)
+        elif isinstance(sub, ListOf):
+            out[key] = _merge_list(sub, value[key], p)
+        else:
+            out[key] = _merge(sub, value[key], p)
+    return out
+
+
+def _merge_list(schema: ListOf, items, path: str) -> list:
+    if not isinstance(items, list):
+        raise ConfigError(path, f"must be a list, got {type(items).__name__}")
+    if len(items) < schema.min_items:
+        raise ConfigError(path, f"must have at least {schema.min_items} item(s)")
+    out = []
+    for i, item in enumerate(items):
+        ip = f"{path}[{i}]"
+        if not isinstance(item, dict):
+            raise ConfigError(ip, f"must be a mapping, got {type(item).__name__}")
+        for req in schema.required_keys:
+            if not item.get(req):
+                raise ConfigError(f"{ip}.{req}", "is required")
+        out.append(_merge(schema.item, item, ip))
+    return out
+
+
+#: The store URL schemes common.store opens.
+STORE_SCHEMES = ("memory", "redis", "rediss", "unix", "kube")
+
+
+def _cross_checks(cfg: Config) -> None:
+    url = cfg.store.url
+    if url is not None and url.split("://", 1)[0].lower() not in STORE_SCHEMES:
+        raise ConfigError("store.url", f"must be {', '.join(s + '://...' for s in STORE_SCHEMES)}, got {url!r}")
+    for section in ("shards", "binders"):
+        own = getattr(cfg, section)
+        for key in ("basePort", "metricsBasePort"):
+            port = getattr(own, attribute_name(key))
+            last = port + own.count - 1
+            if port and last > 65535:
+                raise ConfigError(f"{section}.{key}", f"the last of {own.count} {section} would listen "
+                                  f"on port {last}, past 65535")
+    if cfg.preemption.min_candidate_nodes_percentage == 0 == cfg.preemption.min_candidate_nodes_absolute:
+        raise ConfigError("preemption.minCandidateNodesAbsolute", "must not be 0 when minCandidateNodesPercentage is")
+    known = plugins.KNOWN
+    seen: dict[str, int] = {}
+    for i, prof in enumerate(cfg.profiles):
+        for section in ("enabled", "disabled"):
+            for j, entry in enumerate(getattr(prof.plugins, section)):
+                if entry.name not in known and not (section == "disabled" and entry.name == "*"):
+                    raise ConfigError(f"profiles[{i}].plugins.{section}[{j}].name",
+                                      f"unknown plugin {entry.name!r} (known: {', '.join(sorted(known))})")
+        try:
+            profile_plugins.resolve(prof, f"profiles[{i}]")
+            plugin_args.profile_args(cfg, i)
+        except FieldError as e:
+            raise ConfigError(e.path, e.body) from None
+        name = prof.scheduler_name
+        if name in seen:
+            raise ConfigError(f"profiles[{i}].schedulerName", f"same as profiles[{seen[name]}].schedulerName {name!r}")
+        seen[name] = i
+    if cfg.shards.pod_max_backoff_seconds < cfg.shards.pod_initial_backoff_seconds:
+        raise ConfigError("shards.podMaxBackoffSeconds", "must be >= podInitialBackoffSeconds")
+    _check_leader_election(cfg.leader_election)
+
+
+#: client-go's leader election jitters its retries by this factor.
+ELECTION_JITTER = 1.2
+
+
+def _check_leader_election(le: LeaderElectionConfig) -> None:
+    """client-go's own rules for the three durations, when leader election is on."""
+    if not le.leader_elect:
+        return
+    if le.renew_deadline_seconds >= le.lease_duration_seconds:
+        raise ConfigError("leaderElection.renewDeadlineSeconds",
+                          f"must be less than leaseDurationSeconds ({le.lease_duration_seconds:g}), "
+                          f"got {le.renew_deadline_seconds:g}")
+    if le.renew_deadline_seconds <= ELECTION_JITTER * le.retry_period_seconds:
+        raise ConfigError("leaderElection.retryPeriodSeconds",
+                          f"must be less than renewDeadlineSeconds / {ELECTION_JITTER} "
+                          f"({le.renew_deadline_seconds / ELECTION_JITTER:g}), got {le.retry_period_seconds:g}")
+    if not le.resource_name:
+        raise ConfigError("leaderElection.resourceName", "must not be empty")
+
+
+def defaults() -> Config:
+    """The configuration of an empty file (every field its schema default)."""
+    return _typed(SCHEMA, _defaults(SCHEMA), ({}, {}))
+
+
+def validate(doc) -> Config:
+    """Full config (defaults filled in) from a parsed YAML document; raises ConfigError."""
+    return validate_with_notes(doc)[0]
+
+
+def validate_with_notes(doc) -> tuple[Config, list[str]]:
+    """validate(), and for a KubeSchedulerConfiguration the notes on what it left out (the
+    kube defaults shardsched does not ship, say): `config validate` prints them, processes
+    log them. A KubeSchedulerConfiguration's errors name its own fields."""
+    if not kube_config.is_kube(doc):
+        return _validate_native(doc), []
+    try:
+        native, origin, notes = kube_config.convert(doc)
+    except FieldError as e:
+        raise ConfigError(e.path, e.body) from None
+    try:
+        return _validate_native(native), notes
+    except ConfigError as e:
+        raise ConfigError(origin(e.path), e.message) from None
+
+
+def _validate_native(doc) -> Config:
+    cfg = _typed(SCHEMA, _merge(SCHEMA, doc, ""), ({}, {}))
+    _cross_checks(cfg)
+    return cfg
+
+
+def load(path: str | None) -> Config:
+    """Read and validate a config file (shardsched's or a KubeSchedulerConfiguration);
+    None gives the defaults."""
+    return load_with_notes(path)[0]
+
+
+def load_with_notes(path: str | None) -> tuple[Config, list[str]]:
+    if path is None:
+        return validate({}), []
+    try:
+        with open(path) as fh:
+            doc = yaml.safe_load(fh)
+    except OSError as e:
+        raise ConfigError(path, f"cannot read: {e.strerror}", unreadable=True) from None
+    except yaml.YAMLError as e:
+        raise ConfigError(path, f"not valid YAML: {e}", unreadable=True) from None
+    return validate_with_notes(doc)
+
+
+def dump(cfg: Config) -> str:
+    """The YAML document of a configuration (what `config defaults` and `convert` print)."""
+    return yaml.safe_dump(cfg.to_dict(), sort_keys=False)
+
+
+def field_docs(schema=SCHEMA, prefix: str = "") -> list[tuple[str, Any, str]]:
+    """(dotted path, default, doc) for every field, in schema order: the README's table."""
+    rows = []
+    for key, sub in schema.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if isinstance(sub, Leaf):
+            rows.append((path, sub.default, sub.doc))
+        elif isinstance(sub, ListOf):
+            rows.append((path, sub.default, sub.doc))
+            rows.extend(field_docs(sub.item, f"{path}[]"))
+        else:
+            rows.extend(field_docs(sub, path))
+    return rows

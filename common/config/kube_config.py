@@ -1,0 +1,409 @@
+"""KubeSchedulerConfiguration files (`kubescheduler.config.k8s.io/v1`) as shardsched
+configurations: `--config` and `config validate` take them, `config convert` prints what
+they mean to shardsched.
+
+A file is defaulted and validated as kube-scheduler v1.33 does (its defaults, its rules, its
+messages and field paths), then mapped onto shardsched's own configuration:
+
+    profiles[]                     profiles[] (plugins per extension point, multiPoint merged
+                                   into kube's default plugins; pluginConfig args)
+    percentageOfNodesToScore       N > 0: threshold.mode percentage, threshold.percentage N;
+                                   0 (kube's default): shardsched's threshold section
+    podInitial/MaxBackoffSeconds   shards.podInitial/MaxBackoffSeconds
+    leaderElection                 leaderElection (durations in seconds; resourceName, except
+                                   kube's default `kube-scheduler`, kube-scheduler's own Lease)
+    clientConnection               store.kubeconfig, store.qps, store.burst (kube:// requests)
+    shardsched                     the extension: any of shardsched's own sections (store,
+                                   dispatcher, shards, binders, threshold, ...), as in a
+                                   ShardschedConfiguration
+
+Fields kube has and shardsched cannot honour are refused by name, except at kube's default
+value (`kube-scheduler --write-config-to` writes every field): then a note says what
+shardsched does instead. kube's default plugins shardsched does not ship are left out of a
+profile with a note; enabled anywhere else, they are refused. The extension may not set what
+the file sets explicitly elsewhere; it may refine what kube only defaulted.
+"""
+from __future__ import annotations
+
+import copy
+
+from . import plugin_names as names
+from ..plugins import EXTENSION_POINTS, KNOWN, PAIRED_POINTS, POINTS
+from .validation import (
+    ANY,
+    Bool,
+    Int,
+    List,
+    Num,
+    Obj,
+    Str,
+    Verbatim,
+    decode_object,
+    duplicate,
+    forbidden,
+    format_duration,
+    invalid,
+    not_supported,
+    parse_duration,
+    required,
+)
+
+API_GROUP = "kubescheduler.config.k8s.io"
+API_VERSION = f"{API_GROUP}/v1"
+KIND = "KubeSchedulerConfiguration"
+#: The key holding shardsched's own sections in a KubeSchedulerConfiguration: the product's
+#: name, like the shardsched.io API group of its own format, so a section moves between the
+#: two formats unchanged.
+EXTENSION = "shardsched"
+DEFAULT_SCHEDULER = "default-scheduler"
+
+#: kube-scheduler v1.33's default multiPoint plugins with their weights (getDefaultPlugins).
+KUBE_DEFAULT_PLUGINS = (
+    (names.SCHEDULING_GATES, None), (names.PRIORITY_SORT, None), (names.NODE_UNSCHEDULABLE, None),
+    (names.NODE_NAME, None), (names.TAINT_TOLERATION, 3), (names.NODE_AFFINITY, 2), (names.NODE_PORTS, None),
+    (names.NODE_RESOURCES_FIT, 1), (names.VOLUME_RESTRICTIONS, None), (names.NODE_VOLUME_LIMITS, None),
+    (names.VOLUME_BINDING, None), (names.VOLUME_ZONE, None), (names.POD_TOPOLOGY_SPREAD, 2),
+    (names.INTER_POD_AFFINITY, 2), (names.DEFAULT_PREEMPTION, None),
+    (names.NODE_RESOURCES_BALANCED_ALLOCATION, 1), (names.IMAGE_LOCALITY, 1), (names.DEFAULT_BINDER, None),
+)
+
+_PLUGIN = Obj(name=Str(), weight=Int(None))
+_PLUGIN_SET = Obj(enabled=List(_PLUGIN), disabled=List(_PLUGIN))
+_PLUGINS = {point: _PLUGIN_SET for point in (*EXTENSION_POINTS, "multiPoint")}
+_PROFILE = {"schedulerName": Str(None), "percentageOfNodesToScore": Int(None), "plugins": ANY,
+            "pluginConfig": List(Obj(name=Str(), args=ANY))}
+_LEADER_ELECTION = {"leaderElect": Bool(True), "leaseDuration": Str("15s"), "renewDeadline": Str("10s"),
+                    "retryPeriod": Str("2s"), "resourceLock": Str("leases"), "resourceName": Str("kube-scheduler"),
+                    "resourceNamespace": Str("kube-system")}
+_CLIENT_CONNECTION = {"kubeconfig": Str(), "acceptContentTypes": Str(),
+                      "contentType": Str("application/vnd.kubernetes.protobuf"), "qps": Num(0), "burst": Int(0)}
+#: The top-level fields of a KubeSchedulerConfiguration v1 (kube's defaults).
+FIELDS = {
+    "apiVersion": Str(), "kind": Str(), "parallelism": Int(16), "leaderElection": ANY,
+    "clientConnection": ANY, "enableProfiling": Bool(True), "enableContentionProfiling": Bool(True),
+    "percentageOfNodesToScore": Int(None), "podInitialBackoffSeconds": Int(1, bits=64),
+    "podMaxBackoffSeconds": Int(10, bits=64), "profiles": List(ANY), "extenders": List(ANY),
+    "delayCacheUntilActive": Bool(False), EXTENSION: ANY,
+}
+
+
+def is_kube(doc) -> bool:
+    """Whether a parsed document is a KubeSchedulerConfiguration (of any version)."""
+    return isinstance(doc, dict) and (doc.get("kind") == KIND or str(doc.get("apiVersion", "")).startswith(f"{API_GROUP}/"))
+
+
+def convert(doc: dict):
+    """(shardsched document, origin, notes): the equivalent ShardschedConfiguration document
+    (still to be validated), a function from a path in it to the path in `doc` that set it,
+    and notes on what shardsched does differently. Raises FieldError with `doc`'s paths."""
+    c = _Conversion(doc)
+    return c.native, c.origin, c.notes
+
+
+class _Conversion:
+    def __init__(self, doc: dict):
+        self.explicit = set(doc)
+        self.top = decode_object(FIELDS, doc, "")
+        self.native: dict = {}
+        self.origins: dict[str, str] = {}
+        self.notes: list[str] = []
+        self._type_meta()
+        self._extension(doc.get(EXTENSION))
+        self._unsupported()
+        self._scheduling()
+        self._leader_election(doc.get("leaderElection"))
+        self._client_connection(doc.get("clientConnection"))
+        self._profiles()
+
+    def origin(self, path: str) -> str:
+        best = ""
+        for prefix in self.origins:
+            if len(prefix) > len(best) and (path == prefix or (path.startswith(prefix) and path[len(prefix)] in ".[")):
+                best = prefix
+        return self.origins[best] + path[len(best):] if best else path
+
+    def _put(self, dotted: str, value, kube_path: str, explicit: bool) -> None:
+        """Set a native leaf from a kube field; the extension may refine only kube's defaults."""
+        section, leaf = dotted.split(".")
+        sec = self.native.setdefault(section, {})
+        if not isinstance(sec, dict):
+            return  # the extension's section is no mapping: validation names it
+        if leaf in sec:
+            if explicit:
+                raise invalid(f"{EXTENSION}.{dotted}", sec[leaf], f"also set by {kube_path}: set it in one place")
+            return
+        sec[leaf] = value
+        self.origins[dotted] = kube_path
+
+    # --- top level ----------------------------------------------------------------------
+
+    def _type_meta(self) -> None:
+        if self.top["apiVersion"] != API_VERSION:
+            raise not_supported("apiVersion", self.top["apiVersion"], (API_VERSION,))
+        if self.top["kind"] != KIND:
+            raise not_supported("kind", self.top["kind"], (KIND,))
+
+    def _extension(self, ext) -> None:
+        if ext is None:
+            return
+        if not isinstance(ext, dict):
+            raise invalid(EXTENSION, ext, "must be a mapping of shardsched's configuration sections")
+        for key, value in ext.items():
+            if key in ("apiVersion", "kind", "profiles"):
+                raise forbidden(f"{EXTENSION}.{key}", "comes from the KubeSchedulerConfiguration itself")
+            self.native[key] = copy.deepcopy(value)
+            self.origins[str(key)] = f"{EXTENSION}.{key}"
+
+    def _unsupported(self) -> None:
+        """kube's fields shardsched has no counterpart for: kube's default value only."""
+        t = self.top
+        if t["parallelism"] <= 0:
+            raise invalid("parallelism", t["parallelism"], "should be an integer value greater than zero")
+        if t["parallelism"] != 16:
+            raise invalid("parallelism", t["parallelism"], "not supported by shardsched, which schedules one pod "
+                          "at a time per shard: leave kube's default 16 and set shardsched.shards.count")
+        if t["extenders"]:
+            raise forbidden("extenders", "shardsched calls no scheduler extenders")
+        if t["delayCacheUntilActive"]:
+            raise invalid("delayCacheUntilActive", True, "not supported by shardsched: only the dispatcher "
+                          "elects a leader, and shards and binders keep their caches warm")
+        for key in ("enableProfiling", "enableContentionProfiling"):
+            if t[key]:
+                self.notes.append(f"{key}: shardsched serves no profiling endpoints")
+
+    def _scheduling(self) -> None:
+        t = self.top
+        pct = t["percentageOfNodesToScore"]
+        _percentage("percentageOfNodesToScore", pct)
+        if pct:
+            self._put("threshold.mode", "percentage", "percentageOfNodesToScore", True)
+            self._put("threshold.percentage", pct, "percentageOfNodesToScore", True)
+        initial, most = t["podInitialBackoffSeconds"], t["podMaxBackoffSeconds"]
+        if initial <= 0:
+            raise invalid("podInitialBackoffSeconds", initial, "must be greater than 0")
+        if most < initial:
+            raise invalid("podMaxBackoffSeconds", most, "must be greater than or equal to PodInitialBackoffSeconds")
+        for key in ("podInitialBackoffSeconds", "podMaxBackoffSeconds"):
+            self._put(f"shards.{key}", t[key], key, key in self.explicit)
+
+    def _leader_election(self, raw) -> None:
+        le = decode_object(_LEADER_ELECTION, raw, "leaderElection")
+        given = set(raw) if isinstance(raw, dict) else set()
+        p = "leaderElection"
+        seconds = {}
+        for key in ("leaseDuration", "renewDeadline", "retryPeriod"):
+            seconds[key] = parse_duration(le[key])
+            if seconds[key] is None:
+                raise invalid(f"{p}.{key}", le[key], 'must be a duration such as "15s" or "1m30s"')
+        if le["leaderElect"]:
+            for key in ("leaseDuration", "renewDeadline", "retryPeriod"):
+                if seconds[key] <= 0:
+                    raise invalid(f"{p}.{key}", format_duration(seconds[key]), "must be greater than zero")
+            if seconds["leaseDuration"] <= seconds["renewDeadline"]:
+                raise invalid(f"{p}.leaseDuration", format_duration(seconds["renewDeadline"]),
+                              "LeaseDuration must be greater than RenewDeadline")
+            if seconds["renewDeadline"] <= 1.2 * seconds["retryPeriod"]:  # client-go's leader elector
+                raise invalid(f"{p}.renewDeadline", format_duration(seconds["renewDeadline"]),
+                              "renewDeadline must be greater than retryPeriod*JitterFactor (1.2)")
+            for key in ("resourceLock", "resourceNamespace", "resourceName"):
+                if not le[key]:
+                    raise invalid(f"{p}.{key}", "", f"{key} is required")
+            if le["resourceLock"] != "leases":
+                raise invalid(f"{p}.resourceLock", le["resourceLock"], 'resourceLock value must be "leases"')
+        if le["resourceNamespace"] not in ("kube-system", ""):
+            raise invalid(f"{p}.resourceNamespace", le["resourceNamespace"], "not supported by shardsched, "
+                          "whose Leases live in its own namespace: leave kube's default kube-system")
+        self._put("leaderElection.leaderElect", le["leaderElect"], f"{p}.leaderElect", "leaderElect" in given)
+        for key in ("leaseDuration", "renewDeadline", "retryPeriod"):
+            self._put(f"leaderElection.{key}Seconds", seconds[key], f"{p}.{key}", key in given)
+        if le["resourceName"] != "kube-scheduler":  # kube's default: kube-scheduler's own Lease
+            self._put("leaderElection.resourceName", le["resourceName"], f"{p}.resourceName", True)
+
+    def _client_connection(self, raw) -> None:
+        cc = decode_object(_CLIENT_CONNECTION, raw, "clientConnection")
+        given = set(raw) if isinstance(raw, dict) else set()
+        p = "clientConnection"
+        if cc["burst"] < 0:
+            raise invalid(f"{p}.burst", cc["burst"], "must be non-negative")
+        if cc["contentType"] not in ("application/vnd.kubernetes.protobuf", "application/json", ""):
+            raise invalid(f"{p}.contentType", cc["contentType"], "not supported by shardsched, which sends JSON")
+        if cc["contentType"] == "application/vnd.kubernetes.protobuf":
+            self.notes.append(f"{p}.contentType: shardsched talks JSON to the API server")
+        if cc["acceptContentTypes"] not in ("", "application/json"):
+            raise invalid(f"{p}.acceptContentTypes", cc["acceptContentTypes"],
+                          "not supported by shardsched, which reads JSON")
+        if cc["kubeconfig"]:
+            self._put("store.kubeconfig", cc["kubeconfig"], f"{p}.kubeconfig", True)
+        # kube: 0 means its defaults (50 and 100); a negative qps switches the limit off.
+        qps = 50.0 if cc["qps"] == 0 else max(float(cc["qps"]), 0.0)
+        self._put("store.qps", qps, f"{p}.qps", "qps" in given)
+        self._put("store.burst", cc["burst"] or 100, f"{p}.burst", "burst" in given)
+
+    # --- profiles -----------------------------------------------------------------------
+
+    def _profiles(self) -> None:
+        raw = self.top["profiles"] or [{}]  # kube defaults no profile to one profile
+        out, seen = [], {}
+        for i, prof in enumerate(raw):
+            path = f"profiles[{i}]"
+            p = decode_object(_PROFILE, prof, path)
+            name = p["schedulerName"]
+            if name is None and len(raw) == 1:
+                name = DEFAULT_SCHEDULER
+            if not name:
+                raise required(f"{path}.schedulerName")
+            if name in seen:
+                raise duplicate(f"{path}.schedulerName", Verbatim(f"profiles[{seen[name]}].schedulerName"))
+            seen[name] = i
+            _percentage(f"{path}.percentageOfNodesToScore", p["percentageOfNodesToScore"])
+            self.origins[path] = path
+            native = {"schedulerName": name, "plugins": self._plugins(p["plugins"], path, i),
+                      "pluginConfig": self._plugin_config(p["pluginConfig"], path)}
+            if p["percentageOfNodesToScore"] is not None:
+                native["percentageOfNodesToScore"] = p["percentageOfNodesToScore"]
+            out.append(native)
+        self.native["profiles"] = out
+
+    def _plugins(self, raw, path: str, index: int) -> dict:
+        sets = _PluginSets(raw, f"{path}.plugins")
+        self.notes += sets.notes
+        native = {"disabled": [{"name": "*"}], "enabled": []}
+        self.origins[f"{path}.plugins"] = f"{path}.plugins"
+        for name in sets.order:
+            runs = sets.runs[name]
+            if not runs:
+                continue
+            weight, origin = sets.weight(name)
+            self.origins[f"{path}.plugins.enabled[{len(native['enabled'])}]"] = origin
+            native["enabled"].append({"name": name, "weight": weight})
+            off = [pt for pt in POINTS[name] if pt not in runs]
+            if off:
+                native["disabled"].append({"name": name, "extensionPoints": off})
+        return native
+
+    def _plugin_config(self, entries: list, path: str) -> list:
+        out, seen = [], set()
+        for k, entry in enumerate(entries):
+            ep = f"{path}.pluginConfig[{k}]"
+            name = entry["name"]
+            if name in seen:
+                raise duplicate(ep, name)
+            seen.add(name)
+            if name in KNOWN:
+                self.origins[f"{path}.pluginConfig[{len(out)}]"] = ep
+                out.append({"name": name, "args": entry["args"] or {}})
+            else:
+                raise not_supported(f"{ep}.name", name, sorted(KNOWN))
+        return out
+
+
+def _percentage(path: str, value) -> None:
+    if value is not None and not 0 <= value <= 100:
+        raise invalid(path, value, "not in valid range [0-100]")
+
+
+class _PluginSets:
+    """One profile's `plugins` as kube-scheduler resolves them: multiPoint merged into kube's
+    default plugins (mergePluginSet), then expanded to every extension point the plugin
+    implements unless that point disables it (or `*`) or enables it explicitly; score
+    weights from `score`, else multiPoint, 0 meaning 1."""
+
+    def __init__(self, raw, path: str):
+        self.path = path
+        sets = decode_object(_PLUGINS, raw, path)
+        self.sets = {pt: s or {"enabled": [], "disabled": []} for pt, s in sets.items()}
+        self.notes: list[str] = []
+        self.order: list[str] = []
+        self.runs: dict[str, dict] = {}        # name -> {point: path of the entry that enabled it}
+        self.why_off: dict[str, dict] = {}     # name -> {point: path of the entry that disabled it}
+        self.multi: dict[str, tuple] = {}      # name -> (weight, path of its multiPoint entry)
+        self.scores: dict[str, tuple] = {}     # name -> (weight, path) from `score`
+        self._multi_point()
+        for point in EXTENSION_POINTS:
+            self._expand(point)
+        for name in self.order:
+            self._check_pairs(name)
+
+    def _add(self, name: str) -> None:
+        if name not in self.runs:
+            self.order.append(name)
+            self.runs[name] = {}
+            self.why_off[name] = {}
+
+    def _multi_point(self) -> None:
+        mp, mpp = self.sets["multiPoint"], f"{self.path}.multiPoint"
+        disabled = {e["name"] for e in mp["disabled"]}
+        custom: dict[str, int] = {}
+        for k, e in enumerate(mp["enabled"]):
+            if e["name"] in custom:
+                raise duplicate(f"{mpp}.enabled[{k}]", e["name"])
+            custom[e["name"]] = k
+        merged, used = [], set()
+        if "*" not in disabled:
+            for name, weight in KUBE_DEFAULT_PLUGINS:
+                if name in disabled:
+                    continue
+                k = custom.get(name)
+                if k is None:
+                    merged.append((name, weight, None))
+                else:
+                    used.add(k)
+                    merged.append((name, mp["enabled"][k]["weight"], f"{mpp}.enabled[{k}]"))
+        merged += [(e["name"], e["weight"], f"{mpp}.enabled[{k}]") for k, e in enumerate(mp["enabled"])
+                   if k not in used]
+        for name, weight, origin in merged:
+            if name not in KNOWN:
+                _refuse(origin, name)
+            self._add(name)
+            self.multi[name] = (weight, origin or mpp)
+
+    def _expand(self, point: str) -> None:
+        ps, pp = self.sets[point], f"{self.path}.{point}"
+        disabled = {e["name"]: f"{pp}.disabled[{k}]" for k, e in enumerate(ps["disabled"])}
+        specific = []
+        for k, e in enumerate(ps["enabled"]):
+            name, ep = e["name"], f"{pp}.enabled[{k}]"
+            if name not in KNOWN:
+                _refuse(ep, name)
+            if point not in POINTS[name]:
+                raise invalid(ep, name, f"{name} does not extend the {point} extension point")
+            if name in specific:
+                raise duplicate(ep, name)
+            specific.append(name)
+            self._add(name)
+            self.runs[name][point] = ep
+            if point == "score":
+                self.scores[name] = (e["weight"], ep)
+        for name, (_, origin) in self.multi.items():
+            if point not in POINTS[name] or name in specific:
+                continue
+            off = disabled.get(name) or disabled.get("*")
+            if off:
+                self.why_off[name][point] = off
+            else:
+                self.runs[name][point] = origin
+
+    def _check_pairs(self, name: str) -> None:
+        """A preFilter (preScore) left out while its filter (score) runs fails every pod in
+        kube; one left in while its filter (score) is out goes out with it."""
+        runs, off = self.runs[name], self.why_off[name]
+        for pre, main in PAIRED_POINTS.items():
+            if pre not in POINTS[name]:
+                continue
+            if pre not in runs and main in runs:
+                raise invalid(off.get(pre) or runs[main], name, f"{name}'s {main} needs its {pre}: "
+                              f"switch {main} off too, or enable {pre}")
+            if main not in runs:
+                runs.pop(pre, None)
+
+    def weight(self, name: str) -> tuple[int, str]:
+        """(score weight, path of the entry it comes from); 0 for a plugin that does not score."""
+        if "score" not in self.runs[name]:
+            return 0, self.runs[name][next(iter(self.runs[name]))]
+        weight, origin = self.scores.get(name) or self.multi[name]
+        return weight or 1, origin
+
+
+def _refuse(path: str, name: str) -> None:
+    raise not_supported(f"{path}.name", name, sorted(KNOWN))
+

@@ -1,0 +1,741 @@
+"""The object model: lean slotted classes built from Kubernetes JSON/YAML dicts.
+
+Objects are parsed once (from orjson output) and every field the scheduler reads is kept in
+a form that plugins use directly: resource vectors, compiled selectors, taint objects.
+The original dict stays in `raw` so stores and reports can round-trip it unchanged.
+"""
+from __future__ import annotations
+
+import copy
+import weakref
+from datetime import datetime
+
+import orjson
+
+from ..errors import ObjectError
+from .resources import INT64_MAX, TooManyResources, parse_amount, resource_vector
+from .selectors import (
+    Field,
+    LabelSelector,
+    parse_label_selector,
+    parse_node_selector_term,
+    parse_taint,
+    parse_toleration,
+)
+from .storage_objects import parse_csi_node, parse_pod_volumes, parse_pv, parse_pvc, parse_storage_class
+
+KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", "PodGroup", "PersistentVolumeClaim",
+         "PersistentVolume", "StorageClass", "CSINode")
+#: The kinds in dependency order, for creating and for listing: a pod never comes before the
+#: PriorityClass it names, the node it is pinned to, the PodGroup it joins or the claims it
+#: mounts, so no reader sees it half-defined.
+CREATE_ORDER = ("PriorityClass", "StorageClass", "Node", "CSINode", "PersistentVolume", "PersistentVolumeClaim",
+                "PodDisruptionBudget", "PodGroup", "Pod")
+NAMESPACED = {"Pod", "PodDisruptionBudget", "PodGroup", "PersistentVolumeClaim"}
+#: kube-apiserver's built-in classes, present on every cluster.
+SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+#: Pods of one group carry this label (scheduler-plugins' coscheduling); the dispatcher keeps
+#: them on one shard.
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+#: Phases of pods that hold nothing on their node any more.
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def object_key(kind: str, namespace: str, name: str) -> str:
+    return f"{namespace}/{name}" if kind in NAMESPACED else name
+
+
+def raw_pod_key(obj: dict) -> str:
+    """"namespace/name" of a pod dict as a watch delivers it, without parsing the pod (the
+    dispatcher, the binder and the shard read it from every event)."""
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+def parse_time(value, f: Field) -> float:
+    """RFC 3339 timestamp to epoch seconds (0.0 when absent)."""
+    if not value:
+        return 0.0
+    if isinstance(value, datetime):  # PyYAML turns unquoted timestamps into datetimes
+        return value.timestamp()
+    try:
+        return datetime.fromisoformat(f.str(value)).timestamp()
+    except ValueError:
+        raise f.error(f"invalid timestamp {value!r}") from None
+
+
+def _describe(d, kind: str) -> tuple[str, str, dict]:
+    meta = d.get("metadata") if isinstance(d.get("metadata"), dict) else {}
+    ns = meta.get("namespace") or "default"
+    name = meta.get("name") if isinstance(meta.get("name"), str) else "<unnamed>"
+    return ns, name, meta
+
+
+def _metadata(d: dict, f: Field, kind: str):
+    meta = f.get_dict(d, "metadata", required=True)
+    mf = f.at("metadata")
+    name = mf.get_str(meta, "name", required=True)
+    ns = mf.get_str(meta, "namespace", default="default") if kind in NAMESPACED else ""
+    labels = mf.get_str_map(meta, "labels")
+    return meta, ns, name, labels
+
+
+def parse_resource_list(value, f: Field, allow_negative: bool = False) -> dict[str, int]:
+    """{"cpu": "100m", ...} -> {"cpu": 100, ...} in integer units; rejects junk and negatives."""
+    out = {}
+    for name, raw in f.dict(value).items():
+        try:
+            amount, negative = parse_amount(name, raw)
+        except ValueError as e:
+            raise f.at(name).error(str(e)) from None
+        if negative and not allow_negative:
+            raise f.at(name).error(f"must not be negative, got {raw!r}")
+        out[name] = amount
+    return out
+
+
+def _vector(amounts: dict[str, int], field_of) -> tuple:
+    """(vector, its SlotHold or None) of `amounts`; `field_of(name)` is the Field to blame
+    when the resource table is full. Zero extended amounts (hugepages-2Mi: 0) take no slot.
+
+    Parsers build the vector last, once nothing else can fail: an error's traceback keeps the
+    parser's locals, and with them the hold, alive for as long as the error is kept."""
+    try:
+        return resource_vector(amounts)
+    except TooManyResources as e:
+        raise field_of(e.name).error(str(e)) from None
+
+
+class OwnerRef:
+    __slots__ = ("kind", "name", "uid", "controller")
+
+    def __init__(self, kind, name, uid, controller):
+        self.kind, self.name, self.uid, self.controller = kind, name, uid, controller
+
+
+class PodAffinityTerm:
+    """A (anti-)affinity term: pods matching `selector` in `namespaces` within `topology_key`.
+
+    `namespaces` is None for "all namespaces" (an empty namespaceSelector). A namespaceSelector
+    with terms is evaluated against the namespace's `kubernetes.io/metadata.name` label, the
+    only namespace label the scheduler can know without watching Namespaces.
+    """
+
+    __slots__ = ("selector", "namespaces", "namespace_selector", "topology_key")
+
+    def __init__(self, selector, namespaces, namespace_selector, topology_key):
+        self.selector = selector
+        self.namespaces = namespaces
+        self.namespace_selector = namespace_selector
+        self.topology_key = topology_key
+
+    @property
+    def key(self) -> tuple:
+        return (self.namespaces, self.namespace_selector.key if self.namespace_selector else None,
+                self.selector.key if self.selector else None)
+
+    def matches(self, pod: "Pod") -> bool:
+        if self.selector is None:
+            return False
+        if self.namespaces is not None and pod.namespace not in self.namespaces:
+            if self.namespace_selector is None or not self.namespace_selector.matches(
+                    {"kubernetes.io/metadata.name": pod.namespace}):
+                return False
+        return self.selector.matches(pod.labels)
+
+
+def _affinity_term(value, f: Field, own_ns: str) -> PodAffinityTerm:
+    d = f.dict(value)
+    topology_key = f.at("topologyKey").str(d.get("topologyKey"), required=True)
+    selector = parse_label_selector(d.get("labelSelector"), f.at("labelSelector"))
+    names = [f.at("namespaces").at(i).str(n, required=True)
+             for i, n in enumerate(f.at("namespaces").list(d.get("namespaces")))]
+    ns_sel = parse_label_selector(d.get("namespaceSelector"), f.at("namespaceSelector"))
+    if ns_sel is not None and ns_sel.is_empty():
+        namespaces = None  # {} selects every namespace
+    else:
+        namespaces = frozenset(names) if (names or ns_sel is not None) else frozenset([own_ns])
+    return PodAffinityTerm(selector, namespaces, ns_sel, topology_key)
+
+
+def _affinity_terms(d: dict, f: Field, own_ns: str):
+    required = tuple(
+        _affinity_term(t, f.at("requiredDuringSchedulingIgnoredDuringExecution").at(i), own_ns)
+        for i, t in enumerate(f.at("requiredDuringSchedulingIgnoredDuringExecution").list(
+            d.get("requiredDuringSchedulingIgnoredDuringExecution"))))
+    preferred = []
+    pf = f.at("preferredDuringSchedulingIgnoredDuringExecution")
+    for i, w in enumerate(pf.list(d.get("preferredDuringSchedulingIgnoredDuringExecution"))):
+        wf = pf.at(i)
+        w = wf.dict(w)
+        weight = wf.at("weight").int(w.get("weight"), default=None, minimum=1)
+        if weight is None or weight > 100:
+            raise wf.at("weight").error("must be between 1 and 100")
+        preferred.append((weight, _affinity_term(w.get("podAffinityTerm"), wf.at("podAffinityTerm"), own_ns)))
+    return required, tuple(preferred)
+
+
+class SpreadConstraint:
+    __slots__ = ("max_skew", "topology_key", "hard", "selector", "min_domains",
+                 "honor_affinity", "honor_taints")
+
+    def __init__(self, max_skew, topology_key, hard, selector, min_domains, honor_affinity, honor_taints):
+        self.max_skew = max_skew
+        self.topology_key = topology_key
+        self.hard = hard
+        self.selector = selector
+        self.min_domains = min_domains
+        self.honor_affinity = honor_affinity
+        self.honor_taints = honor_taints
+
+
+def _spread_constraint(value, f: Field, labels: dict) -> SpreadConstraint:
+    d = f.dict(value)
+    max_skew = f.at("maxSkew").int(d.get("maxSkew"), minimum=1)
+    if max_skew is None:
+        raise f.at("maxSkew").error("is required")
+    key = f.at("topologyKey").str(d.get("topologyKey"), required=True)
+    when = f.at("whenUnsatisfiable").str(d.get("whenUnsatisfiable"), required=True)
+    if when not in ("DoNotSchedule", "ScheduleAnyway"):
+        raise f.at("whenUnsatisfiable").error(f"must be DoNotSchedule or ScheduleAnyway, got {when!r}")
+    selector = parse_label_selector(d.get("labelSelector"), f.at("labelSelector"))
+    match_keys = [f.at("matchLabelKeys").at(i).str(k, required=True)
+                  for i, k in enumerate(f.at("matchLabelKeys").list(d.get("matchLabelKeys")))]
+    if match_keys and selector is not None:
+        extra = tuple((k, "In", frozenset([labels[k]])) for k in match_keys if k in labels)
+        selector = LabelSelector(selector.match_labels, selector.expressions + extra)
+    policies = []
+    for field, default in (("nodeAffinityPolicy", "Honor"), ("nodeTaintsPolicy", "Ignore")):
+        p = f.at(field).str(d.get(field), default=default)
+        if p not in ("Honor", "Ignore"):
+            raise f.at(field).error(f"must be Honor or Ignore, got {p!r}")
+        policies.append(p == "Honor")
+    min_domains = f.at("minDomains").int(d.get("minDomains"), default=1, minimum=1)
+    if min_domains > 1 and when != "DoNotSchedule":
+        raise f.at("minDomains").error("can only be set with whenUnsatisfiable: DoNotSchedule")
+    return SpreadConstraint(max_skew, key, when == "DoNotSchedule", selector, min_domains, *policies)
+
+
+def _host_ports(containers, f: Field) -> tuple:
+    ports = []
+    for i, c in enumerate(containers):
+        if c.get("ports") is None:
+            continue
+        cf = f.at(i).at("ports")
+        for j, p in enumerate(cf.list(c.get("ports"))):
+            pf = cf.at(j)
+            p = pf.dict(p)
+            host_port = pf.at("hostPort").int(p.get("hostPort"), default=0, minimum=0)
+            if host_port > 65535:
+                raise pf.at("hostPort").error(f"must be at most 65535, got {host_port}")
+            if host_port:
+                proto = pf.at("protocol").str(p.get("protocol"), default="TCP")
+                if proto not in ("TCP", "UDP", "SCTP"):
+                    raise pf.at("protocol").error(f"must be TCP, UDP or SCTP, got {proto!r}")
+                ports.append((pf.at("hostIP").str(p.get("hostIP"), default="0.0.0.0"), proto, host_port))
+    return tuple(ports)
+
+
+def _container_requests(c: dict, f: Field, missing: dict | None = None) -> dict[str, int]:
+    """The container's requests; `missing` fills in resources it does not request at all."""
+    res = f.get_dict(c, "resources")
+    reqs = {}
+    if res:
+        rf = f.at("resources")
+        reqs = parse_resource_list(res.get("requests"), rf.at("requests"))
+        if res.get("limits") is not None:
+            for name, amount in parse_resource_list(res["limits"], rf.at("limits")).items():
+                reqs.setdefault(name, amount)  # API defaulting: a limit alone is also the request
+    for name, amount in (missing or {}).items():
+        reqs.setdefault(name, amount)
+    return reqs
+
+
+def _add(acc: dict, more: dict, where=None) -> None:
+    """acc += more; with `where` (resource name -> the Field it came from), refuse a sum past
+    the largest amount a resource vector holds, naming that field."""
+    for k, v in more.items():
+        total = acc.get(k, 0) + v
+        if where is not None and total > INT64_MAX:
+            unit = "m" if k == "cpu" else ""
+            raise where(k).error(f"the pod's total {k} request would be more than {INT64_MAX}{unit}, "
+                                 "the most a resource amount can be")
+        acc[k] = total
+
+
+def _max(acc: dict, other: dict) -> None:
+    for k, v in other.items():
+        if v > acc.get(k, 0):
+            acc[k] = v
+
+
+def _request_field(c: dict, f: Field):
+    """resource name -> the field of container `c` its request comes from (for errors)."""
+    requests = ((c.get("resources") or {}).get("requests")) or {}
+    return lambda name: f.at("resources").at("requests" if name in requests else "limits").at(name)
+
+
+#: What kube-scheduler's scoring assumes a container asks for when it requests no cpu or no
+#: memory at all (schedutil.DefaultMilliCPURequest, DefaultMemoryRequest).
+NONZERO_DEFAULTS = {"cpu": 100, "memory": 200 * 1024 * 1024}
+
+
+def effective_requests(spec: dict, f: Field, missing: dict | None = None) -> dict[str, int]:
+    """A pod's scheduling request by Kubernetes' rules (component-helpers PodRequests).
+
+    Sum of the containers; sidecars (init containers with restartPolicy Always) add to that
+    sum and stay running while later init containers run; the result is the max of the sum
+    and every init container's peak; then pod overhead is added. `missing` (kube's
+    NonMissingContainerRequests) fills in, per container, resources it does not request.
+    Each quantity is capped at 2^63-1 as Kubernetes caps it, but a sum past that cannot be
+    counted in the int64 columns every process keeps: it is refused, naming the field that
+    crossed it (found by a second, checked pass, so the usual parse pays nothing for it).
+    """
+    total = _effective_requests(spec, f, missing, checked=False)
+    if total and max(total.values()) > INT64_MAX:
+        _effective_requests(spec, f, missing, checked=True)
+    return total
+
+
+def _effective_requests(spec: dict, f: Field, missing: dict | None, checked: bool) -> dict[str, int]:
+    containers = f.get_list(spec, "containers")
+    total: dict[str, int] = {}
+    for i, c in enumerate(containers):
+        cf = f.at("containers").at(i)
+        c = cf.dict(c)
+        _add(total, _container_requests(c, cf, missing), _request_field(c, cf) if checked else None)
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    inits = f.get_list(spec, "initContainers")
+    for i, c in enumerate(inits):
+        cf = f.at("initContainers").at(i)
+        c = cf.dict(c)
+        req = _container_requests(c, cf, missing)
+        where = _request_field(c, cf) if checked else None
+        if c.get("restartPolicy") == "Always":
+            _add(total, req, where)
+            _add(sidecars, req, where)
+            peak = dict(sidecars)
+        else:
+            peak = dict(req)
+            _add(peak, sidecars, where)
+        _max(init_peak, peak)
+    _max(total, init_peak)
+    if spec.get("overhead") is not None:
+        overhead = f.at("overhead")
+        _add(total, parse_resource_list(spec["overhead"], overhead), overhead.at if checked else None)
+    return total
+
+
+class Pod:
+    """A parsed pod. `requests` is its resource vector; `hold` (common.model.resources.SlotHold, or
+    None) keeps the vector's extended slots assigned for as long as the pod lives."""
+
+    kind = "Pod"
+    __slots__ = (
+        "namespace", "name", "uid", "key", "labels", "annotations", "owner_refs", "node_name",
+        "scheduler_name", "priority", "priority_class_name", "preemption_policy", "requests",
+        "nonzero", "host_ports", "tolerations", "node_selector", "required_node_terms",
+        "preferred_node_terms", "affinity", "anti_affinity", "spread_constraints", "images",
+        "creation_time", "start_time", "phase", "nominated_node", "deleting", "resource_version",
+        "scheduling_gates", "volumes", "raw", "hold",
+    )
+
+    @property
+    def bound(self) -> bool:
+        return bool(self.node_name)
+
+    def controller(self) -> OwnerRef | None:
+        for ref in self.owner_refs:
+            if ref.controller:
+                return ref
+        return None
+
+    def has_cross_node_constraints(self) -> bool:
+        """Whether one node's feasibility depends on pods elsewhere (affinity, spread)."""
+        return bool(self.affinity[0] or self.anti_affinity[0] or any(c.hard for c in self.spread_constraints))
+
+    def counts_like(self, other: "Pod") -> bool:
+        """Whether a node holding `other` instead of this pod looks the same to a scheduling
+        cycle: the same requests, ports, priority and age, labels and (anti-)affinity terms.
+        True for a bound_copy. Affinity terms compare by identity: a pod parsed again from a
+        changed spec has new ones, so it is counted anew (correct, just not free)."""
+        return (self.uid == other.uid and self.requests == other.requests
+                and self.host_ports == other.host_ports and self.priority == other.priority
+                and self.start_time == other.start_time and self.deleting == other.deleting
+                and self.labels == other.labels and self.affinity == other.affinity
+                and self.anti_affinity == other.anti_affinity)
+
+    def bound_copy(self, d: dict) -> "Pod":
+        """This pod as `d`, the event of its own binding, shows it, without parsing it again.
+
+        A binding writes spec.nodeName and status only, so a process that already parsed the
+        pending pod (a shard or binder that assumed it) takes everything else from here: the
+        second parse would cost as much as the scheduling cycle.
+        """
+        p = copy.copy(self)
+        status = d.get("status") or {}
+        p.node_name = d["spec"]["nodeName"]
+        p.phase = status.get("phase") or self.phase
+        p.nominated_node = status.get("nominatedNodeName") or None
+        p.resource_version = (d.get("metadata") or {}).get("resourceVersion") or self.resource_version
+        p.raw = d
+        return p
+
+    def with_status(self, d: dict) -> "Pod":
+        """This bound pod as `d`, an update of its status only (common.model.changes.pod_status_only),
+        shows it: phase and start time from `d`, everything else as parsed before. Raises
+        ObjectError when the new start time does not parse."""
+        p = self.bound_copy(d)
+        started = (d.get("status") or {}).get("startTime")
+        if started:
+            p.start_time = parse_time(started, Field(f"Pod {self.key}").at("status").at("startTime"))
+        return p
+
+    def __repr__(self):
+        return f"Pod({self.key})"
+
+
+EMPTY_AFFINITY = ((), ())
+
+
+def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
+    ns, name, _ = _describe(d, "Pod")
+    f = Field(f"Pod {ns}/{name}")
+    meta, ns, name, labels = _metadata(d, f, "Pod")
+    mf = f.at("metadata")
+    spec = f.get_dict(d, "spec", required=True)
+    sf = f.at("spec")
+    status = f.get_dict(d, "status")
+    p = Pod()
+    p.namespace, p.name, p.key = ns, name, f"{ns}/{name}"
+    p.uid = mf.get_str(meta, "uid")
+    p.labels = labels
+    p.annotations = mf.get_str_map(meta, "annotations")
+    refs = []
+    for i, r in enumerate(mf.get_list(meta, "ownerReferences")):
+        rf = mf.at("ownerReferences").at(i)
+        r = rf.dict(r)
+        refs.append(OwnerRef(rf.get_str(r, "kind", required=True), rf.get_str(r, "name", required=True),
+                             rf.get_str(r, "uid"), bool(r.get("controller"))))
+    p.owner_refs = tuple(refs)
+    parsed_spec = _spec_fields(spec, sf, ns, labels)
+    (p.images, p.scheduler_name, p.priority_class_name, p.priority, p.preemption_policy, p.nonzero,
+     p.host_ports, p.tolerations, p.node_selector, p.required_node_terms, p.preferred_node_terms,
+     p.affinity, p.anti_affinity, p.spread_constraints) = parsed_spec.fields
+    p.node_name = sf.get_str(spec, "nodeName")
+    p.scheduling_gates = _scheduling_gates(spec, sf) if spec.get("schedulingGates") else ()
+    p.volumes = parse_pod_volumes(spec, sf, name) if spec.get("volumes") else ()  # names depend on the pod
+    if priority_classes is not None:
+        resolve_priority(p, priority_classes, sf)
+    elif p.priority is None:  # no classes known (e.g. store validation): lenient default
+        p.priority = SYSTEM_PRIORITY_CLASSES.get(p.priority_class_name, 0)
+    p.creation_time = parse_time(meta.get("creationTimestamp"), mf.at("creationTimestamp"))
+    p.start_time = parse_time(status.get("startTime"), f.at("status").at("startTime")) or p.creation_time
+    p.phase = f.at("status").get_str(status, "phase", default="Pending")
+    p.nominated_node = f.at("status").get_str(status, "nominatedNodeName")
+    p.deleting = bool(meta.get("deletionTimestamp"))
+    p.resource_version = str(meta.get("resourceVersion") or "")
+    p.raw = d
+    p.requests, p.hold = parsed_spec.requests(spec, sf)
+    return p
+
+
+class _SpecParse:
+    """One parse of a pod spec, shared by the pods with that spec: the fields parse_pod
+    takes, the effective requests by resource name, and the vector last built from them with
+    a weak reference to its hold. Pods share that vector and hold while the hold lives; once
+    it is gone its slots may be another resource's, so the next pod gets a new vector."""
+
+    __slots__ = ("fields", "amounts", "built")
+
+    def __init__(self, fields: tuple, amounts: dict):
+        self.fields, self.amounts, self.built = fields, amounts, None
+
+    def requests(self, spec: dict, sf: Field) -> tuple:
+        built = self.built  # read once: another thread may replace it
+        if built is not None:
+            vector, ref = built
+            hold = None if ref is None else ref()
+            if ref is None or hold is not None:
+                return vector, hold
+        vector, hold = _vector(self.amounts, lambda name: _request_origin(spec, sf, name))
+        self.built = (vector, None if hold is None else weakref.ref(hold))
+        return vector, hold
+
+
+def _request_origin(spec: dict, sf: Field, name: str) -> Field:
+    """The first field of a (valid) spec that requests resource `name`, for errors."""
+    for section in ("containers", "initContainers"):
+        for i, c in enumerate(spec.get(section) or ()):
+            res = c.get("resources") or {}
+            for kind in ("requests", "limits"):
+                if name in (res.get(kind) or {}):
+                    return sf.at(section).at(i).at("resources").at(kind).at(name)
+    return sf.at("overhead").at(name)
+
+
+def _scheduling_gates(spec: dict, sf: Field) -> tuple:
+    """The names of spec.schedulingGates, in order."""
+    gf = sf.at("schedulingGates")
+    return tuple(gf.at(i).get_str(gf.at(i).dict(g), "name", required=True)
+                 for i, g in enumerate(sf.get_list(spec, "schedulingGates")))
+
+
+_SPEC_MEMO: dict = {}
+_SPEC_MEMO_SIZE = 4096
+
+
+def _spec_fields(spec: dict, sf: Field, ns: str, labels: dict) -> _SpecParse:
+    """What parse_pod reads from the spec (all but nodeName), memoised by the spec's JSON.
+
+    Pods of one Deployment, Job or benchmark share their spec, and every pod is parsed by
+    several processes (the store's validation, its shard, other shards once it is bound,
+    the binder), so most parses repeat one another. The namespace is part of the key
+    (affinity terms default to it), and so are the labels when there are spread constraints
+    (matchLabelKeys reads them). Only specs that parsed cleanly are remembered: a bad one is
+    parsed again, and its error names its own pod. The values are shared and never modified.
+    """
+    try:
+        body = orjson.dumps(spec if "nodeName" not in spec else {k: v for k, v in spec.items() if k != "nodeName"})
+        key = (ns, body, orjson.dumps(labels) if spec.get("topologySpreadConstraints") else None)
+    except TypeError:  # not JSON-serialisable (odd YAML input): just parse it
+        return _parse_spec(spec, sf, ns, labels)
+    if b"null" in body:  # orjson writes YAML's .nan and .inf as null too: keep them apart
+        return _parse_spec(spec, sf, ns, labels)
+    fields = _SPEC_MEMO.get(key)
+    if fields is None:
+        fields = _parse_spec(spec, sf, ns, labels)
+        if len(_SPEC_MEMO) >= _SPEC_MEMO_SIZE:
+            _SPEC_MEMO.clear()
+        _SPEC_MEMO[key] = fields
+    return fields
+
+
+def _parse_spec(spec: dict, sf: Field, ns: str, labels: dict) -> _SpecParse:
+    containers = sf.get_list(spec, "containers")
+    cf = sf.at("containers")
+    if not containers:
+        raise cf.error("must have at least one container")
+    for i, c in enumerate(containers):
+        if c.__class__ is not dict:
+            cf.at(i).dict(c)
+    images = tuple(c["image"] for c in containers if isinstance(c.get("image"), str))
+    scheduler_name = sf.get_str(spec, "schedulerName", default="default-scheduler")
+    priority_class_name = sf.get_str(spec, "priorityClassName")
+    priority = sf.get_int(spec, "priority")
+    policy = sf.get_str(spec, "preemptionPolicy")
+    if policy and policy not in ("PreemptLowerPriority", "Never"):
+        raise sf.at("preemptionPolicy").error(f"must be PreemptLowerPriority or Never, got {policy!r}")
+    amounts = effective_requests(spec, sf)
+    amounts["pods"] = 1  # every pod takes one pod slot
+    nonzero = effective_requests(spec, sf, NONZERO_DEFAULTS)  # what scoring counts
+    nonzero = (nonzero.get("cpu", 0), nonzero.get("memory", 0))
+    host_ports = _host_ports(containers, cf)
+    tolerations = tuple(parse_toleration(t, sf.at("tolerations").at(i))
+                        for i, t in enumerate(sf.get_list(spec, "tolerations")))
+    node_selector = sf.get_str_map(spec, "nodeSelector")
+    aff = sf.get_dict(spec, "affinity")
+    af = sf.at("affinity")
+    na = af.get_dict(aff, "nodeAffinity")
+    naf = af.at("nodeAffinity")
+    req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+    required_terms = None
+    if req is not None:
+        rf = naf.at("requiredDuringSchedulingIgnoredDuringExecution")
+        terms = rf.get_list(rf.dict(req), "nodeSelectorTerms")
+        if not terms:
+            raise rf.at("nodeSelectorTerms").error("must have at least one term")
+        required_terms = tuple(parse_node_selector_term(t, rf.at("nodeSelectorTerms").at(i))
+                               for i, t in enumerate(terms))
+    preferred = []
+    pf = naf.at("preferredDuringSchedulingIgnoredDuringExecution")
+    for i, w in enumerate(naf.get_list(na, "preferredDuringSchedulingIgnoredDuringExecution")):
+        wf = pf.at(i)
+        w = wf.dict(w)
+        weight = wf.get_int(w, "weight", minimum=1)
+        if weight is None or weight > 100:
+            raise wf.at("weight").error("must be between 1 and 100")
+        preferred.append((weight, parse_node_selector_term(w.get("preference"), wf.at("preference"))))
+    affinity = (_affinity_terms(af.get_dict(aff, "podAffinity"), af.at("podAffinity"), ns)
+                if aff.get("podAffinity") else EMPTY_AFFINITY)
+    anti_affinity = (_affinity_terms(af.get_dict(aff, "podAntiAffinity"), af.at("podAntiAffinity"), ns)
+                     if aff.get("podAntiAffinity") else EMPTY_AFFINITY)
+    spread = tuple(_spread_constraint(c, sf.at("topologySpreadConstraints").at(i), labels)
+                   for i, c in enumerate(sf.get_list(spec, "topologySpreadConstraints")))
+    return _SpecParse((images, scheduler_name, priority_class_name, priority, policy, nonzero, host_ports,
+                       tolerations, node_selector, required_terms, tuple(preferred), affinity,
+                       anti_affinity, spread), amounts)
+
+
+def resolve_priority(p: Pod, priority_classes: dict, f: Field | None = None) -> None:
+    """spec.priority, else the named PriorityClass, else the global default, else 0.
+
+    `priority_classes` maps name -> PriorityClass. An unknown class name is an error, as the
+    Priority admission plugin would reject the pod.
+    """
+    if p.priority is not None:
+        return
+    if p.priority_class_name:
+        pc = priority_classes.get(p.priority_class_name)
+        if pc is not None:
+            p.priority = pc.value
+            if not p.preemption_policy:
+                p.preemption_policy = pc.preemption_policy
+            return
+        value = SYSTEM_PRIORITY_CLASSES.get(p.priority_class_name)
+        if value is None:
+            f = f or Field(f"Pod {p.key}", "spec")
+            raise f.at("priorityClassName").error(f"no PriorityClass named {p.priority_class_name!r}")
+        p.priority = value
+        return
+    for pc in priority_classes.values():
+        if pc.global_default:
+            p.priority = pc.value
+            if not p.preemption_policy:
+                p.preemption_policy = pc.preemption_policy
+            return
+    p.priority = 0
+
+
+class Node:
+    """A parsed node; `hold` keeps the extended slots of `allocatable`, as Pod's does."""
+
+    kind = "Node"
+    __slots__ = ("name", "key", "uid", "labels", "annotations", "taints", "unschedulable",
+                 "allocatable", "images", "resource_version", "raw", "hold")
+
+    def __repr__(self):
+        return f"Node({self.name})"
+
+
+def parse_node(d: dict) -> Node:
+    _, name, _ = _describe(d, "Node")
+    f = Field(f"Node {name}")
+    meta, _, name, labels = _metadata(d, f, "Node")
+    spec = f.at("spec").dict(d.get("spec"))
+    status = f.at("status").dict(d.get("status"))
+    n = Node()
+    n.name = n.key = name
+    n.uid = f.at("metadata.uid").str(meta.get("uid"))
+    n.labels = labels
+    n.annotations = f.at("metadata.annotations").str_map(meta.get("annotations"))
+    n.taints = tuple(parse_taint(t, f.at("spec.taints").at(i))
+                     for i, t in enumerate(f.at("spec.taints").list(spec.get("taints"))))
+    n.unschedulable = bool(spec.get("unschedulable"))
+    alloc_src = "allocatable" if status.get("allocatable") is not None else "capacity"
+    alloc_field = f.at(f"status.{alloc_src}")
+    allocatable = parse_resource_list(status.get(alloc_src), alloc_field)
+    images = {}
+    for i, img in enumerate(f.at("status.images").list(status.get("images"))):
+        imf = f.at("status.images").at(i)
+        img = imf.dict(img)
+        size = imf.at("sizeBytes").int(img.get("sizeBytes"), default=0, minimum=0)
+        for j, nm in enumerate(imf.at("names").list(img.get("names"))):
+            images.setdefault(imf.at("names").at(j).str(nm, required=True), size)  # the first is kube's
+    n.images = images
+    n.resource_version = str(meta.get("resourceVersion") or "")
+    n.raw = d
+    n.allocatable, n.hold = _vector(allocatable, alloc_field.at)
+    return n
+
+
+class IntOrPercent:
+    """minAvailable / maxUnavailable: an absolute count or a percentage of expected pods."""
+
+    __slots__ = ("value", "percent")
+
+    def __init__(self, value: int, percent: bool):
+        self.value, self.percent = value, percent
+
+    def resolve(self, total: int, round_up: bool) -> int:
+        if not self.percent:
+            return self.value
+        scaled = self.value * total
+        return -(-scaled // 100) if round_up else scaled // 100
+
+
+def _int_or_percent(value, f: Field) -> IntOrPercent | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return IntOrPercent(value, False)
+    if isinstance(value, str) and value.endswith("%") and value[:-1].isdigit():
+        return IntOrPercent(int(value[:-1]), True)
+    raise f.error(f"must be a non-negative integer or a percentage like '50%', got {value!r}")
+
+
+class PodDisruptionBudget:
+    kind = "PodDisruptionBudget"
+    __slots__ = ("namespace", "name", "key", "selector", "min_available", "max_unavailable",
+                 "disruptions_allowed", "resource_version", "raw")
+
+    def matches(self, pod: Pod) -> bool:
+        return pod.namespace == self.namespace and self.selector is not None and self.selector.matches(pod.labels)
+
+
+def parse_pdb(d: dict) -> PodDisruptionBudget:
+    ns, name, _ = _describe(d, "PodDisruptionBudget")
+    f = Field(f"PodDisruptionBudget {ns}/{name}")
+    meta, ns, name, _ = _metadata(d, f, "PodDisruptionBudget")
+    spec = f.at("spec").dict(d.get("spec"), required=True)
+    status = f.at("status").dict(d.get("status"))
+    b = PodDisruptionBudget()
+    b.namespace, b.name, b.key = ns, name, f"{ns}/{name}"
+    b.selector = parse_label_selector(spec.get("selector"), f.at("spec.selector"))
+    b.min_available = _int_or_percent(spec.get("minAvailable"), f.at("spec.minAvailable"))
+    b.max_unavailable = _int_or_percent(spec.get("maxUnavailable"), f.at("spec.maxUnavailable"))
+    if b.min_available is not None and b.max_unavailable is not None:
+        raise f.at("spec").error("minAvailable and maxUnavailable cannot both be set")
+    b.disruptions_allowed = f.at("status.disruptionsAllowed").int(status.get("disruptionsAllowed"))
+    b.resource_version = str(meta.get("resourceVersion") or "")
+    b.raw = d
+    return b
+
+
+class PriorityClass:
+    kind = "PriorityClass"
+    __slots__ = ("name", "key", "value", "global_default", "preemption_policy", "raw")
+
+
+def parse_priority_class(d: dict) -> PriorityClass:
+    _, name, _ = _describe(d, "PriorityClass")
+    f = Field(f"PriorityClass {name}")
+    meta, _, name, _ = _metadata(d, f, "PriorityClass")
+    pc = PriorityClass()
+    pc.name = pc.key = name
+    value = f.at("value").int(d.get("value"))
+    if value is None:
+        raise f.at("value").error("is required")
+    if value > 1000000000 and name not in SYSTEM_PRIORITY_CLASSES:
+        raise f.at("value").error("must be at most 1000000000 for user-defined classes")
+    pc.value = value
+    pc.global_default = bool(d.get("globalDefault"))
+    policy = f.at("preemptionPolicy").str(d.get("preemptionPolicy"), default="PreemptLowerPriority")
+    if policy not in ("PreemptLowerPriority", "Never"):
+        raise f.at("preemptionPolicy").error(f"must be PreemptLowerPriority or Never, got {policy!r}")
+    pc.preemption_policy = policy
+    pc.raw = d
+    return pc
+
+
+_PARSERS = {"Pod": parse_pod, "Node": parse_node, "PodDisruptionBudget": parse_pdb,
+            "PriorityClass": parse_priority_class, "PersistentVolumeClaim": parse_pvc,
+            "PersistentVolume": parse_pv, "StorageClass": parse_storage_class, "CSINode": parse_csi_node}
+
+
+def parse_object(d, priority_classes: dict | None = None):
+    """Parse any supported kind; raises ObjectError naming the object and field."""
+    if not isinstance(d, dict):
+        raise ObjectError("<object>", "<root>", f"must be a mapping, got {type(d).__name__}")
+    kind = d.get("kind")
+    if kind not in KINDS:
+        meta = d.get("metadata") if isinstance(d.get("metadata"), dict) else {}
+        raise ObjectError(f"{kind or '<no kind>'} {meta.get('name', '<unnamed>')}", "kind",
+                          f"unsupported kind {kind!r} (one of {', '.join(KINDS)})")
+    if kind == "Pod":
+        return parse_pod(d, priority_classes)
+    if kind == "PodGroup":  # defined beside the rest of gang scheduling, which builds on this module
+        from .podgroup import parse_pod_group
+        return parse_pod_group(d)
+    return _PARSERS[kind](d)

@@ -1,0 +1,101 @@
+"""List once, then follow the store's events, relisting when history has moved on.
+
+Every runtime process (shard, binder, dispatcher) keeps a view of some kinds of objects in
+step with the store the way a Kubernetes informer does: an initial list with a
+resourceVersion, then watch events after it. When the store says that version is too old
+(its history was trimmed while the process was slow or disconnected), the view is dropped
+and rebuilt from a fresh list: a relist is always correct, just not cheap.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable, Iterable
+
+from ..errors import ResourceVersionTooOld, StoreUnavailable
+from .logs import ErrorLog
+from ..store.base import rv_order
+
+log = logging.getLogger(__name__)
+
+
+class Informer:
+    """Feeds `on_event(type, kind, obj)` with ADDED for the listed objects, then the events.
+
+    `on_relist()` is called before a relist so the owner can forget its view; kinds are
+    listed in the given order (e.g. PriorityClasses before the Pods that refer to them).
+
+    An object `on_event` fails on (one no other check caught: a record another writer got
+    wrong) is skipped, logged with its kind, key and resourceVersion (each distinct error
+    once, with its traceback) and counted in `skipped`: retrying it would stop every event
+    after it for good.
+    """
+
+    def __init__(self, store, kinds: Iterable[str], on_event: Callable[[str, str, dict], None],
+                 on_relist: Callable[[], None] | None = None):
+        self.store = store
+        self.kinds = tuple(kinds)
+        self.on_event = on_event
+        self.on_relist = on_relist
+        self.rv: str | None = None
+        #: kind -> the resourceVersion up to which this kind's events have been applied.
+        #: Not `rv`: a store that watches each kind apart (the API server) may deliver an
+        #: event of one kind after a newer one of another.
+        self.kind_rv: dict[str, str] = {}
+        self.skipped = 0
+        self.errors = ErrorLog(log)
+
+    def _deliver(self, type_: str, kind: str, obj: dict, rv: str | None) -> None:
+        try:
+            self.on_event(type_, kind, obj)
+        except StoreUnavailable:
+            raise  # a write the handler makes failed: the store, not the object, is at fault
+        except Exception as e:
+            self.skipped += 1
+            meta = obj.get("metadata") if isinstance(obj, dict) else None
+            name = (f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else meta.get("name")) \
+                if isinstance(meta, dict) else "?"
+            first = self.errors.error(f"skipped {type_} {kind} {name} at resourceVersion {rv}", e)
+            if not first and (self.skipped <= 100 or self.skipped % 1000 == 0):
+                log.warning("skipped %s %s %s at resourceVersion %s: %s (%d skipped so far)",
+                            type_, kind, name, rv, e, self.skipped)
+
+    def start(self) -> None:
+        t = time.monotonic()
+        listed = []
+        rv = None
+        kind_rvs = {}
+        for kind in self.kinds:
+            objs, kind_rv = self.store.list(kind, cached=True)
+            listed.append((kind, objs))
+            kind_rvs[kind] = kind_rv
+            # Events after the oldest of the per-kind versions cover every list.
+            rv = kind_rv if rv is None else min(rv, kind_rv, key=rv_order)
+        for kind, objs in listed:
+            for obj in objs:
+                self._deliver("ADDED", kind, obj, rv)
+        self.rv = rv
+        self.kind_rv = kind_rvs
+        log.info("listed %s in %.2f s (resourceVersion %s)",
+                 ", ".join(f"{len(objs)} {kind}" for kind, objs in listed), time.monotonic() - t, rv)
+
+    def sync(self, timeout: float = 0.0, max_events: int = 10000) -> int:
+        """Apply the events since the last sync (waiting up to `timeout` for the first)."""
+        try:
+            events = self.store.poll(self.rv, timeout=timeout, max_events=max_events,
+                                     kinds=self.kinds, positions=self.kind_rv)
+        except ResourceVersionTooOld as e:
+            log.warning("watch history after %s is gone (%s): relisting %s", self.rv, e, ", ".join(self.kinds))
+            if self.on_relist is not None:
+                self.on_relist()
+            self.start()
+            return 0
+        for ev in events:
+            self._deliver(ev.type, ev.kind, ev.obj, ev.rv)
+            self.rv = self.kind_rv[ev.kind] = ev.rv
+        return len(events)
+
+    def seen(self, kind: str, rv: str) -> bool:
+        """Whether every event of `kind` up to resourceVersion `rv` has been applied."""
+        known = self.kind_rv.get(kind)
+        return known is not None and rv_order(rv) <= rv_order(known)

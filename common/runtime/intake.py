@@ -1,0 +1,204 @@
+"""One way in for store events: a role declares the kinds it keeps, the intake applies them.
+
+Every runtime process follows the store (common.runtime.informer) and keeps some kinds of objects:
+the shard its cache, queue and volumes, the binder its view, the dispatcher its pending pods
+and the PodGroups' status. Each declares, per kind, what it does with that kind's events
+(`Kind`), and `Intake` routes every event to the declarations of its kind, once, in the
+order they were given. The informer's watch kinds come from the declarations (`kinds`, in
+the object model's CREATE_ORDER: PriorityClasses before the Pods that refer to them), so a
+new kind is one declaration per role that keeps it (after common.model.objects has learnt to parse
+it and the stores to hold it: CREATE_ORDER, NAMESPACED).
+
+A declaration applies its kind in one of three ways:
+
+* `keep`: a dict the parsed objects are kept in under their key, dropped on DELETED (the
+  PodDisruptionBudgets, the PriorityClasses);
+* `put` and `drop`: `put(parsed)` on ADDED and MODIFIED, `drop(key)` on DELETED (a keyed
+  collection behind methods: the volume kinds in common.scheduling.volumes.VolumeState);
+* `handle`: `handle(type_, obj)` with the raw object, for kinds a role follows closely
+  (pods, nodes, PodGroups); it parses what it needs through `Intake.parse`.
+
+and may add `then()`, called after each event `keep` or `put`/`drop` applied (what to wake
+up), `parse` (the kind's parse function; common.model.objects.parse_object by default), and
+`current(key)` with `unchanged(old_raw, new_raw)`: an update `unchanged` finds no different
+from the version kept now is skipped before any parse (a node's heartbeat).
+
+An object that cannot be parsed (`ObjectError`) is recorded in `errors` under the object's
+name ("Pod default/web") and logged once; it is left out and the rest flows. Any other
+exception a declaration raises reaches the informer, which skips the object and counts it
+(its `skipped`: the roles' `skipped_objects`); records a store cannot decode at all are the
+store's `skipped_records`.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable, Iterable
+
+from ..model.changes import pod_status_only
+from ..errors import ObjectError
+from .informer import Informer
+from ..model.objects import CREATE_ORDER, object_key, parse_object
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a role does with the events of one kind (see the module doc)."""
+
+    kind: str
+    keep: dict | None = None
+    put: Callable[[Any], None] | None = None
+    drop: Callable[[str], None] | None = None
+    handle: Callable[[str, dict], None] | None = None
+    then: Callable[[], None] | None = None
+    parse: Callable[[dict], Any] | None = None
+    current: Callable[[str], Any] | None = None
+    unchanged: Callable[[dict, dict], bool] | None = None
+
+    def __post_init__(self):
+        ways = [self.keep is not None, self.put is not None or self.drop is not None, self.handle is not None]
+        if sum(ways) != 1:
+            raise ValueError(f"{self.kind}: declare one of keep, put and drop, or handle")
+        if ways[1] and (self.put is None or self.drop is None):
+            raise ValueError(f"{self.kind}: put and drop go together")
+        if ways[2] and (self.then is not None or self.parse is not None):
+            raise ValueError(f"{self.kind}: a handler parses and wakes what it needs itself")
+        if (self.current is None) != (self.unchanged is None):
+            raise ValueError(f"{self.kind}: current and unchanged go together")
+
+
+#: the kinds a common.scheduling.volumes.VolumeState keeps
+VOLUME_KINDS = ("StorageClass", "CSINode", "PersistentVolume", "PersistentVolumeClaim")
+
+
+def volume_kinds(volumes, then: Callable[[], None] | None = None) -> list[Kind]:
+    """The declarations of the storage kinds kept in `volumes` (a common.scheduling.volumes.VolumeState)."""
+    return [Kind(k, put=volumes.set, drop=partial(volumes.remove, k), then=then) for k in VOLUME_KINDS]
+
+
+def key_of(kind: str, obj: dict) -> str:
+    """The key an object of `kind` is kept under ("namespace/name", or the name of a
+    cluster-scoped one), read from the raw object."""
+    meta = obj.get("metadata") or {}
+    return object_key(kind, meta.get("namespace") or "default", meta.get("name"))
+
+
+def same_version(known, obj: dict) -> bool:
+    """Whether `obj` is the version of `known` (a parsed object) already applied: the same
+    resourceVersion (a watch and another path delivering one object twice)."""
+    rv = (obj.get("metadata") or {}).get("resourceVersion")
+    return known is not None and bool(rv) and known.resource_version == rv
+
+
+def status_update(known, obj: dict):
+    """`known` (a parsed bound pod) with `obj`'s status, when `obj` is only a status update of
+    it (common.model.changes.pod_status_only: a kubelet saying it runs); None when it must be parsed
+    in full, which also reports it if it cannot be read."""
+    if known is None or not pod_status_only(known.raw, obj):
+        return None
+    try:
+        return known.with_status(obj)
+    except ObjectError:
+        return None
+
+
+class Intake:
+    """Routes a store's events to the declarations of their kind.
+
+    `priority_classes`: the dict the role keeps its PriorityClasses in (pods are parsed
+    against it); `logger`: where an unreadable object is reported.
+    """
+
+    def __init__(self, declarations: Iterable[Kind], *, priority_classes: dict | None = None,
+                 logger: logging.Logger | None = None):
+        self.declarations = tuple(declarations)
+        self.priority_classes = priority_classes if priority_classes is not None else {}
+        self.log = logger or log
+        #: what could not be parsed: the object's name ("Pod default/web") -> why
+        self.errors: dict[str, ObjectError] = {}
+        by_kind: dict[str, list[Kind]] = {}
+        for d in self.declarations:
+            if d.kind not in CREATE_ORDER:
+                raise ValueError(f"{d.kind}: not a kind the stores hold (common.model.objects.CREATE_ORDER)")
+            by_kind.setdefault(d.kind, []).append(d)
+        #: the kinds to watch, in the order they are listed
+        self.kinds = tuple(k for k in CREATE_ORDER if k in by_kind)
+        self._routes: dict[str, Callable[[str, dict], None]] = {
+            kind: self._route(kind, decls) for kind, decls in by_kind.items()}
+
+    # --- applying -------------------------------------------------------------------------
+
+    def apply(self, type_: str, kind: str, obj: dict) -> None:
+        """One event (ADDED, MODIFIED or DELETED); kinds nobody declared are ignored."""
+        route = self._routes.get(kind)
+        if route is not None:
+            route(type_, obj)
+
+    def informer(self, store, on_relist: Callable[[], None] | None = None,
+                 apply: Callable[[str, str, dict], None] | None = None) -> Informer:
+        """An informer over the declared kinds that feeds `apply` (a role that applies under a
+        lock passes its own, which calls this intake's)."""
+        return Informer(store, self.kinds, apply or self.apply, on_relist)
+
+    def parse(self, obj: dict, parse: Callable[[dict], Any] | None = None):
+        """`obj` parsed (by `parse`, else common.model.objects.parse_object against the kept
+        PriorityClasses), or None when it cannot be: then reported."""
+        try:
+            return parse(obj) if parse is not None else parse_object(obj, self.priority_classes)
+        except ObjectError as e:
+            self.report(e)
+            return None
+
+    def report(self, e: ObjectError) -> None:
+        """An object the store holds that cannot be read: recorded in `errors`, logged once."""
+        if e.obj not in self.errors:
+            self.log.warning("ignoring an object the store holds but shardsched cannot read: %s", e)
+        self.errors[e.obj] = e
+
+    # --- building the routes --------------------------------------------------------------
+
+    def _route(self, kind: str, decls: list[Kind]) -> Callable[[str, dict], None]:
+        steps = [self._step(kind, d) for d in decls]
+        if len(steps) == 1:
+            return steps[0]
+
+        def all_of(type_: str, obj: dict) -> None:
+            for step in steps:
+                step(type_, obj)
+        return all_of
+
+    def _step(self, kind: str, d: Kind) -> Callable[[str, dict], None]:
+        if d.handle is not None:
+            step = d.handle
+        else:
+            if d.keep is not None:
+                into = d.keep
+                put, drop = (lambda o: into.__setitem__(o.key, o)), (lambda key: into.pop(key, None))
+            else:
+                put, drop = d.put, d.drop
+            parse, then = d.parse, d.then
+
+            def step(type_: str, obj: dict) -> None:
+                if type_ == "DELETED":
+                    drop(key_of(kind, obj))
+                else:
+                    parsed = self.parse(obj, parse)
+                    if parsed is None:
+                        return
+                    put(parsed)
+                if then is not None:
+                    then()
+        if d.current is None:
+            return step
+        current, unchanged, inner = d.current, d.unchanged, step
+
+        def step(type_: str, obj: dict) -> None:
+            if type_ != "DELETED":
+                old = current(key_of(kind, obj))
+                if old is not None and unchanged(old.raw, obj):
+                    return
+            inner(type_, obj)
+        return step

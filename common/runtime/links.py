@@ -1,0 +1,62 @@
+"""One bidirectional gRPC stream to a peer process, with its messages delivered to an inbox.
+
+The dispatcher holds one to each shard (pods out, reports back) and each shard one to each
+binder (decisions out, outcomes back). Both owners run a single-threaded loop, so a link
+never calls back into it: what arrives is put into the owner's inbox as (kind, link, message),
+and the end of the stream as (kind, link, None), for the loop to handle between its steps.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+
+import grpc
+
+
+log = logging.getLogger(__name__)
+
+
+class StreamLink:
+    def __init__(self, kind: str, peer: str, address: str, open_stream, inbox, security):
+        """`open_stream(channel, requests)` starts the call and returns its responses;
+        `peer` names the other side in logs ("shard 1"); `security` (common.runtime.security)
+        makes the channel."""
+        self.kind = kind
+        self.peer = peer
+        self.address = address
+        #: Keys sent over this link and not yet settled (pods a shard holds, decisions a binder
+        #: has not answered).
+        self.held: set[str] = set()
+        self.alive = True
+        self._out: queue.SimpleQueue = queue.SimpleQueue()
+        self._inbox = inbox
+        self._channel = security.channel(address)
+        self._responses = open_stream(self._channel, self._requests())
+        log.info("stream to %s at %s opened", peer, address)
+        threading.Thread(target=self._receive, daemon=True, name=f"link-{peer}").start()
+
+    def _requests(self):
+        while True:
+            message = self._out.get()
+            if message is None:
+                return
+            yield message
+
+    def _receive(self) -> None:
+        try:
+            for message in self._responses:
+                self._inbox.put((self.kind, self, message))
+        except grpc.RpcError as e:
+            if self.alive:  # not our own close
+                log.warning("stream to %s at %s broke: %s", self.peer, self.address,
+                            e.details() if hasattr(e, "details") else e)
+        self._inbox.put((self.kind, self, None))
+
+    def send(self, message) -> None:
+        self._out.put(message)
+
+    def close(self) -> None:
+        self.alive = False
+        self._out.put(None)
+        self._channel.close()

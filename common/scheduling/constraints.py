@@ -1,0 +1,248 @@
+"""Constraints that span nodes, judged for one pod on one node: required inter-pod affinity
+and anti-affinity (both directions) and DoNotSchedule topology spread.
+
+The binder checks every decision with them, against its own view plus its reservations, and
+`verify` checks the store's final state with them. The rules and messages are the shard's
+InterPodAffinity and PodTopologySpread filters' (kube-scheduler's); a property test compares
+the two on random clusters. The shard computes them as numpy passes over its node table; here
+they run over `ConstraintIndex`, which keeps, for each selector asked about, how many counted
+pods it matches on each node, updated as pods come and go, so a check costs in proportion to
+the nodes holding matching pods, not to the cluster.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter, OrderedDict
+
+from .accounting import PodAccounting
+from .predicates import (
+    EXISTING_ANTI_AFFINITY,
+    POD_AFFINITY_MISMATCH,
+    POD_ANTI_AFFINITY_MISMATCH,
+    SPREAD_MISMATCH,
+    SPREAD_MISSING_LABEL,
+    node_matches,
+    untolerated_taint,
+)
+
+INTER_POD_AFFINITY = "InterPodAffinity"
+POD_TOPOLOGY_SPREAD = "PodTopologySpread"
+#: Selector counts kept at once; the least recently used is dropped beyond this.
+MAX_COUNTERS = 1024
+
+
+class ConstraintIndex:
+    """Per-node counts of the counted pods matching each selector asked about, and the pods
+    with required anti-affinity. Fed with every pod counted on or removed from a node."""
+
+    def __init__(self, nodes):
+        #: node name -> record with .node (the parsed Node, or None) and .pods
+        self.nodes = nodes
+        self._counters: OrderedDict = OrderedDict()  # key -> (predicate, Counter node -> n)
+        #: pod key -> (pod, node name) of counted pods with required anti-affinity terms
+        self.anti: dict[str, tuple] = {}
+        #: Bumped when a node's labels, taints or presence change (eligible domains move).
+        self.node_version = 0
+        self._domains: OrderedDict = OrderedDict()
+
+    # --- fed by the accounting ---------------------------------------------------------------
+
+    def counted(self, pod, node_name: str) -> None:
+        for predicate, counts in self._counters.values():
+            if predicate(pod):
+                counts[node_name] += 1
+        if pod.anti_affinity[0]:
+            self.anti[pod.key] = (pod, node_name)
+
+    def uncounted(self, pod, node_name: str) -> None:
+        for predicate, counts in self._counters.values():
+            if predicate(pod):
+                left = counts[node_name] - 1
+                if left > 0:
+                    counts[node_name] = left
+                else:
+                    del counts[node_name]
+        self.anti.pop(pod.key, None)
+
+    def node_changed(self, old, new) -> None:
+        """A node was added, removed or updated; only labels and taints move domains."""
+        if old is None or new is None or old.labels != new.labels or old.taints != new.taints:
+            self.node_version += 1
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def counts(self, key, predicate) -> Counter:
+        """node name -> number of counted pods matching `predicate` (cached under `key`)."""
+        entry = self._counters.get(key)
+        if entry is not None:
+            self._counters.move_to_end(key)
+            return entry[1]
+        counts: Counter = Counter()
+        for name, info in self.nodes.items():
+            n = sum(1 for p in info.pods.values() if predicate(p))
+            if n:
+                counts[name] = n
+        self._counters[key] = (predicate, counts)
+        if len(self._counters) > MAX_COUNTERS:
+            self._counters.popitem(last=False)
+        return counts
+
+    def labels(self, name: str) -> dict | None:
+        info = self.nodes.get(name)
+        return info.node.labels if info is not None and info.node is not None else None
+
+    def eligible_domains(self, key, topology_key: str, eligible) -> set:
+        """Values of `topology_key` among the nodes `eligible(node)` admits, cached under `key`
+        until a node's labels or taints change."""
+        entry = self._domains.get(key)
+        if entry is not None and entry[0] == self.node_version:
+            return entry[1]
+        domains = {info.node.labels[topology_key] for _, info in self.nodes.items()
+                   if info.node is not None and topology_key in info.node.labels and eligible(info.node)}
+        self._domains[key] = (self.node_version, domains)
+        if len(self._domains) > MAX_COUNTERS:
+            self._domains.popitem(last=False)
+        return domains
+
+
+class ConstrainedAccounting(PodAccounting):
+    """PodAccounting that keeps a ConstraintIndex of its counted pods current."""
+
+    def __init__(self, assume_ttl: float = 30.0, clock=time.monotonic):
+        super().__init__(assume_ttl, clock)
+        self.constraints = ConstraintIndex(self.nodes)
+
+    def _counted(self, pod, node_name: str) -> None:
+        self.constraints.counted(pod, node_name)
+
+    def _uncounted(self, pod, node_name: str) -> None:
+        self.constraints.uncounted(pod, node_name)
+
+    def _node_changed(self, old, new) -> None:
+        self.constraints.node_changed(old, new)
+
+
+def _domain_sum(index: ConstraintIndex, counts: Counter, topology_key: str, value: str,
+                eligible=None, minus: Counter | None = None) -> int:
+    """Matching pods on the (eligible) nodes whose `topology_key` is `value`."""
+    total = 0
+    for name, n in counts.items():
+        labels = index.labels(name)
+        if labels is None or labels.get(topology_key) != value:
+            continue
+        if eligible is not None and not eligible(index.nodes[name].node):
+            continue
+        total += n - (minus[name] if minus else 0)
+    return total
+
+
+def _excluded(index: ConstraintIndex, exclude: dict, predicate) -> Counter:
+    """node name -> how many of the `exclude`d pods (key -> node) match `predicate`."""
+    out: Counter = Counter()
+    for key, node_name in exclude.items():
+        info = index.nodes.get(node_name)
+        pod = info.pods.get(key) if info is not None else None
+        if pod is not None and predicate(pod):
+            out[node_name] += 1
+    return out
+
+
+def _all_terms(terms):
+    return lambda p: all(t.matches(p) for t in terms)
+
+
+def inter_pod_affinity_failure(index: ConstraintIndex, pod, node, exclude: dict | None = None,
+                               existing: bool = True):
+    """(code, message) of the first required inter-pod rule `pod` breaks on `node`, in
+    kube's order (its affinity, its anti-affinity, existing pods' anti-affinity, unless not
+    `existing`), or None. `exclude`: pod key -> node of counted pods to leave out (victims,
+    or the pod itself)."""
+    exclude = exclude or {}
+    labels = node.labels
+    required_aff, required_anti = pod.affinity[0], pod.anti_affinity[0]
+    if required_aff:
+        key = ("affinity", tuple(t.key for t in required_aff))
+        predicate = _all_terms(required_aff)
+        counts = index.counts(key, predicate)
+        minus = _excluded(index, exclude, predicate)
+        live = Counter({name: n - minus[name] for name, n in counts.items() if n - minus[name] > 0})
+        anywhere = any(index.labels(name) is not None and t.topology_key in index.labels(name)
+                       for t in required_aff for name in live)
+        self_match = predicate(pod)
+        for t in required_aff:
+            value = labels.get(t.topology_key)
+            if value is None or ((anywhere or not self_match)
+                                 and not _domain_sum(index, live, t.topology_key, value)):
+                return "UnschedulableAndUnresolvable", POD_AFFINITY_MISMATCH
+    for t in required_anti:
+        value = labels.get(t.topology_key)
+        if value is None:
+            continue
+        counts = index.counts(("term", t.key), t.matches)
+        if _domain_sum(index, counts, t.topology_key, value, minus=_excluded(index, exclude, t.matches)):
+            return "Unschedulable", POD_ANTI_AFFINITY_MISMATCH
+    for other_key, (other, where) in (index.anti.items() if existing else ()):
+        if other_key in exclude or other_key == pod.key:
+            continue
+        other_labels = index.labels(where)
+        if other_labels is None:
+            continue
+        for t in other.anti_affinity[0]:
+            value = other_labels.get(t.topology_key)
+            if value is not None and labels.get(t.topology_key) == value and t.matches(pod):
+                return "Unschedulable", EXISTING_ANTI_AFFINITY
+    return None
+
+
+def _spread_eligibility(pod, hard, c):
+    """kube's node inclusion for constraint `c`: every hard constraint's topology label, and
+    the pod's node affinity (nodeAffinityPolicy Honor) and taints (nodeTaintsPolicy Honor)."""
+    keys = tuple(h.topology_key for h in hard)
+    honor_affinity = c.honor_affinity and bool(pod.node_selector or pod.required_node_terms)
+
+    def eligible(node) -> bool:
+        labels = node.labels
+        if any(k not in labels for k in keys):
+            return False
+        if honor_affinity and not node_matches(pod, node):
+            return False
+        return not (c.honor_taints and untolerated_taint(node.taints, pod.tolerations) is not None)
+
+    cache_key = (c.topology_key, keys,
+                 (tuple(sorted(pod.node_selector.items())), pod.required_node_terms) if honor_affinity else None,
+                 pod.tolerations if c.honor_taints else None)
+    return eligible, cache_key
+
+
+def topology_spread_failure(index: ConstraintIndex, pod, node, exclude: dict | None = None):
+    """(code, message) of the first DoNotSchedule constraint of `pod` that `node` breaks, or
+    None. `exclude` as for inter_pod_affinity_failure."""
+    hard = [c for c in pod.spread_constraints if c.hard]
+    exclude = exclude or {}
+    for c in hard:
+        value = node.labels.get(c.topology_key)
+        if value is None:
+            return "UnschedulableAndUnresolvable", SPREAD_MISSING_LABEL
+        eligible, cache_key = _spread_eligibility(pod, hard, c)
+        domains = index.eligible_domains(cache_key, c.topology_key, eligible)
+        sums: Counter = Counter()
+        if c.selector is not None:
+            ns, sel = pod.namespace, c.selector
+
+            def predicate(p, ns=ns, sel=sel):
+                return p.namespace == ns and not p.deleting and sel.matches(p.labels)
+
+            counts = index.counts(("spread", ns, sel.key), predicate)
+            minus = _excluded(index, exclude, predicate)
+            for name, n in counts.items():
+                labels = index.labels(name)
+                if labels is None or c.topology_key not in labels or not eligible(index.nodes[name].node):
+                    continue
+                sums[labels[c.topology_key]] += n - minus[name]
+        lowest = min((sums[d] for d in domains), default=0)
+        if len(domains) < c.min_domains:
+            lowest = 0
+        self_match = 1 if c.selector is not None and c.selector.matches(pod.labels) else 0
+        if sums[value] + self_match - lowest > c.max_skew:
+            return "Unschedulable", SPREAD_MISMATCH
+    return None

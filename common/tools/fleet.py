@@ -1,0 +1,125 @@
+"""kwok-style node fleets.
+
+Nodes look like the ones kwok manages (annotation `kwok.x-k8s.io/node: fake`, label
+`type: kwok`, 32 cpu / 256Gi / 110 pods by default) so the same manifests can be applied to
+a real API server watched by kwok. The `mixed` profile adds what production fleets have:
+zones, several instance shapes, a GPU pool and a tainted pool. Generation is deterministic
+for a given seed.
+"""
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+PROFILES = ("uniform", "mixed")
+ZONES = ("zone-a", "zone-b", "zone-c", "zone-d")
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+DEDICATED_TAINT = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
+
+# (shape name, share of the fleet, cpu, memory, extra allocatable, taints)
+MIXED_SHAPES = (
+    ("general", 0.50, "32", "256Gi", {}, ()),
+    ("compute", 0.20, "64", "128Gi", {}, ()),
+    ("memory", 0.15, "16", "512Gi", {}, ()),
+    ("gpu", 0.10, "96", "768Gi", {"nvidia.com/gpu": "8"}, (GPU_TAINT,)),
+    ("dedicated", 0.05, "32", "256Gi", {}, (DEDICATED_TAINT,)),
+)
+
+
+def kwok_node(name: str, cpu: str = "32", memory: str = "256Gi", pods: str = "110",
+              labels: dict | None = None, extra: dict | None = None, taints=()) -> dict:
+    """One Node manifest as kwok's examples write them."""
+    alloc = {"cpu": cpu, "memory": memory, "ephemeral-storage": "100Gi", "pods": pods, **(extra or {})}
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": {
+                "type": "kwok",
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/role": "agent",
+                "node-role.kubernetes.io/agent": "",
+                **(labels or {}),
+            },
+        },
+        "spec": {},
+        "status": {
+            "allocatable": dict(alloc),
+            "capacity": dict(alloc),
+            # every field the API's schema requires, so `kubectl apply` validates the list
+            "nodeInfo": {"architecture": "amd64", "kubeletVersion": "fake", "kubeProxyVersion": "fake",
+                         "operatingSystem": "linux", "machineID": "", "systemUUID": "", "bootID": "",
+                         "kernelVersion": "", "osImage": "", "containerRuntimeVersion": ""},
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+        },
+    }
+    if taints:
+        node["spec"]["taints"] = [dict(t) for t in taints]
+    return node
+
+
+def _shape_plan(n: int) -> list[int]:
+    """Index into MIXED_SHAPES for each node, exact shares, shuffled by the caller."""
+    counts = [int(n * share) for _, share, *_ in MIXED_SHAPES]
+    counts[0] += n - sum(counts)
+    return [i for i, c in enumerate(counts) for _ in range(c)]
+
+
+def generate(nodes: int, profile: str = "uniform", seed: int = 0, prefix: str = "kwok-node") -> list[dict]:
+    if profile not in PROFILES:
+        raise ValueError(f"unknown fleet profile {profile!r} (one of {', '.join(PROFILES)})")
+    if nodes < 0:
+        raise ValueError("--nodes must be >= 0")
+    if profile == "uniform":
+        return [kwok_node(f"{prefix}-{i}") for i in range(nodes)]
+    rng = random.Random(seed)
+    plan = _shape_plan(nodes)
+    rng.shuffle(plan)
+    out = []
+    for i, shape_idx in enumerate(plan):
+        shape, _, cpu, mem, extra, taints = MIXED_SHAPES[shape_idx]
+        zone = ZONES[i % len(ZONES)]
+        labels = {"topology.kubernetes.io/zone": zone, "topology.kubernetes.io/region": "region-1",
+                  "node.kubernetes.io/instance-type": shape, "shardsched.io/pool": shape}
+        out.append(kwok_node(f"{prefix}-{i}", cpu, mem, labels=labels, extra=extra, taints=taints))
+    return out
+
+
+def csi_limits(specs) -> dict[str, int]:
+    """`--csi-limit DRIVER=COUNT` values as {driver: count}; ValueError naming a bad one."""
+    out = {}
+    for spec in specs or ():
+        driver, sep, count = spec.partition("=")
+        if not sep or not driver or not count.isdigit():
+            raise ValueError(f"--csi-limit {spec!r}: use DRIVER=COUNT, e.g. ebs.csi.aws.com=25")
+        out[driver] = int(count)
+    return out
+
+
+def csi_nodes(nodes: list[dict], limits: dict[str, int]) -> list[dict]:
+    """A CSINode per node with each driver's attach limit (spec.drivers[].allocatable.count),
+    as a node's CSI drivers register them: what NodeVolumeLimits counts against."""
+    if not limits:
+        return []
+    return [{"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": n["metadata"]["name"]},
+             "spec": {"drivers": [{"name": driver, "nodeID": n["metadata"]["name"], "allocatable": {"count": count}}
+                                  for driver, count in sorted(limits.items())]}}
+            for n in nodes]
+
+
+def summarize(node_objs) -> dict:
+    """Nodes per zone and shape, and total allocatable, from parsed Node objects."""
+    from ..model.resources import ZERO, vadd, vector_to_map
+
+    zones = Counter(n.labels.get("topology.kubernetes.io/zone", "-") for n in node_objs)
+    shapes = Counter(n.labels.get("node.kubernetes.io/instance-type", "-") for n in node_objs)
+    total = ZERO
+    for n in node_objs:
+        total = vadd(total, n.allocatable)
+    return {"nodes": len(node_objs), "zones": dict(sorted(zones.items())),
+            "shapes": dict(sorted(shapes.items())), "allocatable": vector_to_map(total)}

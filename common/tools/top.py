@@ -1,0 +1,110 @@
+"""`shardsched top`: a live table of the shards and binders, from their Status calls.
+
+The processes are found through the dispatcher (its Status lists the shards and binders it
+knows) or, without `--dispatcher`, through the leases in the store. Rates are computed from
+the difference between two consecutive Status counters, so the first refresh shows none.
+Under the processes, the pod groups the shards are placing: members, and how many are
+bound, assumed by the shard and waiting at Permit for the rest of their group.
+"""
+from __future__ import annotations
+
+import time
+
+import grpc
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+
+from ..runtime.component import status_of
+
+GROUP_COLUMNS = ("pod group", "shard", "minMember", "members", "bound", "assumed", "waiting")
+COLUMNS = ("process", "pods/s", "active", "backoff", "unschedulable", "in flight", "attempts",
+           "bound", "conflicts", "threshold", "p99 cycle ms", "uptime s")
+
+
+def discover(dispatcher: str | None, store, security) -> list[tuple[str, str, str]]:
+    """(role, id, address) of every shard and binder."""
+    if dispatcher:
+        return [(p.role, p.id, p.address) for p in status_of(dispatcher, security, 2.0).peers]
+    return [(role, id_, address) for role in ("shard", "binder")
+            for id_, address in sorted(store.list_leases(role).items())]
+
+
+def table(rows: list[tuple[str, str, str]], previous: dict, elapsed: float, security):
+    """The processes' table, and under it the pod groups the shards are placing (if any)."""
+    t = Table(title=f"shardsched top  {time.strftime('%H:%M:%S')}")
+    for c in COLUMNS:
+        t.add_column(c, justify="left" if c == "process" else "right")
+    units = {}
+    for role, id_, address in rows:
+        name = f"{role} {id_}"
+        try:
+            s = status_of(address, security, 2.0)
+        except grpc.RpcError:
+            t.add_row(name, *(["-"] * (len(COLUMNS) - 2)), "down")
+            continue
+        units.update((u.group, (id_, u)) for u in s.groups)
+        c, q = s.counters, s.queues
+        bound = c.get("bound", 0)
+        before = previous.get(name)
+        rate = f"{(bound - before) / elapsed:,.0f}" if before is not None and elapsed > 0 else ""
+        previous[name] = bound
+        attempts = c.get("cycles", c.get("decisions", 0))
+        conflicts = c.get("conflicts", c.get("rejected", 0))
+        t.add_row(name, rate, str(q.get("active", "")), str(q.get("backoff", "")),
+                  str(q.get("unschedulable", "")), str(q.get("in_flight", q.get("assumed", ""))),
+                  str(attempts), str(bound), str(conflicts), str(c.get("threshold", "")),
+                  f"{c['cycle_p99_us'] / 1000:.2f}" if "cycle_p99_us" in c else "",
+                  f"{s.uptime_seconds:.0f}")
+    return Group(t, units_table(units)) if units else t
+
+
+def units_table(units: dict) -> Table:
+    """Pod groups as units: group -> (shard id, GroupUnit)."""
+    t = Table(title="pod groups being placed")
+    for c in GROUP_COLUMNS:
+        t.add_column(c, justify="left" if c == "pod group" else "right")
+    for key, (shard, u) in sorted(units.items()):
+        t.add_row(key, shard, str(u.min_member), str(u.members), str(u.bound), str(u.assumed), str(u.waiting))
+    return t
+
+
+def shard_units(store, security, timeout: float = 1.0) -> dict:
+    """group -> (shard id, GroupUnit) from every live shard's Status (shards that do not
+    answer within `timeout` are left out)."""
+    out = {}
+    for id_, address in sorted(store.list_leases("shard").items()):
+        try:
+            out.update((u.group, (id_, u)) for u in status_of(address, security, timeout).groups)
+        except grpc.RpcError:
+            continue
+    return out
+
+
+def source(rows, security) -> callable:
+    """A function returning a fresh table each call, with rates since the previous call;
+    `rows` is a function returning the (role, id, address) list; `security` (common.runtime.security)
+    makes the channels to the processes."""
+    previous: dict = {}
+    last = [time.monotonic()]
+
+    def render() -> Table:
+        now = time.monotonic()
+        t = table(rows(), previous, now - last[0], security)
+        last[0] = now
+        return t
+
+    return render
+
+
+def run(dispatcher: str | None, store, security, interval: float = 1.0, iterations: int | None = None,
+        console: Console | None = None) -> None:
+    """Refresh every `interval` seconds, `iterations` times (None: until interrupted)."""
+    render = source(lambda: discover(dispatcher, store, security), security)
+    done = 0
+    with Live(console=console or Console(), auto_refresh=False) as live:
+        while iterations is None or done < iterations:
+            live.update(render(), refresh=True)
+            done += 1
+            if iterations is None or done < iterations:
+                time.sleep(interval)

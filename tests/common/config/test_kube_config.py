@@ -1,0 +1,222 @@
+"""KubeSchedulerConfiguration files: kube's defaulting, rules and messages, the mapping onto
+shardsched's sections, the extension key, and errors that name the kube file's own fields."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from common import config
+from common.config.plugin_args import profile_args
+from common.config.profile_plugins import resolve
+
+KSC = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+
+
+def ksc(**fields) -> dict:
+    return {**copy.deepcopy(KSC), **fields}
+
+
+def load(doc) -> tuple[config.Config, list[str]]:
+    return config.validate_with_notes(doc)
+
+
+def error_of(doc) -> str:
+    with pytest.raises(config.ConfigError) as e:
+        config.validate(doc)
+    return str(e.value).removeprefix("config: ")
+
+
+def uses(cfg, i=0) -> dict:
+    """name -> (weight, sorted points) of profile i as the shard runs it."""
+    return {u.name: (u.weight, sorted(u.points)) for u in resolve(cfg.profiles[i])}
+
+
+def test_an_empty_file_is_kube_schedulers_default_profile():
+    cfg, notes = load(ksc())
+    assert [p.scheduler_name for p in cfg.profiles] == ["default-scheduler"]
+    got = uses(cfg)
+    assert list(got) == ["SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "TaintToleration",
+                         "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
+                         "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+                         "DefaultPreemption", "NodeResourcesBalancedAllocation", "ImageLocality", "DefaultBinder"]
+    assert got["TaintToleration"] == (3, ["filter", "preScore", "score"])
+    assert got["NodeResourcesFit"][0] == 1 and got["PodTopologySpread"][0] == 2
+    assert got["VolumeBinding"] == (0, ["filter", "preFilter", "reserve"])
+    assert not any("Volume" in n for n in notes)  # every kube default plugin is shipped
+    # kube's client defaults apply to kube:// requests; backoff and leader election as kube's
+    assert cfg.store.qps == 50 and cfg.store.burst == 100
+    assert cfg.shards.pod_initial_backoff_seconds == 1 and cfg.shards.pod_max_backoff_seconds == 10
+    assert cfg.leader_election.to_dict() == {"leaderElect": True, "leaseDurationSeconds": 15, "renewDeadlineSeconds": 10,
+                                     "retryPeriodSeconds": 2, "resourceName": "shardsched-dispatcher"}
+    assert cfg.threshold.mode == "adaptive"
+
+
+def test_top_level_fields_map_onto_shardsched_sections():
+    cfg, _ = load(ksc(percentageOfNodesToScore=40, podInitialBackoffSeconds=2, podMaxBackoffSeconds=20,
+                      leaderElection={"leaderElect": False, "leaseDuration": "1m30s", "renewDeadline": "60s",
+                                      "retryPeriod": "500ms", "resourceName": "my-scheduler"},
+                      clientConnection={"kubeconfig": "/etc/kube.conf", "qps": -1, "burst": 7}))
+    assert cfg.threshold.mode == "percentage" and cfg.threshold.percentage == 40
+    assert (cfg.shards.pod_initial_backoff_seconds, cfg.shards.pod_max_backoff_seconds) == (2, 20)
+    assert cfg.leader_election.to_dict() == {"leaderElect": False, "leaseDurationSeconds": 90, "renewDeadlineSeconds": 60,
+                                     "retryPeriodSeconds": 0.5, "resourceName": "my-scheduler"}
+    assert cfg.store.kubeconfig == "/etc/kube.conf"
+    assert (cfg.store.qps, cfg.store.burst) == (0, 7)  # a negative qps: no limit
+
+
+def test_profiles_plugins_per_extension_point():
+    cfg, _ = load(ksc(profiles=[{"schedulerName": "packer", "percentageOfNodesToScore": 20, "plugins": {
+        "multiPoint": {"enabled": [{"name": "ImageLocality", "weight": 4}], "disabled": [{"name": "NodePorts"}]},
+        "score": {"enabled": [{"name": "NodeResourcesFit", "weight": 5}],
+                  "disabled": [{"name": "NodeResourcesBalancedAllocation"}]},
+        "filter": {"disabled": [{"name": "TaintToleration"}]},
+    }}]))
+    got = uses(cfg)
+    assert "NodePorts" not in got
+    assert got["ImageLocality"] == (4, ["score"])
+    assert got["NodeResourcesFit"] == (5, ["filter", "preFilter", "preScore", "score"])
+    assert "NodeResourcesBalancedAllocation" not in got  # it only scores
+    assert got["TaintToleration"] == (3, ["preScore", "score"])
+    assert cfg.profiles[0].percentage_of_nodes_to_score == 20
+
+
+def test_star_and_a_plugin_only_at_one_point():
+    cfg, notes = load(ksc(profiles=[{"schedulerName": "s", "plugins": {
+        "multiPoint": {"disabled": [{"name": "*"}], "enabled": [
+            {"name": "PrioritySort"}, {"name": "NodeResourcesFit"}, {"name": "DefaultBinder"}]},
+        "score": {"enabled": [{"name": "ImageLocality"}], "disabled": [{"name": "*"}]},
+    }}]))
+    got = uses(cfg)
+    assert got == {"PrioritySort": (0, ["queueSort"]), "NodeResourcesFit": (0, ["filter", "preFilter"]),
+                   "DefaultBinder": (0, ["bind"]), "ImageLocality": (1, ["score"])}
+    assert "SchedulingGates" not in got  # '*' removed it too, as in kube
+
+
+@pytest.mark.parametrize("fields, expected", [
+    (dict(apiVersion="kubescheduler.config.k8s.io/v1beta3"),
+     'apiVersion: Unsupported value: "kubescheduler.config.k8s.io/v1beta3": supported values: '
+     '"kubescheduler.config.k8s.io/v1"'),
+    (dict(percentageOfNodesToScore=101), "percentageOfNodesToScore: Invalid value: 101: not in valid range [0-100]"),
+    (dict(profiles=[{"schedulerName": "a", "percentageOfNodesToScore": -1}]),
+     "profiles[0].percentageOfNodesToScore: Invalid value: -1: not in valid range [0-100]"),
+    (dict(podInitialBackoffSeconds=0), "podInitialBackoffSeconds: Invalid value: 0: must be greater than 0"),
+    (dict(podInitialBackoffSeconds=5, podMaxBackoffSeconds=2),
+     "podMaxBackoffSeconds: Invalid value: 2: must be greater than or equal to PodInitialBackoffSeconds"),
+    (dict(parallelism=0), "parallelism: Invalid value: 0: should be an integer value greater than zero"),
+    (dict(leaderElection={"leaseDuration": "10s", "renewDeadline": "10s"}),
+     "leaderElection.leaseDuration: Invalid value: 10s: LeaseDuration must be greater than RenewDeadline"),
+    (dict(leaderElection={"renewDeadline": "2s"}),
+     "leaderElection.renewDeadline: Invalid value: 2s: renewDeadline must be greater than retryPeriod*JitterFactor (1.2)"),
+    (dict(leaderElection={"retryPeriod": "0s"}),
+     "leaderElection.retryPeriod: Invalid value: 0s: must be greater than zero"),
+    (dict(leaderElection={"resourceLock": "configmaps"}),
+     'leaderElection.resourceLock: Invalid value: "configmaps": resourceLock value must be "leases"'),
+    (dict(leaderElection={"leaseDuration": "15 seconds"}),
+     'leaderElection.leaseDuration: Invalid value: "15 seconds": must be a duration such as "15s" or "1m30s"'),
+    (dict(clientConnection={"burst": -1}), "clientConnection.burst: Invalid value: -1: must be non-negative"),
+    (dict(profiles=[{"schedulerName": "a"}, {"schedulerName": "a"}]),
+     "profiles[1].schedulerName: Duplicate value: profiles[0].schedulerName"),
+    (dict(profiles=[{"schedulerName": "a"}, {}]), "profiles[1].schedulerName: Required value"),
+    (dict(profiles=[{"pluginConfig": [{"name": "InterPodAffinity"}, {"name": "InterPodAffinity"}]}]),
+     'profiles[0].pluginConfig[1]: Duplicate value: "InterPodAffinity"'),
+    (dict(profiles=[{"plugins": {"filter": {"enabled": [{"name": "ImageLocality"}]}}}]),
+     'profiles[0].plugins.filter.enabled[0]: Invalid value: "ImageLocality": ImageLocality does not extend the '
+     "filter extension point"),
+    (dict(profiles=[{"plugins": {"multiPoint": {"enabled": [{"name": "ImageLocality"}, {"name": "ImageLocality"}]}}}]),
+     'profiles[0].plugins.multiPoint.enabled[1]: Duplicate value: "ImageLocality"'),
+    (dict(profiles=[{"plugins": {"preFilter": {"disabled": [{"name": "NodeAffinity"}]}}}]),
+     'profiles[0].plugins.preFilter.disabled[0]: Invalid value: "NodeAffinity": NodeAffinity\'s filter needs '
+     "its preFilter: switch filter off too, or enable preFilter"),
+])
+def test_kube_rules_with_kubes_messages(fields, expected):
+    assert error_of(ksc(**fields)) == expected
+
+
+@pytest.mark.parametrize("fields, expected", [
+    (dict(parallelism=32), "parallelism: Invalid value: 32: not supported by shardsched, which schedules one "
+     "pod at a time per shard: leave kube's default 16 and set shardsched.shards.count"),
+    (dict(extenders=[{"urlPrefix": "http://x"}]), "extenders: Forbidden: shardsched calls no scheduler extenders"),
+    (dict(delayCacheUntilActive=True), "delayCacheUntilActive: Invalid value: true: not supported by shardsched: "
+     "only the dispatcher elects a leader, and shards and binders keep their caches warm"),
+    (dict(leaderElection={"resourceNamespace": "scheduling"}),
+     'leaderElection.resourceNamespace: Invalid value: "scheduling": not supported by shardsched, whose Leases '
+     "live in its own namespace: leave kube's default kube-system"),
+    (dict(clientConnection={"contentType": "application/cbor"}),
+     'clientConnection.contentType: Invalid value: "application/cbor": not supported by shardsched, which sends JSON'),
+    (dict(healthzBindAddress="0.0.0.0:10251"), "healthzBindAddress: Forbidden: unknown field (known: apiVersion, "
+     "kind, parallelism, leaderElection, clientConnection, enableProfiling, enableContentionProfiling, "
+     "percentageOfNodesToScore, podInitialBackoffSeconds, podMaxBackoffSeconds, profiles, extenders, "
+     "delayCacheUntilActive, shardsched)"),
+    (dict(profiles=[{"plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}}}]),
+     'profiles[0].plugins.multiPoint.enabled[0].name: Unsupported value: "NodeResourceTopologyMatch": supported '
+     'values: "Coscheduling", "DefaultBinder", "DefaultPreemption", "ImageLocality", "InterPodAffinity", '
+     '"NodeAffinity", "NodeName", "NodePorts", "NodeResourcesBalancedAllocation", "NodeResourcesFit", '
+     '"NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "PrioritySort", "SchedulingGates", '
+     '"TaintToleration", "VolumeBinding", "VolumeRestrictions", "VolumeZone"'),
+    (dict(profiles=[{"pluginConfig": [{"name": "VolumeBinding", "args": {"shape": [{"utilization": 0, "score": 0}]}}]}]),
+     "profiles[0].pluginConfig[0].args.shape: Forbidden: shardsched does not score nodes by storage capacity "
+     "(kube's StorageCapacityScoring, off by default in v1.33)"),
+])
+def test_what_shardsched_cannot_honour_is_refused_by_name(fields, expected):
+    assert error_of(ksc(**fields)) == expected
+
+
+def test_errors_found_after_mapping_name_the_kube_files_fields():
+    """Plugin args, weights and extension sections are checked in shardsched's terms; the
+    error still names the field of the file the user wrote."""
+    doc = ksc(profiles=[{"pluginConfig": [
+        {"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 600}},
+        {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAlocated"}}}]}])
+    assert error_of(doc).startswith("profiles[0].pluginConfig[1].args.scoringStrategy.type: Unsupported value: ")
+    doc = ksc(profiles=[{"plugins": {"multiPoint": {"enabled": [{"name": "ImageLocality", "weight": 200}]}}}])
+    assert error_of(doc) == "profiles[0].plugins.multiPoint.enabled[0].weight: must be <= 100, got 200"
+    doc = ksc(profiles=[{"plugins": {"score": {"enabled": [{"name": "ImageLocality", "weight": 200}]}}}])
+    assert error_of(doc) == "profiles[0].plugins.score.enabled[0].weight: must be <= 100, got 200"
+    assert error_of(ksc(shardsched={"threshold": {"rejectionDecay": float("nan")}})) == \
+        "shardsched.threshold.rejectionDecay: must be a finite number, got nan"
+    assert error_of(ksc(shardsched={"thresholds": {}})).startswith("shardsched.thresholds: unknown field (known: ")
+
+
+def test_the_extension_refines_kube_defaults_but_never_overrides_explicit_fields():
+    cfg, _ = load(ksc(shardsched={"shards": {"podInitialBackoffSeconds": 3, "count": 4},
+                                  "store": {"qps": 0}, "threshold": {"mode": "kube"}}))
+    assert cfg.shards.pod_initial_backoff_seconds == 3 and cfg.shards.count == 4
+    assert cfg.store.qps == 0 and cfg.threshold.mode == "kube"
+    assert error_of(ksc(podInitialBackoffSeconds=1, shardsched={"shards": {"podInitialBackoffSeconds": 2}})) == (
+        "shardsched.shards.podInitialBackoffSeconds: Invalid value: 2: also set by podInitialBackoffSeconds: "
+        "set it in one place")
+    assert error_of(ksc(shardsched={"profiles": []})) == \
+        "shardsched.profiles: Forbidden: comes from the KubeSchedulerConfiguration itself"
+
+
+def test_kube_scheduler_lease_name_is_never_taken_over():
+    """kube's default resourceName is kube-scheduler's own Lease: shardsched keeps its own."""
+    cfg, _ = load(ksc(leaderElection={"resourceName": "kube-scheduler"}))
+    assert cfg.leader_election.resource_name == "shardsched-dispatcher"
+
+
+def test_plugin_args_in_kube_form_are_taken_as_they_are():
+    cfg, notes = load(ksc(profiles=[{"schedulerName": "s", "pluginConfig": [
+        {"name": "VolumeBinding", "args": {"apiVersion": "kubescheduler.config.k8s.io/v1",
+                                           "kind": "VolumeBindingArgs", "bindTimeoutSeconds": 600}},
+        {"name": "InterPodAffinity", "args": {"apiVersion": "kubescheduler.config.k8s.io/v1",
+                                              "kind": "InterPodAffinityArgs", "hardPodAffinityWeight": 7}}]}]))
+    assert [e.name for e in cfg.profiles[0].plugin_config] == ["VolumeBinding", "InterPodAffinity"]
+    args = profile_args(cfg, 0)
+    assert args["VolumeBinding"]["bindTimeoutSeconds"] == 600 and args["InterPodAffinity"]["hardPodAffinityWeight"] == 7
+    assert not any("pluginConfig" in n for n in notes)
+
+
+def test_a_converted_file_validates_as_shardsched_configuration_unchanged():
+    """What `config convert` prints is itself a valid configuration meaning the same."""
+    cfg, _ = load(ksc(percentageOfNodesToScore=30, profiles=[{"schedulerName": "a", "plugins": {
+        "score": {"disabled": [{"name": "ImageLocality"}]}, "filter": {"disabled": [{"name": "NodePorts"}]}}}]))
+    again = config.validate(cfg.to_dict())
+    assert again == cfg
+
+
+def test_lease_durations_are_not_checked_without_leader_election():
+    """As kube: with leaderElect false, the durations are never used, so never refused."""
+    cfg, _ = load(ksc(leaderElection={"leaderElect": False, "leaseDuration": "5s", "renewDeadline": "10s"}))
+    assert cfg.leader_election.leader_elect is False

@@ -1,0 +1,86 @@
+"""common.runtime.informer: list, then follow; relist when history is gone; a bad object never
+stops the objects after it."""
+from __future__ import annotations
+
+import logging
+
+from common.runtime.informer import Informer
+from common.store.memory import MemoryStore
+from builders import api_pod as pod
+
+
+def test_an_object_the_handler_fails_on_is_skipped_and_the_rest_flow(caplog):
+    store = MemoryStore()
+    store.create(pod("listed-bad"))
+    store.create(pod("listed-good"))
+    seen = []
+
+    def on_event(type_, kind, obj):
+        if obj["metadata"]["name"].endswith("bad"):
+            raise TypeError("cannot read this one")
+        seen.append((type_, obj["metadata"]["name"]))
+
+    informer = Informer(store, ("Pod",), on_event)
+    with caplog.at_level(logging.WARNING):
+        informer.start()
+        store.create(pod("watched-bad"))
+        store.create(pod("watched-good"))
+        informer.sync()
+        assert informer.sync() == 0  # the bad one is not tried again
+    assert seen == [("ADDED", "listed-good"), ("ADDED", "watched-good")]
+    assert informer.skipped == 2
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("Pod default/listed-bad" in m for m in messages)
+    assert any("Pod default/watched-bad" in m for m in messages)
+
+
+class KindsApart:
+    """A store that, like the API server, watches each kind apart: a Node event newer than a
+    Pod event may arrive first."""
+
+    def __init__(self, batches, list_rvs=None):
+        self.batches = list(batches)
+        self.list_rvs = list_rvs or {}
+        self.lists, self.polls = [], []
+
+    def list(self, kind, cached=False):
+        self.lists.append((kind, cached))
+        return [], self.list_rvs.get(kind, "5")
+
+    def poll(self, since_rv, timeout=0.0, max_events=10000, kinds=None, positions=None):
+        self.polls.append((since_rv, dict(positions or {})))
+        return self.batches.pop(0) if self.batches else []
+
+
+def test_lists_from_cache_and_watches_each_kind_from_its_own_list():
+    """An informer's first list may lag (its watch catches up), so it takes the store's
+    cheap one; each kind is then watched from its own list's version (on the API server a
+    kind's watch cache may start after another kind's list: a CRD's does)."""
+    from common.store.base import WatchEvent
+
+    store = KindsApart([[WatchEvent("ADDED", "Pod", {"metadata": {"name": "p", "namespace": "default"}}, "9")]],
+                       {"Pod": "7", "PodGroup": "8"})
+    informer = Informer(store, ("PodGroup", "Pod"), lambda *a: None)
+    informer.start()
+    assert store.lists == [("PodGroup", True), ("Pod", True)]
+    informer.sync()
+    informer.sync()
+    assert store.polls == [("7", {"PodGroup": "8", "Pod": "7"}), ("9", {"PodGroup": "8", "Pod": "9"})]
+
+
+def test_seen_follows_each_kind_apart():
+    """The binder and the shards ask whether their watch has shown a pod's version yet: the
+    position of the stream as a whole (a newer Node event) does not say so. Answering from
+    it made the binder call a pod it had not seen yet "not found", and the shard dropped it
+    until the dispatcher sent it again 30 s later."""
+    from common.store.base import WatchEvent
+
+    node = WatchEvent("MODIFIED", "Node", {"metadata": {"name": "n1"}}, "11")
+    pod_event = WatchEvent("ADDED", "Pod", {"metadata": {"name": "p", "namespace": "default"}}, "10")
+    informer = Informer(KindsApart([[node], [pod_event]]), ("Node", "Pod"), lambda *a: None)
+    informer.start()
+    assert informer.seen("Pod", "5") and not informer.seen("Pod", "10")
+    informer.sync()
+    assert informer.rv == "11" and not informer.seen("Pod", "10")
+    informer.sync()
+    assert informer.seen("Pod", "10") and informer.seen("Node", "11")
