@@ -13,7 +13,7 @@ import time
 from collections import Counter
 
 from common.scheduling.accounting import PodAccounting
-from shard.generation_store import ListStore
+from .generation_store import ListStore
 from .node_info import NodeInfo
 
 

@@ -9,7 +9,7 @@ snapshots hold clones.
 from __future__ import annotations
 
 from common.scheduling.accounting import NodeUsage
-from shard.splay import PrioritySplayTree
+from .splay import PrioritySplayTree
 
 
 def nonzero_request(pod) -> tuple[int, int]:

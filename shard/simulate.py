@@ -15,7 +15,7 @@ from common.model.admission import admit
 from common.config import Config
 from common.model.objects import raw_pod_key
 from common.model.podgroup import status_of
-from shard.provisioner import Provisioner
+from .provisioner import Provisioner
 from common.store.memory import MemoryStore
 from common.store.podstatus import GATED_MESSAGE, SCHEDULING_GATED
 from .intake import ProfileOwnership

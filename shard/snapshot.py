@@ -8,7 +8,7 @@ zone-interleaved order, re-sorted whenever a node joins, leaves or changes zone.
 """
 from __future__ import annotations
 
-from shard.generation_store import RawStore, full_copy
+from .generation_store import RawStore, full_copy
 from .node_info import NodeInfo
 from .node_table import NodeTable
 from .zone_tree import ZoneTree, zone_of
