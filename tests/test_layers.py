@@ -171,3 +171,15 @@ def test_each_role_runs_as_a_module():
         done = subprocess.run([sys.executable, "-m", role, "--help"], cwd=ROOT, capture_output=True,
                               text=True, timeout=60)
         assert done.returncode == 0 and f"python -m {role}" in done.stdout, done.stderr
+
+
+def test_the_command_line_parser_loads_neither_the_scheduler_nor_the_benchmarks():
+    """`shardsched --help` (and the parsing of any command): every command module is imported
+    for its parser, but a command's heavy imports (the roles, numpy, the benchmark harness)
+    stay inside its handler."""
+    code = ("import sys, common.cli\n"
+            "common.cli.build_parser()\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules}\n"
+            "             & {'numpy', 'shard', 'binder', 'dispatcher', 'benchmarks', 'matplotlib'}))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
