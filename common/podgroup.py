@@ -25,8 +25,6 @@ KIND = "PodGroup"
 #: Pods of one group carry this label (scheduler-plugins' coscheduling); the dispatcher keeps
 #: them on one shard.
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
-#: scheduler-plugins' default wait at Permit when neither the group nor the plugin says.
-DEFAULT_WAIT_S = 60
 #: The annotation holding a binder's intent while it commits a group (JSON, see Intent).
 INTENT_ANNOTATION = "scheduling.shardsched.io/binding-intent"
 #: Phases, as scheduler-plugins' PodGroup controller names them.
@@ -209,9 +207,6 @@ class GroupIndex:
 
     def get(self, key: str | None) -> PodGroup | None:
         return self.groups.get(key) if key else None
-
-    def member_list(self, key: str) -> list[Member]:
-        return list(self.members.get(key, {}).values())
 
     def counts(self, key: str) -> Counts:
         return Counts(self.members.get(key, {}).values())
