@@ -2,7 +2,8 @@
 line (common/cli); benchmarks/ and tests/ on top. An import that points back up fails here.
 
 Every import statement of every module is read (the AST, so imports inside functions count
-too), relative imports resolved, and checked against what its layer may use.
+too), relative imports resolved, and checked against what its layer may use. Within and across
+layers, no module imports itself round a circle (again counting imports inside functions).
 
 A plugin is one place (common/plugins/<plugin>.py, its semantics) reached through one registry
 (common/plugins/__init__.py): its module is imported only by the registry and by the shard's
@@ -53,8 +54,9 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts)
 
 
-def imports(path: Path, root: Path):
-    """(line, imported module) of every import in the file, relative ones resolved."""
+def import_statements(path: Path, root: Path):
+    """(line, module, names) of every import in the file, relative ones resolved: `import a.b`
+    is (line, "a.b", ()), `from .x import y, z` (line, "<package>.x", ("y", "z"))."""
     tree = ast.parse(path.read_text(), str(path))
     package = module_name(path, root).split(".")
     if path.name != "__init__.py":
@@ -62,16 +64,22 @@ def imports(path: Path, root: Path):
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield node.lineno, alias.name
+                yield node.lineno, alias.name, ()
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[:len(package) - node.level + 1]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module
-            yield node.lineno, target
-            for alias in node.names:  # `from shard import server` imports shard.server
-                yield node.lineno, f"{target}.{alias.name}"
+            yield node.lineno, target, tuple(alias.name for alias in node.names)
+
+
+def imports(path: Path, root: Path):
+    """(line, imported module) of every import in the file, relative ones resolved."""
+    for line, target, names in import_statements(path, root):
+        yield line, target
+        for name in names:  # `from shard import server` imports shard.server
+            yield line, f"{target}.{name}"
 
 
 def violations(root: Path = ROOT) -> list[str]:
@@ -184,6 +192,69 @@ def test_an_arrow_back_up_is_caught(tmp_path):
                      "common/store/bad.py:1: common imports shard.scheduler (shard)"]
 
 
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """module -> the modules of ours it imports, anywhere in it (functions included). `from
+    pkg import name` imports the module pkg.name when there is one, else the module pkg."""
+    paths = {module_name(path, root): path for top in OURS for path in sorted((root / top).rglob("*.py"))
+             if "_pb2" not in path.name}
+    graph = {}
+    for module, path in paths.items():
+        graph[module] = set()
+        for _, target, names in import_statements(path, root):
+            submodules = {f"{target}.{name}" for name in names} & paths.keys()
+            graph[module] |= submodules or ({target} & paths.keys())
+        graph[module].discard(module)
+    return graph
+
+
+def import_circles(root: Path = ROOT) -> list[list[str]]:
+    """The groups of modules that import one another round a circle (the strongly connected
+    components of the import graph with more than one module), each sorted."""
+    graph = import_graph(root)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(module: str) -> None:  # Tarjan's algorithm
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph[module]):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            component = stack[stack.index(module):]
+            del stack[stack.index(module):]
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(circles)
+
+
+def test_no_import_circle():
+    assert import_circles() == []
+
+
+def test_an_import_circle_is_caught(tmp_path):
+    """The checker itself: a circle closed by an import inside a function is reported; a
+    package importing its modules, which import each other one way, is not."""
+    for top in OURS:
+        (tmp_path / top).mkdir()
+    (tmp_path / "common" / "store").mkdir()
+    (tmp_path / "common" / "objects.py").write_text("from .group import parse_group\n")
+    (tmp_path / "common" / "group.py").write_text("def parse_group(d):\n    from .objects import _meta\n")
+    (tmp_path / "common" / "store" / "__init__.py").write_text("from . import base, memory\n")
+    (tmp_path / "common" / "store" / "base.py").write_text("from common.model.objects import KINDS\n")
+    (tmp_path / "common" / "store" / "memory.py").write_text("from . import base\nfrom .base import Store\n")
+    assert import_circles(tmp_path) == [["common.group", "common.model.objects"]]
+
+
 def test_a_component_process_loads_neither_benchmarks_nor_the_cli():
     """What `python -m shard|binder|dispatcher` imports: the role, common, proto; not the
     benchmark harness, rich, matplotlib or the command line."""
@@ -199,3 +270,15 @@ def test_each_role_runs_as_a_module():
         done = subprocess.run([sys.executable, "-m", role, "--help"], cwd=ROOT, capture_output=True,
                               text=True, timeout=60)
         assert done.returncode == 0 and f"python -m {role}" in done.stdout, done.stderr
+
+
+def test_the_command_line_parser_loads_neither_the_scheduler_nor_the_benchmarks():
+    """`shardsched --help` (and the parsing of any command): every command module is imported
+    for its parser, but a command's heavy imports (the roles, numpy, the benchmark harness)
+    stay inside its handler."""
+    code = ("import sys, common.cli\n"
+            "common.cli.build_parser()\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules}\n"
+            "             & {'numpy', 'shard', 'binder', 'dispatcher', 'benchmarks', 'matplotlib'}))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -8,12 +8,25 @@ anything signed by the CA in `caFile` is trusted, so its key is the key to the s
 """
 from __future__ import annotations
 
+import argparse
 import datetime
 import ipaddress
 import os
 
 from ..tools.local_cluster import ROLES
 from ..runtime.security import SecurityError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    ce = sub.add_parser("certs", help="write a development CA and a certificate per role (security.mode: mtls)")
+    ce.add_argument("--out", required=True, metavar="DIR", help="directory for ca.crt/.key and ROLE.crt/.key")
+    ce.add_argument("--server-name", default="shardsched",
+                    help="the name every certificate carries (security.serverName; default shardsched)")
+    ce.add_argument("--host", action="append", default=[], metavar="NAME",
+                    help="another DNS name or IP address for the certificates (repeatable)")
+    ce.add_argument("--days", type=int, default=365, help="validity (default 365)")
+    ce.add_argument("--force", action="store_true", help="replace an existing CA in DIR")
+    ce.set_defaults(handler=cmd_certs)
 
 
 def _write(path: str, data: bytes, private: bool) -> None:

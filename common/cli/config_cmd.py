@@ -1,10 +1,24 @@
 """`shardsched config defaults|validate|convert`."""
 from __future__ import annotations
 
+import argparse
 import sys
 
 from .. import config as config_mod
 from .errors import EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser("config", help="print or check a configuration file")
+    csub = c.add_subparsers(dest="config_cmd", required=True)
+    csub.add_parser("defaults", help="print the full default configuration").set_defaults(handler=cmd_defaults)
+    v = csub.add_parser("validate", help="check one configuration file (shardsched's or a "
+                                         "KubeSchedulerConfiguration) as every process would")
+    v.add_argument("file")
+    v.set_defaults(handler=cmd_validate)
+    cv = csub.add_parser("convert", help="print the full shardsched configuration a file means")
+    cv.add_argument("file")
+    cv.set_defaults(handler=cmd_convert)
 
 
 def cmd_defaults(args) -> int:

@@ -1,6 +1,7 @@
 """`shardsched fleet`: write a kwok-style fleet into a store (or print it)."""
 from __future__ import annotations
 
+import argparse
 import contextlib
 import sys
 import time
@@ -10,10 +11,21 @@ import yaml
 
 from ..tools import fleet as fleet_mod
 from ..model.objects import parse_node
-from ..tools.report import print_fleet_summary
 from ..store import open_store
-from ..store.embedded import EmbeddedRedis
 from .errors import EXIT_OK, EXIT_REJECTED, fail
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    f = sub.add_parser("fleet", help="create a kwok-style node fleet in a store, or print it")
+    f.add_argument("--nodes", type=int, required=True, help="number of nodes")
+    f.add_argument("--profile", choices=fleet_mod.PROFILES, default="uniform")
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--csi-limit", action="append", metavar="DRIVER=COUNT",
+                   help="also a CSINode per node whose DRIVER attaches at most COUNT volumes (repeatable)")
+    g = f.add_mutually_exclusive_group()
+    g.add_argument("--store", help="store URL (default: an embedded redis-server)")
+    g.add_argument("-o", "--output", choices=("yaml", "json"), help="print a kind: List instead")
+    f.set_defaults(handler=cmd_fleet)
 
 
 @contextlib.contextmanager
@@ -21,6 +33,8 @@ def open_cluster(url: str | None):
     """The store at `url`, or an embedded redis-server for the duration of the block."""
     with contextlib.ExitStack() as stack:
         if url is None:
+            from ..store.embedded import EmbeddedRedis  # redis-py: only when one is started
+
             url = stack.enter_context(EmbeddedRedis()).url
         store = open_store(url)
         stack.callback(store.close)
@@ -28,6 +42,8 @@ def open_cluster(url: str | None):
 
 
 def cmd_fleet(args) -> int:
+    from ..tools.report import print_fleet_summary  # rich: only when there is a summary to print
+
     try:
         nodes = fleet_mod.generate(args.nodes, args.profile, args.seed)
         csi = fleet_mod.csi_nodes(nodes, fleet_mod.csi_limits(args.csi_limit))

@@ -7,6 +7,7 @@ store is found as `top` and the component processes find it (common.store.config
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import sys
 import time
@@ -40,7 +41,13 @@ RESOURCE_NAMES = {
     "StorageClass": "storageclass.storage.k8s.io",
     "CSINode": "csinode.storage.k8s.io",
 }
-#: Command-line spellings of the kinds `get` and `delete` take.
+#: Aliases `get` and `delete` take for the kinds (in the order their --help lists them) ...
+KIND_ALIASES = ("no", "node", "nodes", "po", "pod", "pods", "pg", "pgs", "podgroup", "podgroups",
+                "pvc", "persistentvolumeclaim", "persistentvolumeclaims", "pv", "persistentvolume",
+                "persistentvolumes", "sc", "storageclass", "storageclasses", "csinode", "csinodes")
+#: ... and the Events `get` lists.
+EVENT_ALIASES = ("ev", "event", "events")
+#: The kind each command-line spelling means.
 ALIASES = {"pod": "Pod", "pods": "Pod", "po": "Pod", "node": "Node", "nodes": "Node", "no": "Node",
            "podgroup": "PodGroup", "podgroups": "PodGroup", "pg": "PodGroup", "pgs": "PodGroup",
            "event": "Event", "events": "Event", "ev": "Event",
@@ -49,6 +56,44 @@ ALIASES = {"pod": "Pod", "pods": "Pod", "po": "Pod", "node": "Node", "nodes": "N
            "persistentvolume": "PersistentVolume", "persistentvolumes": "PersistentVolume",
            "sc": "StorageClass", "storageclass": "StorageClass", "storageclasses": "StorageClass",
            "csinode": "CSINode", "csinodes": "CSINode"}
+
+NO_STORE_HELP = ("store URL; required here (or store.url in --config): these commands act on an "
+                 "existing store and never start an embedded redis-server")
+
+
+def _store_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", help=NO_STORE_HELP)
+    p.add_argument("--config", help="configuration file whose store.url (and store.kubeconfig) to use")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    cr = sub.add_parser("create", help="create Nodes, Pods, PDBs, PriorityClasses, PodGroups, PVCs, PVs, "
+                                       "StorageClasses and CSINodes from a file (like kubectl)")
+    cr.add_argument("-f", "--filename", dest="file", required=True, metavar="FILE",
+                    help="YAML (one or more documents, or kind: List) or JSON; '-' reads stdin")
+    _store_args(cr)
+    cr.set_defaults(handler=cmd_create)
+    d = sub.add_parser("delete", help="delete pods, pod groups or claims (NS/NAME) or nodes, volumes, "
+                                      "storage classes, CSINodes (NAME) from the store")
+    d.add_argument("kind", choices=KIND_ALIASES)
+    d.add_argument("names", nargs="+", metavar="NAME",
+                   help="NS/NAME for pods, pod groups and claims (NAME = default/NAME)")
+    _store_args(d)
+    d.set_defaults(handler=cmd_delete)
+    ge = sub.add_parser("get", help="list pods, nodes, pod groups, claims, volumes, storage classes, CSINodes "
+                                    "or events as a table, or as a kind: List")
+    ge.add_argument("kind", choices=KIND_ALIASES + EVENT_ALIASES)
+    ge.add_argument("-o", "--output", choices=("wide", "json", "yaml"), help="wide table or the stored objects")
+    _store_args(ge)
+    ge.set_defaults(handler=cmd_get)
+    ve = sub.add_parser("verify", help="check the store's invariants (capacity, host ports, taints, "
+                                       "affinity, missing nodes, double binding)")
+    ve.add_argument("--json", action="store_true", help="print {ok, bound, pending, violations, ...} as JSON")
+    ve.add_argument("--settled", type=float, metavar="SECONDS",
+                    help="also fail on any pod pending longer than this that some node could take "
+                         "(pods of --config's profiles when given)")
+    _store_args(ve)
+    ve.set_defaults(handler=cmd_verify)
 
 
 @contextlib.contextmanager

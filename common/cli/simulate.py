@@ -2,11 +2,21 @@
 on an in-memory store, the outcome printed as one JSON object."""
 from __future__ import annotations
 
+import argparse
+
 import orjson
 
 from .. import config as config_mod
 from .errors import UsageError, fail
 from .manifests import read_documents
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("simulate", help="schedule the pending pods of manifests, print the outcome as JSON")
+    s.add_argument("files", nargs="+", metavar="FILE", help="YAML with Nodes, Pods, PDBs, PriorityClasses")
+    s.add_argument("--config", help="configuration file (default: built-in defaults)")
+    s.add_argument("--seed", type=int, default=0, help="tie-break seed (default 0)")
+    s.set_defaults(handler=cmd_simulate)
 
 
 def simulate(paths, cfg: config_mod.Config, seed: int = 0) -> tuple[dict, int]:

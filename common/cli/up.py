@@ -2,8 +2,8 @@
 `shardsched dispatcher|shard|binder` (one process, as `python -m ROLE` runs it)."""
 from __future__ import annotations
 
+import argparse
 import contextlib
-import importlib
 import os
 import signal
 import sys
@@ -16,14 +16,45 @@ from ..runtime import runner
 from ..tools.local_cluster import ROLES, LocalCluster, private_file
 from ..runtime.security import Security
 from ..store import configured_url, open_configured
-from ..store.embedded import EmbeddedRedis
-from ..store.redis_store import redacted
 from .errors import EXIT_REJECTED, fail
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    u = sub.add_parser("up", help="run the store, dispatcher, shards and binders on this machine")
+    u.add_argument("--config", help="configuration file (default: built-in defaults)")
+    u.add_argument("--store", help="store URL (default: store.url, else an embedded redis-server)")
+    u.add_argument("--shards", type=int, help="number of shard processes (overrides shards.count)")
+    u.add_argument("--binders", type=int, help="number of binder processes (overrides binders.count)")
+    u.add_argument("--nodes", type=int, default=0, help="first write a kwok-style fleet of N nodes")
+    u.add_argument("--profile", choices=fleet_mod.PROFILES, default="mixed")
+    u.add_argument("--seed", type=int, default=0)
+    u.add_argument("--log-dir", help="one log file per process here (default: a new directory "
+                                     "under the system's temporary directory, printed at start)")
+    u.add_argument("-v", "--verbosity", type=int, default=0, metavar="N", help="the processes' log verbosity")
+    u.set_defaults(handler=cmd_up)
+
+    t = sub.add_parser("top", help="live table of the shards and binders (from their Status calls)")
+    t.add_argument("--config", help="configuration file (its store.url finds the processes)")
+    t.add_argument("--store", help="store URL whose leases list the processes")
+    t.add_argument("--dispatcher", metavar="ADDR", help="ask this dispatcher (host:port) instead")
+    t.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes")
+    t.add_argument("--iterations", type=int, help="stop after this many refreshes")
+    t.set_defaults(handler=cmd_top)
+
+    for role in ("dispatcher", "shard", "binder"):
+        r = sub.add_parser(role, help=f"run one {role} process, as in a cluster (= python -m {role})")
+        runner.add_arguments(r)
+        r.set_defaults(handler=cmd_role)
 
 
 def cmd_role(args) -> int:
     """One component process; the role's `build` is imported only here."""
-    build = importlib.import_module(f"{args.cmd}.server").build
+    if args.cmd == "dispatcher":
+        from dispatcher.server import build
+    elif args.cmd == "shard":
+        from shard.server import build
+    else:
+        from binder.server import build
     return runner.run(args.cmd, args, build)
 
 
@@ -35,6 +66,9 @@ def cmd_up(args) -> int:
     others running. The embedded redis-server gets a random password and the processes a
     token for their links; both go to `<log dir>/config.yaml`, readable by our user only,
     for `get`, `verify` and `top --config`, and never onto a command line."""
+    from ..store.embedded import EmbeddedRedis  # redis-py: only when the command runs
+    from ..store.redis_store import redacted
+
     cfg = config_mod.load(args.config)
     if args.shards is not None:
         cfg = cfg.replace(shards={"count": args.shards})

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import copy
 import weakref
-from datetime import datetime
 
 import orjson
 
 from ..errors import ObjectError
-from .resources import INT64_MAX, TooManyResources, parse_amount, resource_vector
+# TERMINAL_PHASES (common/model/parsing.py) and POD_GROUP_LABEL (common/model/podgroup.py) are defined
+# below the object model and importable from here too, as they always were.
+from .parsing import TERMINAL_PHASES, parse_metadata, parse_resource_list, parse_time, resource_vector_at
+from .podgroup import POD_GROUP_LABEL, parse_pod_group
+from .resources import INT64_MAX, parse_amount
 from .selectors import (
     Field,
     LabelSelector,
@@ -34,11 +37,6 @@ CREATE_ORDER = ("PriorityClass", "StorageClass", "Node", "CSINode", "PersistentV
 NAMESPACED = {"Pod", "PodDisruptionBudget", "PodGroup", "PersistentVolumeClaim"}
 #: kube-apiserver's built-in classes, present on every cluster.
 SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
-#: Pods of one group carry this label (scheduler-plugins' coscheduling); the dispatcher keeps
-#: them on one shard.
-POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
-#: Phases of pods that hold nothing on their node any more.
-TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
 def object_key(kind: str, namespace: str, name: str) -> str:
@@ -52,58 +50,11 @@ def raw_pod_key(obj: dict) -> str:
     return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
 
 
-def parse_time(value, f: Field) -> float:
-    """RFC 3339 timestamp to epoch seconds (0.0 when absent)."""
-    if not value:
-        return 0.0
-    if isinstance(value, datetime):  # PyYAML turns unquoted timestamps into datetimes
-        return value.timestamp()
-    try:
-        return datetime.fromisoformat(f.str(value)).timestamp()
-    except ValueError:
-        raise f.error(f"invalid timestamp {value!r}") from None
-
-
 def _describe(d, kind: str) -> tuple[str, str, dict]:
     meta = d.get("metadata") if isinstance(d.get("metadata"), dict) else {}
     ns = meta.get("namespace") or "default"
     name = meta.get("name") if isinstance(meta.get("name"), str) else "<unnamed>"
     return ns, name, meta
-
-
-def _metadata(d: dict, f: Field, kind: str):
-    meta = f.get_dict(d, "metadata", required=True)
-    mf = f.at("metadata")
-    name = mf.get_str(meta, "name", required=True)
-    ns = mf.get_str(meta, "namespace", default="default") if kind in NAMESPACED else ""
-    labels = mf.get_str_map(meta, "labels")
-    return meta, ns, name, labels
-
-
-def parse_resource_list(value, f: Field, allow_negative: bool = False) -> dict[str, int]:
-    """{"cpu": "100m", ...} -> {"cpu": 100, ...} in integer units; rejects junk and negatives."""
-    out = {}
-    for name, raw in f.dict(value).items():
-        try:
-            amount, negative = parse_amount(name, raw)
-        except ValueError as e:
-            raise f.at(name).error(str(e)) from None
-        if negative and not allow_negative:
-            raise f.at(name).error(f"must not be negative, got {raw!r}")
-        out[name] = amount
-    return out
-
-
-def _vector(amounts: dict[str, int], field_of) -> tuple:
-    """(vector, its SlotHold or None) of `amounts`; `field_of(name)` is the Field to blame
-    when the resource table is full. Zero extended amounts (hugepages-2Mi: 0) take no slot.
-
-    Parsers build the vector last, once nothing else can fail: an error's traceback keeps the
-    parser's locals, and with them the hold, alive for as long as the error is kept."""
-    try:
-        return resource_vector(amounts)
-    except TooManyResources as e:
-        raise field_of(e.name).error(str(e)) from None
 
 
 class OwnerRef:
@@ -402,7 +353,7 @@ EMPTY_AFFINITY = ((), ())
 def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
     ns, name, _ = _describe(d, "Pod")
     f = Field(f"Pod {ns}/{name}")
-    meta, ns, name, labels = _metadata(d, f, "Pod")
+    meta, ns, name, labels = parse_metadata(d, f, namespaced=True)
     mf = f.at("metadata")
     spec = f.get_dict(d, "spec", required=True)
     sf = f.at("spec")
@@ -459,7 +410,7 @@ class _SpecParse:
             hold = None if ref is None else ref()
             if ref is None or hold is not None:
                 return vector, hold
-        vector, hold = _vector(self.amounts, lambda name: _request_origin(spec, sf, name))
+        vector, hold = resource_vector_at(self.amounts, lambda name: _request_origin(spec, sf, name))
         self.built = (vector, None if hold is None else weakref.ref(hold))
         return vector, hold
 
@@ -612,7 +563,7 @@ class Node:
 def parse_node(d: dict) -> Node:
     _, name, _ = _describe(d, "Node")
     f = Field(f"Node {name}")
-    meta, _, name, labels = _metadata(d, f, "Node")
+    meta, _, name, labels = parse_metadata(d, f, namespaced=False)
     spec = f.at("spec").dict(d.get("spec"))
     status = f.at("status").dict(d.get("status"))
     n = Node()
@@ -636,7 +587,7 @@ def parse_node(d: dict) -> Node:
     n.images = images
     n.resource_version = str(meta.get("resourceVersion") or "")
     n.raw = d
-    n.allocatable, n.hold = _vector(allocatable, alloc_field.at)
+    n.allocatable, n.hold = resource_vector_at(allocatable, alloc_field.at)
     return n
 
 
@@ -677,7 +628,7 @@ class PodDisruptionBudget:
 def parse_pdb(d: dict) -> PodDisruptionBudget:
     ns, name, _ = _describe(d, "PodDisruptionBudget")
     f = Field(f"PodDisruptionBudget {ns}/{name}")
-    meta, ns, name, _ = _metadata(d, f, "PodDisruptionBudget")
+    meta, ns, name, _ = parse_metadata(d, f, namespaced=True)
     spec = f.at("spec").dict(d.get("spec"), required=True)
     status = f.at("status").dict(d.get("status"))
     b = PodDisruptionBudget()
@@ -701,7 +652,7 @@ class PriorityClass:
 def parse_priority_class(d: dict) -> PriorityClass:
     _, name, _ = _describe(d, "PriorityClass")
     f = Field(f"PriorityClass {name}")
-    meta, _, name, _ = _metadata(d, f, "PriorityClass")
+    meta, _, name, _ = parse_metadata(d, f, namespaced=False)
     pc = PriorityClass()
     pc.name = pc.key = name
     value = f.at("value").int(d.get("value"))
@@ -720,8 +671,9 @@ def parse_priority_class(d: dict) -> PriorityClass:
 
 
 _PARSERS = {"Pod": parse_pod, "Node": parse_node, "PodDisruptionBudget": parse_pdb,
-            "PriorityClass": parse_priority_class, "PersistentVolumeClaim": parse_pvc,
-            "PersistentVolume": parse_pv, "StorageClass": parse_storage_class, "CSINode": parse_csi_node}
+            "PriorityClass": parse_priority_class, "PodGroup": parse_pod_group,
+            "PersistentVolumeClaim": parse_pvc, "PersistentVolume": parse_pv,
+            "StorageClass": parse_storage_class, "CSINode": parse_csi_node}
 
 
 def parse_object(d, priority_classes: dict | None = None):
@@ -735,7 +687,4 @@ def parse_object(d, priority_classes: dict | None = None):
                           f"unsupported kind {kind!r} (one of {', '.join(KINDS)})")
     if kind == "Pod":
         return parse_pod(d, priority_classes)
-    if kind == "PodGroup":  # defined beside the rest of gang scheduling, which builds on this module
-        from .podgroup import parse_pod_group
-        return parse_pod_group(d)
     return _PARSERS[kind](d)

@@ -16,14 +16,15 @@ from __future__ import annotations
 import orjson
 
 from ..errors import ObjectError
-from .objects import POD_GROUP_LABEL, TERMINAL_PHASES, _metadata, _vector, parse_resource_list, parse_time
+from .parsing import TERMINAL_PHASES, parse_metadata, parse_resource_list, parse_time, resource_vector_at
 from .resources import ZERO, format_amount, resource_name
 from .selectors import Field
 
 API_VERSION = "scheduling.x-k8s.io/v1alpha1"
 KIND = "PodGroup"
-#: scheduler-plugins' default wait at Permit when neither the group nor the plugin says.
-DEFAULT_WAIT_S = 60
+#: Pods of one group carry this label (scheduler-plugins' coscheduling); the dispatcher keeps
+#: them on one shard.
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 #: The annotation holding a binder's intent while it commits a group (JSON, see Intent).
 INTENT_ANNOTATION = "scheduling.shardsched.io/binding-intent"
 #: Phases, as scheduler-plugins' PodGroup controller names them.
@@ -70,7 +71,7 @@ class PodGroup:
 def parse_pod_group(d: dict) -> PodGroup:
     meta = d.get("metadata") if isinstance(d.get("metadata"), dict) else {}
     f = Field(f"PodGroup {meta.get('namespace') or 'default'}/{meta.get('name', '<unnamed>')}")
-    meta, ns, name, _ = _metadata(d, f, KIND)
+    meta, ns, name, _ = parse_metadata(d, f, namespaced=True)
     spec = f.at("spec").dict(d.get("spec"))
     status = f.at("status").dict(d.get("status"))
     g = PodGroup()
@@ -86,9 +87,9 @@ def parse_pod_group(d: dict) -> PodGroup:
     g.intent_json = annotations.get(INTENT_ANNOTATION)
     g.resource_version = str(meta.get("resourceVersion") or "")
     g.raw = d
-    # the vector last, once nothing else can fail (common.model.objects._vector says why)
-    g.min_resources, g.hold = (_vector(parse_resource_list(spec.get("minResources"), f.at("spec.minResources")),
-                                       f.at("spec.minResources").at)
+    # the vector last, once nothing else can fail (common.model.parsing.resource_vector_at says why)
+    rf = f.at("spec.minResources")
+    g.min_resources, g.hold = (resource_vector_at(parse_resource_list(spec.get("minResources"), rf), rf.at)
                                if spec.get("minResources") else (ZERO, None))
     return g
 
@@ -206,9 +207,6 @@ class GroupIndex:
 
     def get(self, key: str | None) -> PodGroup | None:
         return self.groups.get(key) if key else None
-
-    def member_list(self, key: str) -> list[Member]:
-        return list(self.members.get(key, {}).values())
 
     def counts(self, key: str) -> Counts:
         return Counts(self.members.get(key, {}).values())

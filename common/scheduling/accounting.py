@@ -120,9 +120,6 @@ class PodAccounting:
         else:
             self._drop(name)
 
-    def node_count(self) -> int:
-        return sum(1 for _ in self.live_nodes())
-
     def live_nodes(self):
         for _, info in self.nodes.items():
             if info.node is not None:

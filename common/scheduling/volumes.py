@@ -37,7 +37,6 @@ UNRESOLVABLE = "UnschedulableAndUnresolvable"
 # VolumeBinding
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
-NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 # VolumeRestrictions
