@@ -121,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--shards", type=int, default=2)
     b.add_argument("--binders", type=int)
     b.add_argument("--rate", type=float, default=0.0, help="pods created per second (0 = as fast as possible)")
+    b.add_argument("--running-pods", type=int, default=0, metavar="N",
+                   help="fill the fleet with N bound, Running pods (Deployments' pods of many shapes, "
+                        "benchmarks/running.py) before the processes start and the clock runs, and "
+                        "report each process's memory per running pod")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--config", help="configuration file (default: built-in defaults)")
     b.add_argument("--json", default="bench.json",

@@ -11,6 +11,9 @@ from .errors import EXIT_OK, EXIT_REJECTED
 def cmd_bench(args) -> int:
     from benchmarks import e2e, harness, report
 
+    if args.running_pods < 0:
+        print("shardsched bench: --running-pods must be >= 0")
+        return EXIT_REJECTED
     cfg = config_mod.load(args.config)
     cfg["shards"]["count"] = args.shards
     if args.binders is not None:
@@ -21,7 +24,8 @@ def cmd_bench(args) -> int:
     cfg["dispatcher"]["port"] = cfg["dispatcher"]["metricsPort"] = 0
     churn = args.heartbeat_s if args.churn else None  # the period, or no background writes
     doc = e2e.run(cfg, args.nodes, args.profile, args.pods, args.workload, args.rate, args.seed,
-                  quiet=args.quiet, live=args.live, churn_heartbeat_s=churn)
+                  quiet=args.quiet, live=args.live, churn_heartbeat_s=churn,
+                  running_pods=args.running_pods)
     harness.print_bench(doc)
     if args.ablation:
         doc["ablation"] = e2e.ablation(cfg, doc, args, churn)
