@@ -158,7 +158,7 @@ def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: flo
         fleet_s = time.monotonic() - t
         # A stack holding many running pods takes a while to list them (about 43 s for
         # 200,000 pods on this machine, busy): the start timeout grows with them.
-        start_timeout = 60.0 + running_pods / 1000
+        start_timeout = 60.0 + running_pods / 500
         empty_fleet = filled = None
         if running_pods:
             empty_fleet = processes.baseline(cfg, server.url, seed, start_timeout)

@@ -146,10 +146,11 @@ def print_bench(doc: dict) -> None:
     if doc.get("processes"):
         p = Table(title="per process (peak RSS = VmHWM at the end; per running pod = VmHWM once ready "
                         "over the empty fleet's)")
-        for c in ("process", "ready s", "peak RSS MB", "RSS ready MB", "empty fleet MB", "bytes/running pod"):
+        for c in ("process", "ready s", "peak RSS MB", "peak at ready MB", "RSS at ready MB", "empty fleet MB",
+                  "bytes/running pod"):
             p.add_column(c, justify="right")
         for key, row in doc["processes"].items():
-            p.add_row(key, *(str(row.get(c)) for c in ("ready_s", "peak_rss_mb", "rss_ready_mb",
+            p.add_row(key, *(str(row.get(c)) for c in ("ready_s", "peak_rss_mb", "rss_ready_mb", "vmrss_ready_mb",
                                                          "empty_fleet_rss_mb", "bytes_per_running_pod")))
         console.print(p)
     s = Table(title="per shard")

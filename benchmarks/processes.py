@@ -119,6 +119,8 @@ def figures(ready: dict[str, float], at_ready: dict, at_end: dict, empty: dict |
                "bytes_per_running_pod": None}
         if hwm_ready is not None:
             row["rss_ready_mb"] = round(hwm_ready / MB, 1)
+            # what it holds then (VmRSS), against that peak: the initial list's transient
+            row["vmrss_ready_mb"] = round(at_ready[key]["VmRSS"] / MB, 1)
         if empty and key in empty:
             row["empty_fleet_rss_mb"] = round(empty[key] / MB, 1)
             if running_pods and hwm_ready is not None:
