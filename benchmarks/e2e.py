@@ -159,6 +159,10 @@ def run(cfg: dict, nodes: int, profile: str, pods: int, workload: str, rate: flo
         # A stack holding many running pods takes a while to list them (about 43 s for
         # 200,000 pods on this machine, busy): the start timeout grows with them.
         start_timeout = 60.0 + running_pods / 500
+        if running_pods:
+            # Cycles are slower over many running pods (those with pod affinity terms are
+            # walked in every cycle): a pause of 10 s between bindings is no sign of the end.
+            settle_s = max(settle_s, 60.0)
         empty_fleet = filled = None
         if running_pods:
             empty_fleet = processes.baseline(cfg, server.url, seed, start_timeout)

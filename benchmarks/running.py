@@ -38,6 +38,8 @@ PRIORITIES = ((0, 0.55), (100, 0.25), (1000, 0.15), (100000, 0.05))
 #: (cpu millicores, memory MiB) a container asks for; small, as most of a cluster's pods are.
 SHAPES = ((10, 32), (25, 64), (50, 128), (100, 128), (100, 256), (200, 512), (250, 256))
 TIERS = ("frontend", "backend", "cache", "worker", "batch")
+#: Shares of the Deployments with required hostname anti-affinity and with zone spread.
+ANTI_AFFINITY_SHARE, SPREAD_SHARE = 0.1, 0.2
 CHUNK = 5000
 #: The default tolerations the API server's admission adds to every pod.
 DEFAULT_TOLERATIONS = [
@@ -86,9 +88,9 @@ class Deployment:
         self.labels = {"app": self.app, "pod-template-hash": template_hash, "tier": TIERS[index % len(TIERS)],
                        "team": f"team-{index % NAMESPACES}"}
         selector = {"matchLabels": {"app": self.app}}
-        self.anti_affinity = (rng.random() < 0.1 and replicas <= ring_size) and {"podAntiAffinity": {
+        self.anti_affinity = (rng.random() < ANTI_AFFINITY_SHARE and replicas <= ring_size) and {"podAntiAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": selector, "topologyKey": HOSTNAME}]}}
-        self.spread = rng.random() < 0.2 and [
+        self.spread = rng.random() < SPREAD_SHARE and [
             {"maxSkew": 1, "topologyKey": ZONE_LABEL, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector}]
 
     def pod(self, i: int, serial: int, node: str, host_ip: str, now: str) -> dict:
