@@ -11,7 +11,11 @@ events and records when each pod is bound. Reported:
 * conflicts (decisions a binder rejected), bound and unschedulable pods, per-shard counts,
   and the `verify` result over the final state of the store;
 * with pod groups (`gang`): groups placed per second, the time to place them (those of 64
-  pods apart) and the groups left partial (benchmarks/groups.py).
+  pods apart) and the groups left partial (benchmarks/groups.py);
+* each process's start-to-ready time and peak RSS, and with `--running-pods N` (the fleet
+  filled with N bound, Running pods before the processes start: benchmarks/running.py) the
+  bytes each process spends per running pod (benchmarks/processes.py says how they are
+  measured).
 """
 from __future__ import annotations
 
