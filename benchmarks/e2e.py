@@ -11,7 +11,11 @@ events and records when each pod is bound. Reported:
 * conflicts (decisions a binder rejected), bound and unschedulable pods, per-shard counts,
   and the `verify` result over the final state of the store;
 * with pod groups (`gang`): groups placed per second, the time to place them (those of 64
-  pods apart) and the groups left partial (benchmarks/groups.py).
+  pods apart) and the groups left partial (benchmarks/groups.py);
+* each process's start-to-ready time and peak RSS, and with `--running-pods N` (the fleet
+  filled with N bound, Running pods before the processes start: benchmarks/running.py) the
+  bytes each process spends per running pod (benchmarks/processes.py says how they are
+  measured).
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ from common.store import open_store
 from common.store.embedded import EmbeddedRedis
 from common.tools.verify import verify_store
 
-from . import groups, harness
+from . import groups, harness, processes, running
 from .churn import ChurnProcess
 from .workloads import WORKLOADS
 
@@ -99,7 +103,8 @@ def paced(n: int, rate: float, clock=time.monotonic, sleep=time.sleep):
             yield i, due
             i = due
         else:
-            sleep(min(PACE_S, start + i / rate - clock()))
+            # (the clock moved on since `due`: the wait may have run out meanwhile)
+            sleep(max(0.0, min(PACE_S, start + i / rate - clock())))
 
 
 def create_pods(store, pods: list[dict], rate: float, created_at: dict, progress) -> None:
@@ -110,6 +115,13 @@ def create_pods(store, pods: list[dict], rate: float, created_at: dict, progress
         for d in batch:
             created_at[f"{d['metadata'].get('namespace', 'default')}/{d['metadata']['name']}"] = now
         progress(len(batch))
+
+
+def head_rv(store) -> str:
+    """The store's newest resourceVersion, for a watch from now on. On the embedded Redis the
+    rv of any list is the head of the one event stream every kind shares, so listing the
+    PodGroups (few or none) gives it without reading every running pod."""
+    return store.list("PodGroup")[1]
 
 
 def per_second(times: list[float]) -> list[int]:
@@ -136,20 +148,38 @@ def throughput(times: list[float]) -> dict:
 
 def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: str, rate: float, seed: int,
         settle_s: float = 10.0, timeout_s: float = 1800.0, quiet: bool = False,
-        live: bool = False, churn_heartbeat_s: float | None = None) -> dict:
+        live: bool = False, churn_heartbeat_s: float | None = None, running_pods: int = 0) -> dict:
     """One measured run; returns the report (the JSON document). With `churn_heartbeat_s`,
     a kubelet's writes run beside it (benchmarks/churn.py): node heartbeats at that period
-    and bound pods marked Running."""
+    and bound pods marked Running. With `running_pods`, the fleet holds that many bound,
+    Running pods before the processes start (benchmarks/running.py), and each process's
+    memory is measured on the fleet alone first (benchmarks/processes.py)."""
     with EmbeddedRedis(password=True) as server:
         store = open_store(server.url)
         t = time.monotonic()
-        store.create_many(fleet_mod.generate(nodes, profile, seed))
+        fleet = fleet_mod.generate(nodes, profile, seed)
+        store.create_many(fleet)
         fleet_s = time.monotonic() - t
+        # A stack holding many running pods takes a while to list them (about 43 s for
+        # 200,000 pods on this machine, busy): the start timeout grows with them.
+        start_timeout = 60.0 + running_pods / 500
+        if running_pods:
+            # Cycles are slower over many running pods (those with pod affinity terms are
+            # walked in every cycle): a pause of 10 s between bindings is no sign of the end.
+            settle_s = max(settle_s, 60.0)
+        empty_fleet = filled = None
+        if running_pods:
+            empty_fleet = processes.baseline(cfg, server.url, seed, start_timeout)
+            filled = running.fill(store, running_pods, fleet, seed)
+            if not quiet:
+                print(f"wrote {filled['running_pods']} running pods of {filled['deployments']} deployments "
+                      f"in {filled['write_s']} s")
+        del fleet
         cluster = LocalCluster(cfg, server.url, seed)
         try:
-            cluster.start()
-            leases = cluster.wait_ready()
-            _, rv = store.list("Pod")
+            leases, ready = processes.start_timed(cluster, start_timeout)
+            mem_ready = processes.sample(cluster)
+            rv = head_rv(store)
             observer = Observer(open_store(server.url), rv)
             observer.thread.start()
             noise = None
@@ -184,6 +214,7 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
             observer.stop.set()
             observer.thread.join()
             churned = noise.stop() if noise is not None else None
+            mem_end = processes.sample(cluster)
             shard_status = {id_: cluster.status("shard", a) for id_, a in sorted(leases["shard"].items())}
         finally:
             cluster.stop()
@@ -202,8 +233,11 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
         "threshold": cfg.threshold.mode, "fleet_write_s": round(fleet_s, 2),
         "elapsed_s": round(elapsed_s, 1), "timed_out": elapsed_s >= timeout_s,
         "throughput_pods_per_s": throughput(bound_times),
+        "running_pods": filled["running_pods"] if filled else 0,
+        "running_pods_fill": filled,
         "e2e_latency_ms": {q: round(harness.percentile(latencies, n), 1) if latencies else None
-                           for q, n in (("p50", 50), ("p90", 90), ("p99", 99))},
+                           for q, n in (("p50", 50), ("p90", 90), ("p99", 99), ("p999", 99.9))},
+        "processes": processes.figures(ready, mem_ready, mem_end, empty_fleet, running_pods),
         "conflicts": sum(s["conflicts"] for s in per_shard),
         "scheduled": len(bound_times),
         "unschedulable": pod_count - len(bound_times),

@@ -119,7 +119,8 @@ def print_bench(doc: dict) -> None:
     tp, lat = doc["throughput_pods_per_s"], doc["e2e_latency_ms"]
     for name, value in (("throughput avg pods/s", tp["average"]), ("throughput p50/p90/p99",
                         f"{tp['p50']} / {tp['p90']} / {tp['p99']}"),
-                        ("e2e latency p50/p90/p99 ms", f"{lat['p50']} / {lat['p90']} / {lat['p99']}"),
+                        ("e2e latency p50/p90/p99/p99.9 ms",
+                         f"{lat['p50']} / {lat['p90']} / {lat['p99']} / {lat.get('p999')}"),
                         ("scheduled", doc["scheduled"]), ("unschedulable", doc["unschedulable"]),
                         ("conflicts", doc["conflicts"]), ("verify", "ok" if doc["verify"]["ok"] else
                                                           f"{len(doc['verify']['violations'])} violation(s)")):
@@ -136,8 +137,22 @@ def print_bench(doc: dict) -> None:
                              " / ".join(str(g["place_s"][q]) for q in ("p50", "p99", "max"))),
                             ("partial groups at the end", g["partial"])):
             t.add_row(name, str(value))
-    console = Console()
+    if doc.get("running_pods_fill"):
+        f = doc["running_pods_fill"]
+        t.add_row("running pods (deployments), written in s",
+                  f"{doc['running_pods']} ({f['deployments']}), {f['write_s']}")
+    console = Console(width=max(Console().width, 120))  # figures unclipped in logs and pipes
     console.print(t)
+    if doc.get("processes"):
+        p = Table(title="per process (peak RSS = VmHWM at the end; per running pod = VmHWM once ready "
+                        "over the empty fleet's)")
+        for c in ("process", "ready s", "peak RSS MB", "peak at ready MB", "RSS at ready MB", "empty fleet MB",
+                  "bytes/running pod"):
+            p.add_column(c, justify="right")
+        for key, row in doc["processes"].items():
+            p.add_row(key, *(str(row.get(c)) for c in ("ready_s", "peak_rss_mb", "rss_ready_mb", "vmrss_ready_mb",
+                                                         "empty_fleet_rss_mb", "bytes_per_running_pod")))
+        console.print(p)
     s = Table(title="per shard")
     for c in ("shard", "scheduled", "conflicts", "cycles", "unschedulable_attempts"):
         s.add_column(c, justify="right")

@@ -21,7 +21,8 @@ def markdown(doc: dict) -> str:
         "| figure | value |", "|---|---:|",
         f"| throughput average (pods/s) | {tp['average']} |",
         f"| throughput p50 / p90 / p99 (pods/s) | {tp['p50']} / {tp['p90']} / {tp['p99']} |",
-        f"| e2e latency p50 / p90 / p99 (ms) | {lat['p50']} / {lat['p90']} / {lat['p99']} |",
+        f"| e2e latency p50 / p90 / p99 / p99.9 (ms) | {lat['p50']} / {lat['p90']} / {lat['p99']} / {lat.get('p999')} |",
+        *([f"| running pods before the clock started | {doc['running_pods']} |"] if doc.get("running_pods") else []),
         f"| scheduled | {doc['scheduled']} |",
         f"| unschedulable | {doc['unschedulable']} |",
         f"| conflicts | {doc['conflicts']} |",
@@ -34,6 +35,11 @@ def markdown(doc: dict) -> str:
     ]
     lines += [f"| {s['shard']} | {s['scheduled']} | {s['conflicts']} | {s['cycles']} | "
               f"{s['unschedulable_attempts']} |" for s in doc["per_shard"]]
+    if doc.get("processes"):
+        lines += ["", "| process | ready (s) | peak RSS (MB) | RSS once ready (MB) | on the empty fleet (MB) | "
+                      "bytes per running pod |", "|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {k} | {r['ready_s']} | {r['peak_rss_mb']} | {r.get('rss_ready_mb')} | "
+                  f"{r.get('empty_fleet_rss_mb')} | {r['bytes_per_running_pod']} |" for k, r in doc["processes"].items()]
     if doc.get("ablation"):
         lines += ["", "## Ablation", "", ablation_markdown(doc["ablation"])]
     return "\n".join(lines) + "\n"

@@ -36,6 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--shards", type=int, default=2)
     b.add_argument("--binders", type=int)
     b.add_argument("--rate", type=float, default=0.0, help="pods created per second (0 = as fast as possible)")
+    b.add_argument("--running-pods", type=int, default=0, metavar="N",
+                   help="fill the fleet with N bound, Running pods (Deployments' pods of many shapes, "
+                        "benchmarks/running.py) before the processes start and the clock runs, and "
+                        "report each process's memory per running pod")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--config", help="configuration file (default: built-in defaults)")
     b.add_argument("--json", default="bench.json",
@@ -60,6 +64,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_bench(args) -> int:
     from benchmarks import e2e, harness, report
 
+    if args.running_pods < 0:
+        print("shardsched bench: --running-pods must be >= 0")
+        return EXIT_REJECTED
     cfg = config_mod.load(args.config)
     binders = {} if args.binders is None else {"count": args.binders}
     free = {"base_port": 0, "metrics_base_port": 0}  # never collide with a running `shardsched up`
@@ -67,7 +74,8 @@ def cmd_bench(args) -> int:
                       dispatcher={"port": 0, "metrics_port": 0})
     churn = args.heartbeat_s if args.churn else None  # the period, or no background writes
     doc = e2e.run(cfg, args.nodes, args.profile, args.pods, args.workload, args.rate, args.seed,
-                  quiet=args.quiet, live=args.live, churn_heartbeat_s=churn)
+                  quiet=args.quiet, live=args.live, churn_heartbeat_s=churn,
+                  running_pods=args.running_pods)
     harness.print_bench(doc)
     if args.ablation:
         doc["ablation"] = e2e.ablation(cfg, doc, args, churn)

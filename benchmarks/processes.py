@@ -1,0 +1,129 @@
+"""Each process's start-to-ready time and memory, for `shardsched bench` (the `processes`
+figures of its report).
+
+* `ready_s`: from the process being started (its `Popen`) to its lease first seen in the
+  store. A dispatcher, shard or binder takes its lease only once its initial lists are
+  loaded and it serves (`Component.start`), so this is the time to be ready to work, with
+  whatever the store holds then (with `--running-pods`, all of them).
+* `peak_rss_mb`: VmHWM from /proc/PID/status, the process's peak resident set, read at the
+  end of the run (before it is stopped).
+* `bytes_per_running_pod`: what the running pods cost a process. The issue defines it as
+  (peak RSS after the fill - RSS of the same process on the same fleet with no pods) /
+  running pods, and the bench measures both sides so:
+  - the baseline: before the running pods are written, the whole stack is started on the
+    fleet alone (nodes only), and once every process is ready each one's VmHWM is read (its
+    peak so far: the list of the nodes and everything it builds from them); the stack is
+    then stopped;
+  - the measured side: after the fill, the stack that is measured is started; once every
+    process is ready (it has listed the running pods) and before any of the bench's pods
+    is created, each one's VmHWM is read again.
+  The difference divided by the running pods is the figure. Both readings are peaks at
+  the same point of a process's life (ready), on the same fleet and config, so the
+  transient of the initial list counts on both sides and the pods the bench then creates
+  do not count at all (they would be charged to the running pods otherwise). Starting a
+  stack once more costs the run a few seconds; reading the baseline from processes that
+  then watch the pods come in would have measured a different thing (pods arriving one
+  event at a time, not a list), and the ready time would not include listing them.
+"""
+from __future__ import annotations
+
+import time
+
+from common.tools.local_cluster import ROLES, LocalCluster
+from common.store import open_store
+
+MB = 1024 * 1024
+
+
+def memory(pid: int) -> dict[str, int] | None:
+    """{"VmHWM": bytes, "VmRSS": bytes} of a live process; None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            out = {}
+            for line in fh:
+                if line.startswith(("VmHWM:", "VmRSS:")):
+                    key, value = line.split(":", 1)
+                    out[key] = int(value.split()[0]) * 1024  # kB
+            return out
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def name(role: str, index: int) -> str:
+    return f"{role}-{index}"
+
+
+def sample(cluster: LocalCluster) -> dict[str, dict[str, int]]:
+    """Each running process's memory now, by "<role>-<id>"."""
+    out = {}
+    for (role, i), proc in sorted(cluster.procs.items()):
+        m = memory(proc.pid) if proc.poll() is None else None
+        if m is not None:
+            out[name(role, i)] = m
+    return out
+
+
+def start_timed(cluster: LocalCluster, timeout: float) -> tuple[dict, dict[str, float]]:
+    """Start every process of `cluster` (as `LocalCluster.start`) and wait until it is
+    ready; returns (the leases as `wait_ready` gives them, each process's ready_s)."""
+    started: dict[tuple[str, str], float] = {}
+    for role in ROLES:
+        for i in range(cluster.counts()[role]):
+            cluster.start_one(role, i)
+            started[(role, str(i))] = time.monotonic()
+    ready: dict[str, float] = {}
+    store = open_store(cluster.url)
+    try:
+        deadline = time.monotonic() + timeout
+        while len(ready) < len(started):
+            now = time.monotonic()
+            for role in ROLES:
+                for id_ in store.list_leases(role):
+                    key = f"{role}-{id_}"
+                    if (role, id_) in started and key not in ready:
+                        ready[key] = round(now - started[(role, id_)], 2)
+            for (role, i), proc in cluster.procs.items():
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{role} {i} exited with status {proc.returncode}; "
+                                       f"see {cluster.log_path(role, i)}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"processes not ready after {timeout} s (ready: {sorted(ready)})")
+            time.sleep(0.1)
+    finally:
+        store.close()
+    return cluster.wait_ready(max(10.0, deadline - time.monotonic())), ready
+
+
+def baseline(cfg: dict, url: str, seed: int, timeout: float) -> dict[str, int]:
+    """Each process's VmHWM (bytes) once ready on the store as it is now (the fleet alone),
+    by "<role>-<id>"; the stack is stopped before this returns."""
+    cluster = LocalCluster(cfg, url, seed)
+    try:
+        start_timed(cluster, timeout)
+        return {k: m["VmHWM"] for k, m in sample(cluster).items()}
+    finally:
+        cluster.stop()
+
+
+def figures(ready: dict[str, float], at_ready: dict, at_end: dict, empty: dict | None,
+            running_pods: int) -> dict[str, dict]:
+    """The report's `processes`: {"<role>-<id>": {ready_s, peak_rss_mb, bytes_per_running_pod,
+    ...}}; bytes_per_running_pod is None without running pods or a baseline."""
+    out = {}
+    order = ("dispatcher", "shard", "binder")
+    for key in sorted(ready, key=lambda k: (order.index(k.rsplit("-", 1)[0]), int(k.rsplit("-", 1)[1]))):
+        end = at_end.get(key) or at_ready.get(key) or {}
+        hwm_ready = (at_ready.get(key) or {}).get("VmHWM")
+        row = {"ready_s": ready[key],
+               "peak_rss_mb": round(end["VmHWM"] / MB, 1) if end else None,
+               "bytes_per_running_pod": None}
+        if hwm_ready is not None:
+            row["rss_ready_mb"] = round(hwm_ready / MB, 1)
+            # what it holds then (VmRSS), against that peak: the initial list's transient
+            row["vmrss_ready_mb"] = round(at_ready[key]["VmRSS"] / MB, 1)
+        if empty and key in empty:
+            row["empty_fleet_rss_mb"] = round(empty[key] / MB, 1)
+            if running_pods and hwm_ready is not None:
+                row["bytes_per_running_pod"] = round((hwm_ready - empty[key]) / running_pods)
+        out[key] = row
+    return out
