@@ -82,10 +82,7 @@ def start_timed(cluster: LocalCluster, timeout: float) -> tuple[dict, dict[str, 
                     key = f"{role}-{id_}"
                     if (role, id_) in started and key not in ready:
                         ready[key] = round(now - started[(role, id_)], 2)
-            for (role, i), proc in cluster.procs.items():
-                if proc.poll() is not None:
-                    raise RuntimeError(f"{role} {i} exited with status {proc.returncode}; "
-                                       f"see {cluster.log_path(role, i)}")
+            cluster.check_running()
             if time.monotonic() > deadline:
                 raise TimeoutError(f"processes not ready after {timeout} s (ready: {sorted(ready)})")
             time.sleep(0.1)

@@ -133,15 +133,19 @@ class LocalCluster:
                         and max(Counter(partitions.values()).values(), default=0) <= share
                         and self._dispatcher_linked(leases)):
                     return leases
-                for (role, i), proc in self.procs.items():
-                    if proc.poll() is not None:
-                        raise RuntimeError(f"{role} {i} exited with status {proc.returncode}; "
-                                           f"see {self.log_path(role, i)}")
+                self.check_running()
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"processes not ready after {timeout} s: {leases}")
                 time.sleep(0.1)
         finally:
             store.close()
+
+    def check_running(self) -> None:
+        """Raise if a process exited while it should be starting or running, naming its log."""
+        for (role, i), proc in self.procs.items():
+            if proc.poll() is not None:
+                raise RuntimeError(f"{role} {i} exited with status {proc.returncode}; "
+                                   f"see {self.log_path(role, i)}")
 
     def _dispatcher_linked(self, leases: dict) -> bool:
         """The dispatcher holds a stream to every shard, so pods will be spread over all."""
