@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from common.model.resources import BASE_WIDTH, INT64_MAX, RESOURCES, padded
+from common.scheduling.term_groups import TermIndex
 
 OVERFLOW_BIT = np.uint64(1 << 63)
 MAX_TAINT_BITS = 63
@@ -88,7 +89,11 @@ class NodeTable:
         self.taint_bits = TaintBits(("NoSchedule", "NoExecute"))
         self.prefer_bits = TaintBits(("PreferNoSchedule",))
         self.image_nodes: dict[str, int] = {}  # image name -> number of nodes that have it
-        self.affinity_nodes: set[str] = set()  # nodes holding pods with pod (anti-)affinity
+        #: The (anti-)affinity terms of the rows' pods, grouped (InterPodAffinity reads them
+        #: instead of walking every pod with terms); `_indexed` holds, per node, the pods
+        #: whose terms are in it, so a row write adds and removes only what changed.
+        self.terms = TermIndex()
+        self._indexed: dict[str, dict] = {}
         self._cap = 0
         #: Resource columns (slots of common.model.resources) in alloc, requested, free, releasable.
         self.width = BASE_WIDTH
@@ -177,7 +182,7 @@ class NodeTable:
         """Swap-delete: the last row moves into the hole."""
         row = self.row_of.pop(name)
         self._count_images(self.infos[row].node, -1)
-        self.affinity_nodes.discard(name)
+        self._index_terms(name, {})
         last = len(self.names) - 1
         if row != last:
             moved = self.names[last]
@@ -230,10 +235,21 @@ class NodeTable:
         self.free[row] = [a - r for a, r in zip(self._row(info.node.allocatable), requested)]
         self.nonzero[row] = [min(x, INT64_MAX) for x in info.nonzero]
         self.generation[row] = info.generation
-        if info.affinity_pods:
-            self.affinity_nodes.add(info.name)
-        else:
-            self.affinity_nodes.discard(info.name)
+        if info.affinity_pods or info.name in self._indexed:
+            self._index_terms(info.name, info.affinity_pods)
+
+    def _index_terms(self, name: str, pods: dict) -> None:
+        """Bring the term index to `pods` (key -> pod with terms) on node `name`."""
+        old = self._indexed.pop(name, None) or {}
+        terms = self.terms
+        for key, pod in old.items():
+            if pods.get(key) is not pod:
+                terms.remove_pod(pod, name)
+        for key, pod in pods.items():
+            if old.get(key) is not pod:
+                terms.add_pod(pod, name)
+        if pods:
+            self._indexed[name] = dict(pods)
 
     def _count_images(self, node, delta: int) -> None:
         for image in node.images:
@@ -322,6 +338,11 @@ class NodeTable:
             assert int(self.prefer_taints[row]) == self.prefer_bits.mask(info.node.taints)
             for key, (codes, values) in self._labels.items():
                 assert int(codes[row]) == values.get(info.node.labels.get(key), 0)
+        fresh = TermIndex()
+        for name, info in zip(self.names, self.infos):
+            for pod in info.affinity_pods.values():
+                fresh.add_pod(pod, name)
+        assert {k: g.nodes for k, g in fresh.groups.items()} == {k: g.nodes for k, g in self.terms.groups.items()}
 
 
 MAX_CACHED_SELECTORS = 64

@@ -7,7 +7,9 @@ InterPodAffinity and PodTopologySpread filters' (kube-scheduler's); a property t
 the two on random clusters. The shard computes them as numpy passes over its node table; here
 they run over `ConstraintIndex`, which keeps, for each selector asked about, how many counted
 pods it matches on each node, updated as pods come and go, so a check costs in proportion to
-the nodes holding matching pods, not to the cluster.
+the nodes holding matching pods, not to the cluster. Existing pods' required anti-affinity is
+kept grouped (common.scheduling.term_groups): a check matches one term per group of the
+groups the pod's labels could match, not every pod with anti-affinity.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from .predicates import (
     node_matches,
     untolerated_taint,
 )
+from .term_groups import REQUIRED_ANTI, TermIndex, group_key
 
 INTER_POD_AFFINITY = "InterPodAffinity"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
@@ -41,6 +44,8 @@ class ConstraintIndex:
         self._counters: OrderedDict = OrderedDict()  # key -> (predicate, Counter node -> n)
         #: pod key -> (pod, node name) of counted pods with required anti-affinity terms
         self.anti: dict[str, tuple] = {}
+        #: Their terms, grouped, with each group's count per node.
+        self.anti_terms = TermIndex()
         #: Bumped when a node's labels, taints or presence change (eligible domains move).
         self.node_version = 0
         self._domains: OrderedDict = OrderedDict()
@@ -51,8 +56,17 @@ class ConstraintIndex:
         for predicate, counts in self._counters.values():
             if predicate(pod):
                 counts[node_name] += 1
+        if pod.key in self.anti:
+            self._unindex(pod.key)
         if pod.anti_affinity[0]:
             self.anti[pod.key] = (pod, node_name)
+            for t in pod.anti_affinity[0]:
+                self.anti_terms.add(REQUIRED_ANTI, t, node_name)
+
+    def _unindex(self, key: str) -> None:
+        pod, node_name = self.anti.pop(key)
+        for t in pod.anti_affinity[0]:
+            self.anti_terms.remove(REQUIRED_ANTI, t, node_name)
 
     def uncounted(self, pod, node_name: str) -> None:
         for predicate, counts in self._counters.values():
@@ -62,7 +76,8 @@ class ConstraintIndex:
                     counts[node_name] = left
                 else:
                     del counts[node_name]
-        self.anti.pop(pod.key, None)
+        if pod.key in self.anti:
+            self._unindex(pod.key)
 
     def node_changed(self, old, new) -> None:
         """A node was added, removed or updated; only labels and taints move domains."""
@@ -181,16 +196,26 @@ def inter_pod_affinity_failure(index: ConstraintIndex, pod, node, exclude: dict 
         counts = index.counts(("term", t.key), t.matches)
         if _domain_sum(index, counts, t.topology_key, value, minus=_excluded(index, exclude, t.matches)):
             return "Unschedulable", POD_ANTI_AFFINITY_MISMATCH
-    for other_key, (other, where) in (index.anti.items() if existing else ()):
-        if other_key in exclude or other_key == pod.key:
-            continue
-        other_labels = index.labels(where)
-        if other_labels is None:
-            continue
-        for t in other.anti_affinity[0]:
-            value = other_labels.get(t.topology_key)
-            if value is not None and labels.get(t.topology_key) == value and t.matches(pod):
-                return "Unschedulable", EXISTING_ANTI_AFFINITY
+    if existing and index.anti:
+        # counted pods left out: their groups' counts on their nodes are lowered
+        minus: Counter = Counter()
+        for key in (exclude.keys() | {pod.key}):
+            entry = index.anti.get(key)
+            if entry is not None:
+                other, where = entry
+                for t in other.anti_affinity[0]:
+                    minus[(group_key(REQUIRED_ANTI, t), where)] += 1
+        for g in index.anti_terms.matching(pod):
+            value = labels.get(g.topology_key)
+            if value is None:
+                continue
+            gkey = group_key(REQUIRED_ANTI, g.term)
+            for where, n in g.nodes.items():
+                if minus and n <= minus[(gkey, where)]:
+                    continue
+                other_labels = index.labels(where)
+                if other_labels is not None and other_labels.get(g.topology_key) == value:
+                    return "Unschedulable", EXISTING_ANTI_AFFINITY
     return None
 
 
