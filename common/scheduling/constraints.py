@@ -26,7 +26,7 @@ from .predicates import (
     node_matches,
     untolerated_taint,
 )
-from .term_groups import REQUIRED_ANTI, TermIndex, group_key
+from .term_groups import REQUIRED_ANTI, LabelFiling, TermIndex, group_key, selector_buckets, term_buckets
 
 INTER_POD_AFFINITY = "InterPodAffinity"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
@@ -41,7 +41,10 @@ class ConstraintIndex:
     def __init__(self, nodes):
         #: node name -> record with .node (the parsed Node, or None) and .pods
         self.nodes = nodes
-        self._counters: OrderedDict = OrderedDict()  # key -> (predicate, Counter node -> n)
+        self._counters: OrderedDict = OrderedDict()  # key -> (predicate, Counter node -> n, buckets)
+        #: The counters filed under the label pairs a pod must carry to match: a pod counted
+        #: or uncounted is tried only against those its labels could match.
+        self._filing = LabelFiling()
         #: pod key -> (pod, node name) of counted pods with required anti-affinity terms
         self.anti: dict[str, tuple] = {}
         #: Their terms, grouped, with each group's count per node.
@@ -53,7 +56,7 @@ class ConstraintIndex:
     # --- fed by the accounting ---------------------------------------------------------------
 
     def counted(self, pod, node_name: str) -> None:
-        for predicate, counts in self._counters.values():
+        for predicate, counts, _ in self._filing.candidates(pod).values():
             if predicate(pod):
                 counts[node_name] += 1
         if pod.key in self.anti:
@@ -69,7 +72,7 @@ class ConstraintIndex:
             self.anti_terms.remove(REQUIRED_ANTI, t, node_name)
 
     def uncounted(self, pod, node_name: str) -> None:
-        for predicate, counts in self._counters.values():
+        for predicate, counts, _ in self._filing.candidates(pod).values():
             if predicate(pod):
                 left = counts[node_name] - 1
                 if left > 0:
@@ -86,8 +89,10 @@ class ConstraintIndex:
 
     # --- reading -----------------------------------------------------------------------------
 
-    def counts(self, key, predicate) -> Counter:
-        """node name -> number of counted pods matching `predicate` (cached under `key`)."""
+    def counts(self, key, predicate, buckets: tuple = ()) -> Counter:
+        """node name -> number of counted pods matching `predicate` (cached under `key`).
+        `buckets` (term_groups.selector_buckets): label pairs one of which every pod the
+        predicate accepts carries; () when there are none to name."""
         entry = self._counters.get(key)
         if entry is not None:
             self._counters.move_to_end(key)
@@ -97,9 +102,11 @@ class ConstraintIndex:
             n = sum(1 for p in info.pods.values() if predicate(p))
             if n:
                 counts[name] = n
-        self._counters[key] = (predicate, counts)
+        entry = self._counters[key] = (predicate, counts, buckets)
+        self._filing.file(key, entry, buckets)
         if len(self._counters) > MAX_COUNTERS:
-            self._counters.popitem(last=False)
+            old_key, (_, _, old_buckets) = self._counters.popitem(last=False)
+            self._filing.unfile(old_key, old_buckets)
         return counts
 
     def labels(self, name: str) -> dict | None:
@@ -178,7 +185,7 @@ def inter_pod_affinity_failure(index: ConstraintIndex, pod, node, exclude: dict 
     if required_aff:
         key = ("affinity", tuple(t.key for t in required_aff))
         predicate = _all_terms(required_aff)
-        counts = index.counts(key, predicate)
+        counts = index.counts(key, predicate, term_buckets(required_aff[0]))  # matches every term
         minus = _excluded(index, exclude, predicate)
         live = Counter({name: n - minus[name] for name, n in counts.items() if n - minus[name] > 0})
         anywhere = any(index.labels(name) is not None and t.topology_key in index.labels(name)
@@ -193,7 +200,7 @@ def inter_pod_affinity_failure(index: ConstraintIndex, pod, node, exclude: dict 
         value = labels.get(t.topology_key)
         if value is None:
             continue
-        counts = index.counts(("term", t.key), t.matches)
+        counts = index.counts(("term", t.key), t.matches, term_buckets(t))
         if _domain_sum(index, counts, t.topology_key, value, minus=_excluded(index, exclude, t.matches)):
             return "Unschedulable", POD_ANTI_AFFINITY_MISMATCH
     if existing and index.anti:
@@ -257,7 +264,7 @@ def topology_spread_failure(index: ConstraintIndex, pod, node, exclude: dict | N
             def predicate(p, ns=ns, sel=sel):
                 return p.namespace == ns and not p.deleting and sel.matches(p.labels)
 
-            counts = index.counts(("spread", ns, sel.key), predicate)
+            counts = index.counts(("spread", ns, sel.key), predicate, selector_buckets((ns,), sel))
             minus = _excluded(index, exclude, predicate)
             for name, n in counts.items():
                 labels = index.labels(name)

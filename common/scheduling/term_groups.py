@@ -45,35 +45,83 @@ class TermGroup:
         return f"TermGroup({self.kind}, {self.term.key!r}, {self.topology_key}, {len(self.nodes)} nodes)"
 
 
-def _buckets(term) -> tuple:
-    """The (namespace or None, label key, label value) keys a term is filed under; () when
-    its selector requires no particular value (a candidate for every pod)."""
-    sel = term.selector
-    if term.namespaces is None or term.namespace_selector is not None:
-        namespaces = (None,)
-    else:
-        namespaces = tuple(sorted(term.namespaces))
-    if sel.match_labels:
-        pairs = (min(sel.match_labels.items()),)
+def selector_buckets(namespaces, selector) -> tuple:
+    """The (namespace or None, label key, label value) keys under which to file something
+    only pods matching `selector` (a LabelSelector) in `namespaces` (names; None: any) can
+    concern: a pod it concerns carries one of them (with its own namespace, or None). ()
+    when the selector requires no particular value, or matches nothing (None)."""
+    if selector is None:
+        return ()
+    namespaces = (None,) if namespaces is None else tuple(sorted(namespaces))
+    if selector.match_labels:
+        pairs = (min(selector.match_labels.items()),)
     else:
         pairs = ()
-        for key, op, values in sel.expressions:
+        for key, op, values in selector.expressions:
             if op == "In":
                 pairs = tuple((key, v) for v in sorted(values))
                 break
     return tuple((ns, k, v) for ns in namespaces for k, v in pairs)
 
 
+def term_buckets(term) -> tuple:
+    """selector_buckets of an affinity term: its namespaces are a fixed list unless it has a
+    namespaceSelector or selects every namespace."""
+    fixed = term.namespaces is not None and term.namespace_selector is None
+    return selector_buckets(term.namespaces if fixed else None, term.selector)
+
+
+class LabelFiling:
+    """Items filed under label pairs (selector_buckets), looked up by a pod's labels."""
+
+    __slots__ = ("_filed", "_always")
+
+    def __init__(self):
+        self._filed: dict[tuple, dict] = {}  # bucket -> key -> item
+        self._always: dict = {}  # key -> item, a candidate for every pod
+
+    def file(self, key, item, buckets: tuple) -> None:
+        if buckets:
+            for b in buckets:
+                self._filed.setdefault(b, {})[key] = item
+        else:
+            self._always[key] = item
+
+    def unfile(self, key, buckets: tuple) -> None:
+        if buckets:
+            for b in buckets:
+                filed = self._filed[b]
+                del filed[key]
+                if not filed:
+                    del self._filed[b]
+        else:
+            del self._always[key]
+
+    def candidates(self, pod) -> dict:
+        """key -> item of every item filed under a pair `pod` carries, or under none."""
+        found = dict(self._always)
+        filed = self._filed
+        if filed:
+            ns = pod.namespace
+            for k, v in pod.labels.items():
+                b = filed.get((ns, k, v))
+                if b:
+                    found.update(b)
+                b = filed.get((None, k, v))
+                if b:
+                    found.update(b)
+        return found
+
+
 class TermIndex:
     """The groups of every indexed term, filed for lookup by the labels of a pod."""
 
-    __slots__ = ("groups", "_filed", "_always")
+    __slots__ = ("groups", "_filing")
 
     def __init__(self):
         #: (kind, term key, topology key) -> TermGroup
         self.groups: dict[tuple, TermGroup] = {}
-        self._filed: dict[tuple, dict[tuple, TermGroup]] = {}  # bucket -> group key -> group
-        self._always: dict[tuple, TermGroup] = {}  # groups every pod is a candidate for
+        self._filing = LabelFiling()
 
     def __len__(self) -> int:
         return len(self.groups)
@@ -86,12 +134,8 @@ class TermIndex:
         gkey = group_key(kind, term)
         group = self.groups.get(gkey)
         if group is None:
-            group = self.groups[gkey] = TermGroup(kind, term, _buckets(term))
-            if group.buckets:
-                for b in group.buckets:
-                    self._filed.setdefault(b, {})[gkey] = group
-            else:
-                self._always[gkey] = group
+            group = self.groups[gkey] = TermGroup(kind, term, term_buckets(term))
+            self._filing.file(gkey, group, group.buckets)
         group.nodes[node] = group.nodes.get(node, 0) + weight
 
     def remove(self, kind: str, term, node: str, weight: int = 1) -> None:
@@ -106,17 +150,9 @@ class TermIndex:
             group.nodes[node] = left
             return
         del group.nodes[node]
-        if group.nodes:
-            return
-        del self.groups[gkey]
-        if group.buckets:
-            for b in group.buckets:
-                filed = self._filed[b]
-                del filed[gkey]
-                if not filed:
-                    del self._filed[b]
-        else:
-            del self._always[gkey]
+        if not group.nodes:
+            del self.groups[gkey]
+            self._filing.unfile(gkey, group.buckets)
 
     def add_pod(self, pod, node: str) -> None:
         """Index every (anti-)affinity term of `pod`, counted on `node`."""
@@ -142,18 +178,7 @@ class TermIndex:
 
     def candidates(self, pod) -> dict:
         """Group key -> group of every group whose term could match `pod` (a superset)."""
-        found = dict(self._always)
-        filed = self._filed
-        if filed:
-            ns = pod.namespace
-            for k, v in pod.labels.items():
-                b = filed.get((ns, k, v))
-                if b:
-                    found.update(b)
-                b = filed.get((None, k, v))
-                if b:
-                    found.update(b)
-        return found
+        return self._filing.candidates(pod)
 
     def matching(self, pod, kinds=None) -> list[TermGroup]:
         """The groups (of `kinds`, default all) whose term matches `pod`."""

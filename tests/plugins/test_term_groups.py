@@ -345,3 +345,48 @@ def test_pod_counts_pushed_out_of_the_dense_cache_stay_exact(seed, monkeypatch):
             assert got.tolist() == expected, key
         assert table._sparse_entries == sum(s.size for s in table._sparse.values())
         assert not (table._counts.keys() & table._sparse.keys())
+
+
+# --- the binder's selector counters, filed by label pair ---------------------------------------
+
+def random_constrained_pod(rng, name):
+    """A pending pod with terms and hard spread of its own (its checks create counters)."""
+    d = random_pod(rng, name, terms=True)
+    if rng.random() < 0.6:
+        sel = random_term(rng).get("labelSelector")
+        if sel is not None:
+            d["spec"]["topologySpreadConstraints"] = [{
+                "maxSkew": 1, "topologyKey": rng.choice([ZONE, HOST, RACK]), "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": sel}]
+    return parse_pod(d)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_binder_counters_filed_by_label_pair_count_every_matching_pod(seed, monkeypatch):
+    """Counters made by checks at random moments (and some pushed out of the LRU) stay equal
+    to a count over every counted pod while pods come, go, change labels and move."""
+    import common.scheduling.constraints as constraints
+    from common.scheduling.constraints import topology_spread_failure
+    rng = random.Random(3000 + seed)
+    if rng.random() < 0.3:
+        monkeypatch.setattr(constraints, "MAX_COUNTERS", rng.randint(1, 4))
+    w = World(rng, 1)
+    acc = w.acc
+    for round_ in range(10):
+        for _ in range(rng.randint(0, 6)):
+            w.step()
+        live = list(acc.live_nodes())
+        for k in range(rng.randint(0, 3)):
+            p = random_constrained_pod(rng, f"c{round_}-{k}")
+            info = rng.choice(live)
+            inter_pod_affinity_failure(acc.constraints, p, info.node)
+            topology_spread_failure(acc.constraints, p, info.node)
+        index = acc.constraints
+        assert len(index._counters) <= constraints.MAX_COUNTERS
+        for key, (predicate, counts, _) in index._counters.items():
+            expected = {}
+            for p in acc.counted_pods():
+                if predicate(p):
+                    where = acc.pod_node[p.key]
+                    expected[where] = expected.get(where, 0) + 1
+            assert dict(counts) == expected, key
