@@ -15,7 +15,9 @@ selector requires no particular label value are always candidates. Matching each
 term against the pod stays exact, so the answer is the one a walk over the pods would give.
 
 Both the shard (its node table, over the snapshot's rows) and the binder (its
-ConstraintIndex, over its counted pods and reservations) keep one.
+ConstraintIndex, over its counted pods and reservations) keep one. The filing itself
+(LabelFiling) also serves the binder's selector counters: a pod counted or uncounted is
+tried only against the counters its labels could concern.
 """
 from __future__ import annotations
 
