@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from common.model.resources import BASE_WIDTH, INT64_MAX, RESOURCES, padded
+from common.scheduling.term_groups import TermIndex
 
 OVERFLOW_BIT = np.uint64(1 << 63)
 MAX_TAINT_BITS = 63
@@ -88,7 +89,11 @@ class NodeTable:
         self.taint_bits = TaintBits(("NoSchedule", "NoExecute"))
         self.prefer_bits = TaintBits(("PreferNoSchedule",))
         self.image_nodes: dict[str, int] = {}  # image name -> number of nodes that have it
-        self.affinity_nodes: set[str] = set()  # nodes holding pods with pod (anti-)affinity
+        #: The (anti-)affinity terms of the rows' pods, grouped (InterPodAffinity reads them
+        #: instead of walking every pod with terms); `_indexed` holds, per node, the pods
+        #: whose terms are in it, so a row write adds and removes only what changed.
+        self.terms = TermIndex()
+        self._indexed: dict[str, dict] = {}
         self._cap = 0
         #: Resource columns (slots of common.model.resources) in alloc, requested, free, releasable.
         self.width = BASE_WIDTH
@@ -96,6 +101,8 @@ class NodeTable:
         self.taints = self.prefer_taints = self.unschedulable = self.generation = None
         self._labels: dict[str, tuple[np.ndarray, dict]] = {}
         self._counts: dict = {}  # cache key -> RowCache (pod counts, releasable resources)
+        self._sparse: dict = {}  # cache key -> SparseCounts (pod counts pushed out of _counts)
+        self._sparse_entries = 0
         self._grow(max(capacity, 16))
 
     def __len__(self) -> int:
@@ -177,7 +184,7 @@ class NodeTable:
         """Swap-delete: the last row moves into the hole."""
         row = self.row_of.pop(name)
         self._count_images(self.infos[row].node, -1)
-        self.affinity_nodes.discard(name)
+        self._index_terms(name, {})
         last = len(self.names) - 1
         if row != last:
             moved = self.names[last]
@@ -230,10 +237,21 @@ class NodeTable:
         self.free[row] = [a - r for a, r in zip(self._row(info.node.allocatable), requested)]
         self.nonzero[row] = [min(x, INT64_MAX) for x in info.nonzero]
         self.generation[row] = info.generation
-        if info.affinity_pods:
-            self.affinity_nodes.add(info.name)
-        else:
-            self.affinity_nodes.discard(info.name)
+        if info.affinity_pods or info.name in self._indexed:
+            self._index_terms(info.name, info.affinity_pods)
+
+    def _index_terms(self, name: str, pods: dict) -> None:
+        """Bring the term index to `pods` (key -> pod with terms) on node `name`."""
+        old = self._indexed.pop(name, None) or {}
+        terms = self.terms
+        for key, pod in old.items():
+            if pods.get(key) is not pod:
+                terms.remove_pod(pod, name)
+        for key, pod in pods.items():
+            if old.get(key) is not pod:
+                terms.add_pod(pod, name)
+        if pods:
+            self._indexed[name] = dict(pods)
 
     def _count_images(self, node, delta: int) -> None:
         for image in node.images:
@@ -262,9 +280,55 @@ class NodeTable:
 
         Cached under `key` (a hashable description of the predicate, e.g. namespaces plus
         label selector), so a workload's spread or affinity costs one pass the first time and
-        then only what changed.
+        then only what changed. The MAX_CACHED_SELECTORS most recently used keys hold a dense
+        column; a key pushed out keeps its nonzero counts by node name (SparseCounts, within
+        MAX_SPARSE_ENTRIES over all keys), so pods of many workloads in turn do not each pay
+        a pass over every pod of the cluster: coming back costs the nodes changed since.
         """
-        return self._per_row(key, (), lambda info: sum(1 for p in info.pods.values() if predicate(p)))
+        def count(info):
+            return sum(1 for p in info.pods.values() if predicate(p))
+
+        if key not in self._counts:
+            sparse = self._sparse.pop(key, None)
+            if sparse is not None:
+                self._sparse_entries -= sparse.size
+                self._from_sparse(key, sparse, count)
+        return self._per_row(key, (), count)
+
+    def _from_sparse(self, key, sparse: "SparseCounts", count) -> None:
+        """Make `key` a dense column again from its sparse counts, brought up to date."""
+        n = len(self.names)
+        counts = sparse.counts
+        infos, names = self.infos, self.names
+        for row in np.flatnonzero(self.generation[:n] > sparse.as_of):
+            c = count(infos[row])
+            if c:
+                counts[names[row]] = c
+            else:
+                counts.pop(names[row], None)
+        pc = self._new_row_cache(key, ())
+        row_of = self.row_of
+        live = [(row_of[name], c) for name, c in counts.items() if name in row_of]
+        if live:
+            rows, values = zip(*live)
+            pc.values[np.array(rows, dtype=np.int64)] = values
+        pc.counted_at[:n] = self.generation[:n]
+
+    def _to_sparse(self, key, pc: "RowCache") -> None:
+        """Keep the nonzero counts of a dense pod-count column pushed out of the cache. Rows
+        counted before their last change are left to be recounted: the counts stand as of the
+        generation just below the oldest such row's."""
+        n = len(self.names)
+        values, counted_at, generation = pc.values[:n], pc.counted_at[:n], self.generation[:n]
+        stale = counted_at != generation
+        as_of = int(generation[stale].min()) - 1 if stale.any() else int(generation.max(initial=0))
+        names = self.names
+        rows = np.flatnonzero(values)
+        sparse = SparseCounts({names[r]: int(values[r]) for r in rows.tolist()}, as_of)
+        self._sparse[key] = sparse
+        self._sparse_entries += sparse.size
+        while self._sparse_entries > MAX_SPARSE_ENTRIES and self._sparse:
+            self._sparse_entries -= self._sparse.pop(next(iter(self._sparse))).size
 
     def releasable(self, priority: int) -> np.ndarray:
         """Per row, the summed requests of the node's pods below `priority` (rows x slots).
@@ -280,9 +344,7 @@ class NodeTable:
         only when their generation moved since they were last computed."""
         pc = self._counts.get(key)
         if pc is None:
-            if len(self._counts) >= MAX_CACHED_SELECTORS:
-                self._counts.pop(next(iter(self._counts)))
-            pc = self._counts[key] = RowCache(self._cap, shape)
+            pc = self._new_row_cache(key, shape)
         else:
             self._counts[key] = self._counts.pop(key)  # most recently used last
         n = len(self.names)
@@ -292,6 +354,15 @@ class NodeTable:
             pc.values[row] = compute(infos[row])
         pc.counted_at[stale] = self.generation[stale]
         return pc.values[:n]
+
+    def _new_row_cache(self, key, shape: tuple) -> "RowCache":
+        if len(self._counts) >= MAX_CACHED_SELECTORS:
+            old_key = next(iter(self._counts))
+            old = self._counts.pop(old_key)
+            if old.values.ndim == 1:  # pod counts (releasable resources are not kept)
+                self._to_sparse(old_key, old)
+        pc = self._counts[key] = RowCache(self._cap, shape)
+        return pc
 
     def domain_counts(self, key: str, per_row: np.ndarray, eligible: np.ndarray | None = None):
         """Sum `per_row` over the rows of each value of label `key` (topology domains).
@@ -322,9 +393,29 @@ class NodeTable:
             assert int(self.prefer_taints[row]) == self.prefer_bits.mask(info.node.taints)
             for key, (codes, values) in self._labels.items():
                 assert int(codes[row]) == values.get(info.node.labels.get(key), 0)
+        fresh = TermIndex()
+        for name, info in zip(self.names, self.infos):
+            for pod in info.affinity_pods.values():
+                fresh.add_pod(pod, name)
+        assert {k: g.nodes for k, g in fresh.groups.items()} == {k: g.nodes for k, g in self.terms.groups.items()}
 
 
 MAX_CACHED_SELECTORS = 64
+#: Node entries the sparse pod counts of keys pushed out of the dense cache may hold in all
+#: (about 100 bytes each); the least recently pushed out go first.
+MAX_SPARSE_ENTRIES = 200_000
+
+
+class SparseCounts:
+    """A pod-count column kept by node name, nonzero counts only, right for every node whose
+    generation is not above `as_of`."""
+
+    __slots__ = ("counts", "as_of", "size")
+
+    def __init__(self, counts: dict, as_of: int):
+        self.counts = counts
+        self.as_of = as_of
+        self.size = len(counts) + 1
 
 
 class RowCache:

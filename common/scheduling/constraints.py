@@ -7,7 +7,9 @@ InterPodAffinity and PodTopologySpread filters' (kube-scheduler's); a property t
 the two on random clusters. The shard computes them as numpy passes over its node table; here
 they run over `ConstraintIndex`, which keeps, for each selector asked about, how many counted
 pods it matches on each node, updated as pods come and go, so a check costs in proportion to
-the nodes holding matching pods, not to the cluster.
+the nodes holding matching pods, not to the cluster. Existing pods' required anti-affinity is
+kept grouped (common.scheduling.term_groups): a check matches one term per group of the
+groups the pod's labels could match, not every pod with anti-affinity.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from .predicates import (
     node_matches,
     untolerated_taint,
 )
+from .term_groups import REQUIRED_ANTI, LabelFiling, TermIndex, group_key, selector_buckets, term_buckets
 
 INTER_POD_AFFINITY = "InterPodAffinity"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
@@ -38,9 +41,14 @@ class ConstraintIndex:
     def __init__(self, nodes):
         #: node name -> record with .node (the parsed Node, or None) and .pods
         self.nodes = nodes
-        self._counters: OrderedDict = OrderedDict()  # key -> (predicate, Counter node -> n)
+        self._counters: OrderedDict = OrderedDict()  # key -> (predicate, Counter node -> n, buckets)
+        #: The counters filed under the label pairs a pod must carry to match: a pod counted
+        #: or uncounted is tried only against those its labels could match.
+        self._filing = LabelFiling()
         #: pod key -> (pod, node name) of counted pods with required anti-affinity terms
         self.anti: dict[str, tuple] = {}
+        #: Their terms, grouped, with each group's count per node.
+        self.anti_terms = TermIndex()
         #: Bumped when a node's labels, taints or presence change (eligible domains move).
         self.node_version = 0
         self._domains: OrderedDict = OrderedDict()
@@ -48,21 +56,31 @@ class ConstraintIndex:
     # --- fed by the accounting ---------------------------------------------------------------
 
     def counted(self, pod, node_name: str) -> None:
-        for predicate, counts in self._counters.values():
+        for predicate, counts, _ in self._filing.candidates(pod).values():
             if predicate(pod):
                 counts[node_name] += 1
+        if pod.key in self.anti:
+            self._unindex(pod.key)
         if pod.anti_affinity[0]:
             self.anti[pod.key] = (pod, node_name)
+            for t in pod.anti_affinity[0]:
+                self.anti_terms.add(REQUIRED_ANTI, t, node_name)
+
+    def _unindex(self, key: str) -> None:
+        pod, node_name = self.anti.pop(key)
+        for t in pod.anti_affinity[0]:
+            self.anti_terms.remove(REQUIRED_ANTI, t, node_name)
 
     def uncounted(self, pod, node_name: str) -> None:
-        for predicate, counts in self._counters.values():
+        for predicate, counts, _ in self._filing.candidates(pod).values():
             if predicate(pod):
                 left = counts[node_name] - 1
                 if left > 0:
                     counts[node_name] = left
                 else:
                     del counts[node_name]
-        self.anti.pop(pod.key, None)
+        if pod.key in self.anti:
+            self._unindex(pod.key)
 
     def node_changed(self, old, new) -> None:
         """A node was added, removed or updated; only labels and taints move domains."""
@@ -71,8 +89,10 @@ class ConstraintIndex:
 
     # --- reading -----------------------------------------------------------------------------
 
-    def counts(self, key, predicate) -> Counter:
-        """node name -> number of counted pods matching `predicate` (cached under `key`)."""
+    def counts(self, key, predicate, buckets: tuple = ()) -> Counter:
+        """node name -> number of counted pods matching `predicate` (cached under `key`).
+        `buckets` (term_groups.selector_buckets): label pairs one of which every pod the
+        predicate accepts carries; () when there are none to name."""
         entry = self._counters.get(key)
         if entry is not None:
             self._counters.move_to_end(key)
@@ -82,9 +102,11 @@ class ConstraintIndex:
             n = sum(1 for p in info.pods.values() if predicate(p))
             if n:
                 counts[name] = n
-        self._counters[key] = (predicate, counts)
+        entry = self._counters[key] = (predicate, counts, buckets)
+        self._filing.file(key, entry, buckets)
         if len(self._counters) > MAX_COUNTERS:
-            self._counters.popitem(last=False)
+            old_key, (_, _, old_buckets) = self._counters.popitem(last=False)
+            self._filing.unfile(old_key, old_buckets)
         return counts
 
     def labels(self, name: str) -> dict | None:
@@ -163,7 +185,7 @@ def inter_pod_affinity_failure(index: ConstraintIndex, pod, node, exclude: dict 
     if required_aff:
         key = ("affinity", tuple(t.key for t in required_aff))
         predicate = _all_terms(required_aff)
-        counts = index.counts(key, predicate)
+        counts = index.counts(key, predicate, term_buckets(required_aff[0]))  # matches every term
         minus = _excluded(index, exclude, predicate)
         live = Counter({name: n - minus[name] for name, n in counts.items() if n - minus[name] > 0})
         anywhere = any(index.labels(name) is not None and t.topology_key in index.labels(name)
@@ -178,19 +200,29 @@ def inter_pod_affinity_failure(index: ConstraintIndex, pod, node, exclude: dict 
         value = labels.get(t.topology_key)
         if value is None:
             continue
-        counts = index.counts(("term", t.key), t.matches)
+        counts = index.counts(("term", t.key), t.matches, term_buckets(t))
         if _domain_sum(index, counts, t.topology_key, value, minus=_excluded(index, exclude, t.matches)):
             return "Unschedulable", POD_ANTI_AFFINITY_MISMATCH
-    for other_key, (other, where) in (index.anti.items() if existing else ()):
-        if other_key in exclude or other_key == pod.key:
-            continue
-        other_labels = index.labels(where)
-        if other_labels is None:
-            continue
-        for t in other.anti_affinity[0]:
-            value = other_labels.get(t.topology_key)
-            if value is not None and labels.get(t.topology_key) == value and t.matches(pod):
-                return "Unschedulable", EXISTING_ANTI_AFFINITY
+    if existing and index.anti:
+        # counted pods left out: their groups' counts on their nodes are lowered
+        minus: Counter = Counter()
+        for key in (exclude.keys() | {pod.key}):
+            entry = index.anti.get(key)
+            if entry is not None:
+                other, where = entry
+                for t in other.anti_affinity[0]:
+                    minus[(group_key(REQUIRED_ANTI, t), where)] += 1
+        for g in index.anti_terms.matching(pod):
+            value = labels.get(g.topology_key)
+            if value is None:
+                continue
+            gkey = group_key(REQUIRED_ANTI, g.term)
+            for where, n in g.nodes.items():
+                if minus and n <= minus[(gkey, where)]:
+                    continue
+                other_labels = index.labels(where)
+                if other_labels is not None and other_labels.get(g.topology_key) == value:
+                    return "Unschedulable", EXISTING_ANTI_AFFINITY
     return None
 
 
@@ -232,7 +264,7 @@ def topology_spread_failure(index: ConstraintIndex, pod, node, exclude: dict | N
             def predicate(p, ns=ns, sel=sel):
                 return p.namespace == ns and not p.deleting and sel.matches(p.labels)
 
-            counts = index.counts(("spread", ns, sel.key), predicate)
+            counts = index.counts(("spread", ns, sel.key), predicate, selector_buckets((ns,), sel))
             minus = _excluded(index, exclude, predicate)
             for name, n in counts.items():
                 labels = index.labels(name)

@@ -13,14 +13,17 @@ preferred terms towards it, and existing pods' required affinity (hardPodAffinit
 normalised to 0..100 between the lowest and highest node.
 
 Matching pods are counted per row with the node table's cached selector counts and summed
-per topology value in numpy; only existing pods that carry affinity terms are visited in
-Python (the table tracks the nodes that hold them).
+per topology value in numpy. Existing pods' terms are not walked pod by pod: the node table
+groups them (common.scheduling.term_groups: one group per kind, namespaces, selector and
+topology key, with its count per node), and a cycle matches one term per group, of the
+groups the pod's labels could match.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from common.plugins import inter_pod_affinity
+from common.scheduling.term_groups import PREFERRED_AFFINITY, PREFERRED_ANTI, REQUIRED_AFFINITY, REQUIRED_ANTI
 from common.scheduling.predicates import (
     EXISTING_ANTI_AFFINITY,
     POD_AFFINITY_MISMATCH,
@@ -48,6 +51,9 @@ def _all_terms_counts(table, terms) -> np.ndarray:
     return table.pod_counts(key, lambda p: all(t.matches(p) for t in terms))
 
 
+_ONE = {REQUIRED_ANTI: 1}
+
+
 class _FilterState:
     __slots__ = ("forbidden", "anti", "affinity", "affinity_any", "self_match")
 
@@ -68,12 +74,33 @@ class InterPodAffinity(Plugin, inter_pod_affinity.InterPodAffinity):
         #: is not scored at all (existing pods' terms towards it are not looked at).
         self.only_own_preferences = self.args["ignorePreferredTermsOfExistingPods"]
 
-    def _existing_with_terms(self):
+    def _existing_sums(self, pod, kinds, weights) -> dict:
+        """topology key -> sums per label code (int64; code 0, no label, held at 0) of the
+        existing pods' terms of `kinds` that match `pod`, each count or weight multiplied by
+        `weights[kind]`. Only keys with a matching term on a node that has the label appear
+        (as the walk over the pods found them)."""
         table = self.handle.table
-        for name in table.affinity_nodes:
-            row = table.row_of[name]
-            for p in table.infos[row].affinity_pods.values():
-                yield row, p
+        row_of = table.row_of
+        out: dict = {}
+        for g in table.terms.matching(pod, kinds):
+            codes, values = table.label_column(g.topology_key)
+            nodes = g.nodes
+            c = codes.take(np.fromiter((row_of[name] for name in nodes), np.int64, len(nodes)))
+            if not c.any():
+                continue
+            w = np.fromiter(nodes.values(), np.int64, len(nodes))
+            factor = weights[g.kind]
+            if factor != 1:
+                w *= factor
+            arr = out.get(g.topology_key)
+            if arr is None or len(arr) <= len(values):
+                grown = np.zeros(len(values) + 1, np.int64)
+                if arr is not None:
+                    grown[: len(arr)] = arr
+                arr = out[g.topology_key] = grown
+            np.add.at(arr, c, w)
+            arr[0] = 0
+        return out
 
     # --- filter -------------------------------------------------------------------------------
 
@@ -81,19 +108,8 @@ class InterPodAffinity(Plugin, inter_pod_affinity.InterPodAffinity):
         table = self.handle.table
         required_aff, required_anti = pod.affinity[0], pod.anti_affinity[0]
         fs = _FilterState()
-        # existing pods whose required anti-affinity matches the incoming pod
-        fs.forbidden = {}
-        for row, other in self._existing_with_terms():
-            for term in other.anti_affinity[0]:
-                if term.matches(pod):
-                    codes, values = table.label_column(term.topology_key)
-                    code = codes[row]
-                    if code:
-                        fs.forbidden.setdefault(term.topology_key, np.zeros(len(values) + 1, np.int64))
-                        arr = fs.forbidden[term.topology_key]
-                        if len(arr) <= code:
-                            arr = fs.forbidden[term.topology_key] = np.resize(arr, code + 1)
-                        arr[code] += 1
+        # existing pods whose required anti-affinity matches the incoming pod, per domain
+        fs.forbidden = self._existing_sums(pod, (REQUIRED_ANTI,), _ONE)
         if not fs.forbidden and not required_aff and not required_anti:
             return Status(SKIP)
         fs.anti = [table.domain_counts(t.topology_key, _term_counts(table, t)) for t in required_anti]
@@ -203,23 +219,11 @@ class InterPodAffinity(Plugin, inter_pod_affinity.InterPodAffinity):
                 codes, sums = table.domain_counts(term.topology_key, _term_counts(table, term))
                 parts.append((codes, sums * (sign * weight)))
         # existing pods' terms towards the incoming pod
-        extra: dict[str, dict[int, int]] = {}
-        for row, other in self._existing_with_terms():
-            contributions = [(self.hard_weight, t) for t in other.affinity[0]] if self.hard_weight else []
-            contributions += [(w, t) for w, t in other.affinity[1]]
-            contributions += [(-w, t) for w, t in other.anti_affinity[1]]
-            for w, term in contributions:
-                if term.matches(pod):
-                    code = table.label_column(term.topology_key)[0][row]
-                    if code:
-                        per_key = extra.setdefault(term.topology_key, {})
-                        per_key[code] = per_key.get(code, 0) + w
-        for key, per_code in extra.items():
-            codes, values = table.label_column(key)
-            sums = np.zeros(len(values) + 1, dtype=np.int64)
-            for code, w in per_code.items():
-                sums[code] += w
-            parts.append((codes[: len(table)], sums))
+        kinds = (REQUIRED_AFFINITY, PREFERRED_AFFINITY, PREFERRED_ANTI) if self.hard_weight else \
+            (PREFERRED_AFFINITY, PREFERRED_ANTI)
+        weights = {REQUIRED_AFFINITY: self.hard_weight, PREFERRED_AFFINITY: 1, PREFERRED_ANTI: -1}
+        for key, sums in self._existing_sums(pod, kinds, weights).items():
+            parts.append((table.label_column(key)[0][: len(table)], sums))
         if not parts:
             return Status(SKIP)
         state[SCORE_STATE] = parts
