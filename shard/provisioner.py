@@ -21,14 +21,8 @@ from __future__ import annotations
 
 from common.errors import Conflict, ObjectError
 from common.model.objects import parse_object
-from common.model.storage_objects import (
-    BIND_COMPLETED,
-    BOUND_BY_CONTROLLER,
-    NO_PROVISIONER,
-    PROVISIONED_BY,
-    STORAGE_PROVISIONER,
-    WAIT_FOR_FIRST_CONSUMER,
-)
+from common.model.storage_objects import (BIND_COMPLETED, BOUND_BY_CONTROLLER, NO_PROVISIONER, PROVISIONED_BY,
+                                          STORAGE_PROVISIONER, WAIT_FOR_FIRST_CONSUMER)
 
 HOSTNAME = "kubernetes.io/hostname"
 

@@ -29,24 +29,8 @@ import copy
 
 from . import plugin_names as names
 from ..plugins import EXTENSION_POINTS, KNOWN, PAIRED_POINTS, POINTS
-from .validation import (
-    ANY,
-    Bool,
-    Int,
-    List,
-    Num,
-    Obj,
-    Str,
-    Verbatim,
-    decode_object,
-    duplicate,
-    forbidden,
-    format_duration,
-    invalid,
-    not_supported,
-    parse_duration,
-    required,
-)
+from .validation import (ANY, Bool, Int, List, Num, Obj, Str, Verbatim, decode_object, duplicate, forbidden,
+                         format_duration, invalid, not_supported, parse_duration, required)
 
 API_GROUP = "kubescheduler.config.k8s.io"
 API_VERSION = f"{API_GROUP}/v1"

@@ -17,14 +17,8 @@ from ..errors import ObjectError
 from .parsing import TERMINAL_PHASES, parse_metadata, parse_resource_list, parse_time, resource_vector_at
 from .podgroup import POD_GROUP_LABEL, parse_pod_group
 from .resources import INT64_MAX, parse_amount
-from .selectors import (
-    Field,
-    LabelSelector,
-    parse_label_selector,
-    parse_node_selector_term,
-    parse_taint,
-    parse_toleration,
-)
+from .selectors import (Field, LabelSelector, parse_label_selector, parse_node_selector_term, parse_taint,
+                        parse_toleration)
 from .storage_objects import parse_csi_node, parse_pod_volumes, parse_pv, parse_pvc, parse_storage_class
 
 KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", "PodGroup", "PersistentVolumeClaim",

@@ -6,17 +6,8 @@ from functools import partial
 
 from ..scheduling.predicates import IgnoredResources, insufficient
 from ..model.resources import shortfalls, vadd
-from ..config.validation import (
-    Int,
-    List,
-    Obj,
-    Str,
-    forbidden,
-    invalid,
-    label_name_errors,
-    not_supported,
-    required,
-)
+from ..config.validation import (Int, List, Obj, Str, forbidden, invalid, label_name_errors, not_supported,
+                                 required)
 from .args import RESOURCE_SPEC, ArgsKind, default_weights, resource_names
 from .interface import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from .spec import PluginSpec, QueueingHints, always, could_host, grown

@@ -4,20 +4,8 @@ constraints, score."""
 from __future__ import annotations
 
 from ..scheduling.constraints import POD_TOPOLOGY_SPREAD, topology_spread_failure
-from ..config.validation import (
-    ANY,
-    Int,
-    List,
-    Obj,
-    Refused,
-    Str,
-    duplicate,
-    forbidden,
-    invalid,
-    label_name_errors,
-    not_supported,
-    required,
-)
+from ..config.validation import (ANY, Int, List, Obj, Refused, Str, duplicate, forbidden, invalid,
+                                 label_name_errors, not_supported, required)
 from .args import ArgsKind
 from .interface import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from .spec import ACROSS_NODES, PluginSpec

@@ -2,14 +2,8 @@
 claims another pod mounts anywhere, keep it off (kube's rules: common.scheduling.volumes)."""
 from __future__ import annotations
 
-from ..scheduling.volumes import (
-    DISK_CONFLICT,
-    RWOP_CONFLICT,
-    disks_conflict,
-    rwop_claims,
-    rwop_conflicts,
-    rwop_uses,
-)
+from ..scheduling.volumes import (DISK_CONFLICT, RWOP_CONFLICT, disks_conflict, rwop_claims, rwop_conflicts,
+                                  rwop_uses)
 from .interface import FilterPlugin, PreFilterPlugin
 from .spec import PluginSpec
 

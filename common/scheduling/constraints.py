@@ -17,15 +17,8 @@ import time
 from collections import Counter, OrderedDict
 
 from .accounting import PodAccounting
-from .predicates import (
-    EXISTING_ANTI_AFFINITY,
-    POD_AFFINITY_MISMATCH,
-    POD_ANTI_AFFINITY_MISMATCH,
-    SPREAD_MISMATCH,
-    SPREAD_MISSING_LABEL,
-    node_matches,
-    untolerated_taint,
-)
+from .predicates import (EXISTING_ANTI_AFFINITY, POD_AFFINITY_MISMATCH, POD_ANTI_AFFINITY_MISMATCH,
+                         SPREAD_MISMATCH, SPREAD_MISSING_LABEL, node_matches, untolerated_taint)
 from .term_groups import REQUIRED_ANTI, LabelFiling, TermIndex, group_key, selector_buckets, term_buckets
 
 INTER_POD_AFFINITY = "InterPodAffinity"

@@ -21,15 +21,8 @@ from __future__ import annotations
 
 import copy
 
-from ..model.storage_objects import (
-    BOUND_BY_CONTROLLER,
-    IN_TREE_DRIVERS,
-    NO_PROVISIONER,
-    READ_WRITE_ONCE_POD,
-    SELECTED_NODE,
-    WAIT_FOR_FIRST_CONSUMER,
-    ClaimRef,
-)
+from ..model.storage_objects import (BOUND_BY_CONTROLLER, IN_TREE_DRIVERS, NO_PROVISIONER,
+                                     READ_WRITE_ONCE_POD, SELECTED_NODE, WAIT_FOR_FIRST_CONSUMER, ClaimRef)
 
 UNSCHEDULABLE = "Unschedulable"
 UNRESOLVABLE = "UnschedulableAndUnresolvable"

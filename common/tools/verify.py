@@ -22,11 +22,8 @@ from collections import Counter
 import time
 
 from ..scheduling.checks import CROSS_NODE_CHECKS, NODE_CHECKS, VOLUME_CHECKS, Judged, first_failure
-from ..scheduling.constraints import (
-    ConstrainedAccounting,
-    inter_pod_affinity_failure,
-    topology_spread_failure,
-)
+from ..scheduling.constraints import (ConstrainedAccounting, inter_pod_affinity_failure,
+                                      topology_spread_failure)
 from ..errors import ObjectError
 from ..model.objects import TERMINAL_PHASES, parse_node, parse_object, parse_pod
 from ..model.podgroup import GroupIndex, parse_pod_group

@@ -24,11 +24,8 @@ import numpy as np
 
 from common.plugins import inter_pod_affinity
 from common.scheduling.term_groups import PREFERRED_AFFINITY, PREFERRED_ANTI, REQUIRED_AFFINITY, REQUIRED_ANTI
-from common.scheduling.predicates import (
-    EXISTING_ANTI_AFFINITY,
-    POD_AFFINITY_MISMATCH,
-    POD_ANTI_AFFINITY_MISMATCH,
-)
+from common.scheduling.predicates import (EXISTING_ANTI_AFFINITY, POD_AFFINITY_MISMATCH,
+                                          POD_ANTI_AFFINITY_MISMATCH)
 
 from ..framework import SKIP, Plugin, Status, unresolvable, unschedulable
 from .scoring import MAX_NODE_SCORE

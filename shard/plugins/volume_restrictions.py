@@ -4,15 +4,8 @@ mounts, anywhere, keeps the pod off every node (common.scheduling.volumes has ku
 from __future__ import annotations
 
 from common.plugins import volume_restrictions
-from common.scheduling.volumes import (
-    DISK_CONFLICT,
-    RWOP_CONFLICT,
-    disks_conflict,
-    has_inline_disks,
-    rwop_claims,
-    rwop_conflicts,
-    rwop_uses,
-)
+from common.scheduling.volumes import (DISK_CONFLICT, RWOP_CONFLICT, disks_conflict, has_inline_disks,
+                                       rwop_claims, rwop_conflicts, rwop_uses)
 from ..framework import SKIP, Plugin, Status, unschedulable
 
 STATE = "VolumeRestrictions"

@@ -4,21 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from common.config.validation import (
-    Int,
-    Obj,
-    Str,
-    Verbatim,
-    decode_object,
-    duplicate,
-    forbidden,
-    format_duration,
-    invalid,
-    not_supported,
-    parse_duration,
-    qualified_name_errors,
-    required,
-)
+from common.config.validation import (Int, Obj, Str, Verbatim, decode_object, duplicate, forbidden,
+                                      format_duration, invalid, not_supported, parse_duration,
+                                      qualified_name_errors, required)
 
 
 def test_field_errors_read_as_kubes():

@@ -9,18 +9,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from common.errors import ObjectError
-from common.model.objects import (
-    Node,
-    Pod,
-    PodDisruptionBudget,
-    PriorityClass,
-    parse_node,
-    parse_object,
-    parse_pdb,
-    parse_pod,
-    parse_priority_class,
-    resolve_priority,
-)
+from common.model.objects import (Node, Pod, PodDisruptionBudget, PriorityClass, parse_node, parse_object,
+                                  parse_pdb, parse_pod, parse_priority_class, resolve_priority)
 from common.model.resources import CPU, MEMORY, PODS, RESOURCES, ZERO, resource_index, vector_to_map
 from common.model.selectors import Field, Taint, parse_taint
 from builders import bare_node as node

@@ -7,17 +7,8 @@ import pytest
 
 from common.errors import ObjectError
 from common.model.objects import parse_object, parse_pod
-from common.model.podgroup import (
-    INTENT_ANNOTATION,
-    Counts,
-    GroupIndex,
-    Intent,
-    Member,
-    format_resources,
-    parse_pod_group,
-    status_of,
-    victims_break_group,
-)
+from common.model.podgroup import (INTENT_ANNOTATION, Counts, GroupIndex, Intent, Member, format_resources,
+                                   parse_pod_group, status_of, victims_break_group)
 from common.model.resources import CPU, MEMORY
 from builders import group_pod, pod, pod_group, running
 

@@ -12,28 +12,10 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from common.model.resources import (
-    BASE_RESOURCES,
-    CPU,
-    EPHEMERAL,
-    MEMORY,
-    PODS,
-    ZERO,
-    ResourceTable,
-    TooManyResources,
-    fits,
-    format_amount,
-    parse_quantity,
-    quantity_to_int,
-    resource_index,
-    resource_name,
-    resource_vector,
-    shortfalls,
-    vadd,
-    vector_to_map,
-    vmax,
-    vsub,
-)
+from common.model.resources import (BASE_RESOURCES, CPU, EPHEMERAL, MEMORY, PODS, ZERO, ResourceTable,
+                                    TooManyResources, fits, format_amount, parse_quantity, quantity_to_int,
+                                    resource_index, resource_name, resource_vector, shortfalls, vadd,
+                                    vector_to_map, vmax, vsub)
 
 INT64_MAX = (1 << 63) - 1
 

@@ -5,14 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from common.model.selectors import (
-    Field,
-    Taint,
-    parse_label_selector,
-    parse_node_selector_term,
-    parse_toleration,
-    tolerated,
-)
+from common.model.selectors import (Field, Taint, parse_label_selector, parse_node_selector_term,
+                                    parse_toleration, tolerated)
 
 F = Field("Pod default/test")
 

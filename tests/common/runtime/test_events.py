@@ -7,17 +7,8 @@ import threading
 
 from builders import Clock, pod
 from common.errors import StoreUnavailable
-from common.runtime.events import (
-    FAILED_SCHEDULING,
-    MAX_QUEUED,
-    NORMAL,
-    NOTE_LIMIT,
-    PREEMPTED,
-    WARNING,
-    StatusWriter,
-    pod_ref,
-    truncate,
-)
+from common.runtime.events import (FAILED_SCHEDULING, MAX_QUEUED, NORMAL, NOTE_LIMIT, PREEMPTED, WARNING,
+                                   StatusWriter, pod_ref, truncate)
 from common.store.memory import MemoryStore
 
 
