@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from . import kube_config, plugin_args, plugin_names, profile_plugins
+from . import kube_config, plugin_args, plugin_names, profile_plugins, yaml_input
 from .validation import FieldError
 
 API_VERSION = "shardsched.io/v1alpha1"
@@ -415,11 +415,16 @@ def load_with_notes(path: str | None) -> tuple[dict, list[str]]:
         return validate({}), []
     try:
         with open(path) as fh:
-            doc = yaml.safe_load(fh)
+            text = fh.read()
+        # bounded: a linear scan refuses a too deep document before PyYAML reads it, and
+        # aliases are held to go-yaml's rule (common/yaml_input.py)
+        doc = yaml_input.read_single(text)
     except OSError as e:
         raise ConfigError(path, f"cannot read: {e.strerror}", unreadable=True) from None
-    except yaml.YAMLError as e:
+    except (yaml_input.Unreadable, UnicodeDecodeError) as e:
         raise ConfigError(path, f"not valid YAML: {e}", unreadable=True) from None
+    except yaml_input.Refused as e:
+        raise ConfigError(path, f"{e.reason} (at line {e.line})") from None
     return validate_with_notes(doc)
 
 
