@@ -39,6 +39,7 @@ from common.links import StreamLink
 from common.metrics import DispatcherMetrics
 from common.objects import TERMINAL_PHASES, raw_pod_key
 from common.podgroup import raw_group_key
+from common.wire import split
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
@@ -78,7 +79,11 @@ class ShardLink(StreamLink):
         self.adopted = False
 
     def send(self, pods: list, revoked: list[str]) -> None:
-        super().send(pb.PodBatch(pods=pods, revoked=revoked))
+        """In messages of at most wire.MESSAGE_BUDGET bytes."""
+        pod_runs, revoked_runs = split(pods), split(revoked)
+        for i in range(max(len(pod_runs), len(revoked_runs))):
+            super().send(pb.PodBatch(pods=pod_runs[i] if i < len(pod_runs) else [],
+                                     revoked=revoked_runs[i] if i < len(revoked_runs) else []))
 
 
 class Dispatcher(Component):

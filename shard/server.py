@@ -19,6 +19,7 @@ from common.events import FAILED_SCHEDULING, WARNING, StatusWriter, pod_ref
 from common.links import StreamLink
 from common.metrics import ShardMetrics
 from common.partition import PARTITION_ROLE, partition_of
+from common.wire import MAX_REQUEST, size_of, split
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
@@ -136,10 +137,24 @@ class BinderClient:
                 batch[0].extend(decisions)
                 batch[1].extend(groups)
         for address, (decisions, groups) in by_address.items():
+            too_large = [g for g in groups if size_of(g) > MAX_REQUEST - 1024]
+            for g in too_large:
+                log.error("pod group %s: its decision is %d bytes, more than a message may carry (%d)",
+                          g.group, size_of(g), MAX_REQUEST)
+                unsent += [pb.Outcome(pod_key=m.pod_key, node=m.node, bound=False,
+                                      reason=f"GroupTooLarge: {g.group}'s decision is more than "
+                                             f"{MAX_REQUEST} bytes") for m in g.members]
+            groups = [g for g in groups if g not in too_large]
             link = self._link(address)
             link.held.update(d.pod_key for d in decisions)
             link.held.update(m.pod_key for g in groups for m in g.members)
-            link.send(pb.DecisionBatch(shard=self.shard_id, decisions=decisions, groups=groups))
+            # messages of at most wire.MESSAGE_BUDGET bytes (a group is one, whatever its size)
+            for run in split(decisions):
+                if run:
+                    link.send(pb.DecisionBatch(shard=self.shard_id, decisions=run))
+            for run in split(groups):
+                if run:
+                    link.send(pb.DecisionBatch(shard=self.shard_id, groups=run))
         self.outgoing, self.outgoing_groups = {}, {}
         return unsent
 
