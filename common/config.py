@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from . import kube_config, plugin_args, plugin_names, profile_plugins, yaml_input
+from . import identity, kube_config, plugin_args, plugin_names, profile_plugins, yaml_input
 from .validation import FieldError
 
 API_VERSION = "shardsched.io/v1alpha1"
@@ -145,6 +145,9 @@ SCHEMA = {
         "retryPeriodSeconds": _f(2, "Time between attempts to acquire or renew the Lease.", minimum=0.1,
                                  maximum=3600),
         "resourceName": _s("shardsched-dispatcher", "Name of the dispatcher's Lease."),
+        "identity": _s("{hostname}_{role}-{id}", "This replica's holder identity in the Lease, the same across its "
+                       "restarts so that a restarted leader takes it back at once: `{hostname}` (a pod's name), "
+                       "`{role}` and `{id}` (its --id) are filled in. Two live replicas must not share one."),
     },
     "shards": {
         "count": _i(2, "Scheduler shard processes started by `shardsched up`.", minimum=1),
@@ -371,6 +374,8 @@ def _check_leader_election(le: dict) -> None:
                           f"({le['renewDeadlineSeconds'] / ELECTION_JITTER:g}), got {le['retryPeriodSeconds']:g}")
     if not le["resourceName"]:
         raise ConfigError("leaderElection.resourceName", "must not be empty")
+    if (why := identity.check(le["identity"])) is not None:
+        raise ConfigError("leaderElection.identity", why)
 
 
 def defaults() -> dict:

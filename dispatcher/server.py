@@ -33,6 +33,7 @@ import time
 from collections import Counter
 
 from common.component import Component
+from common.identity import replica_identity
 from common.informer import Informer
 from common.leader_election import LeaderElector
 from common.links import StreamLink
@@ -99,7 +100,7 @@ class Dispatcher(Component):
                          self.metrics.registry)
         self.id = str(index)
         self.cfg = cfg
-        #: Created once the server listens (its identity is the address); None = no election.
+        #: Created once the server listens; None = no election.
         self.elector: LeaderElector | None = None
         self.leading = False
         self.adopt_until = 0.0
@@ -411,7 +412,9 @@ class Dispatcher(Component):
         self.informer.start()
         self.serve()
         if self.cfg["leaderElection"]["leaderElect"]:
-            self.elector = LeaderElector.from_config(self.cfg, self.store, self.address)
+            # stable across restarts of this replica, unlike its address (common/identity.py)
+            self.elector = LeaderElector.from_config(self.cfg, self.store, replica_identity(
+                self.cfg["leaderElection"]["identity"], self.role, self.id))
             self.elector.step()
         self.renew_lease()
         self.start_background(*([self.elect_forever] if self.elector is not None else []))

@@ -34,7 +34,7 @@ def runtime_config(shards: int = 2, binders: int = 1) -> dict:
     cfg["dispatcher"].update(port=0, metricsPort=0)
     cfg["dispatcher"]["shardTimeoutSeconds"] = 2
     cfg["dispatcher"]["redispatchAfterSeconds"] = 5
-    # A restarted dispatcher (a new identity) waits for the old leader lease to expire.
+    # A standby (another replica) waits for the leader lease to expire.
     cfg["leaderElection"].update(leaseDurationSeconds=3, renewDeadlineSeconds=2, retryPeriodSeconds=0.5)
     return cfg
 
@@ -418,6 +418,7 @@ def test_a_standby_dispatcher_takes_over_when_the_leader_is_killed(cluster_env):
     fit nowhere, parked in the shards), and every pod is bound exactly once."""
     from urllib.request import urlopen
 
+    from common.identity import replica_identity
     from common.leader_election import ELECTION_ROLE
 
     url, store, start = cluster_env
@@ -431,7 +432,9 @@ def test_a_standby_dispatcher_takes_over_when_the_leader_is_killed(cluster_env):
         assert time.monotonic() < deadline, "the standby never started"
         time.sleep(0.1)
     leader, standby = dispatchers["0"], dispatchers["1"]
-    assert store.list_leases(ELECTION_ROLE) == {name: leader}
+    standby_identity = replica_identity(cfg["leaderElection"]["identity"], "dispatcher", "1")
+    assert store.list_leases(ELECTION_ROLE) == {
+        name: replica_identity(cfg["leaderElection"]["identity"], "dispatcher", "0")}
     reply = cluster.status("dispatcher", standby)
     assert reply.counters["leader"] == 0 and reply.queues["pending"] >= 20, "a standby follows the pods"
     with urlopen(f"http://{reply.metrics}/readyz", timeout=5) as resp:
@@ -445,7 +448,7 @@ def test_a_standby_dispatcher_takes_over_when_the_leader_is_killed(cluster_env):
     def kill_the_leader(bound):
         cluster.kill("dispatcher", 0)
         killed_at = time.monotonic()
-        while store.list_leases(ELECTION_ROLE).get(name) != standby:
+        while store.list_leases(ELECTION_ROLE).get(name) != standby_identity:
             assert time.monotonic() - killed_at < 30, "the standby never took over"
             time.sleep(0.05)
         took_over.append(time.monotonic() - killed_at)
