@@ -157,6 +157,10 @@ SCHEMA = {
                               maximum=65535),
         "assumeTtlSeconds": _f(30, "Forget an assumed pod if neither its binding nor a rejection "
                                "arrives within this time.", minimum=1),
+        "decisionTimeoutSeconds": _f(20, "A decision a binder has not answered within this time is withdrawn "
+                                     "and decided again for the partition's current holder (a binder stuck "
+                                     "without dying; a frozen one loses its stream to keepalive sooner).",
+                                     minimum=1),
         "podInitialBackoffSeconds": _f(1, "First backoff of a pod that failed to schedule.", minimum=0),
         "podMaxBackoffSeconds": _f(10, "Longest backoff (doubles each attempt up to this).", minimum=0),
         "unschedulableMaxSeconds": _f(300, "An unschedulable pod is retried at least this often.",

@@ -32,6 +32,8 @@ MAX_REPLY = 64 * 1024 * 1024
 
 KEEPALIVE_S = 2.0
 KEEPALIVE_TIMEOUT_S = 5.0
+#: A stream whose channel has not connected within this is given up (common/links.py).
+CONNECT_TIMEOUT_S = 5.0
 
 _KEEPALIVE = [
     ("grpc.keepalive_time_ms", int(KEEPALIVE_S * 1000)),

@@ -50,6 +50,8 @@ REPORT_EVERY_S = 0.5
 HOLDERS_EVERY_S = 0.5
 #: How often the holders are looked up anyway, for readiness (a partition without a binder).
 READY_EVERY_S = 2.0
+#: How often decisions in flight are checked against shards.decisionTimeoutSeconds.
+OVERDUE_EVERY_S = 1.0
 
 
 class BinderClient:
@@ -72,6 +74,11 @@ class BinderClient:
         self.holders: dict[int, str] = {}        # partition -> binder address
         self._looked_up = 0.0
         self.in_flight: dict[str, tuple] = {}    # pod key -> (entry, result)
+        #: pod key -> (sent at, link, partition) of each decision a binder has not answered
+        self.sent: dict[str, tuple] = {}
+        self.decision_timeout = cfg["shards"]["decisionTimeoutSeconds"]
+        #: outcomes of decisions withdrawn from binders (for the loop to settle)
+        self.withdrawn: list = []
         self.outgoing: dict[int, list] = {}      # partition -> decisions of this pass
         self.outgoing_groups: dict[int, list] = {}  # partition -> group decisions of this pass
 
@@ -97,9 +104,37 @@ class BinderClient:
         return None
 
     def refresh_holders(self) -> None:
-        """Look the partition holders up again now (readiness asks every few seconds)."""
+        """Look the partition holders up again now (readiness asks every few seconds). A
+        decision sent to a binder that no longer holds its partition is withdrawn: that
+        binder's lease is gone, so it commits nothing (its fencing check), and the decision is
+        made again for the current holder."""
         self.holders = {int(p): a for p, a in self.store.list_leases(PARTITION_ROLE).items()}
         self._looked_up = time.monotonic()
+        moved = [k for k, (_, link, p) in self.sent.items() if self.holders.get(p, link.address) != link.address]
+        if moved:
+            self._withdraw(moved, "its partition moved to another binder")
+
+    def _withdraw(self, keys, why: str) -> None:
+        by_link: dict = {}
+        for key in keys:
+            _, link, p = self.sent.pop(key)
+            link.held.discard(key)
+            by_link.setdefault(link.address, []).append(key)
+            self.withdrawn.append(pb.Outcome(pod_key=key, bound=False,
+                                             reason=f"BinderUnavailable: withdrawn from binder at {link.address}: {why}"))
+        for address, ks in by_link.items():
+            log.warning("withdrew %d decision(s) from binder at %s (%s); deciding them again for the "
+                        "current holder", len(ks), address, why)
+
+    def overdue(self) -> list:
+        """Outcomes of the decisions withdrawn since the last call: those no binder answered
+        within shards.decisionTimeoutSeconds, and those whose partition moved."""
+        now = time.monotonic()
+        late = [k for k, (at, _, _) in self.sent.items() if now - at > self.decision_timeout]
+        if late:
+            self._withdraw(late, f"no answer within {self.decision_timeout:g} s")
+        out, self.withdrawn = self.withdrawn, []
+        return out
 
     def unheld(self) -> list[int]:
         """Partitions no binder held at the last look-up."""
@@ -136,6 +171,7 @@ class BinderClient:
                 batch = by_address.setdefault(address, ([], []))
                 batch[0].extend(decisions)
                 batch[1].extend(groups)
+        now = time.monotonic()
         for address, (decisions, groups) in by_address.items():
             too_large = [g for g in groups if size_of(g) > MAX_REQUEST - 1024]
             for g in too_large:
@@ -148,6 +184,12 @@ class BinderClient:
             link = self._link(address)
             link.held.update(d.pod_key for d in decisions)
             link.held.update(m.pod_key for g in groups for m in g.members)
+            for d in decisions:
+                self.sent[d.pod_key] = (now, link, self._partition(d.node))
+            for g in groups:
+                p = self._partition(g.members[0].node) if g.members else 0
+                for m in g.members:
+                    self.sent[m.pod_key] = (now, link, p)
             # messages of at most wire.MESSAGE_BUDGET bytes (a group is one, whatever its size)
             for run in split(decisions):
                 if run:
@@ -171,7 +213,10 @@ class BinderClient:
         out = []
         for o in outcomes:
             if link is not None:
+                if o.pod_key not in link.held:
+                    continue  # withdrawn from this binder: decided again, answered elsewhere
                 link.held.discard(o.pod_key)
+            self.sent.pop(o.pod_key, None)
             held = self.in_flight.pop(o.pod_key, None)
             if held is not None:
                 out.append((*held, o))
@@ -186,6 +231,8 @@ class BinderClient:
         if self.links.get(link.address) is link:
             del self.links[link.address]
         self.holders = {p: a for p, a in self.holders.items() if a != link.address}
+        for k in link.held:
+            self.sent.pop(k, None)
         return [pb.Outcome(pod_key=k, bound=False, reason="BinderUnavailable: stream lost")
                 for k in list(link.held)]
 
@@ -205,7 +252,7 @@ class ShardServer(Component, rpc.ShardServicer):
         #: Conditions and events, written off the scheduling thread.
         self.status = StatusWriter.from_config(cfg, store, f"shardsched-shard-{self.id}")
         self.refusals: dict[str, int] = {}  # pod key -> its decisions refused in a row
-        self._holders_at = 0.0
+        self._holders_at = self._overdue_at = 0.0
         self.health.add_ready("informer", lambda: None if self.loop.informer.rv is not None else "not listed yet")
         self.health.add_ready("binders", lambda: "no binder holds partition " + ", ".join(
             map(str, unheld)) if (unheld := self.binders.unheld()) else None)
@@ -396,6 +443,9 @@ class ShardServer(Component, rpc.ShardServicer):
         if time.monotonic() - self._holders_at > READY_EVERY_S:
             self._holders_at = time.monotonic()
             self.binders.refresh_holders()
+        if time.monotonic() - self._overdue_at > OVERDUE_EVERY_S or self.binders.withdrawn:
+            self._overdue_at = time.monotonic()
+            self._outcomes(self.binders.overdue())
         return cycles
 
     def write_status_forever(self) -> None:
