@@ -121,7 +121,7 @@ class BinderClient:
             link.held.discard(key)
             by_link.setdefault(link.address, []).append(key)
             self.withdrawn.append(pb.Outcome(pod_key=key, bound=False,
-                                             reason=f"BinderUnavailable: withdrawn from binder at {link.address}: {why}"))
+                                             reason=f"Withdrawn: from binder at {link.address}: {why}"))
         for address, ks in by_link.items():
             log.warning("withdrew %d decision(s) from binder at %s (%s); deciding them again for the "
                         "current holder", len(ks), address, why)
@@ -133,6 +133,7 @@ class BinderClient:
         late = [k for k, (at, _, _) in self.sent.items() if now - at > self.decision_timeout]
         if late:
             self._withdraw(late, f"no answer within {self.decision_timeout:g} s")
+            self.refresh_holders()
         out, self.withdrawn = self.withdrawn, []
         return out
 
