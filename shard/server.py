@@ -350,6 +350,15 @@ class ShardServer(Component, rpc.ShardServicer):
                 self.metrics.pod_attempts.labels(self.id).observe(entry.attempts)
                 loop.finish_binding(entry, result, True)
                 self.owned.release(o.pod_key)
+            elif o.reason.startswith("AlreadyBound") and self._pending_here(o.pod_key):
+                # The binder's view says bound, ours pending: one of the two has not caught up
+                # (after a store rolled back to an older snapshot, the binder's watch may not have
+                # noticed yet). Retried like a conflict: if it is bound, our watch will say so and
+                # take it off the queue; dropping it left it to a re-dispatch, each round
+                # dispatcher.redispatchAfterSeconds later.
+                self.counters["conflicts"] += 1
+                loop.finish_binding(entry, result, False, o.reason)
+                self._refused(entry.pod, refused + 1)
             elif o.reason.startswith(GONE):
                 self.counters["gone"] += 1
                 log.debug("pod %s is gone: %s", o.pod_key, o.reason)
@@ -359,6 +368,11 @@ class ShardServer(Component, rpc.ShardServicer):
                 log.debug("decision for %s on %s rejected: %s", o.pod_key, result.node, o.reason)
                 loop.finish_binding(entry, result, False, o.reason)
                 self._refused(entry.pod, refused + 1)
+
+    def _pending_here(self, key: str) -> bool:
+        """Whether this shard's watch shows the pod pending (unbound, not being deleted)."""
+        known = self.loop.pods.get(key)
+        return known is not None and not known.node_name and not known.deleting
 
     def _refused(self, pod, times: int) -> None:
         """Count a refusal in a row; every REFUSALS_REPORTED of them, an event says why."""

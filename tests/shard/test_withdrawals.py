@@ -73,3 +73,26 @@ def test_a_decision_no_binder_answers_is_withdrawn_after_its_deadline():
     (withdrawn,) = c.overdue()
     assert "no answer within 1 s" in withdrawn.reason
     assert c.fake_links["a:1"].held == set()
+
+
+def test_a_pod_the_binder_calls_bound_but_our_watch_shows_pending_is_retried_not_dropped():
+    """After the store came back from an older snapshot, a binder whose watch has not noticed
+    yet answers AlreadyBound for pods that are pending again: the shard used to drop them
+    (left to the dispatcher's re-dispatch, each round redispatchAfterSeconds later)."""
+    from builders import node, pod
+    from shard.server import ShardServer
+
+    store = MemoryStore()
+    store.create(node("n1"))
+    created = store.create(pod("p"))
+    server = ShardServer(make_config(), store, 0)
+    server.loop.start()
+    meta = created["metadata"]
+    server._take(pb.PodBatch(pods=[pb.PendingPod(key="default/p", uid=meta["uid"],
+                                                 resource_version=meta["resourceVersion"])]))
+    assert server.loop.schedule_next().scheduled
+    server.binders.outgoing = {}  # (not sent: no binder here)
+    server._outcomes([pb.Outcome(pod_key="default/p", node="n1", bound=False,
+                                 reason="AlreadyBound: default/p is bound to n1")])
+    assert server.counters["gone"] == 0 and "default/p" in server.loop.queue
+    assert "default/p" in server._holding()
