@@ -48,7 +48,8 @@ def test_an_empty_file_is_kube_schedulers_default_profile():
     assert cfg["store"]["qps"] == 50 and cfg["store"]["burst"] == 100
     assert cfg["shards"]["podInitialBackoffSeconds"] == 1 and cfg["shards"]["podMaxBackoffSeconds"] == 10
     assert cfg["leaderElection"] == {"leaderElect": True, "leaseDurationSeconds": 15, "renewDeadlineSeconds": 10,
-                                     "retryPeriodSeconds": 2, "resourceName": "shardsched-dispatcher"}
+                                     "retryPeriodSeconds": 2, "resourceName": "shardsched-dispatcher",
+                                     "identity": "{hostname}_{role}-{id}"}
     assert cfg["threshold"]["mode"] == "adaptive"
 
 
