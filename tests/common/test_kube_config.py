@@ -61,7 +61,8 @@ def test_top_level_fields_map_onto_shardsched_sections():
     assert cfg["threshold"]["mode"] == "percentage" and cfg["threshold"]["percentage"] == 40
     assert (cfg["shards"]["podInitialBackoffSeconds"], cfg["shards"]["podMaxBackoffSeconds"]) == (2, 20)
     assert cfg["leaderElection"] == {"leaderElect": False, "leaseDurationSeconds": 90, "renewDeadlineSeconds": 60,
-                                     "retryPeriodSeconds": 0.5, "resourceName": "my-scheduler"}
+                                     "retryPeriodSeconds": 0.5, "resourceName": "my-scheduler",
+                                     "identity": "{hostname}_{role}-{id}"}
     assert cfg["store"]["kubeconfig"] == "/etc/kube.conf"
     assert (cfg["store"]["qps"], cfg["store"]["burst"]) == (0, 7)  # a negative qps: no limit
 
