@@ -13,19 +13,18 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import ctypes
 import os
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 
 import grpc
 
 from . import config as config_mod
+from . import orphans
 from .component import status_of
 from .partition import PARTITION_ROLE
 from .security import Security, new_token
@@ -43,23 +42,6 @@ def private_file(path: str, text: str) -> str:
     with os.fdopen(fd, "w") as fh:
         fh.write(text)
     return path
-
-
-def die_with_parent():
-    """What the children run before exec so that they never outlive us (a kill -9 of `up`
-    left the binders, shards and dispatcher retrying a dead store): on Linux the kernel sends
-    them SIGTERM when our process dies (PR_SET_PDEATHSIG), and they stop as on Ctrl-C. The
-    signal comes when the *thread* that started the child ends, so only children started
-    from the main thread ask for it (None otherwise)."""
-    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
-        return None
-    parent = os.getpid()
-
-    def prctl() -> None:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
-        if os.getppid() != parent:  # we died before the request took effect
-            os.kill(os.getpid(), signal.SIGTERM)
-    return prctl
 
 
 class LocalCluster:
@@ -106,8 +88,9 @@ class LocalCluster:
         if self.free_metrics_ports:
             cmd += ["--metrics-port", "0"]
         log = open(self.log_path(role, index), "ab")
+        # the child dies with us (common/orphans.py)
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                env={**os.environ, **env} if env else None, preexec_fn=die_with_parent())
+                                env={**os.environ, **(env or {}), **orphans.child_env()})
         log.close()
         self.procs[(role, index)] = proc
         life = self._life.setdefault((role, index), [0.0, 0, None])
