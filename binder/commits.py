@@ -196,6 +196,11 @@ class Commits:
                 for i, other in enumerate(items):
                     done[i] = (self._outcome(other, False, refused), "refused")
                 return
+        if not self._fenced(items, [0], {}):
+            for i, it in enumerate(items):
+                done[i] = (self._outcome(it, False, f"NotPartitionHolder: partition {unit.partition} "
+                                                    f"was lost before the commit"), "refused")
+            return
         results = self.groups.commit(unit.group, [(it.reservation.pod.key, it.reservation.pod.uid or "",
                                                    it.reservation.node) for it in items], unit.partition)
         for i, (it, reason) in enumerate(zip(items, results)):
@@ -235,6 +240,9 @@ class Commits:
                 done[i] = (self._outcome(chunk[i], False, refused), "refused")
             else:
                 to_bind.append(i)
+        # the fencing check: a binder frozen since the check above (SIGSTOP, a VM stall) may
+        # wake after its lease expired and another binder took the partition
+        to_bind = self._fenced(chunk, to_bind, done)
         if not to_bind:
             return
         results = self.store.bind_many([(chunk[i].reservation.pod.key, chunk[i].reservation.node,
@@ -246,6 +254,23 @@ class Commits:
                 self._scheduled(r)
             else:
                 done[i] = (self._outcome(chunk[i], False, self._explained(chunk[i], reason)), "refused")
+
+    def _fenced(self, chunk: list[Pending], indices: list[int], done: dict) -> list[int]:
+        """The indices whose partition we still hold, checked right before the store call;
+        the others are refused (and logged)."""
+        kept = []
+        for i in indices:
+            p = chunk[i].partition
+            if self.holds(p):
+                kept.append(i)
+            else:
+                done[i] = (self._outcome(chunk[i], False, f"NotPartitionHolder: partition {p} "
+                                                         f"was lost before the commit"), "refused")
+        if len(kept) < len(indices):
+            self.count("fenced", len(indices) - len(kept))
+            log.warning("fenced off %d commit(s): their partition's lease ran out before the store call",
+                        len(indices) - len(kept))
+        return kept
 
     def _explained(self, it: Pending, reason: str) -> str:
         """A store's AlreadyBound, with the node the pod is bound to (or PodNotFound)."""

@@ -39,6 +39,8 @@ from common.runtime.links import StreamLink
 from common.runtime.metrics import DispatcherMetrics
 from common.model.objects import TERMINAL_PHASES, raw_pod_key
 from common.model.podgroup import raw_group_key
+from common.runtime.identity import replica_identity
+from common.runtime.wire import split
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
@@ -78,7 +80,11 @@ class ShardLink(StreamLink):
         self.adopted = False
 
     def send(self, pods: list, revoked: list[str]) -> None:
-        super().send(pb.PodBatch(pods=pods, revoked=revoked))
+        """In messages of at most wire.MESSAGE_BUDGET bytes."""
+        pod_runs, revoked_runs = split(pods), split(revoked)
+        for i in range(max(len(pod_runs), len(revoked_runs))):
+            super().send(pb.PodBatch(pods=pod_runs[i] if i < len(pod_runs) else [],
+                                     revoked=revoked_runs[i] if i < len(revoked_runs) else []))
 
 
 class Dispatcher(Component):
@@ -94,7 +100,7 @@ class Dispatcher(Component):
                          self.metrics.registry)
         self.id = str(index)
         self.cfg = cfg
-        #: Created once the server listens (its identity is the address); None = no election.
+        #: Created once the server listens; None = no election.
         self.elector: LeaderElector | None = None
         self.leading = False
         self.adopt_until = 0.0
@@ -406,7 +412,9 @@ class Dispatcher(Component):
         self.informer.start()
         self.serve()
         if self.cfg.leader_election.leader_elect:
-            self.elector = LeaderElector.from_config(self.cfg, self.store, self.address)
+            # stable across restarts of this replica, unlike its address (common/runtime/identity.py)
+            self.elector = LeaderElector.from_config(self.cfg, self.store, replica_identity(
+                self.cfg.leader_election.identity, self.role, self.id))
             self.elector.step()
         self.renew_lease()
         self.start_background(*([self.elect_forever] if self.elector is not None else []))

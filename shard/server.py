@@ -19,6 +19,7 @@ from common.runtime.events import FAILED_SCHEDULING, WARNING, StatusWriter, pod_
 from common.runtime.links import StreamLink
 from common.runtime.metrics import ShardMetrics
 from common.scheduling.partition import PARTITION_ROLE, partition_of
+from common.runtime.wire import MAX_REQUEST, size_of, split
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
@@ -50,6 +51,8 @@ REPORT_EVERY_S = 0.5
 HOLDERS_EVERY_S = 0.5
 #: How often the holders are looked up anyway, for readiness (a partition without a binder).
 READY_EVERY_S = 2.0
+#: How often decisions in flight are checked against shards.decisionTimeoutSeconds.
+OVERDUE_EVERY_S = 1.0
 
 
 class BinderClient:
@@ -72,6 +75,11 @@ class BinderClient:
         self.holders: dict[int, str] = {}        # partition -> binder address
         self._looked_up = 0.0
         self.in_flight: dict[str, tuple] = {}    # pod key -> (entry, result)
+        #: pod key -> (sent at, link, partition) of each decision a binder has not answered
+        self.sent: dict[str, tuple] = {}
+        self.decision_timeout = cfg.shards.decision_timeout_seconds
+        #: outcomes of decisions withdrawn from binders (for the loop to settle)
+        self.withdrawn: list = []
         self.outgoing: dict[int, list] = {}      # partition -> decisions of this pass
         self.outgoing_groups: dict[int, list] = {}  # partition -> group decisions of this pass
 
@@ -97,9 +105,38 @@ class BinderClient:
         return None
 
     def refresh_holders(self) -> None:
-        """Look the partition holders up again now (readiness asks every few seconds)."""
+        """Look the partition holders up again now (readiness asks every few seconds). A
+        decision sent to a binder that no longer holds its partition is withdrawn: that
+        binder's lease is gone, so it commits nothing (its fencing check), and the decision is
+        made again for the current holder."""
         self.holders = {int(p): a for p, a in self.store.list_leases(PARTITION_ROLE).items()}
         self._looked_up = time.monotonic()
+        moved = [k for k, (_, link, p) in self.sent.items() if self.holders.get(p, link.address) != link.address]
+        if moved:
+            self._withdraw(moved, "its partition moved to another binder")
+
+    def _withdraw(self, keys, why: str) -> None:
+        by_link: dict = {}
+        for key in keys:
+            _, link, p = self.sent.pop(key)
+            link.held.discard(key)
+            by_link.setdefault(link.address, []).append(key)
+            self.withdrawn.append(pb.Outcome(pod_key=key, bound=False,
+                                             reason=f"Withdrawn: from binder at {link.address}: {why}"))
+        for address, ks in by_link.items():
+            log.warning("withdrew %d decision(s) from binder at %s (%s); deciding them again for the "
+                        "current holder", len(ks), address, why)
+
+    def overdue(self) -> list:
+        """Outcomes of the decisions withdrawn since the last call: those no binder answered
+        within shards.decisionTimeoutSeconds, and those whose partition moved."""
+        now = time.monotonic()
+        late = [k for k, (at, _, _) in self.sent.items() if now - at > self.decision_timeout]
+        if late:
+            self._withdraw(late, f"no answer within {self.decision_timeout:g} s")
+            self.refresh_holders()
+        out, self.withdrawn = self.withdrawn, []
+        return out
 
     def unheld(self) -> list[int]:
         """Partitions no binder held at the last look-up."""
@@ -136,11 +173,32 @@ class BinderClient:
                 batch = by_address.setdefault(address, ([], []))
                 batch[0].extend(decisions)
                 batch[1].extend(groups)
+        now = time.monotonic()
         for address, (decisions, groups) in by_address.items():
+            too_large = [g for g in groups if size_of(g) > MAX_REQUEST - 1024]
+            for g in too_large:
+                log.error("pod group %s: its decision is %d bytes, more than a message may carry (%d)",
+                          g.group, size_of(g), MAX_REQUEST)
+                unsent += [pb.Outcome(pod_key=m.pod_key, node=m.node, bound=False,
+                                      reason=f"GroupTooLarge: {g.group}'s decision is more than "
+                                             f"{MAX_REQUEST} bytes") for m in g.members]
+            groups = [g for g in groups if g not in too_large]
             link = self._link(address)
             link.held.update(d.pod_key for d in decisions)
             link.held.update(m.pod_key for g in groups for m in g.members)
-            link.send(pb.DecisionBatch(shard=self.shard_id, decisions=decisions, groups=groups))
+            for d in decisions:
+                self.sent[d.pod_key] = (now, link, self._partition(d.node))
+            for g in groups:
+                p = self._partition(g.members[0].node) if g.members else 0
+                for m in g.members:
+                    self.sent[m.pod_key] = (now, link, p)
+            # messages of at most wire.MESSAGE_BUDGET bytes (a group is one, whatever its size)
+            for run in split(decisions):
+                if run:
+                    link.send(pb.DecisionBatch(shard=self.shard_id, decisions=run))
+            for run in split(groups):
+                if run:
+                    link.send(pb.DecisionBatch(shard=self.shard_id, groups=run))
         self.outgoing, self.outgoing_groups = {}, {}
         return unsent
 
@@ -157,7 +215,10 @@ class BinderClient:
         out = []
         for o in outcomes:
             if link is not None:
+                if o.pod_key not in link.held:
+                    continue  # withdrawn from this binder: decided again, answered elsewhere
                 link.held.discard(o.pod_key)
+            self.sent.pop(o.pod_key, None)
             held = self.in_flight.pop(o.pod_key, None)
             if held is not None:
                 out.append((*held, o))
@@ -172,6 +233,8 @@ class BinderClient:
         if self.links.get(link.address) is link:
             del self.links[link.address]
         self.holders = {p: a for p, a in self.holders.items() if a != link.address}
+        for k in link.held:
+            self.sent.pop(k, None)
         return [pb.Outcome(pod_key=k, bound=False, reason="BinderUnavailable: stream lost")
                 for k in list(link.held)]
 
@@ -191,7 +254,7 @@ class ShardServer(Component, rpc.ShardServicer):
         #: Conditions and events, written off the scheduling thread.
         self.status = StatusWriter.from_config(cfg, store, f"shardsched-shard-{self.id}")
         self.refusals: dict[str, int] = {}  # pod key -> its decisions refused in a row
-        self._holders_at = 0.0
+        self._holders_at = self._overdue_at = 0.0
         self.health.add_ready("informer", lambda: None if self.loop.informer.rv is not None else "not listed yet")
         self.health.add_ready("binders", lambda: "no binder holds partition " + ", ".join(
             map(str, unheld)) if (unheld := self.binders.unheld()) else None)
@@ -288,6 +351,15 @@ class ShardServer(Component, rpc.ShardServicer):
                 self.metrics.pod_attempts.labels(self.id).observe(entry.attempts)
                 loop.finish_binding(entry, result, True)
                 self.owned.release(o.pod_key)
+            elif o.reason.startswith("AlreadyBound") and self._pending_here(o.pod_key):
+                # The binder's view says bound, ours pending: one of the two has not caught up
+                # (after a store rolled back to an older snapshot, the binder's watch may not have
+                # noticed yet). Retried like a conflict: if it is bound, our watch will say so and
+                # take it off the queue; dropping it left it to a re-dispatch, each round
+                # dispatcher.redispatchAfterSeconds later.
+                self.counters["conflicts"] += 1
+                loop.finish_binding(entry, result, False, o.reason)
+                self._refused(entry.pod, refused + 1)
             elif o.reason.startswith(GONE):
                 self.counters["gone"] += 1
                 log.debug("pod %s is gone: %s", o.pod_key, o.reason)
@@ -297,6 +369,11 @@ class ShardServer(Component, rpc.ShardServicer):
                 log.debug("decision for %s on %s rejected: %s", o.pod_key, result.node, o.reason)
                 loop.finish_binding(entry, result, False, o.reason)
                 self._refused(entry.pod, refused + 1)
+
+    def _pending_here(self, key: str) -> bool:
+        """Whether this shard's watch shows the pod pending (unbound, not being deleted)."""
+        known = self.loop.pods.get(key)
+        return known is not None and not known.node_name and not known.deleting
 
     def _refused(self, pod, times: int) -> None:
         """Count a refusal in a row; every REFUSALS_REPORTED of them, an event says why."""
@@ -382,6 +459,9 @@ class ShardServer(Component, rpc.ShardServicer):
         if time.monotonic() - self._holders_at > READY_EVERY_S:
             self._holders_at = time.monotonic()
             self.binders.refresh_holders()
+        if time.monotonic() - self._overdue_at > OVERDUE_EVERY_S or self.binders.withdrawn:
+            self._overdue_at = time.monotonic()
+            self._outcomes(self.binders.overdue())
         return cycles
 
     def write_status_forever(self) -> None:

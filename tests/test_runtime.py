@@ -27,12 +27,12 @@ TIMEOUT_S = 120
 
 def runtime_config(shards: int = 2, binders: int = 1, **sections) -> config.Config:
     """Free ports, metrics off (fixed ports clash with other runs on the machine)."""
+    # A standby (another replica) waits for the leader lease to expire.
+    election = {"leaseDurationSeconds": 3, "renewDeadlineSeconds": 2, "retryPeriodSeconds": 0.5,
+                **sections.pop("leaderElection", {})}
     return stack_config(shards={"count": shards}, binders={"count": binders},
                         dispatcher={"shardTimeoutSeconds": 2, "redispatchAfterSeconds": 5},
-                        # A restarted dispatcher (a new identity) waits for the old leader lease to expire.
-                        leaderElection={"leaseDurationSeconds": 3, "renewDeadlineSeconds": 2,
-                                        "retryPeriodSeconds": 0.5},
-                        **sections)
+                        leaderElection=election, **sections)
 
 
 @contextlib.contextmanager
@@ -412,6 +412,7 @@ def test_a_standby_dispatcher_takes_over_when_the_leader_is_killed(cluster_env):
     fit nowhere, parked in the shards), and every pod is bound exactly once."""
     from urllib.request import urlopen
 
+    from common.runtime.identity import replica_identity
     from common.runtime.leader_election import ELECTION_ROLE
 
     url, store, start = cluster_env
@@ -425,7 +426,9 @@ def test_a_standby_dispatcher_takes_over_when_the_leader_is_killed(cluster_env):
         assert time.monotonic() < deadline, "the standby never started"
         time.sleep(0.1)
     leader, standby = dispatchers["0"], dispatchers["1"]
-    assert store.list_leases(ELECTION_ROLE) == {name: leader}
+    standby_identity = replica_identity(cfg.leader_election.identity, "dispatcher", "1")
+    assert store.list_leases(ELECTION_ROLE) == {
+        name: replica_identity(cfg.leader_election.identity, "dispatcher", "0")}
     reply = cluster.status("dispatcher", standby)
     assert reply.counters["leader"] == 0 and reply.queues["pending"] >= 20, "a standby follows the pods"
     with urlopen(f"http://{reply.metrics}/readyz", timeout=5) as resp:
@@ -439,7 +442,7 @@ def test_a_standby_dispatcher_takes_over_when_the_leader_is_killed(cluster_env):
     def kill_the_leader(bound):
         cluster.kill("dispatcher", 0)
         killed_at = time.monotonic()
-        while store.list_leases(ELECTION_ROLE).get(name) != standby:
+        while store.list_leases(ELECTION_ROLE).get(name) != standby_identity:
             assert time.monotonic() - killed_at < 30, "the standby never took over"
             time.sleep(0.05)
         took_over.append(time.monotonic() - killed_at)

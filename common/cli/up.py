@@ -78,7 +78,15 @@ def cmd_up(args) -> int:
     os.makedirs(log_dir, exist_ok=True)
     print(f"logs: {log_dir}", flush=True)
     stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    # every exit we can see stops the children and removes the secrets' directory (the
+    # children also die with us on a kill -9: common/local_cluster.die_with_parent)
+    def stop(*_):
+        if not stopping:  # the first one interrupts whatever runs (a start, say); later ones wait
+            stopping.append(True)
+            raise KeyboardInterrupt
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, stop)
     with contextlib.ExitStack() as stack:
         url = args.store or cfg.store.url or stack.enter_context(EmbeddedRedis(password=True)).url
         store = open_configured(cfg, url)

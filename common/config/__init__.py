@@ -25,6 +25,8 @@ import yaml
 
 from . import kube_config, plugin_args, profile_plugins
 from .. import plugins
+from ..model import yaml_input
+from ..runtime import identity
 from .validation import FieldError
 
 API_VERSION = "shardsched.io/v1alpha1"
@@ -152,6 +154,9 @@ SCHEMA = {
         "retryPeriodSeconds": _f(2, "Time between attempts to acquire or renew the Lease.", minimum=0.1,
                                  maximum=3600),
         "resourceName": _s("shardsched-dispatcher", "Name of the dispatcher's Lease."),
+        "identity": _s("{hostname}_{role}-{id}", "This replica's holder identity in the Lease, the same across its "
+                       "restarts so that a restarted leader takes it back at once: `{hostname}` (a pod's name), "
+                       "`{role}` and `{id}` (its --id) are filled in. Two live replicas must not share one."),
     },
     "shards": {
         "count": _i(2, "Scheduler shard processes started by `shardsched up`.", minimum=1),
@@ -161,6 +166,10 @@ SCHEMA = {
                               maximum=65535),
         "assumeTtlSeconds": _f(30, "Forget an assumed pod if neither its binding nor a rejection "
                                "arrives within this time.", minimum=1),
+        "decisionTimeoutSeconds": _f(20, "A decision a binder has not answered within this time is withdrawn "
+                                     "and decided again for the partition's current holder (a binder stuck "
+                                     "without dying; a frozen one loses its stream to keepalive sooner).",
+                                     minimum=1),
         "podInitialBackoffSeconds": _f(1, "First backoff of a pod that failed to schedule.", minimum=0),
         "podMaxBackoffSeconds": _f(10, "Longest backoff (doubles each attempt up to this).", minimum=0),
         "unschedulableMaxSeconds": _f(300, "An unschedulable pod is retried at least this often.",
@@ -405,6 +414,7 @@ class LeaderElectionConfig(Section):
     renew_deadline_seconds: float
     retry_period_seconds: float
     resource_name: str
+    identity: str
 
 
 @_section(SCHEMA["shards"]["optimizations"])
@@ -423,6 +433,7 @@ class ShardsConfig(Section):
     base_port: int
     metrics_base_port: int
     assume_ttl_seconds: float
+    decision_timeout_seconds: float
     pod_initial_backoff_seconds: float
     pod_max_backoff_seconds: float
     unschedulable_max_seconds: float
@@ -631,6 +642,8 @@ def _check_leader_election(le: LeaderElectionConfig) -> None:
                           f"({le.renew_deadline_seconds / ELECTION_JITTER:g}), got {le.retry_period_seconds:g}")
     if not le.resource_name:
         raise ConfigError("leaderElection.resourceName", "must not be empty")
+    if (why := identity.check(le.identity)) is not None:
+        raise ConfigError("leaderElection.identity", why)
 
 
 def defaults() -> Config:
@@ -676,11 +689,16 @@ def load_with_notes(path: str | None) -> tuple[Config, list[str]]:
         return validate({}), []
     try:
         with open(path) as fh:
-            doc = yaml.safe_load(fh)
+            text = fh.read()
+        # bounded: a linear scan refuses a too deep document before PyYAML reads it, and
+        # aliases are held to go-yaml's rule (common/model/yaml_input.py)
+        doc = yaml_input.read_single(text)
     except OSError as e:
         raise ConfigError(path, f"cannot read: {e.strerror}", unreadable=True) from None
-    except yaml.YAMLError as e:
+    except (yaml_input.Unreadable, UnicodeDecodeError) as e:
         raise ConfigError(path, f"not valid YAML: {e}", unreadable=True) from None
+    except yaml_input.Refused as e:
+        raise ConfigError(path, f"{e.reason} (at line {e.line})") from None
     return validate_with_notes(doc)
 
 

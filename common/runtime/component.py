@@ -24,7 +24,7 @@ from . import health
 from ..config import Config
 from ..errors import StoreUnavailable
 from .logs import ErrorLog
-from .security import CHANNEL_OPTIONS, Security
+from .security import SERVER_OPTIONS, Security
 from .version import VERSION
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ class Component(rpc.ComponentServicer):
         """Add the role's own services (the Status service is always added)."""
 
     def serve(self, workers: int = 16) -> None:
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=CHANNEL_OPTIONS,
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=SERVER_OPTIONS,
                              interceptors=self.security.interceptors())
         rpc.add_ComponentServicer_to_server(self, server)
         self.register(server)

@@ -4,6 +4,11 @@ The dispatcher holds one to each shard (pods out, reports back) and each shard o
 binder (decisions out, outcomes back). Both owners run a single-threaded loop, so a link
 never calls back into it: what arrives is put into the owner's inbox as (kind, link, message),
 and the end of the stream as (kind, link, None), for the loop to handle between its steps.
+
+A link to a peer that stops answering without dying (SIGSTOP, a VM stall, a partition without
+a reset) ends: keepalive pings on every channel (common/runtime/wire.py) end an established stream
+within wire.KEEPALIVE_S + wire.KEEPALIVE_TIMEOUT_S, and a stream not connected within
+wire.CONNECT_TIMEOUT_S is cancelled. Each is logged.
 """
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ import queue
 import threading
 
 import grpc
+
+from .wire import CONNECT_TIMEOUT_S
 
 
 log = logging.getLogger(__name__)
@@ -35,6 +42,19 @@ class StreamLink:
         self._responses = open_stream(self._channel, self._requests())
         log.info("stream to %s at %s opened", peer, address)
         threading.Thread(target=self._receive, daemon=True, name=f"link-{peer}").start()
+        # A peer frozen before it answered the connection would hold the stream for gRPC's
+        # 20 s connect timeout; once connected, keepalive (common/runtime/wire.py) notices it.
+        self._ready = grpc.channel_ready_future(self._channel)
+        timer = threading.Timer(CONNECT_TIMEOUT_S, self._connected_or_give_up)
+        timer.daemon = True
+        timer.start()
+
+    def _connected_or_give_up(self) -> None:
+        if self.alive and not self._ready.done():
+            log.warning("stream to %s at %s: not connected within %g s, giving it up", self.peer,
+                        self.address, CONNECT_TIMEOUT_S)
+            self._responses.cancel()
+        self._ready.cancel()
 
     def _requests(self):
         while True:

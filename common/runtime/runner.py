@@ -10,6 +10,7 @@ import logging
 import sys
 
 from .. import config as config_mod
+from . import orphans
 from .component import stop_on_signals
 from ..errors import StoreUnavailable
 from .logs import FORMATS, setup
@@ -48,6 +49,7 @@ def add_logging_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(role: str, args, build) -> int:
     """Load the config, open the store, run the component until SIGTERM/SIGINT."""
+    orphans.die_with_parent()  # started by `up` (or a LocalCluster): never outlive it
     setup(f"{role}-{args.id}", args.verbosity, args.log_format)
     try:
         cfg, notes = config_mod.load_with_notes(args.config)

@@ -24,14 +24,13 @@ import secrets
 
 import grpc
 
+#: Message size limits and keepalive of every channel and server (common/runtime/wire.py).
+from .wire import CHANNEL_OPTIONS, SERVER_OPTIONS  # noqa: F401
+
 log = logging.getLogger(__name__)
 
 MODES = ("none", "token", "mtls")
 _METADATA_KEY = "authorization"
-#: Messages may carry thousands of pods; gRPC's 4 MiB default is too small for that.
-MAX_MESSAGE = 256 * 1024 * 1024
-CHANNEL_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE),
-                   ("grpc.max_receive_message_length", MAX_MESSAGE)]
 
 
 class SecurityError(ValueError):

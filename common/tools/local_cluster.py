@@ -23,6 +23,7 @@ from collections import Counter
 import grpc
 
 from .. import config as config_mod
+from ..runtime import orphans
 from ..runtime.component import status_of
 from ..scheduling.partition import PARTITION_ROLE
 from ..runtime.security import Security, new_token
@@ -85,8 +86,9 @@ class LocalCluster:
         if self.free_metrics_ports:
             cmd += ["--metrics-port", "0"]
         log = open(self.log_path(role, index), "ab")
+        # the child dies with us (common/runtime/orphans.py)
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                env={**os.environ, **env} if env else None)
+                                env={**os.environ, **(env or {}), **orphans.child_env()})
         log.close()
         self.procs[(role, index)] = proc
         life = self._life.setdefault((role, index), [0.0, 0, None])

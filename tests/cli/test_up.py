@@ -130,3 +130,47 @@ def test_up_that_cannot_start_says_why_and_keeps_its_logs(tmp_path):
     assert done.stdout.startswith(f"logs: {tmp_path / 'logs'}\n")
     assert "binder 0 exited with status" in done.stderr and "Traceback" not in done.stderr
     assert "cannot listen" in (tmp_path / "logs" / "binder-0.log").read_text()
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for a reaper is dead)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _secrets_dir(pid: int) -> Path:
+    """Where a child of `up` reads its config (the store's password, the links' token)."""
+    args = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    return Path(args[args.index("--config") + 1]).parent
+
+
+def test_kill_9_of_up_leaves_no_process_behind(tmp_path):
+    """The children die with `up` (PR_SET_PDEATHSIG): they used to keep running, retrying a
+    dead store, after a kill -9 of `up` (only the embedded redis-server died with it)."""
+    proc, out = _start_up(tmp_path, "--nodes", "10")
+    children = _descendants(proc.pid)
+    assert len(children) >= 5, out  # redis-server, a binder, two shards, the dispatcher
+    proc.kill()
+    proc.communicate(timeout=30)
+    killed = time.monotonic()
+    while alive := [pid for pid in children if _alive(pid)]:
+        assert time.monotonic() - killed < 20, f"left running after kill -9 of up: {alive}"
+        time.sleep(0.1)
+    print(f"every child of up gone {time.monotonic() - killed:.2f} s after its kill -9")
+
+
+def test_sighup_of_up_stops_everything_and_removes_its_secrets(tmp_path):
+    """A closed terminal (SIGHUP) is an exit `up` sees: it stops its children and removes the
+    directory holding the store's password and the token, as on Ctrl-C and SIGTERM (SIGHUP
+    used to kill `up` at once, leaving both)."""
+    proc, out = _start_up(tmp_path)
+    children = _descendants(proc.pid)
+    secrets = {_secrets_dir(pid) for pid in children if b"--config" in Path(f"/proc/{pid}/cmdline").read_bytes()}
+    assert len(secrets) == 1 and next(iter(secrets)).exists()
+    proc.send_signal(signal.SIGHUP)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert not any(_alive(pid) for pid in children)
+    assert not any(d.exists() for d in secrets)

@@ -48,7 +48,8 @@ def test_an_empty_file_is_kube_schedulers_default_profile():
     assert cfg.store.qps == 50 and cfg.store.burst == 100
     assert cfg.shards.pod_initial_backoff_seconds == 1 and cfg.shards.pod_max_backoff_seconds == 10
     assert cfg.leader_election.to_dict() == {"leaderElect": True, "leaseDurationSeconds": 15, "renewDeadlineSeconds": 10,
-                                     "retryPeriodSeconds": 2, "resourceName": "shardsched-dispatcher"}
+                                     "retryPeriodSeconds": 2, "resourceName": "shardsched-dispatcher",
+                                     "identity": "{hostname}_{role}-{id}"}
     assert cfg.threshold.mode == "adaptive"
 
 
@@ -60,7 +61,8 @@ def test_top_level_fields_map_onto_shardsched_sections():
     assert cfg.threshold.mode == "percentage" and cfg.threshold.percentage == 40
     assert (cfg.shards.pod_initial_backoff_seconds, cfg.shards.pod_max_backoff_seconds) == (2, 20)
     assert cfg.leader_election.to_dict() == {"leaderElect": False, "leaseDurationSeconds": 90, "renewDeadlineSeconds": 60,
-                                     "retryPeriodSeconds": 0.5, "resourceName": "my-scheduler"}
+                                     "retryPeriodSeconds": 0.5, "resourceName": "my-scheduler",
+                                     "identity": "{hostname}_{role}-{id}"}
     assert cfg.store.kubeconfig == "/etc/kube.conf"
     assert (cfg.store.qps, cfg.store.burst) == (0, 7)  # a negative qps: no limit
 

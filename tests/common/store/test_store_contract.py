@@ -617,11 +617,17 @@ def test_objects_a_store_cannot_hold_are_refused_by_name_and_the_rest_created(st
 def test_leases_expire_and_can_be_dropped(store):
     import time
 
-    store.put_lease("shard", "s1", "127.0.0.1:7001", ttl_s=0.3)
+    # A TTL long enough for the next three calls on a busy machine (0.3 s was not, on kube://
+    # with the two cores loaded); its expiry is then waited for.
+    ttl = 2.0
+    put = time.monotonic()
+    store.put_lease("shard", "s1", "127.0.0.1:7001", ttl_s=ttl)
     store.put_lease("shard", "s2", "127.0.0.1:7002", ttl_s=30)
     store.put_lease("binder", "b1", "127.0.0.1:7100", ttl_s=30)
-    assert store.list_leases("shard") == {"s1": "127.0.0.1:7001", "s2": "127.0.0.1:7002"}
-    time.sleep(0.4)
+    listed = store.list_leases("shard")
+    if time.monotonic() - put < ttl:
+        assert listed == {"s1": "127.0.0.1:7001", "s2": "127.0.0.1:7002"}
+    time.sleep(max(0.0, put + ttl + 0.2 - time.monotonic()))
     assert store.list_leases("shard") == {"s2": "127.0.0.1:7002"}
     store.put_lease("shard", "s1", "127.0.0.1:7001", ttl_s=30)  # a renewal after expiry
     store.drop_lease("shard", "s2")

@@ -1,0 +1,98 @@
+"""A shard's decisions to a binder that stopped answering or lost its partition are withdrawn
+and decided again for the current holder, exactly once (issue 29, item 1)."""
+from __future__ import annotations
+
+import queue
+import time
+from types import SimpleNamespace
+
+from builders import make_config
+from common.scheduling.partition import PARTITION_ROLE
+from common.store.memory import MemoryStore
+from proto import shardsched_pb2 as pb
+from shard.server import BinderClient
+
+
+class FakeLink:
+    def __init__(self, address: str):
+        self.address, self.held, self.alive, self.sent = address, set(), True, []
+
+    def send(self, message) -> None:
+        self.sent.append(message)
+
+    def close(self) -> None:
+        self.alive = False
+
+
+def client(store, timeout: float = 20) -> BinderClient:
+    cfg = make_config(binders={"count": 1}, shards={"decisionTimeoutSeconds": timeout})
+    c = BinderClient(store, "0", cfg, queue.SimpleQueue(), lambda name: None, security=None)
+    links: dict = {}
+    c._link = lambda address: links.setdefault(address, FakeLink(address))
+    c.fake_links = links
+    return c
+
+
+def decide(c: BinderClient, key: str) -> None:
+    entry = SimpleNamespace(pod=SimpleNamespace(key=key, uid="u", resource_version="1"))
+    c.commit(entry, SimpleNamespace(node="n1", victims=[]), None)
+    assert c.flush() == []
+
+
+def test_a_decision_whose_partition_moved_is_withdrawn_once_and_the_old_answer_ignored():
+    store = MemoryStore()
+    assert store.acquire_lease(PARTITION_ROLE, "0", "a:1", 60)
+    c = client(store)
+    decide(c, "default/p")
+    old = c.fake_links["a:1"]
+    assert old.held == {"default/p"}
+    store.drop_lease(PARTITION_ROLE, "0", "a:1")  # a's lease ran out; b took the partition
+    assert store.acquire_lease(PARTITION_ROLE, "0", "b:1", 60)
+    c.refresh_holders()
+    (withdrawn,) = c.overdue()
+    assert withdrawn.pod_key == "default/p" and withdrawn.reason.startswith("Withdrawn: from binder at a:1")
+    assert c.overdue() == [], "withdrawn once"
+    assert [o.pod_key for *_, o in c.settle([withdrawn])] == ["default/p"]  # the loop decides again
+    decide(c, "default/p")
+    assert c.fake_links["b:1"].held == {"default/p"}
+    # a wakes and answers: that answer is not the new decision's
+    assert c.settle([pb.Outcome(pod_key="default/p", bound=False, reason="NotPartitionHolder")], old) == []
+    assert "default/p" in c.in_flight
+    assert [o.bound for *_, o in c.settle([pb.Outcome(pod_key="default/p", bound=True)],
+                                             c.fake_links["b:1"])] == [True]
+
+
+def test_a_decision_no_binder_answers_is_withdrawn_after_its_deadline():
+    store = MemoryStore()
+    assert store.acquire_lease(PARTITION_ROLE, "0", "a:1", 60)
+    c = client(store, timeout=1)
+    decide(c, "default/p")
+    assert c.overdue() == []
+    at, link, p = c.sent["default/p"]
+    c.sent["default/p"] = (at - 2, link, p)
+    (withdrawn,) = c.overdue()
+    assert "no answer within 1 s" in withdrawn.reason
+    assert c.fake_links["a:1"].held == set()
+
+
+def test_a_pod_the_binder_calls_bound_but_our_watch_shows_pending_is_retried_not_dropped():
+    """After the store came back from an older snapshot, a binder whose watch has not noticed
+    yet answers AlreadyBound for pods that are pending again: the shard used to drop them
+    (left to the dispatcher's re-dispatch, each round redispatchAfterSeconds later)."""
+    from builders import node, pod
+    from shard.server import ShardServer
+
+    store = MemoryStore()
+    store.create(node("n1"))
+    created = store.create(pod("p"))
+    server = ShardServer(make_config(), store, 0)
+    server.loop.start()
+    meta = created["metadata"]
+    server._take(pb.PodBatch(pods=[pb.PendingPod(key="default/p", uid=meta["uid"],
+                                                 resource_version=meta["resourceVersion"])]))
+    assert server.loop.schedule_next().scheduled
+    server.binders.outgoing = {}  # (not sent: no binder here)
+    server._outcomes([pb.Outcome(pod_key="default/p", node="n1", bound=False,
+                                 reason="AlreadyBound: default/p is bound to n1")])
+    assert server.counters["gone"] == 0 and "default/p" in server.loop.queue
+    assert "default/p" in server._holding()
