@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Iterable
 
-from ..model.changes import pod_status_only
 from ..errors import ObjectError
 from .informer import Informer
 from ..model.objects import CREATE_ORDER, object_key, parse_object
@@ -95,9 +94,10 @@ def same_version(known, obj: dict) -> bool:
 
 def status_update(known, obj: dict):
     """`known` (a parsed bound pod) with `obj`'s status, when `obj` is only a status update of
-    it (common.model.changes.pod_status_only: a kubelet saying it runs); None when it must be parsed
-    in full, which also reports it if it cannot be read."""
-    if known is None or not pod_status_only(known.raw, obj):
+    it (Pod.status_only, common.model.changes.pod_status_only's rule on what the pod keeps: a
+    kubelet saying it runs); None when it must be parsed in full, which also reports it if it
+    cannot be read. `known` itself when the update changes nothing it keeps (no copy)."""
+    if known is None or not known.status_only(obj):
         return None
     try:
         return known.with_status(obj)
@@ -145,9 +145,10 @@ class Intake:
 
     def parse(self, obj: dict, parse: Callable[[dict], Any] | None = None):
         """`obj` parsed (by `parse`, else common.model.objects.parse_object against the kept
-        PriorityClasses), or None when it cannot be: then reported."""
+        PriorityClasses, lean: a bound pod keeps no raw document), or None when it cannot be:
+        then reported."""
         try:
-            return parse(obj) if parse is not None else parse_object(obj, self.priority_classes)
+            return parse(obj) if parse is not None else parse_object(obj, self.priority_classes, lean=True)
         except ObjectError as e:
             self.report(e)
             return None
