@@ -359,7 +359,7 @@ class Pod:
             start_time = parse_time(started, Field(f"Pod {self.key}").at("status").at("startTime"))
         if (self.raw is None and start_time == self.start_time
                 and (status.get("phase") or self.phase) == self.phase
-                and (status.get("nominatedNodeName") or None) == self.nominated_node):
+                and (status.get("nominatedNodeName") or None) == (self.nominated_node or None)):
             return self
         p = self.bound_copy(d)
         p.start_time = start_time
