@@ -8,6 +8,7 @@ for a bound pod parsed `lean` (what the roles keep of their running pods: see Po
 from __future__ import annotations
 
 import copy
+import sys
 import weakref
 
 import orjson
@@ -49,7 +50,7 @@ def raw_pod_key(obj: dict) -> str:
     """"namespace/name" of a pod dict as a watch delivers it, without parsing the pod (the
     dispatcher, the binder and the shard read it from every event)."""
     meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+    return sys.intern(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
 
 
 def _describe(d, kind: str) -> tuple[str, str, dict]:
@@ -408,7 +409,8 @@ def parse_pod(d: dict, priority_classes: dict | None = None, lean: bool = False)
     status = f.get_dict(d, "status")
     p = Pod()
     ns = shared_str(ns)
-    p.namespace, p.name, p.key = ns, name, f"{ns}/{name}"
+    # interned: the one string for the key in the pod and in every dict keyed by it
+    p.namespace, p.name, p.key = ns, name, sys.intern(f"{ns}/{name}")
     p.uid = mf.get_str(meta, "uid")
     annotations = mf.get_str_map(meta, "annotations")
     refs = []
