@@ -216,6 +216,7 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
             churned = noise.stop() if noise is not None else None
             mem_end = processes.sample(cluster)
             shard_status = {id_: cluster.status("shard", a) for id_, a in sorted(leases["shard"].items())}
+            gc_end = processes.gc_counters(cluster, leases)
         finally:
             cluster.stop()
         verified = verify_store(store)
@@ -237,7 +238,7 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
         "running_pods_fill": filled,
         "e2e_latency_ms": {q: round(harness.percentile(latencies, n), 1) if latencies else None
                            for q, n in (("p50", 50), ("p90", 90), ("p99", 99), ("p999", 99.9))},
-        "processes": processes.figures(ready, mem_ready, mem_end, empty_fleet, running_pods),
+        "processes": processes.figures(ready, mem_ready, mem_end, empty_fleet, running_pods, gc_end),
         "conflicts": sum(s["conflicts"] for s in per_shard),
         "scheduled": len(bound_times),
         "unschedulable": pod_count - len(bound_times),

@@ -24,6 +24,11 @@ figures of its report).
   stack once more costs the run a few seconds; reading the baseline from processes that
   then watch the pods come in would have measured a different thing (pods arriving one
   event at a time, not a list), and the ready time would not include listing them.
+* `gc`: the cyclic garbage collector's full (generation 2) collections, from each
+  process's Status counters (common.runtime.gcstats) at the end of the run:
+  `gen2_collections` and `gen2_pause_max_ms` / `gen2_pause_total_ms` from its start
+  (the initial list's included), and the same `..._ready` after it was ready (its heap
+  frozen then: common.runtime.component.settle_heap).
 """
 from __future__ import annotations
 
@@ -102,8 +107,31 @@ def baseline(cfg: dict, url: str, seed: int, timeout: float) -> dict[str, int]:
         cluster.stop()
 
 
+def gc_counters(cluster: LocalCluster, leases: dict) -> dict[str, dict]:
+    """Each process's gc_* Status counters now, by "<role>-<id>" (a process that does not
+    answer is left out)."""
+    out = {}
+    for role in ("dispatcher", "shard", "binder"):
+        for id_, address in sorted(leases.get(role, {}).items()):
+            try:
+                counters = cluster.status(role, address).counters
+            except Exception:
+                continue
+            out[f"{role}-{id_}"] = {k: v for k, v in counters.items() if k.startswith("gc_")}
+    return out
+
+
+def _gc_row(counters: dict) -> dict:
+    row = {}
+    for suffix in ("", "_ready"):
+        row[f"gen2_collections{suffix}"] = counters.get(f"gc_gen2_collections{suffix}", 0)
+        row[f"gen2_pause_max_ms{suffix}"] = round(counters.get(f"gc_gen2_pause_max_us{suffix}", 0) / 1000, 1)
+        row[f"gen2_pause_total_ms{suffix}"] = round(counters.get(f"gc_gen2_pause_total_us{suffix}", 0) / 1000, 1)
+    return row
+
+
 def figures(ready: dict[str, float], at_ready: dict, at_end: dict, empty: dict | None,
-            running_pods: int) -> dict[str, dict]:
+            running_pods: int, gc: dict | None = None) -> dict[str, dict]:
     """The report's `processes`: {"<role>-<id>": {ready_s, peak_rss_mb, bytes_per_running_pod,
     ...}}; bytes_per_running_pod is None without running pods or a baseline."""
     out = {}
@@ -122,5 +150,7 @@ def figures(ready: dict[str, float], at_ready: dict, at_end: dict, empty: dict |
             row["empty_fleet_rss_mb"] = round(empty[key] / MB, 1)
             if running_pods and hwm_ready is not None:
                 row["bytes_per_running_pod"] = round((hwm_ready - empty[key]) / running_pods)
+        if gc and key in gc:
+            row["gc"] = _gc_row(gc[key])
         out[key] = row
     return out

@@ -254,7 +254,7 @@ class BinderServer(Component, rpc.BinderServicer):
             return f"UIDMismatch: {key} was recreated"
         if pod.deleting:
             return f"PodNotFound: {key} is being deleted"
-        if (pod.raw.get("spec") or {}).get("schedulingGates"):
+        if pod.scheduling_gates:
             return f"SchedulingGated: {key} has scheduling gates"
         if key in view.reserved:
             return f"InFlight: a decision for {key} is being committed"

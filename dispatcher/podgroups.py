@@ -16,7 +16,8 @@ import time
 from common.errors import Conflict
 from common.runtime.intake import Kind
 from common.model.objects import raw_pod_key
-from common.model.podgroup import GroupIndex, object_key_of, status_differs, status_of
+from common.model.podgroup import POD_GROUP_LABEL, GroupIndex, object_key_of, status_differs, status_of
+from common.store.base import ListSkip
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,8 @@ class GroupStatus:
         self.dirty: set[str] = set()
         self._written_at = 0.0
         #: what it keeps of each kind (common.runtime.intake), among the dispatcher's declarations
-        self.kinds = [Kind("PodGroup", handle=self._apply_group), Kind("Pod", handle=self._apply_pod)]
+        self.kinds = [Kind("PodGroup", handle=self._apply_group),
+                      Kind("Pod", handle=self._apply_pod, skip_listed=ListSkip((POD_GROUP_LABEL,)))]
 
     def _apply_group(self, type_: str, obj: dict) -> None:
         self.index.apply_group(type_, obj)

@@ -41,6 +41,7 @@ from common.model.objects import TERMINAL_PHASES, raw_pod_key
 from common.model.podgroup import raw_group_key
 from common.runtime.identity import replica_identity
 from common.runtime.wire import split
+from common.store.base import ListSkip
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
@@ -121,7 +122,9 @@ class Dispatcher(Component):
         self.group_pending: Counter = Counter()  # pod group -> its pending pods here
         self.group_status = GroupStatus(store, self.errors)
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
-        self.intake = Intake([*self.group_status.kinds, Kind("Pod", handle=self._apply_pod)])
+        # Pending pods only: the initial list passes over bound pods unread (but for the
+        # pod groups' members, which the PodGroups' status counts).
+        self.intake = Intake([*self.group_status.kinds, Kind("Pod", handle=self._apply_pod, skip_listed=ListSkip())])
         self.apply = self.intake.apply
         self.informer = self.intake.informer(store, self._relist)
         self._membership_at = 0.0

@@ -30,7 +30,9 @@ def node_unchanged(old: dict, new: dict) -> bool:
 def pod_status_only(old: dict, new: dict) -> bool:
     """Whether `new` is a status update of the bound pod `old` that leaves what it holds as it
     was: the same uid, node, spec, labels and annotations, not being deleted, and its phase on
-    the same side of terminal (Pending -> Running, a new IP, container states, a start time)."""
+    the same side of terminal (Pending -> Running, a new IP, container states, a start time).
+    The roles, which keep no document of a bound pod, judge the same rule on what they keep
+    (common.model.objects.Pod.status_only)."""
     om, nm = old.get("metadata") or {}, new.get("metadata") or {}
     if (om.get("uid") != nm.get("uid") or nm.get("deletionTimestamp") or old.get("spec") != new.get("spec")
             or om.get("labels") != nm.get("labels") or om.get("annotations") != nm.get("annotations")):

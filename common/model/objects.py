@@ -2,11 +2,13 @@
 
 Objects are parsed once (from orjson output) and every field the scheduler reads is kept in
 a form that plugins use directly: resource vectors, compiled selectors, taint objects.
-The original dict stays in `raw` so stores and reports can round-trip it unchanged.
+The original dict stays in `raw` so stores and reports can round-trip it unchanged, except
+for a bound pod parsed `lean` (what the roles keep of their running pods: see Pod).
 """
 from __future__ import annotations
 
 import copy
+import sys
 import weakref
 
 import orjson
@@ -16,6 +18,7 @@ from ..errors import ObjectError
 # below the object model and importable from here too, as they always were.
 from .parsing import TERMINAL_PHASES, parse_metadata, parse_resource_list, parse_time, resource_vector_at
 from .podgroup import POD_GROUP_LABEL, parse_pod_group
+from .interning import shared_map, shared_refs, shared_str
 from .resources import INT64_MAX, parse_amount
 from .selectors import (Field, LabelSelector, parse_label_selector, parse_node_selector_term, parse_taint,
                         parse_toleration)
@@ -41,7 +44,7 @@ def raw_pod_key(obj: dict) -> str:
     """"namespace/name" of a pod dict as a watch delivers it, without parsing the pod (the
     dispatcher, the binder and the shard read it from every event)."""
     meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+    return sys.intern(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
 
 
 def _describe(d, kind: str) -> tuple[str, str, dict]:
@@ -274,7 +277,16 @@ def _effective_requests(spec: dict, f: Field, missing: dict | None, checked: boo
 
 class Pod:
     """A parsed pod. `requests` is its resource vector; `hold` (common.model.resources.SlotHold, or
-    None) keeps the vector's extended slots assigned for as long as the pod lives."""
+    None) keeps the vector's extended slots assigned for as long as the pod lives.
+
+    A bound pod parsed `lean` (as every role parses pods: each keeps every running pod) has
+    no `raw` document: it holds only the fields the plugins, checks and accounting read, its
+    labels and annotations shared with the other pods that have the same (FrozenMaps,
+    common.model.interning), its owner references, namespace and node name shared too, and
+    everything parsed from its spec shared with the pods of the same spec. `spec` is that
+    shared spec as a document (one per distinct spec, its nodeName aside): enough to tell a
+    status-only update (`status_only`) without the pod's own document. A pending pod keeps
+    `raw` (the queue and the pod's own scheduling cycle read it)."""
 
     kind = "Pod"
     __slots__ = (
@@ -283,7 +295,7 @@ class Pod:
         "nonzero", "host_ports", "tolerations", "node_selector", "required_node_terms",
         "preferred_node_terms", "affinity", "anti_affinity", "spread_constraints", "images",
         "creation_time", "start_time", "phase", "nominated_node", "deleting", "resource_version",
-        "scheduling_gates", "volumes", "raw", "hold",
+        "scheduling_gates", "volumes", "raw", "hold", "spec",
     )
 
     @property
@@ -320,22 +332,48 @@ class Pod:
         """
         p = copy.copy(self)
         status = d.get("status") or {}
-        p.node_name = d["spec"]["nodeName"]
-        p.phase = status.get("phase") or self.phase
+        p.node_name = shared_str(d["spec"]["nodeName"])
+        p.phase = shared_str(status.get("phase") or self.phase)
         p.nominated_node = status.get("nominatedNodeName") or None
         p.resource_version = (d.get("metadata") or {}).get("resourceVersion") or self.resource_version
-        p.raw = d
+        p.raw = None  # a bound pod keeps no document (see the class doc)
         return p
 
     def with_status(self, d: dict) -> "Pod":
-        """This bound pod as `d`, an update of its status only (common.model.changes.pod_status_only),
-        shows it: phase and start time from `d`, everything else as parsed before. Raises
-        ObjectError when the new start time does not parse."""
-        p = self.bound_copy(d)
-        started = (d.get("status") or {}).get("startTime")
+        """This bound pod as `d`, an update of its status only (`status_only`), shows it:
+        phase and start time from `d`, everything else as parsed before. Raises ObjectError
+        when the new start time does not parse.
+
+        When nothing the pod keeps changes (new IPs, conditions, container states: most of
+        a running pod's updates), it is this pod itself: nothing is allocated or kept for
+        the update, and `resource_version` stays the version last applied that changed it."""
+        status = d.get("status") or {}
+        started = status.get("startTime")
+        start_time = self.start_time
         if started:
-            p.start_time = parse_time(started, Field(f"Pod {self.key}").at("status").at("startTime"))
+            start_time = parse_time(started, Field(f"Pod {self.key}").at("status").at("startTime"))
+        if (self.raw is None and start_time == self.start_time
+                and (status.get("phase") or self.phase) == self.phase
+                and (status.get("nominatedNodeName") or None) == (self.nominated_node or None)):
+            return self
+        p = self.bound_copy(d)
+        p.start_time = start_time
         return p
+
+    def status_only(self, new: dict) -> bool:
+        """Whether `new` is a status update of this bound pod that leaves what it holds as it
+        was (common.model.changes.pod_status_only, judged against what the pod keeps rather
+        than its document): the same uid, node, spec, labels and annotations, not being
+        deleted, and its phase on the same side of terminal."""
+        nm = new.get("metadata") or {}
+        spec = new.get("spec")
+        if (self.uid != nm.get("uid") or nm.get("deletionTimestamp") or spec.__class__ is not dict
+                or spec.get("nodeName") != self.node_name or self.spec is None
+                or not _same_spec(self.spec, spec)
+                or self.labels != (nm.get("labels") or {}) or self.annotations != (nm.get("annotations") or {})):
+            return False
+        new_phase = (new.get("status") or {}).get("phase")
+        return (self.phase in TERMINAL_PHASES) == (new_phase in TERMINAL_PHASES)
 
     def __repr__(self):
         return f"Pod({self.key})"
@@ -344,7 +382,18 @@ class Pod:
 EMPTY_AFFINITY = ((), ())
 
 
-def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
+def _same_spec(ref: dict, new: dict) -> bool:
+    """Whether two pod specs are equal but for nodeName (compared in C, nothing copied)."""
+    if len(new) - ("nodeName" in new) != len(ref) - ("nodeName" in ref):
+        return False
+    for k, v in ref.items():
+        if k != "nodeName" and (k not in new or new[k] != v):
+            return False
+    return True
+
+
+def parse_pod(d: dict, priority_classes: dict | None = None, lean: bool = False) -> Pod:
+    """`d` parsed; `lean`: a bound pod keeps no `raw` document (see Pod)."""
     ns, name, _ = _describe(d, "Pod")
     f = Field(f"Pod {ns}/{name}")
     meta, ns, name, labels = parse_metadata(d, f, namespaced=True)
@@ -353,22 +402,26 @@ def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
     sf = f.at("spec")
     status = f.get_dict(d, "status")
     p = Pod()
-    p.namespace, p.name, p.key = ns, name, f"{ns}/{name}"
+    ns = shared_str(ns)
+    # interned: the one string for the key in the pod and in every dict keyed by it
+    p.namespace, p.name, p.key = ns, name, sys.intern(f"{ns}/{name}")
     p.uid = mf.get_str(meta, "uid")
-    p.labels = labels
-    p.annotations = mf.get_str_map(meta, "annotations")
+    annotations = mf.get_str_map(meta, "annotations")
     refs = []
     for i, r in enumerate(mf.get_list(meta, "ownerReferences")):
         rf = mf.at("ownerReferences").at(i)
         r = rf.dict(r)
-        refs.append(OwnerRef(rf.get_str(r, "kind", required=True), rf.get_str(r, "name", required=True),
-                             rf.get_str(r, "uid"), bool(r.get("controller"))))
-    p.owner_refs = tuple(refs)
+        refs.append((rf.get_str(r, "kind", required=True), rf.get_str(r, "name", required=True),
+                     rf.get_str(r, "uid"), bool(r.get("controller"))))
+    p.owner_refs = shared_refs(tuple(refs), OwnerRef)
     parsed_spec = _spec_fields(spec, sf, ns, labels)
+    p.spec = parsed_spec.spec if parsed_spec.spec is not None else spec
+    p.labels = shared_map(labels)
+    p.annotations = shared_map(annotations)
     (p.images, p.scheduler_name, p.priority_class_name, p.priority, p.preemption_policy, p.nonzero,
      p.host_ports, p.tolerations, p.node_selector, p.required_node_terms, p.preferred_node_terms,
      p.affinity, p.anti_affinity, p.spread_constraints) = parsed_spec.fields
-    p.node_name = sf.get_str(spec, "nodeName")
+    p.node_name = shared_str(sf.get_str(spec, "nodeName"))
     p.scheduling_gates = _scheduling_gates(spec, sf) if spec.get("schedulingGates") else ()
     p.volumes = parse_pod_volumes(spec, sf, name) if spec.get("volumes") else ()  # names depend on the pod
     if priority_classes is not None:
@@ -377,11 +430,11 @@ def parse_pod(d: dict, priority_classes: dict | None = None) -> Pod:
         p.priority = SYSTEM_PRIORITY_CLASSES.get(p.priority_class_name, 0)
     p.creation_time = parse_time(meta.get("creationTimestamp"), mf.at("creationTimestamp"))
     p.start_time = parse_time(status.get("startTime"), f.at("status").at("startTime")) or p.creation_time
-    p.phase = f.at("status").get_str(status, "phase", default="Pending")
+    p.phase = shared_str(f.at("status").get_str(status, "phase", default="Pending"))
     p.nominated_node = f.at("status").get_str(status, "nominatedNodeName")
     p.deleting = bool(meta.get("deletionTimestamp"))
     p.resource_version = str(meta.get("resourceVersion") or "")
-    p.raw = d
+    p.raw = None if lean and p.node_name else d
     p.requests, p.hold = parsed_spec.requests(spec, sf)
     return p
 
@@ -392,10 +445,13 @@ class _SpecParse:
     a weak reference to its hold. Pods share that vector and hold while the hold lives; once
     it is gone its slots may be another resource's, so the next pod gets a new vector."""
 
-    __slots__ = ("fields", "amounts", "built")
+    __slots__ = ("fields", "amounts", "built", "spec")
 
     def __init__(self, fields: tuple, amounts: dict):
         self.fields, self.amounts, self.built = fields, amounts, None
+        #: the spec it was parsed from (nodeName aside, as a remembered parse's key), which
+        #: the pods of this spec share as Pod.spec; None until remembered
+        self.spec = None
 
     def requests(self, spec: dict, sf: Field) -> tuple:
         built = self.built  # read once: another thread may replace it
@@ -451,6 +507,7 @@ def _spec_fields(spec: dict, sf: Field, ns: str, labels: dict) -> _SpecParse:
     fields = _SPEC_MEMO.get(key)
     if fields is None:
         fields = _parse_spec(spec, sf, ns, labels)
+        fields.spec = orjson.loads(body)  # its own copy: no pod's document is kept for it
         if len(_SPEC_MEMO) >= _SPEC_MEMO_SIZE:
             _SPEC_MEMO.clear()
         _SPEC_MEMO[key] = fields
@@ -670,8 +727,9 @@ _PARSERS = {"Pod": parse_pod, "Node": parse_node, "PodDisruptionBudget": parse_p
             "StorageClass": parse_storage_class, "CSINode": parse_csi_node}
 
 
-def parse_object(d, priority_classes: dict | None = None):
-    """Parse any supported kind; raises ObjectError naming the object and field."""
+def parse_object(d, priority_classes: dict | None = None, lean: bool = False):
+    """Parse any supported kind; raises ObjectError naming the object and field. `lean`: a
+    bound pod keeps no raw document (Pod)."""
     if not isinstance(d, dict):
         raise ObjectError("<object>", "<root>", f"must be a mapping, got {type(d).__name__}")
     kind = d.get("kind")
@@ -680,5 +738,5 @@ def parse_object(d, priority_classes: dict | None = None):
         raise ObjectError(f"{kind or '<no kind>'} {meta.get('name', '<unnamed>')}", "kind",
                           f"unsupported kind {kind!r} (one of {', '.join(KINDS)})")
     if kind == "Pod":
-        return parse_pod(d, priority_classes)
+        return parse_pod(d, priority_classes, lean)
     return _PARSERS[kind](d)

@@ -13,16 +13,28 @@ from .selectors import Field
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
+_TIMES: dict = {}
+
+
 def parse_time(value, f: Field) -> float:
-    """RFC 3339 timestamp to epoch seconds (0.0 when absent)."""
+    """RFC 3339 timestamp to epoch seconds (0.0 when absent). Pods created together share
+    their timestamps (to the second): a recent one is parsed once and its float shared."""
     if not value:
         return 0.0
+    if value.__class__ is str:
+        t = _TIMES.get(value)
+        if t is not None:
+            return t
     if isinstance(value, datetime):  # PyYAML turns unquoted timestamps into datetimes
         return value.timestamp()
     try:
-        return datetime.fromisoformat(f.str(value)).timestamp()
+        t = datetime.fromisoformat(f.str(value)).timestamp()
     except ValueError:
         raise f.error(f"invalid timestamp {value!r}") from None
+    if len(_TIMES) >= 4096:
+        _TIMES.clear()
+    _TIMES[value] = t
+    return t
 
 
 def parse_metadata(d: dict, f: Field, namespaced: bool):

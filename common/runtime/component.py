@@ -20,7 +20,7 @@ import grpc
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
-from . import health
+from . import gcstats, health
 from ..config import Config
 from ..errors import StoreUnavailable
 from .logs import ErrorLog
@@ -59,6 +59,7 @@ class Component(rpc.ComponentServicer):
 
     def __init__(self, cfg: Config, store, index: int, port: int | None = None,
                  metrics_port: int | None = None, registry=None):
+        gcstats.install()  # from the start: the initial list's collections count too
         own = getattr(cfg, self.section)
         self.id = str(index)
         self.store = store
@@ -102,7 +103,8 @@ class Component(rpc.ComponentServicer):
         return []
 
     def Status(self, request, context):
-        counters = {**self.counters, **self.gauges(), "skipped_records": self.store.skipped_records}
+        counters = {**self.counters, **self.gauges(), "skipped_records": self.store.skipped_records,
+                    **gcstats.install().counters()}
         return pb.StatusReply(role=self.role, id=self.id, uptime_seconds=time.monotonic() - self.started,
                               queues=self.queues(), counters=counters,
                               address=self.address, metrics=self.metrics_address, peers=self.peers(),
@@ -212,9 +214,12 @@ def settle_heap() -> None:
     pauses as a quarter of a shard's time. A larger young-generation threshold also makes
     the small collections rarer; nothing here creates cycles that need prompt collection.
     """
+    pauses = gcstats.install()
     gc.collect()
     gc.freeze()
     gc.set_threshold(50_000, 50, 100)
+    gc.enable()  # (a process's runner disables it while the initial lists load)
+    pauses.ready()
 
 
 def stop_on_signals(component: Component) -> None:

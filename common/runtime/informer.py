@@ -32,9 +32,12 @@ class Informer:
     """
 
     def __init__(self, store, kinds: Iterable[str], on_event: Callable[[str, str, dict], None],
-                 on_relist: Callable[[], None] | None = None):
+                 on_relist: Callable[[], None] | None = None, skips: dict | None = None):
+        """`skips`: kind -> common.store.base.ListSkip, what the owner's lists may pass over
+        unread (a dispatcher's bound pods)."""
         self.store = store
         self.kinds = tuple(kinds)
+        self.skips = dict(skips or {})
         self.on_event = on_event
         self.on_relist = on_relist
         self.rv: str | None = None
@@ -65,19 +68,29 @@ class Informer:
         listed = []
         rv = None
         kind_rvs = {}
+        list_iter = getattr(self.store, "list_iter", None)
         for kind in self.kinds:
-            objs, kind_rv = self.store.list(kind, cached=True)
+            # One object at a time where the store can (each decoded when delivered, and
+            # what the owner does not keep freed at once): a million pods never held whole.
+            if list_iter is not None:
+                objs, kind_rv = list_iter(kind, cached=True, skip=self.skips.get(kind))
+            else:
+                objs, kind_rv = self.store.list(kind, cached=True)
             listed.append((kind, objs))
             kind_rvs[kind] = kind_rv
             # Events after the oldest of the per-kind versions cover every list.
             rv = kind_rv if rv is None else min(rv, kind_rv, key=rv_order)
+        counts = []
         for kind, objs in listed:
+            n = 0
             for obj in objs:
+                n += 1
                 self._deliver("ADDED", kind, obj, rv)
+            counts.append(f"{n} {kind}")
+        del listed
         self.rv = rv
         self.kind_rv = kind_rvs
-        log.info("listed %s in %.2f s (resourceVersion %s)",
-                 ", ".join(f"{len(objs)} {kind}" for kind, objs in listed), time.monotonic() - t, rv)
+        log.info("listed %s in %.2f s (resourceVersion %s)", ", ".join(counts), time.monotonic() - t, rv)
 
     def sync(self, timeout: float = 0.0, max_events: int = 10000) -> int:
         """Apply the events since the last sync (waiting up to `timeout` for the first)."""

@@ -18,6 +18,10 @@ A declaration applies its kind in one of three ways:
 * `handle`: `handle(type_, obj)` with the raw object, for kinds a role follows closely
   (pods, nodes, PodGroups); it parses what it needs through `Intake.parse`.
 
+A declaration may also say what its kind's initial list may pass over unread (`skip_listed`,
+a common.store.base.ListSkip: the dispatcher, which needs pending pods only, skips bound
+ones); the list skips a pod only when every declaration of the kind allows it.
+
 and may add `then()`, called after each event `keep` or `put`/`drop` applied (what to wake
 up), `parse` (the kind's parse function; common.model.objects.parse_object by default), and
 `current(key)` with `unchanged(old_raw, new_raw)`: an update `unchanged` finds no different
@@ -36,7 +40,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Iterable
 
-from ..model.changes import pod_status_only
 from ..errors import ObjectError
 from .informer import Informer
 from ..model.objects import CREATE_ORDER, object_key, parse_object
@@ -57,6 +60,9 @@ class Kind:
     parse: Callable[[dict], Any] | None = None
     current: Callable[[str], Any] | None = None
     unchanged: Callable[[dict, dict], bool] | None = None
+    #: what the initial list may pass over unread (common.store.base.ListSkip; kind Pod):
+    #: used only when every declaration of the kind allows it, as what all of them skip
+    skip_listed: Any = None
 
     def __post_init__(self):
         ways = [self.keep is not None, self.put is not None or self.drop is not None, self.handle is not None]
@@ -68,6 +74,8 @@ class Kind:
             raise ValueError(f"{self.kind}: a handler parses and wakes what it needs itself")
         if (self.current is None) != (self.unchanged is None):
             raise ValueError(f"{self.kind}: current and unchanged go together")
+        if self.skip_listed is not None and self.kind != "Pod":
+            raise ValueError(f"{self.kind}: only a Pod list can skip what it does not need")
 
 
 #: the kinds a common.scheduling.volumes.VolumeState keeps
@@ -95,9 +103,10 @@ def same_version(known, obj: dict) -> bool:
 
 def status_update(known, obj: dict):
     """`known` (a parsed bound pod) with `obj`'s status, when `obj` is only a status update of
-    it (common.model.changes.pod_status_only: a kubelet saying it runs); None when it must be parsed
-    in full, which also reports it if it cannot be read."""
-    if known is None or not pod_status_only(known.raw, obj):
+    it (Pod.status_only, common.model.changes.pod_status_only's rule on what the pod keeps: a
+    kubelet saying it runs); None when it must be parsed in full, which also reports it if it
+    cannot be read. `known` itself when the update changes nothing it keeps (no copy)."""
+    if known is None or not known.status_only(obj):
         return None
     try:
         return known.with_status(obj)
@@ -126,6 +135,14 @@ class Intake:
             by_kind.setdefault(d.kind, []).append(d)
         #: the kinds to watch, in the order they are listed
         self.kinds = tuple(k for k in CREATE_ORDER if k in by_kind)
+        #: kind -> what its initial list may pass over (every declaration of it agreeing)
+        self.skips = {}
+        for kind, decls in by_kind.items():
+            if all(d.skip_listed is not None for d in decls):
+                skip = decls[0].skip_listed
+                for d in decls[1:]:
+                    skip = skip | d.skip_listed
+                self.skips[kind] = skip
         self._routes: dict[str, Callable[[str, dict], None]] = {
             kind: self._route(kind, decls) for kind, decls in by_kind.items()}
 
@@ -141,13 +158,14 @@ class Intake:
                  apply: Callable[[str, str, dict], None] | None = None) -> Informer:
         """An informer over the declared kinds that feeds `apply` (a role that applies under a
         lock passes its own, which calls this intake's)."""
-        return Informer(store, self.kinds, apply or self.apply, on_relist)
+        return Informer(store, self.kinds, apply or self.apply, on_relist, self.skips)
 
     def parse(self, obj: dict, parse: Callable[[dict], Any] | None = None):
         """`obj` parsed (by `parse`, else common.model.objects.parse_object against the kept
-        PriorityClasses), or None when it cannot be: then reported."""
+        PriorityClasses, lean: a bound pod keeps no raw document), or None when it cannot be:
+        then reported."""
         try:
-            return parse(obj) if parse is not None else parse_object(obj, self.priority_classes)
+            return parse(obj) if parse is not None else parse_object(obj, self.priority_classes, lean=True)
         except ObjectError as e:
             self.report(e)
             return None

@@ -50,6 +50,46 @@ def rv_order(rv: str) -> tuple[int, int]:
     return int(ms), int(seq or 0)
 
 
+class ListSkip:
+    """What a reader's initial list may pass over unread: pods bound to a node, unless they
+    carry one of the labels `unless` (e.g. the pod-group label, for a reader that counts a
+    group's bound members). A store that keeps a pod's node apart from its document (Redis'
+    state record) skips such a pod before decoding it: its document is only searched for
+    the labels' names as bytes, which can only keep a pod that might carry one. Others
+    decode it and look (`skips`)."""
+
+    __slots__ = ("unless", "markers")
+
+    def __init__(self, unless: Iterable[str] = ()):
+        self.unless = tuple(sorted(set(unless)))
+        self.markers = tuple(f'"{k}"'.encode() for k in self.unless)
+
+    def skips(self, obj: dict) -> bool:
+        """Whether the (decoded) pod `obj` is passed over."""
+        if not (obj.get("spec") or {}).get("nodeName"):
+            return False
+        labels = (obj.get("metadata") or {}).get("labels")
+        return not (isinstance(labels, dict) and any(k in labels for k in self.unless))
+
+    def skips_record(self, node: str, data: bytes) -> bool:
+        """Whether the stored pod `data` (undecoded JSON) bound to `node` ("" = none) is
+        passed over: bound, and none of the labels' names appear anywhere in it."""
+        return bool(node) and not any(m in data for m in self.markers)
+
+    def __or__(self, other: "ListSkip") -> "ListSkip":
+        """What both may pass over: bound pods with none of either's labels."""
+        return ListSkip(self.unless + other.unless)
+
+    def __eq__(self, other):
+        return isinstance(other, ListSkip) and self.unless == other.unless
+
+    def __hash__(self):
+        return hash(self.unless)
+
+    def __repr__(self):
+        return f"ListSkip(unless={list(self.unless)})"
+
+
 def check_kind(kind: str) -> None:
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
@@ -125,6 +165,23 @@ class ClusterStore(ABC):
         """All objects of `kind` and the rv this snapshot reflects. `cached`: a list that may
         lag a little behind the newest writes, as an informer's first list may (its watch
         brings it up to date), where a store has a cheaper one (the API server's watch cache)."""
+
+    def list_iter(self, kind: str, cached: bool = False,
+                  skip: ListSkip | None = None) -> tuple[Iterator[dict], str]:
+        """`list`, for a reader that applies each object once and keeps what it needs: the
+        objects one at a time (a backend decodes each only when it is reached, and lets go of
+        what it has handed out, so a list of a million pods is never held whole), without the
+        pods `skip` passes over (kind Pod only). The snapshot and its rv are taken at once,
+        as `list`'s are."""
+        objs, rv = self.list(kind, cached)
+
+        def each():
+            while objs:
+                obj = objs.pop()
+                if skip is None or not skip.skips(obj):
+                    yield obj
+        objs.reverse()
+        return each(), rv
 
     @abstractmethod
     def get(self, kind: str, key: str) -> dict | None:

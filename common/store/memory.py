@@ -72,6 +72,20 @@ class MemoryStore(ClusterStore):
             rv = str(self._rv)
         return [orjson.loads(d) for d in items], rv
 
+    def list_iter(self, kind: str, cached: bool = False, skip=None):
+        check_kind(kind)
+        with self._cond:
+            items = list(self._objects[kind].values())
+            rv = str(self._rv)
+        items.reverse()
+
+        def each():
+            while items:
+                obj = orjson.loads(items.pop())
+                if skip is None or kind != "Pod" or not skip.skips(obj):
+                    yield obj
+        return each(), rv
+
     def get(self, kind: str, key: str) -> dict | None:
         check_kind(kind)
         with self._cond:

@@ -276,3 +276,23 @@ def test_a_gated_pod_waits_in_the_dispatcher_and_goes_out_once_its_gates_are_rem
     d._dispatch()
     assert [k for link in d.shards.values() for k in link.sent] == ["ns/g"]
     assert d.pending["ns/g"].rv == "7"  # the shard waits for its watch to show the ungated pod
+
+
+def test_the_dispatchers_initial_list_passes_over_bound_pods_but_pod_group_members():
+    """It needs pending pods only: a bound pod is never delivered to it (on Redis never even
+    decoded), but for a pod group's bound members, which the PodGroup's status counts."""
+    store = MemoryStore()
+    store.create(pod_group("g", 2, ns="ns"))
+    store.create(pending("waiting"))
+    store.create(pending("running"))
+    store.create(pending("member", group="g"))
+    for name in ("running", "member"):
+        store.bind(f"ns/{name}", "n1")
+    d = Dispatcher(config.defaults(), store, port=0, seed=1)
+    seen = []
+    apply = d.informer.on_event
+    d.informer.on_event = lambda type_, kind, obj: (seen.append((kind, obj["metadata"]["name"])), apply(type_, kind, obj))
+    d.informer.start()
+    assert sorted(name for kind, name in seen if kind == "Pod") == ["member", "waiting"]
+    assert set(d.pending) == {"ns/waiting"}
+    assert set(d.group_status.index.members["ns/g"]) == {"ns/member"}

@@ -254,3 +254,26 @@ def test_zone_tree_interleaves_zones_and_reordered_table_stays_consistent():
     table.check()
     assert table.names[1] == "n3" and table.requested[1][0] == 100
     assert list(table.pod_counts("all", lambda p: True)) == [0, 1, 0, 0, 0, 0]
+
+
+def test_the_shard_keeps_no_document_of_a_bound_pod_and_shares_equal_labels():
+    """Every running pod is counted on its node without its JSON; a status-only update of it
+    (a kubelet's new IP) allocates nothing: the kept pod stays as it is."""
+    from common.store.memory import MemoryStore
+    from common import config
+    from shard.loop import ShardLoop
+    from builders import node, pod
+    store = MemoryStore()
+    store.create(node("n1"))
+    for name in ("a", "b"):
+        store.create(pod(name, "100m", labels={"app": "web"}, node_name="n1"))
+    loop = ShardLoop(config.defaults(), store)
+    loop.start()
+    a, b = loop.cache.nodes["n1"].pods["default/a"], loop.cache.nodes["n1"].pods["default/b"]
+    assert a.raw is None and b.raw is None and loop.pods["default/a"] is a
+    assert a.labels is b.labels
+    update = store.get("Pod", "default/a")
+    update["status"]["podIP"] = "10.0.0.7"
+    store.update_status(update)
+    loop.sync()
+    assert loop.cache.nodes["n1"].pods["default/a"] is a and loop.pods["default/a"] is a

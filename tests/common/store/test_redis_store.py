@@ -102,3 +102,21 @@ def test_a_history_rolled_back_to_an_older_snapshot_makes_readers_relist(store, 
     with pytest.raises(ResourceVersionTooOld, match="rolled back"):
         store.poll(since, timeout=0.1)
     assert [e.obj["metadata"]["name"] for e in store.poll(snapshot, timeout=0.1)] == ["c"]
+
+
+def test_a_paged_list_leaves_out_what_was_written_after_its_snapshot_and_the_watch_brings_it(
+        store, r, monkeypatch):
+    """list_iter reads the objects in pages after one snapshot of the state records: an
+    object written or deleted in between is not listed (in its newer version, which would
+    come before the older events the watch replays); the watch from the list's rv brings it."""
+    import common.store.redis_store as redis_store
+    monkeypatch.setattr(redis_store, "_LIST_PAGE", 2)
+    for name in ("a", "b", "c", "d", "e"):
+        store.create(pod(name))
+    objs, rv = store.list_iter("Pod")  # the snapshot is taken; pages are read as it goes
+    store.bind("default/d", "n1")
+    store.delete("Pod", "default/e")
+    assert sorted(o["metadata"]["name"] for o in objs) == ["a", "b", "c"]
+    events = store.poll(rv, timeout=0.5)
+    assert [(e.type, e.obj["metadata"]["name"]) for e in events] == [("MODIFIED", "d"), ("DELETED", "e")]
+    assert events[0].obj["spec"]["nodeName"] == "n1"

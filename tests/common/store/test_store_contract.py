@@ -661,3 +661,26 @@ def test_open_store_schemes():
     assert isinstance(open_store("memory://"), MemoryStore)
     with pytest.raises(ValueError, match="unsupported store URL"):
         open_store("etcd://127.0.0.1:2379")
+
+
+def test_list_iter_is_the_list_one_object_at_a_time_and_skips_only_bound_pods_without_the_labels(store):
+    """`list_iter` yields what `list` returns, in its order, at the same rv; with a ListSkip
+    it passes over bound pods, but not pending ones nor bound ones carrying a label it names
+    (the dispatcher's pod-group members)."""
+    from common.model.podgroup import POD_GROUP_LABEL
+    from common.store.base import ListSkip
+    from builders import labelled_api_pod
+    store.create(node("n1"))
+    store.create(pod("pending"))
+    for name in ("bound", "member"):
+        store.create(labelled_api_pod(name, {POD_GROUP_LABEL: "g"} if name == "member" else {"app": "x"}))
+        store.bind(f"default/{name}", "n1")
+    listed, rv = store.list("Pod")
+    objs, iter_rv = store.list_iter("Pod")
+    assert [o["metadata"]["name"] for o in objs] == [o["metadata"]["name"] for o in listed]
+    assert iter_rv == rv
+    objs, _ = store.list_iter("Pod", skip=ListSkip((POD_GROUP_LABEL,)))
+    assert sorted(o["metadata"]["name"] for o in objs) == ["member", "pending"]
+    objs, _ = store.list_iter("Pod", skip=ListSkip())
+    assert [o["metadata"]["name"] for o in objs] == ["pending"]
+    assert [o["metadata"]["name"] for o in store.list_iter("Node", skip=ListSkip())[0]] == ["n1"]

@@ -1,0 +1,78 @@
+"""What a process keeps of a running pod (common.model.objects.Pod, common.model.interning):
+no document for a bound pod parsed lean, shared read-only labels, annotations and owner
+references, and status-only updates judged (and applied) on what the pod keeps."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from common.model.interning import FrozenMap
+from common.model.objects import parse_pod
+from common.runtime.intake import status_update
+from builders import pod
+
+
+def running(name: str, node: str = "n1", **kw) -> dict:
+    d = pod(name, "100m", labels={"app": "web", "tier": "front"}, node_name=node, owner="ReplicaSet/web-abc",
+            phase="Running", **kw)
+    d["metadata"]["annotations"] = {"team": "a"}
+    return d
+
+
+def test_a_bound_pod_parsed_lean_keeps_no_document_a_pending_one_and_a_plain_parse_do():
+    assert parse_pod(running("a"), lean=True).raw is None
+    assert parse_pod(running("a")).raw is not None  # tools and the CLI read the document
+    pending = pod("p", "100m")
+    assert parse_pod(pending, lean=True).raw is pending  # its queue and cycle read it
+
+
+def test_equal_labels_annotations_and_owners_of_two_pods_are_one_read_only_object():
+    a, b = parse_pod(running("a"), lean=True), parse_pod(running("b", "n2"), lean=True)
+    assert a.labels is b.labels and a.labels == {"app": "web", "tier": "front"}
+    assert a.annotations is b.annotations
+    assert a.owner_refs is b.owner_refs and a.controller().name == "web-abc"
+    assert a.namespace is b.namespace
+    assert isinstance(a.labels, dict) and isinstance(a.labels, FrozenMap)
+    with pytest.raises(TypeError):
+        a.labels["app"] = "db"
+    with pytest.raises(TypeError):
+        a.labels.update(app="db")
+    assert copy.deepcopy(a.labels) is a.labels and dict(a.labels) == a.labels
+    other = parse_pod(pod("c", "100m", labels={"app": "db"}, node_name="n1"), lean=True)
+    assert other.labels is not a.labels and other.labels == {"app": "db"}
+
+
+def test_a_status_only_update_of_a_bound_pod_is_recognised_on_what_it_keeps():
+    d = running("a")
+    known = parse_pod(d, lean=True)
+    update = copy.deepcopy(d)
+    update["status"]["podIP"] = "10.0.0.9"
+    update["metadata"]["resourceVersion"] = "99"
+    assert known.status_only(update)
+    # nothing it keeps changed: the same object, nothing allocated or kept for the update
+    assert status_update(known, update) is known
+    update["status"]["phase"] = "Failed"
+    assert not known.status_only(update)  # terminal now: it frees its room
+    for change in (lambda u: u["spec"].update(priority=5),
+                   lambda u: u["spec"].update(nodeName="n2"),
+                   lambda u: u["metadata"].update(labels={"app": "db"}),
+                   lambda u: u["metadata"].update(annotations={}),
+                   lambda u: u["metadata"].update(uid="other"),
+                   lambda u: u["metadata"].update(deletionTimestamp="2026-01-01T00:00:00Z")):
+        u = copy.deepcopy(d)
+        change(u)
+        assert not known.status_only(u)
+
+
+def test_a_status_update_that_changes_what_the_pod_keeps_gives_a_new_bound_pod_without_a_document():
+    d = running("a")
+    d["status"]["phase"] = "Pending"
+    known = parse_pod(d, lean=True)
+    update = copy.deepcopy(d)
+    update["status"].update(phase="Running", startTime="2026-01-01T00:00:10Z")
+    update["metadata"]["resourceVersion"] = "7"
+    new = status_update(known, update)
+    assert new is not known and new.phase == "Running" and new.resource_version == "7"
+    assert new.raw is None and new.labels is known.labels and new.requests is known.requests
+    assert known.phase == "Pending"  # the kept version is never changed in place
