@@ -109,8 +109,9 @@ PLUGIN_OF = {spec.binder_check: name for name, spec in SPECS.items() if spec.bin
 
 
 def profile_checks(cfg, cross_node: bool = True) -> dict[str, tuple]:
-    """schedulerName -> the checks for that profile's pods: the filters it runs, with its
-    NodeResourcesFit's ignored resources, and the volume checks always."""
+    """schedulerName -> the checks for that profile's pods: the filters it runs, each as the
+    profile's args configure it (NodeResourcesFit's ignored resources), and the volume checks
+    always."""
     out = {}
     for i, profile in enumerate(cfg.profiles):
         runs = filters(profile)
