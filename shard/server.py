@@ -19,6 +19,7 @@ from common.runtime.events import FAILED_SCHEDULING, WARNING, StatusWriter, pod_
 from common.runtime.links import StreamLink
 from common.runtime.metrics import ShardMetrics
 from common.scheduling.partition import PARTITION_ROLE, partition_of
+from common.scheduling.volume_binding import bind_timeout
 from common.runtime.wire import MAX_REQUEST, size_of, split
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
@@ -78,6 +79,10 @@ class BinderClient:
         #: pod key -> (sent at, link, partition) of each decision a binder has not answered
         self.sent: dict[str, tuple] = {}
         self.decision_timeout = cfg.shards.decision_timeout_seconds
+        self.cfg = cfg
+        #: pod key -> how long its decision may go unanswered, where longer than
+        #: decision_timeout (a pod whose claims the binder binds first)
+        self.patience: dict[str, float] = {}
         #: outcomes of decisions withdrawn from binders (for the loop to settle)
         self.withdrawn: list = []
         self.outgoing: dict[int, list] = {}      # partition -> decisions of this pass
@@ -86,6 +91,10 @@ class BinderClient:
     def _decision(self, entry, result) -> pb.Decision:
         pod, node = entry.pod, result.node
         self.in_flight[pod.key] = (entry, result)
+        if any(v.claim for v in pod.volumes):
+            # the binder answers once the pod's claims are bound (VolumeBinding's PreBind waits
+            # up to bindTimeoutSeconds): only past that is the silence a stuck binder's
+            self.patience[pod.key] = self.decision_timeout + bind_timeout(self.cfg, pod.scheduler_name)
         return pb.Decision(pod_key=pod.key, pod_uid=pod.uid or "", node=node,
                            victims=[pb.Victim(key=v.key, uid=v.uid or "") for v in result.victims],
                            pod_resource_version=pod.resource_version)
@@ -119,6 +128,7 @@ class BinderClient:
         by_link: dict = {}
         for key in keys:
             _, link, p = self.sent.pop(key)
+            self.patience.pop(key, None)
             link.held.discard(key)
             by_link.setdefault(link.address, []).append(key)
             self.withdrawn.append(pb.Outcome(pod_key=key, bound=False,
@@ -131,9 +141,14 @@ class BinderClient:
         """Outcomes of the decisions withdrawn since the last call: those no binder answered
         within shards.decisionTimeoutSeconds, and those whose partition moved."""
         now = time.monotonic()
-        late = [k for k, (at, _, _) in self.sent.items() if now - at > self.decision_timeout]
+        late: dict[float, list] = {}
+        for k, (at, _, _) in self.sent.items():
+            limit = self.patience.get(k, self.decision_timeout)
+            if now - at > limit:
+                late.setdefault(limit, []).append(k)
+        for limit, keys in late.items():
+            self._withdraw(keys, f"no answer within {limit:g} s")
         if late:
-            self._withdraw(late, f"no answer within {self.decision_timeout:g} s")
             self.refresh_holders()
         out, self.withdrawn = self.withdrawn, []
         return out
@@ -219,6 +234,7 @@ class BinderClient:
                     continue  # withdrawn from this binder: decided again, answered elsewhere
                 link.held.discard(o.pod_key)
             self.sent.pop(o.pod_key, None)
+            self.patience.pop(o.pod_key, None)
             held = self.in_flight.pop(o.pod_key, None)
             if held is not None:
                 out.append((*held, o))
@@ -235,6 +251,7 @@ class BinderClient:
         self.holders = {p: a for p, a in self.holders.items() if a != link.address}
         for k in link.held:
             self.sent.pop(k, None)
+            self.patience.pop(k, None)
         return [pb.Outcome(pod_key=k, bound=False, reason="BinderUnavailable: stream lost")
                 for k in list(link.held)]
 

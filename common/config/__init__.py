@@ -168,7 +168,9 @@ SCHEMA = {
                                "arrives within this time.", minimum=1),
         "decisionTimeoutSeconds": _f(20, "A decision a binder has not answered within this time is withdrawn "
                                      "and decided again for the partition's current holder (a binder stuck "
-                                     "without dying; a frozen one loses its stream to keepalive sooner).",
+                                     "without dying; a frozen one loses its stream to keepalive sooner); a "
+                                     "pod with claims also gets its profile's VolumeBinding "
+                                     "bindTimeoutSeconds, which the binder may wait for them to bind.",
                                      minimum=1),
         "podInitialBackoffSeconds": _f(1, "First backoff of a pod that failed to schedule.", minimum=0),
         "podMaxBackoffSeconds": _f(10, "Longest backoff (doubles each attempt up to this).", minimum=0),

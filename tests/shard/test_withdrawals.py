@@ -34,7 +34,7 @@ def client(store, timeout: float = 20) -> BinderClient:
 
 
 def decide(c: BinderClient, key: str) -> None:
-    entry = SimpleNamespace(pod=SimpleNamespace(key=key, uid="u", resource_version="1"))
+    entry = SimpleNamespace(pod=SimpleNamespace(key=key, uid="u", resource_version="1", volumes=[]))
     c.commit(entry, SimpleNamespace(node="n1", victims=[]), None)
     assert c.flush() == []
 
@@ -96,3 +96,30 @@ def test_a_pod_the_binder_calls_bound_but_our_watch_shows_pending_is_retried_not
                                  reason="AlreadyBound: default/p is bound to n1")])
     assert server.counters["gone"] == 0 and "default/p" in server.loop.queue
     assert "default/p" in server._holding()
+
+
+def test_a_decision_waiting_for_its_volumes_is_given_the_binding_timeout_too():
+    """The binder answers a pod whose claims it binds only once they are bound (VolumeBinding's
+    PreBind, up to bindTimeoutSeconds): such a decision is not withdrawn after
+    decisionTimeoutSeconds alone (it used to be, and sent again every 20 s while it waited)."""
+    store = MemoryStore()
+    assert store.acquire_lease(PARTITION_ROLE, "0", "a:1", 60)
+    cfg = make_config(binders={"count": 1}, shards={"decisionTimeoutSeconds": 1},
+                      plugin_config={"VolumeBinding": {"bindTimeoutSeconds": 30}})
+    c = BinderClient(store, "0", cfg, queue.SimpleQueue(), lambda name: None, security=None)
+    links: dict = {}
+    c._link = lambda address: links.setdefault(address, FakeLink(address))
+    volumes = [SimpleNamespace(claim="data")]
+    for key, vols in (("default/claims", volumes), ("default/plain", [])):
+        pod = SimpleNamespace(key=key, uid="u", resource_version="1", volumes=vols, scheduler_name="shardsched")
+        c.commit(SimpleNamespace(pod=pod), SimpleNamespace(node="n1", victims=[]), None)
+    assert c.flush() == []
+    for key in ("default/claims", "default/plain"):
+        at, link, p = c.sent[key]
+        c.sent[key] = (at - 2, link, p)
+    (withdrawn,) = c.overdue()
+    assert withdrawn.pod_key == "default/plain" and "no answer within 1 s" in withdrawn.reason
+    at, link, p = c.sent["default/claims"]
+    c.sent["default/claims"] = (at - 30, link, p)
+    (withdrawn,) = c.overdue()
+    assert withdrawn.pod_key == "default/claims" and "no answer within 31 s" in withdrawn.reason
