@@ -150,7 +150,7 @@ def print_bench(doc: dict) -> None:
                   "bytes/running pod"):
             p.add_column(c, justify="right")
         for key, row in doc["processes"].items():
-            p.add_row(key, *(str(row.get(c)) for c in ("ready_s", "peak_rss_mb", "rss_ready_mb", "vmrss_ready_mb",
+            p.add_row(key, *("-" if row.get(c) is None else str(row[c]) for c in ("ready_s", "peak_rss_mb", "rss_ready_mb", "vmrss_ready_mb",
                                                          "empty_fleet_rss_mb", "bytes_per_running_pod")))
         console.print(p)
     s = Table(title="per shard")
