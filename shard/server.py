@@ -19,7 +19,7 @@ from common.runtime.events import FAILED_SCHEDULING, WARNING, StatusWriter, pod_
 from common.runtime.links import StreamLink
 from common.runtime.metrics import ShardMetrics
 from common.scheduling.partition import PARTITION_ROLE, partition_of
-from common.scheduling.volume_binding import bind_timeout
+from common.scheduling.volume_binding import BIND_TIMEOUT_S, bind_timeout
 from common.runtime.wire import MAX_REQUEST, size_of, split
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
@@ -79,7 +79,8 @@ class BinderClient:
         #: pod key -> (sent at, link, partition) of each decision a binder has not answered
         self.sent: dict[str, tuple] = {}
         self.decision_timeout = cfg.shards.decision_timeout_seconds
-        self.cfg = cfg
+        #: schedulerName -> its profile's VolumeBinding bindTimeoutSeconds (resolved once)
+        self.bind_timeouts = {p.scheduler_name: bind_timeout(cfg, p.scheduler_name) for p in cfg.profiles}
         #: pod key -> how long its decision may go unanswered, where longer than
         #: decision_timeout (a pod whose claims the binder binds first)
         self.patience: dict[str, float] = {}
@@ -94,7 +95,8 @@ class BinderClient:
         if any(v.claim for v in pod.volumes):
             # the binder answers once the pod's claims are bound (VolumeBinding's PreBind waits
             # up to bindTimeoutSeconds): only past that is the silence a stuck binder's
-            self.patience[pod.key] = self.decision_timeout + bind_timeout(self.cfg, pod.scheduler_name)
+            wait = self.bind_timeouts.get(pod.scheduler_name, BIND_TIMEOUT_S)
+            self.patience[pod.key] = self.decision_timeout + wait
         return pb.Decision(pod_key=pod.key, pod_uid=pod.uid or "", node=node,
                            victims=[pb.Victim(key=v.key, uid=v.uid or "") for v in result.victims],
                            pod_resource_version=pod.resource_version)
