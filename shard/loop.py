@@ -69,7 +69,24 @@ class ShardLoop:
 
     def sync(self, timeout: float = 0.0) -> int:
         """Apply the store's events since the last sync; relists if history was trimmed."""
-        return self.informer.sync(timeout)
+        n = self.informer.sync(timeout)
+        self._expire_assumptions()
+        return n
+
+    def _expire_assumptions(self) -> None:
+        """Forget assumptions the watch never confirmed; a pod among them that is still ours
+        and pending in the watch is scheduled again. Its binding was lost: the store came back
+        from a snapshot older than it while this watch had not got that far (so it saw no gap
+        and did not relist). Left alone it stayed held here, and the dispatcher, seeing it
+        held, never handed it to anyone else."""
+        for key in self.cache.expire():
+            known = self.pods.get(key)
+            if (known is None or known.node_name or known.deleting or not self.owner.owns(known)
+                    or key in self.queue or key in self.waiting):
+                continue
+            log.warning("the binding of %s never showed up in the watch within %.0f s (did the store "
+                        "roll back?): scheduling it again", key, self.cache.assume_ttl)
+            self.intake.enqueue(known)
 
     # --- cycles -------------------------------------------------------------------------------
 
@@ -80,7 +97,7 @@ class ShardLoop:
             entry = self.queue.pop()
         if entry is None:
             return None
-        self.cache.expire()
+        self._expire_assumptions()
         t = time.perf_counter()
         cloned = self.scheduler.refresh()
         snapshot_s = time.perf_counter() - t

@@ -57,6 +57,18 @@ def _env(tmp_path, **redis_options):
             for c in started:
                 c.stop()
             store.close()
+            _print_warnings(tmp_path)
+
+
+def _print_warnings(log_dir) -> None:
+    """The processes' warnings and errors, for the report of a failed test (pytest shows a
+    fixture's output only then): what CI printed of a stall was the count of bound pods."""
+    for path in sorted(log_dir.glob("*.log")):
+        lines = [ln for ln in path.read_text(errors="replace").splitlines()
+                 if "WARNING" in ln or "ERROR" in ln or "Traceback" in ln]
+        if lines:
+            print(f"--- {path.name}: {len(lines)} warnings/errors, the last 20:")
+            print("\n".join(lines[-20:]))
 
 
 @pytest.fixture

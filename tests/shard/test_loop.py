@@ -285,3 +285,35 @@ def test_store_committer_binds_volumes_first_and_fails_when_nothing_provisions()
     retry = loop.schedule_next()
     assert retry.node == first.node
     assert store.get("Pod", "default/db")["spec"]["nodeName"] == first.node
+
+
+def test_a_binding_the_watch_never_shows_is_scheduled_again_after_the_assume_ttl():
+    """The binder said bound, but the store's history never shows the binding (Redis came back
+    from a snapshot older than it, and this shard's watch had not got that far, so it saw no
+    gap to relist after). Once the assumption expires the pod, still ours and pending in the
+    watch, is scheduled again, even with nothing else queued: the expiry used to run only
+    when activeQ had a pod, and the pod was never retried (the dispatcher saw it held)."""
+    from builders import Clock
+    from shard.loop import ShardLoop
+
+    clock = Clock(1000.0)
+    store = MemoryStore()
+    store.create(node("n1", cpu="2"))
+    store.create(pod("p", "1"))
+    sent = []
+
+    class Recorder:  # keeps the decision; the store never sees a binding
+        def commit(self, entry, result, budgets):
+            sent.append((entry, result))
+
+    loop = ShardLoop(make_config(), store, committer=Recorder(), clock=clock)
+    loop.start()
+    assert loop.schedule_next().node == "n1"
+    entry, result = sent.pop()
+    loop.finish_binding(entry, result, True)
+    loop.sync()
+    assert loop.schedule_next() is None             # assumed bound: nothing to do
+    clock.now += loop.cache.assume_ttl + 1
+    loop.sync()
+    again = loop.schedule_next()
+    assert again is not None and again.pod.key == "default/p" and again.node == "n1"
