@@ -112,7 +112,7 @@ class ShardLoop:
         unit = group.index_key
         members = self.groups.members.get(unit, {})
         placed = [k for k, m in members.items() if m.live and (m.node is not None or self.cache.counted(k) is not None)]
-        remaining = [k for k, m in members.items() if m.live and m.node is None and k != entry.pod.key
+        remaining = [k for k, m in members.items() if m.live and k != entry.pod.key and k not in placed
                      and k in self.queue and k not in self.gated]
         if len(placed) + len(remaining) >= group.min_member:
             return []  # the members still to try may make it
@@ -160,12 +160,15 @@ class ShardLoop:
             self._bind_unit(unit, [(entry, result)] + [(wp.entry, wp.result) for wp in self.waiting.take_ready(unit)])
 
     def _unit(self, pod, prof) -> str | None:
-        """The pod group `pod` is committed with: its group's key when the PodGroup exists
-        and the profile schedules groups of its kind (Coscheduling, GangScheduling)."""
+        """The pod group `pod` is committed with: its group's key when the PodGroup exists,
+        is a gang (a kube PodGroup may be `basic`) and the profile schedules groups of its
+        kind (Coscheduling, GangScheduling)."""
         if not prof.gang:
             return None
         group = self.groups.get(group_key(pod))
-        return group.index_key if group is not None and group.kind in prof.gang else None
+        if group is None or group.kind not in prof.gang or group.policy != GANG:
+            return None
+        return group.index_key
 
     def release_waiting(self) -> int:
         """Bind the waiting pods every plugin allowed (a group's members as one unit); undo
