@@ -28,31 +28,38 @@ import logging
 import time
 
 from common.scheduling.checks import Judged, first_failure
-from common.model.podgroup import INTENT_ANNOTATION, Intent, group_key, object_key_of, victims_break_group
+from common.model.podgroup import (INTENT_ANNOTATION, KIND, NATIVE_KIND, Intent, group_key, index_key_of, store_ref,
+                                   victims_break_group)
 from .view import Reservation
 
 log = logging.getLogger(__name__)
 
 
 class GroupRules:
-    def __init__(self, view, gang_names: frozenset):
-        """`gang_names`: the schedulerNames whose profile schedules groups."""
+    def __init__(self, view, gang_names: dict):
+        """`gang_names`: PodGroup store kind -> the schedulerNames whose profile schedules
+        groups of that kind (Coscheduling's, GangScheduling's)."""
         self.view = view
         self.gang_names = gang_names
 
     def unit_failure(self, pod, size: int) -> str | None:
         """Why a unit of `size` members with `pod` cannot be bound, or None."""
         key = group_key(pod)
-        if key is None or pod.scheduler_name not in self.gang_names:
+        if key is None:
             return None
+        kind, name = store_ref(key)
+        if pod.scheduler_name not in self.gang_names.get(kind, ()):
+            return None
+        plugin = "Coscheduling" if kind == KIND else "GangScheduling"
         groups = self.view.groups
         group = groups.get(key)
         if group is None:
-            return f"Coscheduling: PodGroup {key} not found"
+            return f"{plugin}: PodGroup {name} not found"
         bound = groups.counts(key).bound
         if bound + size < group.min_member:
-            return (f"Coscheduling: pod group {key} has {bound} member(s) bound; a unit of {size} does not "
-                    f"make up its minMember {group.min_member}")
+            quorum = "minMember" if kind == KIND else "minCount"
+            return (f"{plugin}: pod group {name} has {bound} member(s) bound; a unit of {size} does not "
+                    f"make up its {quorum} {group.min_member}")
         return None
 
     def victims_failure(self, pod, victims) -> str | None:
@@ -144,7 +151,7 @@ class IntentRecovery:
         """Resolve every intent of `partition` (read afresh from the store) before this
         binder takes decisions for it; returns how many."""
         done = 0
-        for obj in self.store.list("PodGroup")[0]:
+        for obj in [o for kind in (KIND, NATIVE_KIND) for o in self.store.list(kind)[0]]:
             key, intent = self._intent(obj)
             if intent is not None and intent.partition == partition:
                 self.resolve(key, partition)
@@ -200,7 +207,7 @@ class IntentRecovery:
                     self.view.settle(k, how)
 
     def _intent(self, obj: dict):
-        key = object_key_of(obj)
+        key = index_key_of(obj)
         text = ((obj.get("metadata") or {}).get("annotations") or {}).get(INTENT_ANNOTATION)
         return key, (self._decode(key, text) if text else None)
 

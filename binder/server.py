@@ -31,7 +31,9 @@ from proto import shardsched_pb2_grpc as rpc
 
 from common.scheduling.checks import Judged, first_failure, profile_checks
 from common.scheduling.group_commit import GroupCommit, env_failpoint
+from common.config.plugin_names import COSCHEDULING, GANG_SCHEDULING
 from common.config.profile_plugins import gang_scheduler_names
+from common.model.podgroup import KIND, NATIVE_KIND
 from .commits import Commits, Pending
 from .groups import GroupPending, GroupRules, IntentRecovery, judge_unit
 from .partitions import PartitionLeases
@@ -82,7 +84,8 @@ class BinderServer(Component, rpc.BinderServicer):
         self.partition_label = binders.partition_label
         self.lock = threading.Lock()
         self.informer = self.view.intake.informer(store, self._relist, apply=self._apply)
-        self.group_rules = GroupRules(self.view, gang_scheduler_names(cfg))
+        self.group_rules = GroupRules(self.view, {KIND: gang_scheduler_names(cfg, COSCHEDULING),
+                                                  NATIVE_KIND: gang_scheduler_names(cfg, GANG_SCHEDULING)})
         self.group_commit = GroupCommit(store, failpoint=env_failpoint())
         #: Scheduled and Preempted events, written off the commit path.
         self.status = StatusWriter.from_config(cfg, store, f"shardsched-binder-{self.id}")

@@ -22,7 +22,7 @@ from common.model.changes import node_unchanged
 from common.scheduling.constraints import ConstrainedAccounting, ConstraintIndex
 from common.runtime.intake import Intake, Kind, status_update, volume_kinds
 from common.model.objects import raw_pod_key
-from common.model.podgroup import GroupIndex, object_key_of
+from common.model.podgroup import NATIVE_KIND, GroupIndex, index_key_of
 from common.scheduling.volumes import VolumeState
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,7 @@ class BinderView:
             *volume_kinds(self.volumes),
             Kind("Node", handle=self._apply_node, current=self._node, unchanged=node_unchanged),
             Kind("PodGroup", handle=self._apply_group),
+            Kind(NATIVE_KIND, handle=self._apply_group),
             Kind("Pod", handle=self._apply_pod),
         ], priority_classes=self.priority_classes, logger=log)
         self.errors = self.intake.errors
@@ -101,7 +102,7 @@ class BinderView:
 
     def _apply_group(self, type_: str, obj: dict) -> None:
         if self.groups.apply_group(type_, obj) is None and type_ != "DELETED":
-            self.intake.report(self.groups.errors[object_key_of(obj)])
+            self.intake.report(self.groups.errors[index_key_of(obj)])
 
     def _apply_pod(self, type_: str, obj: dict) -> None:
         key = raw_pod_key(obj)

@@ -1,5 +1,6 @@
-"""The dispatcher keeps each PodGroup's status current, as scheduler-plugins' PodGroup
-controller does: phase (Pending, Scheduling, Scheduled, Running, Finished, Failed) and the
+"""The dispatcher keeps each scheduler-plugins PodGroup's status current, as scheduler-plugins'
+PodGroup controller does (kube's own PodGroups are followed to keep a group on one shard, but
+their status, conditions kube-scheduler writes, is not this controller's): phase (Pending, Scheduling, Scheduled, Running, Finished, Failed) and the
 counts of members scheduled, running, succeeded and failed (common.model.podgroup.status_of).
 
 It follows PodGroups and every pod's group label from the dispatcher's own watch, marks a
@@ -16,7 +17,7 @@ import time
 from common.errors import Conflict
 from common.runtime.intake import Kind
 from common.model.objects import raw_pod_key
-from common.model.podgroup import POD_GROUP_LABEL, GroupIndex, object_key_of, status_differs, status_of
+from common.model.podgroup import KIND, NATIVE_KIND, POD_GROUP_LABEL, GroupIndex, index_key_of, status_differs, status_of
 from common.store.base import ListSkip
 
 log = logging.getLogger(__name__)
@@ -34,12 +35,12 @@ class GroupStatus:
         self.dirty: set[str] = set()
         self._written_at = 0.0
         #: what it keeps of each kind (common.runtime.intake), among the dispatcher's declarations
-        self.kinds = [Kind("PodGroup", handle=self._apply_group),
+        self.kinds = [Kind("PodGroup", handle=self._apply_group), Kind(NATIVE_KIND, handle=self._apply_group),
                       Kind("Pod", handle=self._apply_pod, skip_listed=ListSkip((POD_GROUP_LABEL,)))]
 
     def _apply_group(self, type_: str, obj: dict) -> None:
         self.index.apply_group(type_, obj)
-        self.dirty.add(object_key_of(obj))
+        self.dirty.add(index_key_of(obj))
 
     def _apply_pod(self, type_: str, obj: dict) -> None:
         group = self.index.apply_pod(type_, raw_pod_key(obj), obj)
@@ -60,8 +61,8 @@ class GroupStatus:
         written = 0
         for key in dirty:
             group = self.index.groups.get(key)
-            if group is None:
-                continue
+            if group is None or group.kind != KIND:
+                continue  # (kube's PodGroup has no such status: its scheduler writes conditions)
             status = status_of(group, self.index.counts(key))
             if not status_differs(group.raw, status):
                 continue

@@ -20,7 +20,7 @@ import logging
 from common.model.changes import node_unchanged
 from common.runtime.intake import Intake, Kind, same_version, status_update, volume_kinds
 from common.model.objects import raw_pod_key
-from common.model.podgroup import object_key_of
+from common.model.podgroup import NATIVE_KIND, index_key_of
 from common.scheduling.volumes import counts_volumes
 from . import queueing_hints as hints
 
@@ -96,6 +96,7 @@ class ShardIntake:
             *volume_kinds(scheduler.volumes, then=self._volumes_changed),
             Kind("Node", handle=self._apply_node, current=self._node, unchanged=node_unchanged),
             Kind("PodGroup", handle=self._apply_group),
+            Kind(NATIVE_KIND, handle=self._apply_group),
             Kind("Pod", handle=self.apply_pod),
         ], priority_classes=self.priority_classes, logger=log)
         self.errors = self.intake.errors
@@ -149,7 +150,7 @@ class ShardIntake:
                 self.queue.wake(hints.node_updated, old, node)
 
     def _apply_group(self, type_: str, obj: dict) -> None:
-        key = object_key_of(obj)
+        key = index_key_of(obj)
         if self.groups.apply_group(type_, obj) is None and type_ != "DELETED":
             self.intake.report(self.groups.errors[key])
         self.wake_unit(key)
@@ -264,9 +265,17 @@ class ShardIntake:
         return True
 
     def wake_unit(self, unit: str | None) -> None:
-        """Try the group's queued members now (kube's PodsToActivate for the siblings)."""
-        if unit is not None:
-            self.queue.activate(list(self.groups.members.get(unit, ())))
+        """Try the group's queued members now (kube's PodsToActivate for the siblings), and
+        ask PreEnqueue again for those it held back: the group or a member that arrived may
+        be what GangScheduling's quorum waited for (its queueing hints)."""
+        if unit is None:
+            return
+        members = list(self.groups.members.get(unit, ()))
+        for key in members:
+            pod = self.pods.get(key) if key in self.gated else None
+            if pod is not None and not pod.node_name and not pod.deleting and self.owner.owns(pod):
+                self.enqueue(pod)
+        self.queue.activate(members)
 
     def profile_for(self, pod):
         prof = self.scheduler.profiles.get(pod.scheduler_name)

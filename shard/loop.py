@@ -19,7 +19,7 @@ import logging
 import time
 
 from common.scheduling.disruption import VICTIMS_TERMINATING
-from common.model.podgroup import group_key
+from common.model.podgroup import GANG, NATIVE_KIND, group_key, unsatisfiable
 from .cache import ShardCache
 from .framework import SUCCESS
 from .intake import ProfileOwnership, ShardIntake
@@ -113,7 +113,34 @@ class ShardLoop:
             rejectors = result.rejectors | (entry.rejectors if result.skipped_by_context else frozenset())
             self.queue.requeue_unschedulable(entry, self.cache.nodes.generation if result.context_safe else 0,
                                              rejectors)
+            self.group_failed(entry, result.profile)
         return result
+
+    def group_failed(self, entry, prof) -> list[str]:
+        """After a member of a kube PodGroup (a gang) failed its cycle: when the members
+        still to try cannot make up minCount with those scheduled (bound, or waiting at
+        Permit), give up on the group as kube v1.37's pod-group cycle does: the waiting
+        members are released and the queued ones back off with the failed one, all with
+        kube's message (`minCount (M) cannot be satisfied: S scheduled, R remaining`).
+        Returns the keys of the members given that message."""
+        group = self.groups.get(group_key(entry.pod))
+        if group is None or group.kind != NATIVE_KIND or group.policy != GANG or group.kind not in prof.gang:
+            return []
+        unit = group.index_key
+        members = self.groups.members.get(unit, {})
+        placed = [k for k, m in members.items() if m.live and (m.node is not None or self.cache.counted(k) is not None)]
+        remaining = [k for k, m in members.items() if m.live and k != entry.pod.key and k not in placed
+                     and k in self.queue and k not in self.gated]
+        if len(placed) + len(remaining) >= group.min_member:
+            return []  # the members still to try may make it
+        why = unsatisfiable(group.min_member, len(placed), len(remaining))
+        waiting = [self.waiting.pods.pop(k) for k in self.waiting.in_unit(unit)]
+        for wp in waiting:
+            self._undo(wp.entry, wp.result.profile, wp.result.state, wp.result.node, why)
+        for k in remaining:
+            self.messages[k] = why
+        self.queue.hold_back(remaining, entry.backoff_until)
+        return [wp.entry.pod.key for wp in waiting] + remaining
 
     def _commit(self, entry, result) -> None:
         """Assume, Reserve and Permit; then the binding cycle, unless Permit said wait. A
@@ -150,12 +177,15 @@ class ShardLoop:
             self._bind_unit(unit, [(entry, result)] + [(wp.entry, wp.result) for wp in self.waiting.take_ready(unit)])
 
     def _unit(self, pod, prof) -> str | None:
-        """The pod group `pod` is committed with: its group's key when the profile schedules
-        groups (Coscheduling) and the PodGroup exists."""
+        """The pod group `pod` is committed with: its group's key when the PodGroup exists,
+        is a gang (a kube PodGroup may be `basic`) and the profile schedules groups of its
+        kind (Coscheduling, GangScheduling)."""
         if not prof.gang:
             return None
-        key = group_key(pod)
-        return key if key is not None and key in self.groups.groups else None
+        group = self.groups.get(group_key(pod))
+        if group is None or group.kind not in prof.gang or group.policy != GANG:
+            return None
+        return group.index_key
 
     def release_waiting(self) -> int:
         """Bind the waiting pods every plugin allowed (a group's members as one unit); undo

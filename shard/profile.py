@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from common.config.profile_plugins import resolve
-from common.config.plugin_names import COSCHEDULING
+from common.config.plugin_names import COSCHEDULING, GANG_SCHEDULING
+from common.model.podgroup import KIND, NATIVE_KIND
 from common.plugins.interface import METHOD_POINTS, implemented_points
 
 from .framework import implements
@@ -43,8 +44,11 @@ class Profile:
         #: kube takes one QueueSort plugin: one added after the default PrioritySort (as
         #: Coscheduling is) replaces it.
         self.queue_sort = sorters[-1] if sorters else None
-        #: Whether pods of a PodGroup are scheduled as a unit here (Coscheduling is on).
-        self.gang = any(p.name == COSCHEDULING for p in self.plugins)
+        #: The PodGroup kinds whose pods are scheduled as units here: scheduler-plugins' with
+        #: Coscheduling on, kube's with GangScheduling on.
+        names = {p.name for p in self.plugins}
+        self.gang = frozenset(kind for kind, plugin in ((KIND, COSCHEDULING), (NATIVE_KIND, GANG_SCHEDULING))
+                              if plugin in names)
         self.pre_filter = at("pre_filter")
         self.filters = at("filter", "filter_vec")
         self.post_filter = at("post_filter")

@@ -12,6 +12,7 @@ from common.plugins import SPECS
 
 from .plugins.balanced_allocation import NodeResourcesBalancedAllocation
 from .plugins.coscheduling import Coscheduling
+from .plugins.gang_scheduling import GangScheduling
 from .plugins.default_binder import DefaultBinder
 from .plugins.default_preemption import DefaultPreemption
 from .plugins.image_locality import ImageLocality
@@ -34,7 +35,7 @@ REGISTRY = {cls.name: cls for cls in (
     SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
     NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
     NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity,
-    ImageLocality, DefaultPreemption, DefaultBinder, Coscheduling,
+    ImageLocality, DefaultPreemption, DefaultBinder, GangScheduling, Coscheduling,
 )}
 
 

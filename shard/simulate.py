@@ -91,8 +91,10 @@ def _report(store, loop: ShardLoop, committer: StoreCommitter, pods: list, error
         entry = {"status": "Bound" if node else "Unschedulable", "node": node or None,
                  "nominatedNode": status.get("nominatedNodeName") or None, "message": "",
                  "evictedBy": None}
-        if not node and key in loop.gated:  # kube's pod status and condition message
+        if not node and key in loop.gated and spec.get("schedulingGates"):  # kube's status and message
             entry["status"], entry["message"] = SCHEDULING_GATED, GATED_MESSAGE
+        elif not node and key in loop.gated:
+            entry["message"] = loop.gated[key]  # held back by another PreEnqueue (GangScheduling's quorum)
         elif not node:
             entry["message"] = loop.messages.get(key) or _invalid_message(loop, key)
         out[key] = entry

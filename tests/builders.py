@@ -410,6 +410,24 @@ def group_pod(name: str, group: str, cpu: str | None = "1", labels: dict | None 
     return pod(name, cpu, labels={POD_GROUP_LABEL: group, **(labels or {})}, **kw)
 
 
+def native_pod_group(name: str, min_count: int | None = None, ns: str = "default", basic: bool = False,
+                     uid: str | None = "uid-npg-{ns}-{name}") -> dict:
+    """kube's own PodGroup (scheduling.k8s.io/v1beta1): a gang of `min_count`, or `basic`."""
+    policy = {"basic": {}} if basic else {"gang": {} if min_count is None else {"minCount": min_count}}
+    meta: dict = {"name": name, "namespace": ns}
+    if uid is not None:
+        meta["uid"] = uid.format(ns=ns, name=name)
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": meta,
+            "spec": {"schedulingPolicy": policy}}
+
+
+def native_group_pod(name: str, group: str, cpu: str | None = "1", **kw) -> dict:
+    """A pod joining kube's PodGroup `group` of its namespace (spec.schedulingGroup.podGroupName)."""
+    d = pod(name, cpu, **kw)
+    d["spec"]["schedulingGroup"] = {"podGroupName": group}
+    return d
+
+
 # --- storage -----------------------------------------------------------------------------------
 
 WFFC = "WaitForFirstConsumer"

@@ -144,3 +144,38 @@ def test_a_waiting_group_shows_as_a_unit_in_get_and_top(cluster_env, capsys):
     time.sleep(7)  # past scheduleTimeoutSeconds
     assert placed_per_group(store)["wait"] == (0, 3)
     assert_all_or_nothing(store)
+
+
+def test_kubes_gangs_are_bound_whole_by_the_processes(cluster_env):
+    """kube's PodGroups (scheduling.k8s.io) through dispatcher, shards and binder on the
+    embedded store: a gang whose pods all exist is bound whole; one short of a pod stays out of
+    the queue until its last pod arrives, then is bound whole; a scheduler-plugins group of the
+    same name is its own group. No intent is left on either kind."""
+    from builders import native_group_pod, native_pod_group
+    from common.model.podgroup import NATIVE_KIND
+
+    url, store, start = cluster_env
+    start(gang_config())
+    objs = [native_pod_group("ring", 4, uid=None), native_pod_group("late", 3, uid=None)]
+    objs += [native_group_pod(f"ring-{i}", "ring", "250m", uid=None, status=False) for i in range(4)]
+    objs += [native_group_pod(f"late-{i}", "late", "250m", uid=None, status=False) for i in range(2)]
+    objs += group_objects("ring", 2)  # scheduler-plugins' ring: pods ring-0.. exist already, so rename
+    for d in objs[-2:]:
+        d["metadata"]["name"] = "x" + d["metadata"]["name"]
+    assert not store.create_many(objs)
+
+    def bound_names():
+        return {p["metadata"]["name"] for p in store.list("Pod")[0] if p["spec"].get("nodeName")}
+
+    deadline = time.monotonic() + TIMEOUT_S
+    while not {f"ring-{i}" for i in range(4)} | {"xring-0", "xring-1"} <= bound_names():
+        assert time.monotonic() < deadline, sorted(bound_names())
+        time.sleep(0.2)
+    assert not any(n.startswith("late-") for n in bound_names())  # 2 of minCount 3: held back
+    assert not store.create_many([native_group_pod("late-2", "late", "250m", uid=None, status=False)])
+    while not {f"late-{i}" for i in range(3)} <= bound_names():
+        assert time.monotonic() < deadline, sorted(bound_names())
+        time.sleep(0.2)
+    for g in store.list(NATIVE_KIND)[0]:
+        assert INTENT_ANNOTATION not in (g["metadata"].get("annotations") or {}), g["metadata"]["name"]
+    assert_all_or_nothing(store)

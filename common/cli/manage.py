@@ -20,6 +20,7 @@ from .. import config as config_mod
 from ..model.admission import admit, stored_classes
 from ..errors import ObjectError
 from ..model.objects import NAMESPACED, TERMINAL_PHASES, object_key, parse_node, parse_object, parse_pod
+from ..model.podgroup import NATIVE_KIND
 from ..model.resources import CPU, MEMORY, PODS, format_amount, padded, resource_name, vadd
 from ..store import configured_url, open_configured
 from ..store.podstatus import SCHEDULING_GATED, scheduled_condition
@@ -35,6 +36,7 @@ RESOURCE_NAMES = {
     "Node": "node",
     "PodDisruptionBudget": "poddisruptionbudget.policy",
     "PodGroup": "podgroup.scheduling.x-k8s.io",
+    NATIVE_KIND: "podgroup.scheduling.k8s.io",
     "Pod": "pod",
     "PersistentVolumeClaim": "persistentvolumeclaim",
     "PersistentVolume": "persistentvolume",
@@ -43,6 +45,7 @@ RESOURCE_NAMES = {
 }
 #: Aliases `get` and `delete` take for the kinds (in the order their --help lists them) ...
 KIND_ALIASES = ("no", "node", "nodes", "po", "pod", "pods", "pg", "pgs", "podgroup", "podgroups",
+                "podgroups.scheduling.x-k8s.io", "podgroups.scheduling.k8s.io",
                 "pvc", "persistentvolumeclaim", "persistentvolumeclaims", "pv", "persistentvolume",
                 "persistentvolumes", "sc", "storageclass", "storageclasses", "csinode", "csinodes")
 #: ... and the Events `get` lists.
@@ -50,6 +53,9 @@ EVENT_ALIASES = ("ev", "event", "events")
 #: The kind each command-line spelling means.
 ALIASES = {"pod": "Pod", "pods": "Pod", "po": "Pod", "node": "Node", "nodes": "Node", "no": "Node",
            "podgroup": "PodGroup", "podgroups": "PodGroup", "pg": "PodGroup", "pgs": "PodGroup",
+           # kubectl's names qualified by API group tell the two PodGroups apart; the short
+           # ones mean scheduler-plugins' (as they always did here)
+           "podgroups.scheduling.x-k8s.io": "PodGroup", "podgroups.scheduling.k8s.io": NATIVE_KIND,
            "event": "Event", "events": "Event", "ev": "Event",
            "pvc": "PersistentVolumeClaim", "persistentvolumeclaim": "PersistentVolumeClaim",
            "persistentvolumeclaims": "PersistentVolumeClaim", "pv": "PersistentVolume",
@@ -320,13 +326,15 @@ def cmd_get(args) -> int:
                                         lambda d: age(d["metadata"].get("creationTimestamp"), now))
         elif kind == "Pod":
             header, rows = pod_rows(_parsed_pods(items, stored_classes(store) if wide else None), wide, now)
-        elif kind == "PodGroup":
+        elif kind in ("PodGroup", NATIVE_KIND):
             units = {}
             if wide:  # asks the shards (gRPC): loaded only here
                 from ..runtime.security import Security
                 from ..tools.top import shard_units
                 units = shard_units(store, Security.from_config(config_mod.load(args.config).security))
             header, rows = podgroups.rows(items, store.list("Pod")[0], wide, now, units, age)
+            if kind == NATIVE_KIND:
+                header[header.index("MINMEMBER")] = "MINCOUNT"
         else:
             pods = _parsed_pods(store.list("Pod")[0], None)
             header, rows = node_rows(_parse_all(items, parse_node), pods, wide, now)

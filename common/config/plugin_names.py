@@ -22,6 +22,9 @@ INTER_POD_AFFINITY = "InterPodAffinity"
 IMAGE_LOCALITY = "ImageLocality"
 DEFAULT_PREEMPTION = "DefaultPreemption"
 DEFAULT_BINDER = "DefaultBinder"
+#: kube's gang scheduling over its own PodGroups (scheduling.k8s.io; kube v1.37 adds it to the
+#: default profile with the GenericWorkload feature gate, here on by default).
+GANG_SCHEDULING = "GangScheduling"
 #: scheduler-plugins' gang scheduling over PodGroups (not a kube-scheduler default, but on by
 #: default here: pods outside a group never notice it).
 COSCHEDULING = "Coscheduling"
@@ -34,5 +37,6 @@ DEFAULT_PLUGINS = (
     (TAINT_TOLERATION, 3), (NODE_AFFINITY, 2), (NODE_PORTS, 0), (NODE_RESOURCES_FIT, 1),
     (VOLUME_RESTRICTIONS, 0), (NODE_VOLUME_LIMITS, 0), (VOLUME_BINDING, 0), (VOLUME_ZONE, 0),
     (POD_TOPOLOGY_SPREAD, 2), (INTER_POD_AFFINITY, 2), (DEFAULT_PREEMPTION, 0),
-    (NODE_RESOURCES_BALANCED_ALLOCATION, 1), (IMAGE_LOCALITY, 1), (DEFAULT_BINDER, 0), (COSCHEDULING, 0),
+    (NODE_RESOURCES_BALANCED_ALLOCATION, 1), (IMAGE_LOCALITY, 1), (DEFAULT_BINDER, 0), (GANG_SCHEDULING, 0),
+    (COSCHEDULING, 0),
 )

@@ -95,7 +95,8 @@ def filters(profile) -> frozenset:
     return frozenset(u.name for u in resolve(profile) if u.runs("filter"))
 
 
-def gang_scheduler_names(cfg) -> frozenset:
-    """schedulerNames whose profile schedules PodGroups all or nothing (Coscheduling on)."""
+def gang_scheduler_names(cfg, plugin: str = COSCHEDULING) -> frozenset:
+    """schedulerNames whose profile schedules PodGroups all or nothing with `plugin`
+    (Coscheduling: scheduler-plugins' PodGroups; GangScheduling: kube's)."""
     return frozenset(p.scheduler_name for p in cfg.profiles
-                     if any(u.name == COSCHEDULING for u in resolve(p)))
+                     if any(u.name == plugin for u in resolve(p)))

@@ -17,14 +17,16 @@ import contextlib
 
 from ..errors import ObjectError
 from .limits import check_object
-from .objects import CREATE_ORDER, SYSTEM_PRIORITY_CLASSES, parse_object, parse_priority_class
+from .podgroup import NATIVE_API_VERSION, NATIVE_KIND
+from .objects import CREATE_ORDER, SYSTEM_PRIORITY_CLASSES, document_kind, parse_object, parse_priority_class
 
-#: kind -> apiVersion
+#: store kind -> apiVersion (a PodGroup's apiVersion chooses its store kind: see objects.KINDS)
 API_VERSIONS = {
     "PriorityClass": "scheduling.k8s.io/v1",
     "Node": "v1",
     "PodDisruptionBudget": "policy/v1",
     "PodGroup": "scheduling.x-k8s.io/v1alpha1",
+    NATIVE_KIND: NATIVE_API_VERSION,
     "Pod": "v1",
     "PersistentVolumeClaim": "v1",
     "PersistentVolume": "v1",
@@ -45,7 +47,8 @@ def check_document(doc, classes: dict):
     api_version = doc.get("apiVersion")
     want = API_VERSIONS[obj.kind]
     if api_version is not None and api_version != want:
-        raise ObjectError(f"{obj.kind} {obj.key}", "apiVersion", f"must be {want} for {obj.kind}, got {api_version!r}")
+        kind = document_kind(obj.kind)
+        raise ObjectError(f"{kind} {obj.key}", "apiVersion", f"must be {want} for {kind}, got {api_version!r}")
     return obj
 
 

@@ -17,23 +17,41 @@ from ..errors import ObjectError
 # TERMINAL_PHASES (common/model/parsing.py) and POD_GROUP_LABEL (common/model/podgroup.py) are defined
 # below the object model and importable from here too, as they always were.
 from .parsing import TERMINAL_PHASES, parse_metadata, parse_resource_list, parse_time, resource_vector_at
-from .podgroup import POD_GROUP_LABEL, parse_pod_group
+from .podgroup import NATIVE_KIND, POD_GROUP_LABEL, is_native, parse_native_pod_group, parse_pod_group
 from .interning import shared_map, shared_refs, shared_str
 from .resources import INT64_MAX, parse_amount
 from .selectors import (Field, LabelSelector, parse_label_selector, parse_node_selector_term, parse_taint,
                         parse_toleration)
 from .storage_objects import parse_csi_node, parse_pod_volumes, parse_pv, parse_pvc, parse_storage_class
 
-KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", "PodGroup", "PersistentVolumeClaim",
+#: The store kinds. A kind whose name has a dot is a document kind of another API group than
+#: the one that first took the name: "PodGroup.scheduling.k8s.io" is a document of kind
+#: PodGroup and apiVersion scheduling.k8s.io/v1beta1 (kube's own), "PodGroup"
+#: scheduler-plugins' (document_kind, store_kind).
+KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", "PodGroup", NATIVE_KIND, "PersistentVolumeClaim",
          "PersistentVolume", "StorageClass", "CSINode")
 #: The kinds in dependency order, for creating and for listing: a pod never comes before the
 #: PriorityClass it names, the node it is pinned to, the PodGroup it joins or the claims it
 #: mounts, so no reader sees it half-defined.
 CREATE_ORDER = ("PriorityClass", "StorageClass", "Node", "CSINode", "PersistentVolume", "PersistentVolumeClaim",
-                "PodDisruptionBudget", "PodGroup", "Pod")
-NAMESPACED = {"Pod", "PodDisruptionBudget", "PodGroup", "PersistentVolumeClaim"}
+                "PodDisruptionBudget", "PodGroup", NATIVE_KIND, "Pod")
+NAMESPACED = {"Pod", "PodDisruptionBudget", "PodGroup", NATIVE_KIND, "PersistentVolumeClaim"}
 #: kube-apiserver's built-in classes, present on every cluster.
 SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+
+
+def document_kind(kind: str) -> str:
+    """The `kind` a document of store kind `kind` carries (see KINDS)."""
+    return kind.partition(".")[0]
+
+
+def store_kind(d: dict):
+    """The store kind of a document: its kind, qualified by API group where KINDS has two
+    kinds of one name (a PodGroup of scheduling.k8s.io is NATIVE_KIND)."""
+    kind = d.get("kind")
+    if kind == "PodGroup" and is_native(d):
+        return NATIVE_KIND
+    return kind
 
 
 def object_key(kind: str, namespace: str, name: str) -> str:
@@ -295,7 +313,7 @@ class Pod:
         "nonzero", "host_ports", "tolerations", "node_selector", "required_node_terms",
         "preferred_node_terms", "affinity", "anti_affinity", "spread_constraints", "images",
         "creation_time", "start_time", "phase", "nominated_node", "deleting", "resource_version",
-        "scheduling_gates", "volumes", "raw", "hold", "spec",
+        "scheduling_gates", "scheduling_group", "volumes", "raw", "hold", "spec",
     )
 
     @property
@@ -423,6 +441,7 @@ def parse_pod(d: dict, priority_classes: dict | None = None, lean: bool = False)
      p.affinity, p.anti_affinity, p.spread_constraints) = parsed_spec.fields
     p.node_name = shared_str(sf.get_str(spec, "nodeName"))
     p.scheduling_gates = _scheduling_gates(spec, sf) if spec.get("schedulingGates") else ()
+    p.scheduling_group = _scheduling_group(spec, sf) if spec.get("schedulingGroup") is not None else None
     p.volumes = parse_pod_volumes(spec, sf, name) if spec.get("volumes") else ()  # names depend on the pod
     if priority_classes is not None:
         resolve_priority(p, priority_classes, sf)
@@ -481,6 +500,13 @@ def _scheduling_gates(spec: dict, sf: Field) -> tuple:
     gf = sf.at("schedulingGates")
     return tuple(gf.at(i).get_str(gf.at(i).dict(g), "name", required=True)
                  for i, g in enumerate(sf.get_list(spec, "schedulingGates")))
+
+
+def _scheduling_group(spec: dict, sf: Field) -> str | None:
+    """spec.schedulingGroup.podGroupName: the kube PodGroup (scheduling.k8s.io) the pod joins.
+    The API server requires exactly one field of the union, hence the name."""
+    gf = sf.at("schedulingGroup")
+    return gf.get_str(gf.dict(spec.get("schedulingGroup")), "podGroupName", required=True)
 
 
 _SPEC_MEMO: dict = {}
@@ -722,9 +748,12 @@ def parse_priority_class(d: dict) -> PriorityClass:
 
 
 _PARSERS = {"Pod": parse_pod, "Node": parse_node, "PodDisruptionBudget": parse_pdb,
-            "PriorityClass": parse_priority_class, "PodGroup": parse_pod_group,
+            "PriorityClass": parse_priority_class, "PodGroup": parse_pod_group, NATIVE_KIND: parse_native_pod_group,
             "PersistentVolumeClaim": parse_pvc, "PersistentVolume": parse_pv,
             "StorageClass": parse_storage_class, "CSINode": parse_csi_node}
+
+
+_DOCUMENT_KINDS = tuple(dict.fromkeys(document_kind(k) for k in KINDS))
 
 
 def parse_object(d, priority_classes: dict | None = None, lean: bool = False):
@@ -733,10 +762,11 @@ def parse_object(d, priority_classes: dict | None = None, lean: bool = False):
     if not isinstance(d, dict):
         raise ObjectError("<object>", "<root>", f"must be a mapping, got {type(d).__name__}")
     kind = d.get("kind")
-    if kind not in KINDS:
+    if kind not in _DOCUMENT_KINDS:
         meta = d.get("metadata") if isinstance(d.get("metadata"), dict) else {}
         raise ObjectError(f"{kind or '<no kind>'} {meta.get('name', '<unnamed>')}", "kind",
-                          f"unsupported kind {kind!r} (one of {', '.join(KINDS)})")
+                          f"unsupported kind {kind!r} (one of {', '.join(_DOCUMENT_KINDS)})")
+    kind = store_kind(d)
     if kind == "Pod":
         return parse_pod(d, priority_classes, lean)
     return _PARSERS[kind](d)

@@ -1,9 +1,17 @@
-"""PodGroups: the gang of scheduler-plugins' coscheduling (`scheduling.x-k8s.io/v1alpha1`).
+"""PodGroups: the gang of scheduler-plugins' coscheduling (`scheduling.x-k8s.io/v1alpha1`),
+and kube's own (`scheduling.k8s.io/v1beta1`, GangScheduling; see NativePodGroup).
 
 A PodGroup names how many of its pods must be placed together (`minMember`), what they need
 between them at least (`minResources`, checked against what the cluster could free), and how
 long its first members may wait for the rest (`scheduleTimeoutSeconds`). Pods join a group
 with the label `scheduling.x-k8s.io/pod-group: <name>` in the group's namespace.
+
+Kube v1.37's PodGroup shares the kind's name but not its API group: a pod joins one through
+`spec.schedulingGroup.podGroupName`, and its gang policy is `spec.schedulingPolicy.gang.minCount`
+(or `basic`: no gang). Both kinds go through the same index, units and group commits; they
+are told apart by apiVersion in documents, by store kind (`NATIVE_KIND`) in the stores, and
+by key: a native group's key is `scheduling.k8s.io/NS/NAME` (`NATIVE_PREFIX`), a
+scheduler-plugins group's `NS/NAME`, so two groups of one name never meet.
 
 What every role shares lives here: the parsed object, which group a pod is in, the index of
 groups and their members that each process keeps from its watch (`GroupIndex`), the status
@@ -22,6 +30,16 @@ from .selectors import Field
 
 API_VERSION = "scheduling.x-k8s.io/v1alpha1"
 KIND = "PodGroup"
+#: kube's own PodGroup (GenericWorkload, beta in v1.37): its API group and version, and the
+#: kind the stores file it under (the document's kind is "PodGroup", as kubectl's
+#: `podgroups.scheduling.k8s.io` resource names it).
+NATIVE_API_GROUP = "scheduling.k8s.io"
+NATIVE_API_VERSION = "scheduling.k8s.io/v1beta1"
+NATIVE_KIND = "PodGroup.scheduling.k8s.io"
+#: What begins a native group's key (see the module doc).
+NATIVE_PREFIX = "scheduling.k8s.io/"
+#: The gang policies of a native PodGroup.
+GANG, BASIC = "gang", "basic"
 #: Pods of one group carry this label (scheduler-plugins' coscheduling); the dispatcher keeps
 #: them on one shard.
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -33,7 +51,11 @@ PENDING, SCHEDULING, SCHEDULED, RUNNING, FINISHED, FAILED = (
 
 
 def group_key(pod) -> str | None:
-    """"namespace/group" of a parsed pod's group, or None when it is in none."""
+    """The key of a parsed pod's group ("namespace/group", or NATIVE_PREFIX + that for kube's
+    PodGroup), or None when it is in none. A pod naming a native group through
+    spec.schedulingGroup is in that one, whatever its labels say."""
+    if pod.scheduling_group:
+        return f"{NATIVE_PREFIX}{pod.namespace}/{pod.scheduling_group}"
     name = pod.labels.get(POD_GROUP_LABEL)
     return f"{pod.namespace}/{name}" if name else None
 
@@ -41,11 +63,21 @@ def group_key(pod) -> str | None:
 def raw_group_key(obj: dict) -> str | None:
     """The same for a pod dict as a watch delivers it, without parsing it."""
     meta = obj.get("metadata") or {}
+    spec = obj.get("spec")
+    sg = spec.get("schedulingGroup") if isinstance(spec, dict) else None
+    native = sg.get("podGroupName") if isinstance(sg, dict) else None
+    if native and isinstance(native, str):
+        return f"{NATIVE_PREFIX}{meta.get('namespace') or 'default'}/{native}"
     labels = meta.get("labels")
     name = labels.get(POD_GROUP_LABEL) if isinstance(labels, dict) else None
     if not name or not isinstance(name, str):
         return None
     return f"{meta.get('namespace') or 'default'}/{name}"
+
+
+def is_native(obj: dict) -> bool:
+    """Whether a PodGroup document is kube's own (by its apiVersion), not scheduler-plugins'."""
+    return str(obj.get("apiVersion") or "").startswith(NATIVE_API_GROUP + "/")
 
 
 def object_key_of(obj: dict) -> str:
@@ -54,10 +86,32 @@ def object_key_of(obj: dict) -> str:
     return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
 
 
+def index_key_of(obj: dict) -> str:
+    """The group key (see group_key) of a PodGroup document of either kind, unparsed."""
+    key = object_key_of(obj)
+    return NATIVE_PREFIX + key if is_native(obj) else key
+
+
+def store_ref(key: str) -> tuple[str, str]:
+    """(store kind, store key) of the PodGroup a group key names."""
+    if key.startswith(NATIVE_PREFIX):
+        return NATIVE_KIND, key[len(NATIVE_PREFIX):]
+    return KIND, key
+
+
 class PodGroup:
+    """scheduler-plugins' PodGroup. `key` is its store key ("namespace/name"); `index_key`
+    the key the GroupIndex and the units know it by (the same for this kind)."""
+
     kind = KIND
+    #: always a gang (minMember is at least 1); a native group may be `basic`
+    policy = GANG
     __slots__ = ("namespace", "name", "key", "uid", "min_member", "min_resources", "hold", "schedule_timeout",
                  "creation_time", "phase", "intent_json", "resource_version", "raw")
+
+    @property
+    def index_key(self) -> str:
+        return self.key
 
     def wait_seconds(self, default: float) -> float:
         """How long members wait at Permit: the group's scheduleTimeoutSeconds when set (and
@@ -92,6 +146,68 @@ def parse_pod_group(d: dict) -> PodGroup:
     g.min_resources, g.hold = (resource_vector_at(parse_resource_list(spec.get("minResources"), rf), rf.at)
                                if spec.get("minResources") else (ZERO, None))
     return g
+
+
+class NativePodGroup(PodGroup):
+    """Kube v1.37's PodGroup (`scheduling.k8s.io/v1beta1`), as its GangScheduling plugin reads
+    it: a `gang` policy with `minCount` (min_member), or `basic` (each pod on its own;
+    min_member 1). No minResources, no timeout of its own (kube waits 5 minutes at Permit)."""
+
+    kind = NATIVE_KIND
+    __slots__ = ("policy",)
+
+    @property
+    def index_key(self) -> str:
+        return NATIVE_PREFIX + self.key
+
+    def __repr__(self):
+        return f"PodGroup.scheduling.k8s.io({self.key})"
+
+
+def parse_native_pod_group(d: dict) -> NativePodGroup:
+    """A `scheduling.k8s.io/v1beta1` PodGroup; the policy is required and exactly one of
+    `basic` and `gang`, as the API server validates it."""
+    meta = d.get("metadata") if isinstance(d.get("metadata"), dict) else {}
+    f = Field(f"PodGroup.scheduling.k8s.io {meta.get('namespace') or 'default'}/{meta.get('name', '<unnamed>')}")
+    meta, ns, name, _ = parse_metadata(d, f, namespaced=True)
+    spec = f.get_dict(d, "spec", required=True)
+    pf = f.at("spec.schedulingPolicy")
+    policy = pf.dict(spec.get("schedulingPolicy"))
+    chosen = [k for k in (BASIC, GANG) if policy.get(k) is not None]
+    if len(chosen) != 1:
+        raise pf.error("must specify exactly one of: `basic`, `gang`" if chosen else "must specify one of: `basic`, `gang`")
+    g = NativePodGroup()
+    g.namespace, g.name, g.key = ns, name, f"{ns}/{name}"
+    g.uid = f.at("metadata").get_str(meta, "uid")
+    g.policy = chosen[0]
+    if g.policy == GANG:
+        gang = pf.at(GANG).dict(policy[GANG])
+        if gang.get("minCount") is None:
+            raise pf.at("gang.minCount").error("is required")
+        g.min_member = pf.at(GANG).get_int(gang, "minCount", minimum=1)
+        if g.min_member > 2 ** 31 - 1:
+            raise pf.at("gang.minCount").error(f"must fit in int32, got {g.min_member}")
+    else:
+        g.min_member = 1
+    g.schedule_timeout = None
+    g.min_resources, g.hold = ZERO, None
+    g.creation_time = parse_time(meta.get("creationTimestamp"), f.at("metadata.creationTimestamp"))
+    g.phase = ""
+    g.intent_json = f.at("metadata").get_str_map(meta, "annotations").get(INTENT_ANNOTATION)
+    g.resource_version = str(meta.get("resourceVersion") or "")
+    g.raw = d
+    return g
+
+
+def parse_any_pod_group(d: dict) -> PodGroup:
+    """A PodGroup document of either kind, by its apiVersion."""
+    return parse_native_pod_group(d) if is_native(d) else parse_pod_group(d)
+
+
+def unsatisfiable(min_count: int, scheduled: int, remaining: int) -> str:
+    """kube v1.37's verdict on a gang (GangScheduling's PlacementFeasible) once the pods still
+    to try cannot make up minCount with those scheduled."""
+    return f"minCount ({min_count}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
 
 
 def format_resources(v) -> str:
@@ -167,13 +283,14 @@ class GroupIndex:
         self.errors: dict[str, ObjectError] = {}
 
     def apply_group(self, type_: str, obj: dict) -> PodGroup | None:
-        """A PodGroup event; returns the parsed group (None when deleted or invalid)."""
-        key = object_key_of(obj)
+        """A PodGroup event (of either kind, by its apiVersion); returns the parsed group
+        (None when deleted or invalid)."""
+        key = index_key_of(obj)
         if type_ == "DELETED":
             self.groups.pop(key, None)
             return None
         try:
-            g = parse_pod_group(obj)
+            g = parse_any_pod_group(obj)
         except ObjectError as e:
             self.errors[key] = e
             self.groups.pop(key, None)
@@ -310,4 +427,4 @@ class Intent:
         try:
             return cls.parse(group.intent_json)
         except ValueError as e:
-            raise Field(f"PodGroup {group.key}", f"metadata.annotations[{INTENT_ANNOTATION}]").error(str(e)) from None
+            raise Field(f"{group.kind} {group.key}", f"metadata.annotations[{INTENT_ANNOTATION}]").error(str(e)) from None

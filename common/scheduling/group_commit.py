@@ -33,7 +33,7 @@ import os
 import signal
 
 from ..errors import Conflict, ObjectError
-from ..model.podgroup import INTENT_ANNOTATION, Intent, parse_pod_group
+from ..model.podgroup import INTENT_ANNOTATION, Intent, parse_any_pod_group, store_ref
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ class GroupCommit:
     def _write_intent(self, group: str, intent: Intent) -> str | None:
         """None once written, else why the group cannot be committed now."""
         for _ in range(WRITE_ATTEMPTS):
-            obj = self.store.get("PodGroup", group)
+            obj = self.store.get(*store_ref(group))
             if obj is None:
                 return f"PodGroupNotFound: PodGroup {group} does not exist"
             annotations = (obj.get("metadata") or {}).get("annotations") or {}
@@ -160,7 +160,7 @@ class GroupCommit:
     def _clear_intent(self, group: str, expected: str | None = None) -> None:
         """Remove the intent (only `expected`, the encoded intent, when given)."""
         for _ in range(WRITE_ATTEMPTS):
-            obj = self.store.get("PodGroup", group)
+            obj = self.store.get(*store_ref(group))
             if obj is None:
                 return
             annotations = dict((obj.get("metadata") or {}).get("annotations") or {})
@@ -185,11 +185,11 @@ class GroupCommit:
         bound) or "back" (the intent's bound members deleted). `admit(pending)`, when given,
         may refuse the roll forward of the still-pending members [(key, uid, node)] (the
         binder re-checks them against its view); it returns None to go ahead, else a reason."""
-        obj = self.store.get("PodGroup", group)
+        obj = self.store.get(*store_ref(group))
         if obj is None:
             return "none"
         try:
-            pg = parse_pod_group(obj)
+            pg = parse_any_pod_group(obj)
             intent = Intent.decode(pg)
         except ObjectError as e:
             log.error("dropping an unreadable binding intent: %s", e)

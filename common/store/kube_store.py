@@ -53,7 +53,8 @@ import orjson
 
 from ..errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavailable
 from ..runtime.leader_election import ELECTION_ROLE
-from ..model.objects import KINDS, NAMESPACED
+from ..model.objects import KINDS, NAMESPACED, document_kind
+from ..model.podgroup import NATIVE_API_VERSION, NATIVE_KIND
 from ..runtime.rate_limit import TokenBucket
 from .base import (ClusterStore, WatchEvent, already_exists, check_kind, check_update, prepare,
                    prepare_many)
@@ -69,6 +70,7 @@ RESOURCES = {
     "PodDisruptionBudget": ("policy/v1", "/apis/policy/v1", "poddisruptionbudgets"),
     "PriorityClass": ("scheduling.k8s.io/v1", "/apis/scheduling.k8s.io/v1", "priorityclasses"),
     "PodGroup": ("scheduling.x-k8s.io/v1alpha1", "/apis/scheduling.x-k8s.io/v1alpha1", "podgroups"),
+    NATIVE_KIND: (NATIVE_API_VERSION, "/apis/" + NATIVE_API_VERSION, "podgroups"),
     "PersistentVolumeClaim": ("v1", "/api/v1", "persistentvolumeclaims"),
     "PersistentVolume": ("v1", "/api/v1", "persistentvolumes"),
     "StorageClass": ("storage.k8s.io/v1", "/apis/storage.k8s.io/v1", "storageclasses"),
@@ -77,8 +79,13 @@ RESOURCES = {
 #: Kinds defined by a CustomResourceDefinition (deploy/crd-podgroup.yaml): a cluster without
 #: it lists none of them (and says so once) instead of failing the processes that list them.
 CUSTOM_KINDS = {"PodGroup": "deploy/crd-podgroup.yaml"}
+#: Kinds a cluster may not serve, and what serves them: the custom kinds, and kube's PodGroup,
+#: a beta API behind the GenericWorkload feature gate (off by default in v1.37).
+OPTIONAL_KINDS = {**{k: f"apply {crd}" for k, crd in CUSTOM_KINDS.items()},
+                  NATIVE_KIND: ("start the API server with --feature-gates=GenericWorkload=true "
+                                f"--runtime-config={NATIVE_API_VERSION}=true")}
 #: Kinds whose status is written through the status subresource.
-STATUS_SUBRESOURCE = {"PodGroup", "Pod"}
+STATUS_SUBRESOURCE = {"PodGroup", NATIVE_KIND, "Pod"}
 LEASES = "/apis/coordination.k8s.io/v1"
 EVENTS = "/apis/events.k8s.io/v1"
 LEASE_LABEL = "shardsched.io/role"
@@ -119,7 +126,7 @@ def _path(kind: str, namespace: str = "", name: str = "") -> str:
 
 def _typed(kind: str, obj: dict) -> dict:
     """List items come without kind/apiVersion; every object this store hands out has them."""
-    obj["kind"] = kind
+    obj["kind"] = document_kind(kind)
     obj["apiVersion"] = RESOURCES[kind][0]
     return obj
 
@@ -380,7 +387,7 @@ class KubeStore(ClusterStore):
             try:
                 page = self._call("GET", _path(kind), query=query)
             except ApiError as e:
-                if e.status != 404 or kind not in CUSTOM_KINDS:
+                if e.status != 404 or kind not in OPTIONAL_KINDS:
                     raise
                 return [], self._not_served(kind)
             items += [_typed(kind, o) for o in page.get("items") or []]
@@ -395,8 +402,8 @@ class KubeStore(ClusterStore):
         (of a one-item list), from which its watch will pick it up once it is installed."""
         if kind not in self._unserved:
             self._unserved.add(kind)
-            log.warning("the API server does not serve %s (apply %s): none are listed until it does",
-                        kind, CUSTOM_KINDS[kind])
+            log.warning("the API server does not serve %s (%s): none are listed until it does",
+                        kind, OPTIONAL_KINDS[kind])
         page = self._call("GET", "/api/v1/namespaces", query=[("limit", "1")])
         return page["metadata"]["resourceVersion"]
 

@@ -32,13 +32,19 @@ import numpy as np
 
 from common.scheduling.partition import partition_of
 from common.plugins import coscheduling
-from common.model.podgroup import format_resources, group_key
+from common.model.podgroup import NATIVE_PREFIX, format_resources, group_key as any_group_key
 from common.model.resources import PODS, padded
 from ..framework import SKIP, Plugin, PostFilterResult, Status, unresolvable, unschedulable
 from ..waiting import Wait
 
 OTHER_PARTITION = "node(s) were in another binder partition than their pod group's placed members"
 TRIED_PARTITION = "node(s) were in a binder partition where their pod group failed"
+
+
+def group_key(pod) -> str | None:
+    """The scheduler-plugins PodGroup `pod` is in (kube's own PodGroups are GangScheduling's)."""
+    key = any_group_key(pod)
+    return None if key is None or key.startswith(NATIVE_PREFIX) else key
 
 
 class Coscheduling(Plugin, coscheduling.Coscheduling):

@@ -7,6 +7,8 @@ module runs its own embedded redis-server, emptied before every test. Most tests
 """
 from __future__ import annotations
 
+from common.model.podgroup import NATIVE_KIND
+
 import io
 import re
 import subprocess
@@ -500,3 +502,28 @@ def test_priority_admission_gives_class_less_pods_the_global_default(capsys, url
     assert run(capsys, "create", "-f", path, "--store", url)[0] == 0
     spec = store.get("Pod", "default/plain")["spec"]
     assert (spec["priority"], spec["priorityClassName"]) == (50, "everyday")
+
+
+def test_kubes_pod_groups_are_their_own_kind_in_create_get_and_delete(capsys, url, store, tmp_path):
+    """kube's PodGroup (scheduling.k8s.io/v1beta1) and scheduler-plugins' of the same name
+    are two objects, told apart by apiVersion on input and by kubectl's qualified resource
+    name on the command line; a bad policy is named with its field."""
+    from builders import native_group_pod, native_pod_group
+
+    bad = native_pod_group("broken", 0, uid=None)
+    path = write_yaml(tmp_path / "g.yaml", node("n1"), pod_group("train", 2, ns="ml", uid=None),
+                      native_pod_group("train", 3, ns="ml", uid=None), bad,
+                      *[native_group_pod(f"w{i}", "train", ns="ml") for i in range(2)])
+    code, out, err = run(capsys, "create", "-f", path, "--store", url)
+    assert code == 1
+    assert "podgroup.scheduling.x-k8s.io/train created" in out and "podgroup.scheduling.k8s.io/train created" in out
+    assert "PodGroup.scheduling.k8s.io default/broken: spec.schedulingPolicy.gang.minCount: must be >= 1" in err
+    code, out, _ = run(capsys, "get", "podgroups.scheduling.k8s.io", "--store", url)
+    table = rows(out)
+    assert code == 0 and table[0][3] == "MINCOUNT"
+    assert table[1][:7] == ["ml", "train", "<none>", "3", "2", "0", "2"]
+    code, out, _ = run(capsys, "get", "pg", "--store", url)
+    assert rows(out)[1][:5] == ["ml", "train", "<none>", "2", "0"]  # scheduler-plugins' has no members
+    code, out, _ = run(capsys, "delete", "podgroups.scheduling.k8s.io", "ml/train", "--store", url)
+    assert (code, out) == (0, 'podgroup.scheduling.k8s.io "train" deleted\n')
+    assert store.list(NATIVE_KIND)[0] == [] and len(store.list("PodGroup")[0]) == 1

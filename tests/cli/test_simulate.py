@@ -410,3 +410,24 @@ def test_values_json_cannot_hold_are_reported_per_object(tmp_path):
         ("Pod default/big", "spec.x"), ("Pod default/bin", "metadata.annotations.a"),
         ("Pod default/keyed", "metadata.labels")]
     assert placements(doc) == {"default/a": "n1", "default/b": "n1"}
+
+
+def test_kubes_gang_is_placed_whole_or_not_at_all(tmp_path):
+    """A kube PodGroup (scheduling.k8s.io) of minCount 3 whose members fit is bound whole and
+    shown as a unit; one that cannot make its quorum leaves every member pending, with
+    kube's messages; one still short of pods waits out of the queue."""
+    from builders import native_group_pod, native_pod_group
+
+    docs = [node("n1", cpu="4"), native_pod_group("fits", 3), *[native_group_pod(f"a{i}", "fits") for i in range(3)],
+            native_pod_group("big", 2), *[native_group_pod(f"b{i}", "big", cpu="3") for i in range(2)],
+            native_pod_group("short", 3), native_group_pod("c0", "short")]
+    doc, code = run(tmp_path, docs)
+    pods = doc["pods"]
+    assert [pods[f"default/a{i}"]["status"] for i in range(3)] == ["Bound"] * 3
+    assert {pods[f"default/b{i}"]["status"] for i in range(2)} == {"Unschedulable"}
+    # (a* took 3 of 4 cpu: the first b* tried fits nowhere, the other is not tried)
+    assert "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining" in {
+        pods[f"default/b{i}"]["message"] for i in range(2)}
+    assert pods["default/c0"]["message"] == "waiting for minCount pods from a gang to appear in scheduling queue"
+    unit = doc["podGroups"]["scheduling.k8s.io/default/fits"]
+    assert unit["minMember"] == 3 and unit["bound"] == 3

@@ -152,7 +152,7 @@ def test_kube_rules_with_kubes_messages(fields, expected):
      "delayCacheUntilActive, shardsched)"),
     (dict(profiles=[{"plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}}}]),
      'profiles[0].plugins.multiPoint.enabled[0].name: Unsupported value: "NodeResourceTopologyMatch": supported '
-     'values: "Coscheduling", "DefaultBinder", "DefaultPreemption", "ImageLocality", "InterPodAffinity", '
+     'values: "Coscheduling", "DefaultBinder", "DefaultPreemption", "GangScheduling", "ImageLocality", "InterPodAffinity", '
      '"NodeAffinity", "NodeName", "NodePorts", "NodeResourcesBalancedAllocation", "NodeResourcesFit", '
      '"NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "PrioritySort", "SchedulingGates", '
      '"TaintToleration", "VolumeBinding", "VolumeRestrictions", "VolumeZone"'),
