@@ -157,6 +157,10 @@ class ChurnProcess:
     def start(self) -> None:
         self._process.start()
 
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
     def stop(self, timeout_s: float = 30.0) -> dict:
         """Stop it; returns its counts (errors 1 and nothing written when it died)."""
         self._stop.set()

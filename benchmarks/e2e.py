@@ -20,6 +20,7 @@ events and records when each pod is bound. Reported:
 from __future__ import annotations
 
 import threading
+import os
 import time
 
 from common import config as config_mod
@@ -186,6 +187,9 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
             if churn_heartbeat_s is not None:
                 noise = ChurnProcess(server.url, rv, churn_heartbeat_s, seed)
                 noise.start()
+            meter = processes.CpuMeter({**processes.pids(cluster), "store": server.pid, "bench": os.getpid(),
+                                        **({"churn": noise.pid} if noise is not None else {})})
+            meter.start()
             manifests = WORKLOADS[workload](pods, seed, nodes)
             pod_count = sum(1 for m in manifests if m.get("kind", "Pod") == "Pod")  # (gang: PodGroups too)
             created_at: dict[str, float] = {}
@@ -211,6 +215,7 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
                             bound and time.monotonic() - last_change > settle_s)):
                         break
             elapsed_s = time.monotonic() - started
+            cores, cpu_s = meter.stop()
             observer.stop.set()
             observer.thread.join()
             churned = noise.stop() if noise is not None else None
@@ -238,7 +243,9 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
         "running_pods_fill": filled,
         "e2e_latency_ms": {q: round(harness.percentile(latencies, n), 1) if latencies else None
                            for q, n in (("p50", 50), ("p90", 90), ("p99", 99), ("p999", 99.9))},
-        "processes": processes.figures(ready, mem_ready, mem_end, empty_fleet, running_pods, gc_end),
+        "processes": processes.figures(ready, mem_ready, mem_end, empty_fleet, running_pods, gc_end,
+                                       cpu_s, len(bound_times)),
+        "cpu": processes.cpu_figures(cpu_s, cores, len(bound_times)),
         "conflicts": sum(s["conflicts"] for s in per_shard),
         "scheduled": len(bound_times),
         "unschedulable": pod_count - len(bound_times),

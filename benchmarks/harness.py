@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import statistics
 import time
 
@@ -147,12 +148,19 @@ def print_bench(doc: dict) -> None:
         p = Table(title="per process (peak RSS = VmHWM at the end; per running pod = VmHWM once ready "
                         "over the empty fleet's)")
         for c in ("process", "ready s", "peak RSS MB", "peak at ready MB", "RSS at ready MB", "empty fleet MB",
-                  "bytes/running pod"):
+                  "bytes/running pod", "cpu s", "cpu ms/pod"):
             p.add_column(c, justify="right")
+        columns = ("ready_s", "peak_rss_mb", "rss_ready_mb", "vmrss_ready_mb", "empty_fleet_rss_mb",
+                   "bytes_per_running_pod", "cpu_s", "cpu_ms_per_pod")
         for key, row in doc["processes"].items():
-            p.add_row(key, *("-" if row.get(c) is None else str(row[c]) for c in ("ready_s", "peak_rss_mb", "rss_ready_mb", "vmrss_ready_mb",
-                                                         "empty_fleet_rss_mb", "bytes_per_running_pod")))
+            p.add_row(key, *("-" if row.get(c) is None else str(row[c]) for c in columns))
+        for key, row in (doc.get("cpu") or {}).items():
+            if isinstance(row, dict):  # the store, the bench, its churn writer: CPU only
+                p.add_row(key, *("-" if row.get(c) is None else str(row[c]) for c in columns))
         console.print(p)
+        if (doc.get("cpu") or {}).get("whole_machine_cores") is not None:
+            console.print(f"whole machine busy while the pods were scheduled: "
+                          f"{doc['cpu']['whole_machine_cores']} of {os.cpu_count()} cores")
     s = Table(title="per shard")
     for c in ("shard", "scheduled", "conflicts", "cycles", "unschedulable_attempts"):
         s.add_column(c, justify="right")

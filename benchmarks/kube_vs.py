@@ -29,7 +29,6 @@ server's; then `ratio` = shardsched's pods/s over kube-scheduler's.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
@@ -43,7 +42,7 @@ from common.tools import fleet as fleet_mod
 from common.store.kube_store import KubeStore
 from common.tools.verify import verify_store
 
-from . import e2e, harness, kube_cluster
+from . import e2e, harness, kube_cluster, processes
 from .workloads import WORKLOADS
 
 #: Create calls in flight at once.
@@ -89,46 +88,6 @@ def clear_pods(store: KubeStore, namespace: str) -> None:
 
 
 # --- the benchmark ----------------------------------------------------------------------------
-
-def _cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) a process has used so far."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _machine_busy() -> tuple[float, float]:
-    with open("/proc/stat") as fh:
-        cpu = [int(x) for x in fh.readline().split()[1:]]
-    return sum(cpu) - cpu[3] - cpu[4], sum(cpu)  # busy, total (idle and iowait count as idle)
-
-
-class CpuMeter:
-    """CPU each named process used between start() and stop(): seconds, and the share of one
-    core over the wall time."""
-
-    def __init__(self, pids: dict[str, int]):
-        self.pids = pids
-
-    def start(self) -> None:
-        self.t0 = time.monotonic()
-        self.cpu0 = {name: _cpu_s(pid) for name, pid in self.pids.items()}
-        self.machine0 = _machine_busy()
-
-    def stop(self) -> tuple[dict, dict]:
-        """(cores: name -> share of one core, seconds: name -> CPU seconds)."""
-        wall = time.monotonic() - self.t0
-        seconds = {name: _cpu_s(pid) - self.cpu0[name] for name, pid in self.pids.items()}
-        cores = {name: round(s / wall, 2) for name, s in seconds.items()}
-        busy, total = (b - a for a, b in zip(self.machine0, _machine_busy()))
-        machine = os.cpu_count() * busy / total if total else 0.0
-        cores["other processes"] = round(machine - sum(cores.values()), 2)
-        cores["whole machine"] = round(machine, 2)
-        return cores, seconds
-
 
 def _create(store: KubeStore, pods: list[dict], rate: float, created_at: dict, errors: list) -> None:
     """One create call per pod, CREATORS at a time (`rate` pods/s, 0 = as fast as the server
@@ -230,7 +189,7 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
         own = side.start()
         if args.mode == "stream":
             warm_up(store, side.name)
-        meter = CpuMeter({**control_plane, **own})
+        meter = processes.CpuMeter({**control_plane, **own})
         meter.start()
         start = time.monotonic()
         if args.mode == "stream":

@@ -24,6 +24,11 @@ figures of its report).
   stack once more costs the run a few seconds; reading the baseline from processes that
   then watch the pods come in would have measured a different thing (pods arriving one
   event at a time, not a list), and the ready time would not include listing them.
+* `cpu_s` / `cpu_ms_per_pod`: CPU seconds (user + system, /proc/PID/stat) the process
+  used while the bench's pods were created and scheduled, and that per pod scheduled; the
+  report's `cpu` gives the same for the store and the bench itself (its pod creation,
+  its watch of the bindings, the churn writer), which share the machine's cores with the
+  scheduler, and the whole machine's busy cores over that window.
 * `gc`: the cyclic garbage collector's full (generation 2) collections, from each
   process's Status counters (common.runtime.gcstats) at the end of the run:
   `gen2_collections` and `gen2_pause_max_ms` / `gen2_pause_total_ms` from its start
@@ -32,6 +37,7 @@ figures of its report).
 """
 from __future__ import annotations
 
+import os
 import time
 
 from common.tools.local_cluster import ROLES, LocalCluster
@@ -58,6 +64,11 @@ def name(role: str, index: int) -> str:
     return f"{role}-{index}"
 
 
+def pids(cluster: LocalCluster) -> dict[str, int]:
+    """Each running process's pid, by "<role>-<id>"."""
+    return {name(role, i): proc.pid for (role, i), proc in sorted(cluster.procs.items()) if proc.poll() is None}
+
+
 def sample(cluster: LocalCluster) -> dict[str, dict[str, int]]:
     """Each running process's memory now, by "<role>-<id>"."""
     out = {}
@@ -66,6 +77,46 @@ def sample(cluster: LocalCluster) -> dict[str, dict[str, int]]:
         if m is not None:
             out[name(role, i)] = m
     return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _machine_busy() -> tuple[float, float]:
+    with open("/proc/stat") as fh:
+        cpu = [int(x) for x in fh.readline().split()[1:]]
+    return sum(cpu) - cpu[3] - cpu[4], sum(cpu)  # busy, total (idle and iowait count as idle)
+
+
+class CpuMeter:
+    """CPU each named process used between start() and stop(): seconds, and the share of one
+    core over the wall time."""
+
+    def __init__(self, pids: dict[str, int]):
+        self.pids = pids
+
+    def start(self) -> None:
+        self.t0 = time.monotonic()
+        self.cpu0 = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        self.machine0 = _machine_busy()
+
+    def stop(self) -> tuple[dict, dict]:
+        """(cores: name -> share of one core, seconds: name -> CPU seconds)."""
+        wall = time.monotonic() - self.t0
+        seconds = {name: cpu_seconds(pid) - self.cpu0[name] for name, pid in self.pids.items()}
+        cores = {name: round(s / wall, 2) for name, s in seconds.items()}
+        busy, total = (b - a for a, b in zip(self.machine0, _machine_busy()))
+        machine = os.cpu_count() * busy / total if total else 0.0
+        cores["other processes"] = round(machine - sum(cores.values()), 2)
+        cores["whole machine"] = round(machine, 2)
+        return cores, seconds
 
 
 def start_timed(cluster: LocalCluster, timeout: float) -> tuple[dict, dict[str, float]]:
@@ -130,8 +181,23 @@ def _gc_row(counters: dict) -> dict:
     return row
 
 
+def _cpu(seconds: float, scheduled: int) -> dict:
+    return {"cpu_s": round(seconds, 1),
+            "cpu_ms_per_pod": round(1000 * seconds / scheduled, 3) if scheduled else None}
+
+
+def cpu_figures(seconds: dict[str, float], cores: dict[str, float], scheduled: int) -> dict:
+    """The report's `cpu`: what the store, the bench itself and its churn writer used while
+    the pods were scheduled (the scheduler's processes are in `processes`), and the whole
+    machine's busy cores over that window."""
+    out = {k: _cpu(v, scheduled) for k, v in seconds.items() if k in ("store", "bench", "churn")}
+    out["whole_machine_cores"] = cores.get("whole machine")
+    return out
+
+
 def figures(ready: dict[str, float], at_ready: dict, at_end: dict, empty: dict | None,
-            running_pods: int, gc: dict | None = None) -> dict[str, dict]:
+            running_pods: int, gc: dict | None = None, cpu_s: dict | None = None,
+            scheduled: int = 0) -> dict[str, dict]:
     """The report's `processes`: {"<role>-<id>": {ready_s, peak_rss_mb, bytes_per_running_pod,
     ...}}; bytes_per_running_pod is None without running pods or a baseline."""
     out = {}
@@ -150,6 +216,8 @@ def figures(ready: dict[str, float], at_ready: dict, at_end: dict, empty: dict |
             row["empty_fleet_rss_mb"] = round(empty[key] / MB, 1)
             if running_pods and hwm_ready is not None:
                 row["bytes_per_running_pod"] = round((hwm_ready - empty[key]) / running_pods)
+        if cpu_s and key in cpu_s:
+            row.update(_cpu(cpu_s[key], scheduled))
         if gc and key in gc:
             row["gc"] = _gc_row(gc[key])
         out[key] = row

@@ -60,6 +60,11 @@ class EmbeddedRedis:
         self._proc: subprocess.Popen | None = None
         self._dir: tempfile.TemporaryDirectory | None = None
 
+    @property
+    def pid(self) -> int | None:
+        """The redis-server's process id while it runs (for CPU and memory figures)."""
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+
     def __enter__(self) -> EmbeddedRedis:
         self._path = shutil.which(self.executable)
         if self._path is None:

@@ -63,6 +63,12 @@ def test_a_small_bench_with_running_pods(tmp_path, capsys):
         assert isinstance(row["ready_s"], (int, float)) and row["ready_s"] >= 0
         assert isinstance(row["peak_rss_mb"], (int, float)) and row["peak_rss_mb"] > 0
         assert isinstance(row["bytes_per_running_pod"], int)
+        # CPU while the pods were scheduled: every process schedules, watches or binds them
+        assert row["cpu_s"] >= 0 and abs(row["cpu_ms_per_pod"] - 1000 * row["cpu_s"] / 200) <= 0.26  # cpu_s to 0.1
+    assert min(procs[k]["cpu_s"] for k in ("shard-0", "shard-1")) > 0
+    cpu = doc["cpu"]
+    assert set(cpu) == {"store", "bench", "churn", "whole_machine_cores"}
+    assert cpu["bench"]["cpu_s"] > 0 and cpu["store"]["cpu_s"] >= 0 and cpu["whole_machine_cores"] > 0
     for key in ("throughput_pods_per_s", "conflicts", "per_shard", "churn", "fleet_write_s"):
         assert key in doc  # today's figures stay
     assert "p99.9" in (tmp_path / "bench.md").read_text()
