@@ -18,10 +18,16 @@ of 5 minutes, jittered). kwok v0.7.0 picks its 20-25 s heartbeat stage when node
 on, so the stages are given explicitly (KWOK_STAGES).
 The PodGroup CustomResourceDefinition shardsched ships (deploy/crd-podgroup.yaml) is applied
 once the API server is ready.
+
+`feature_gates` (and `runtime_config`) are given alike to the API server and the kube-scheduler
+it starts: kube v1.37's native gangs need GenericWorkload on both and the API server serving
+scheduling.k8s.io/v1beta1 (GENERIC_WORKLOAD). `release_bin_dir` finds a release other than
+the Makefile's among the built ones, for a test of what only a newer release has.
 """
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -108,6 +114,37 @@ def kube_bin_dir() -> Path:
     return path
 
 
+#: What kube v1.37's PodGroup (scheduling.k8s.io/v1beta1) and GangScheduling need: the gate on
+#: the API server (its storage and pods' spec.schedulingGroup) and on kube-scheduler (which
+#: then adds GangScheduling to the default profile), the beta API switched on (off by default).
+GENERIC_WORKLOAD = {"feature_gates": {"GenericWorkload": True}, "runtime_config": "scheduling.k8s.io/v1beta1=true"}
+
+
+def _release(path: Path) -> tuple[int, int, int] | None:
+    """(major, minor, patch) of a .cache/kube-bin/k8s-vX.Y.Z-kwok-... directory."""
+    m = re.match(r"k8s-v(\d+)\.(\d+)\.(\d+)-kwok-", path.name)
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+def release_bin_dir(minimum: tuple[int, int]) -> Path:
+    """Binaries of a Kubernetes release >= `minimum` (major, minor): the Makefile's (built
+    if missing) when it is one, else the newest such release already built in
+    .cache/kube-bin/ (ClusterError when there is none). Until the Makefile's reference
+    reaches `minimum` a test of a newer release's behaviour runs on binaries built beside it;
+    once it does, this is kube_bin_dir()."""
+    found = kube_bin_dir()
+    if (_release(found) or (0, 0, 0))[:2] >= minimum:
+        return found
+    built = [d for d in (ROOT / ".cache" / "kube-bin").glob("k8s-v*-kwok-*")
+             if (_release(d) or (0, 0, 0))[:2] >= minimum
+             and all((d / name).is_file() for name in ("kube-apiserver", "kube-scheduler", "kwok"))]
+    if not built:
+        raise ClusterError(f"no Kubernetes v{minimum[0]}.{minimum[1]}+ binaries in .cache/kube-bin/ (the "
+                           f"Makefile builds {found.name}): build them with `make kube-bins` and "
+                           f"KUBE_VERSION of that release")
+    return max(built, key=_release)
+
+
 def print_logs(directory: Path, tail: int = 3000) -> None:
     """The end of every process log in `directory`, on stderr: what a failed run leaves to read."""
     for log in sorted(Path(directory).glob("*.log")):
@@ -151,10 +188,14 @@ current-context: test
 class KubeCluster:
     """etcd + kube-apiserver (+ kwok) as child processes; `stop()` ends exactly those."""
 
-    def __init__(self, workdir: Path, bin_dir: Path, kwok: bool = True):
+    def __init__(self, workdir: Path, bin_dir: Path, kwok: bool = True,
+                 feature_gates: dict[str, bool] | None = None, runtime_config: str | None = None):
         self.dir = workdir
         self.bin = bin_dir
         self.with_kwok = kwok
+        self.gates = [f"--feature-gates={','.join(f'{k}={str(v).lower()}' for k, v in feature_gates.items())}"] \
+            if feature_gates else []
+        self.runtime_config = [f"--runtime-config={runtime_config}"] if runtime_config else []
         self.procs: dict[str, subprocess.Popen] = {}
         self.logs: dict[str, Path] = {}
         self.token = secrets.token_hex(16)
@@ -210,7 +251,7 @@ class KubeCluster:
             "--enable-priority-and-fairness=false",
             "--max-requests-inflight", "3000", "--max-mutating-requests-inflight", "1500",
             "--endpoint-reconciler-type", "none",
-            "--profiling=false", "--v", "1"])
+            "--profiling=false", "--v", "1", *self.gates, *self.runtime_config])
         write_kubeconfig(self.kubeconfig, self.server, d / "ca.crt", self.token)
         self._wait_ready(timeout)
         self.install_crds()
@@ -282,8 +323,8 @@ clientConnection: {{kubeconfig: "{self.kubeconfig}", qps: {qps}, burst: {qps}}}
 leaderElection: {{leaderElect: false}}
 """)
         log = (workdir / "kube-scheduler.log").open("wb")
-        return subprocess.Popen([str(self.bin / "kube-scheduler"), "--config", str(cfg), "--secure-port", "0"],
-                                stdout=log, stderr=subprocess.STDOUT)
+        return subprocess.Popen([str(self.bin / "kube-scheduler"), "--config", str(cfg), "--secure-port", "0",
+                                 *self.gates], stdout=log, stderr=subprocess.STDOUT)
 
     def stop(self) -> None:
         for name in reversed(list(self.procs)):

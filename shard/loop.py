@@ -19,7 +19,7 @@ import logging
 import time
 
 from common.scheduling.disruption import VICTIMS_TERMINATING
-from common.model.podgroup import GANG, NATIVE_KIND, group_key, unsatisfiable
+from common.model.podgroup import GANG, NATIVE_KIND, gave_up, group_key
 from .cache import ShardCache
 from .framework import SUCCESS
 from .intake import ProfileOwnership, ShardIntake
@@ -108,24 +108,31 @@ class ShardLoop:
         if result.scheduled:
             self._commit(entry, result)
         else:
-            self.messages[pod.key] = self.scheduler.explain(result)
+            gang = self._native_gang(pod, result.profile)
+            self.messages[pod.key] = self.scheduler.explain(result, post_filter=gang is None)
             # Nodes the scheduling context skipped were turned down by last time's rejectors.
             rejectors = result.rejectors | (entry.rejectors if result.skipped_by_context else frozenset())
             self.queue.requeue_unschedulable(entry, self.cache.nodes.generation if result.context_safe else 0,
                                              rejectors)
-            self.group_failed(entry, result.profile)
+            if gang is not None:
+                result.released = self.group_failed(entry, gang)
         return result
 
-    def group_failed(self, entry, prof) -> list[str]:
-        """After a member of a kube PodGroup (a gang) failed its cycle: when the members
+    def _native_gang(self, pod, prof):
+        """The kube PodGroup with a gang policy `pod` is in, when the profile runs
+        GangScheduling; else None."""
+        group = self.groups.get(group_key(pod))
+        if group is None or group.kind != NATIVE_KIND or group.policy != GANG or group.kind not in prof.gang:
+            return None
+        return group
+
+    def group_failed(self, entry, group) -> list[str]:
+        """After a member of kube PodGroup `group` (a gang) failed its cycle: when the members
         still to try cannot make up minCount with those scheduled (bound, or waiting at
         Permit), give up on the group as kube v1.37's pod-group cycle does: the waiting
-        members are released and the queued ones back off with the failed one, all with
-        kube's message (`minCount (M) cannot be satisfied: S scheduled, R remaining`).
-        Returns the keys of the members given that message."""
-        group = self.groups.get(group_key(entry.pod))
-        if group is None or group.kind != NATIVE_KIND or group.policy != GANG or group.kind not in prof.gang:
-            return []
+        members are released and the queued ones back off with the failed one, with kube's
+        messages (podgroup.gave_up). Returns the keys of the members given one, whose
+        conditions the shard server writes as kube-scheduler writes every member's."""
         unit = group.index_key
         members = self.groups.members.get(unit, {})
         placed = [k for k, m in members.items() if m.live and (m.node is not None or self.cache.counted(k) is not None)]
@@ -133,12 +140,12 @@ class ShardLoop:
                      and k in self.queue and k not in self.gated]
         if len(placed) + len(remaining) >= group.min_member:
             return []  # the members still to try may make it
-        why = unsatisfiable(group.min_member, len(placed), len(remaining))
+        placed_why, untried_why = gave_up(group.min_member, len(placed), len(remaining))
         waiting = [self.waiting.pods.pop(k) for k in self.waiting.in_unit(unit)]
         for wp in waiting:
-            self._undo(wp.entry, wp.result.profile, wp.result.state, wp.result.node, why)
+            self._undo(wp.entry, wp.result.profile, wp.result.state, wp.result.node, placed_why)
         for k in remaining:
-            self.messages[k] = why
+            self.messages[k] = untried_why
         self.queue.hold_back(remaining, entry.backoff_until)
         return [wp.entry.pod.key for wp in waiting] + remaining
 

@@ -91,7 +91,7 @@ class ScheduleResult:
     __slots__ = ("pod", "node", "status", "state", "evaluated", "feasible", "diagnosis",
                  "profile", "_message", "victims", "skipped_by_context", "phases",
                  "snapshot_s", "cloned", "threshold", "pruned", "context_safe", "rejectors",
-                 "post_filter_parts")
+                 "post_filter_parts", "released")
 
     def __init__(self, pod, profile, state):
         self.pod, self.profile, self.state = pod, profile, state
@@ -115,6 +115,9 @@ class ScheduleResult:
         #: After a failure: the plugins that turned the pod down (Diagnosis.rejectors, plus
         #: DefaultPreemption when preemption found nothing); the queue's hints read them.
         self.rejectors: frozenset = frozenset()
+        #: After a gang member's failure: the members the loop gave up on with it (their
+        #: messages are in the loop's), whose conditions the shard server writes too.
+        self.released: list = []
 
     @property
     def scheduled(self) -> bool:
@@ -463,9 +466,11 @@ class Scheduler:
 
     # --- explaining a failure -----------------------------------------------------------------
 
-    def explain(self, result: ScheduleResult) -> str:
-        """kube-scheduler's unschedulable message for a failed cycle (full scan if needed)."""
-        if result._message is not None:
+    def explain(self, result: ScheduleResult, post_filter: bool = True) -> str:
+        """kube-scheduler's unschedulable message for a failed cycle (full scan if needed);
+        without PostFilter's words when `post_filter` is false (a gang's member: kube's
+        pod-group cycle runs no per-pod PostFilter)."""
+        if result._message is not None and post_filter:
             return result._message
         pod = result.pod
         if result.diagnosis is None:
@@ -480,6 +485,8 @@ class Scheduler:
             message = f"0/{diag.total_nodes} nodes are available: {st.message()}."
         else:
             message = diag.message(result.state, pod, self.table)
+        if not post_filter:
+            return message
         post = self._post_filter_message(result)
         result._message = f"{message} {post}" if post else message
         return result._message

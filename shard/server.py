@@ -402,6 +402,13 @@ class ShardServer(Component, rpc.ShardServicer):
         self.status.event(pod_ref(pod.key, pod.uid), WARNING, FAILED_SCHEDULING, "Scheduling",
                           self.loop.messages.get(pod.key, ""))
 
+    def _gave_up(self, key: str) -> None:
+        """A gang member given up on with the one that failed: its condition says so now, as
+        kube-scheduler writes every member's (not only once it is tried again)."""
+        known = self.loop.pods.get(key)
+        if known is not None:
+            self.status.unschedulable(key, known.uid, self.loop.messages.get(key, ""))
+
     # --- the main loop ----------------------------------------------------------------------
 
     def _drain(self) -> int:
@@ -471,6 +478,8 @@ class ShardServer(Component, rpc.ShardServicer):
             if not result.scheduled:
                 self.counters["unschedulable"] += 1
                 self.status.unschedulable(result.pod.key, result.pod.uid, loop.messages.get(result.pod.key, ""))
+                for key in result.released:
+                    self._gave_up(key)
         loop.release_waiting()
         self._outcomes(self.binders.flush())
         self.counters["cycles"] += cycles

@@ -1,11 +1,14 @@
 """Pods held at Permit: each plugin that answered "wait" must allow them before binding.
 
 A pod leaves when every waiting plugin allowed it (it goes on to PreBind/Bind), when any
-plugin rejects it, or when a plugin's timeout passes first (rejected "due to timeout").
+plugin rejects it, or when a plugin's timeout passes first (rejected "due to timeout", naming the wait as kube's framework
+does, in Go's duration form: "after waiting 5m0s at plugin GangScheduling").
 This is what gang scheduling builds on: a Permit plugin holds members until the group is
 complete, then allows them all.
 """
 from __future__ import annotations
+
+from common.config.validation import format_duration
 
 
 class Wait:
@@ -18,12 +21,13 @@ class Wait:
 
 
 class WaitingPod:
-    __slots__ = ("entry", "result", "pending", "rejected", "unit")
+    __slots__ = ("entry", "result", "pending", "timeouts", "rejected", "unit")
 
-    def __init__(self, entry, result, pending: dict, unit: str | None = None):
+    def __init__(self, entry, result, pending: dict, timeouts: dict, unit: str | None = None):
         self.entry = entry
         self.result = result
         self.pending = pending   # plugin name -> deadline
+        self.timeouts = timeouts  # plugin name -> the wait it asked for (its timeout message names it)
         self.rejected = None     # message once a plugin rejected it
         self.unit = unit         # the pod group it is bound with, if any
 
@@ -41,7 +45,8 @@ class WaitingPods:
         is committed with (see take_ready)."""
         now = self.clock()
         pending = {name: now + w.timeout for name, w in waits.items()}
-        self.pods[entry.pod.key] = WaitingPod(entry, result, pending, unit)
+        timeouts = {name: w.timeout for name, w in waits.items()}
+        self.pods[entry.pod.key] = WaitingPod(entry, result, pending, timeouts, unit)
 
     def in_unit(self, unit: str) -> list[str]:
         """Keys of the waiting pods of `unit`."""
@@ -73,7 +78,8 @@ class WaitingPods:
             if wp.rejected is None:
                 late = [name for name, deadline in wp.pending.items() if deadline <= now]
                 if late:
-                    wp.rejected = f"rejected due to timeout after waiting at plugin {late[0]}"
+                    waited = format_duration(wp.timeouts[late[0]])
+                    wp.rejected = f"rejected due to timeout after waiting {waited} at plugin {late[0]}"
             if wp.rejected is not None:
                 rejected.append((wp, wp.rejected))
             elif not wp.pending:

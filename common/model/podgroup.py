@@ -210,6 +210,18 @@ def unsatisfiable(min_count: int, scheduled: int, remaining: int) -> str:
     return f"minCount ({min_count}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
 
 
+def gave_up(min_count: int, scheduled: int, remaining: int) -> tuple[str, str]:
+    """kube v1.37's words on the members of a gang it gave up on (schedule_one_podgroup.go),
+    as (placed, untried): a member placed in the cycle gets the group's status (its error,
+    `pod group is unschedulable`, GangScheduling's verdict, then what the group's PostFilter
+    said), a member the cycle never tried a copy taken before that PostFilter ran. The member
+    that failed keeps its filters' words. shardsched has no group preemption: a gang given
+    up on is one whose failed member's preemption found nothing, which kube's group
+    preemption words as below."""
+    untried = f"pod group is unschedulable, {unsatisfiable(min_count, scheduled, remaining)}"
+    return f"{untried}, pod group preemption: No preemption victims found for incoming preemptor", untried
+
+
 def format_resources(v) -> str:
     """A resource vector as scheduler-plugins prints a resource list: map[cpu:4 memory:2Gi]."""
     items = sorted((resource_name(i), format_amount(resource_name(i), x)) for i, x in enumerate(v) if x > 0)

@@ -15,7 +15,7 @@ The rules and messages are kube-scheduler's (pkg/scheduler/framework/plugins/gan
 kube v1.37 tries a group's queued pods in one pod-group cycle and gives up on the group as
 soon as the pods left could not make up minCount; the shard tries them one after the other,
 the placed ones waiting at Permit, and gives up at the same point (ShardLoop.group_failed)
-with kube's message (`minCount (M) cannot be satisfied: S scheduled, R remaining`).
+with kube's messages (common.model.podgroup.gave_up).
 """
 from __future__ import annotations
 

@@ -185,7 +185,9 @@ def test_members_wait_for_the_group_timeout_then_all_are_released(group_timeout,
     clock.now += 1
     loop.release_waiting()
     assert not loop.waiting.pods and not loop.cache.assumed and not bound(store)
-    assert loop.messages["default/g-0"] == "rejected due to timeout after waiting at plugin Coscheduling"
+    # the framework's words, the wait as Go's time.Duration prints it (60 -> "1m0s")
+    wait = {60: "1m0s", 7: "7s", 20: "20s"}[waited]
+    assert loop.messages["default/g-0"] == f"rejected due to timeout after waiting {wait} at plugin Coscheduling"
 
 
 def test_a_timed_out_member_releases_its_waiting_siblings():
@@ -203,7 +205,7 @@ def test_a_timed_out_member_releases_its_waiting_siblings():
     assert not loop.waiting.pods
     assert sorted(loop.messages[f"default/g-{i}"] for i in range(3)) == [
         "rejected by Coscheduling: rejection in Unreserve", "rejected by Coscheduling: rejection in Unreserve",
-        "rejected due to timeout after waiting at plugin Coscheduling"]
+        "rejected due to timeout after waiting 10s at plugin Coscheduling"]
 
 
 def test_pod_group_backoff_refuses_members_for_that_long():
