@@ -500,3 +500,19 @@ def test_priority_admission_gives_class_less_pods_the_global_default(capsys, url
     assert run(capsys, "create", "-f", path, "--store", url)[0] == 0
     spec = store.get("Pod", "default/plain")["spec"]
     assert (spec["priority"], spec["priorityClassName"]) == (50, "everyday")
+
+
+def test_output_piped_into_head_ends_quietly(url, store):
+    """`get pods -o wide | head` closes the pipe while the table is still being written: the
+    command stops without a BrokenPipeError traceback, as a shell's own tools do (exit 141,
+    128 + SIGPIPE, what a shell reports for a process SIGPIPE ended)."""
+    errors = store.create_many([pod(f"web-{i:05d}") for i in range(3000)])
+    assert not errors
+    proc = subprocess.Popen([str(SHARDSCHED), "get", "pods", "-o", "wide", "--store", url],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()  # head has read its lines and gone
+    err = proc.stderr.read()
+    proc.wait(timeout=120)
+    assert first.split()[:2] == [b"NAMESPACE", b"NAME"]
+    assert proc.returncode == 141 and err == b"", err.decode()
