@@ -123,7 +123,10 @@ def cmd_up(args) -> int:
 
 
 def cmd_top(args) -> int:
-    """The live table, until Ctrl-C (or --iterations refreshes)."""
+    """The live table, until Ctrl-C (or --iterations refreshes); a dispatcher that does not
+    answer (no credentials, not running) is one line naming it and the remedy."""
+    import grpc
+
     from ..tools import top
 
     store = None
@@ -132,6 +135,8 @@ def cmd_top(args) -> int:
         store = open_configured(cfg, configured_url(args.store, cfg, args.cmd))
     try:
         top.run(args.dispatcher, store, Security.from_config(cfg.security), args.interval, args.iterations)
+    except grpc.RpcError as e:  # only the dispatcher's own Status raises: a process's shows as a row
+        return fail(top.refusal(args.dispatcher, e))
     finally:
         if store is not None:
             store.close()
