@@ -7,6 +7,9 @@ complete, then allows them all.
 """
 from __future__ import annotations
 
+#: kube's message for a pod whose Permit wait ran out, followed by the plugin's name.
+TIMED_OUT = "rejected due to timeout after waiting at plugin "
+
 
 class Wait:
     """What a Permit plugin returns to hold the pod for up to `timeout` seconds."""
@@ -73,7 +76,7 @@ class WaitingPods:
             if wp.rejected is None:
                 late = [name for name, deadline in wp.pending.items() if deadline <= now]
                 if late:
-                    wp.rejected = f"rejected due to timeout after waiting at plugin {late[0]}"
+                    wp.rejected = TIMED_OUT + late[0]
             if wp.rejected is not None:
                 rejected.append((wp, wp.rejected))
             elif not wp.pending:
