@@ -15,7 +15,7 @@ from ..tools import fleet as fleet_mod
 from ..runtime import runner
 from ..tools.local_cluster import ROLES, LocalCluster, private_file
 from ..runtime.security import Security
-from ..store import configured_url, open_configured
+from ..store import configured_url, implied_url, open_configured
 from .errors import EXIT_REJECTED, fail
 
 
@@ -88,7 +88,7 @@ def cmd_up(args) -> int:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, stop)
     with contextlib.ExitStack() as stack:
-        url = args.store or cfg.store.url or stack.enter_context(EmbeddedRedis(password=True)).url
+        url = args.store or implied_url(cfg) or stack.enter_context(EmbeddedRedis(password=True)).url
         store = open_configured(cfg, url)
         stack.callback(store.close)
         if args.nodes:

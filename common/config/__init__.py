@@ -124,9 +124,10 @@ SCHEMA = {
     "kind": _s(KIND, "Always ShardschedConfiguration.", choices=(KIND,)),
     "store": {
         "url": _s(None, "Cluster store: redis://HOST:PORT/DB, memory:// or kube:// (kubeconfig). "
-                  "null starts an embedded redis-server on a free loopback port.", nullable=True),
-        "kubeconfig": _s(None, "Kubeconfig file for kube://; null uses in-cluster config or ~/.kube/config.",
-                         nullable=True),
+                  "null: kube:// when store.kubeconfig is set, else `up` starts an embedded redis-server on "
+                  "a free loopback port.", nullable=True),
+        "kubeconfig": _s(None, "Kubeconfig file for kube:// (and, without store.url, the store itself: its "
+                         "API server); null uses in-cluster config or ~/.kube/config.", nullable=True),
         "requestTimeoutSeconds": _f(10, "Timeout of every store request; a dead connection never hangs.",
                                     minimum=0.1, maximum=3600),
         "qps": _f(0, "kube:// only: requests per second each process sends the API server at most "
