@@ -223,11 +223,23 @@ def settle_heap() -> None:
 
 
 def stop_on_signals(component: Component) -> None:
-    """SIGTERM and SIGINT stop the component's loops (the main thread then shuts down)."""
+    """SIGTERM and SIGINT stop the component's loops (the main thread then shuts down).
+
+    SIGHUP is logged and otherwise ignored: by Python's default it killed the process (and
+    `up` restarted it), whether it came from a closed terminal (`up` stops its children
+    itself then) or from an operator who expected a reload, which no process does: the
+    configuration is read once, at start."""
     def handler(signum, frame):
         component.stop_event.set()
+
+    def hangup(signum, frame):
+        # logged from a thread: the handler may interrupt the main thread inside logging's lock
+        threading.Thread(target=log.info, name="sighup", daemon=True, args=(
+            "%s %s: SIGHUP ignored (the configuration is read only at start: restart the process "
+            "to apply a new one)", component.role, component.id)).start()
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGHUP, hangup)
 
 
 def status_of(address: str, security: Security, timeout: float = 5.0):
