@@ -36,12 +36,20 @@ def port_for(base: int, index: int, override: int | None) -> int:
     return base + index if base else 0
 
 
-def metrics_port_for(base: int, index: int, override: int | None) -> int | None:
-    """Like port_for, but a configured 0 switches metrics off (None); an override of 0
-    (the command line's --metrics-port 0) still means any free port."""
+#: --metrics-port's word for no metrics (the config's null).
+METRICS_OFF = "off"
+
+
+def metrics_port_for(base: int | None, index: int, override: int | str | None) -> int | None:
+    """Like port_for (0, configured or given, is any free port), but None (the config's
+    null) or an override of METRICS_OFF switches metrics off (None)."""
+    if override == METRICS_OFF:
+        return None
     if override is not None:
         return override
-    return base + index if base else None
+    if base is None:
+        return None
+    return base + index if base else 0
 
 
 class Component(rpc.ComponentServicer):
