@@ -11,6 +11,7 @@ import copy
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import yaml
@@ -190,6 +191,43 @@ def test_each_component_is_allowed_what_it_needs_and_no_more(kube_cluster):
     for sa, checks in denied.items():
         for check in checks:
             assert not can(sa, *check), f"{sa} must not be allowed to {check}"
+
+
+
+def test_the_binder_writes_only_its_own_leases(kube_cluster):
+    """RBAC cannot name the binder's own Lease (its pod's name) nor match a prefix, so its Role
+    grants writes to every Lease in the namespace; the ValidatingAdmissionPolicy of deploy/
+    limits its writes to `shardsched-binder-*` (its own and the partitions'): it could delete
+    the dispatcher's leader Lease before. Checked with real requests made as the binder."""
+    objs = [o for o in rendered() if o["kind"] in ("Namespace", "ServiceAccount", "Role", "RoleBinding",
+                                                    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")]
+    assert any(o["kind"] == "ValidatingAdmissionPolicy" for o in objs), "deploy/ has no lease policy"
+    kube_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objs))
+    as_binder = ["-n", "shardsched", "--as=system:serviceaccount:shardsched:shardsched-binder"]
+
+    def lease(name: str) -> str:
+        return yaml.safe_dump({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                               "metadata": {"name": name, "namespace": "shardsched"},
+                               "spec": {"holderIdentity": "x", "leaseDurationSeconds": 5}})
+
+    deadline = time.monotonic() + 120  # the API server takes a new policy up within seconds
+    while True:  # a probe Lease, made again while the binder may still delete it
+        kube_cluster.kubectl("apply", "-f", "-", input=lease("shardsched-dispatcher"))
+        out = kube_cluster.kubectl("delete", "lease", "shardsched-dispatcher", *as_binder, check=False)
+        if out.returncode != 0:
+            break
+        assert time.monotonic() < deadline, "the binder may still delete the dispatcher's leader Lease"
+        time.sleep(0.5)
+    assert "ValidatingAdmissionPolicy" in out.stderr and "shardsched-binder-*" in out.stderr, out.stderr
+    for name in ("shardsched-dispatcher-0", "shardsched-shard-0", "someone-elses"):
+        out = kube_cluster.kubectl("create", "-f", "-", *as_binder, input=lease(name), check=False)
+        assert out.returncode != 0 and "ValidatingAdmissionPolicy" in out.stderr, (name, out.stderr)
+    for name in ("shardsched-binder-shardsched-binder-7d9f-x2k", "shardsched-binder-partition-0"):
+        kube_cluster.kubectl("create", "-f", "-", *as_binder, input=lease(name))
+        kube_cluster.kubectl("patch", "lease", name, *as_binder, "--type=merge",
+                             "-p", '{"spec": {"holderIdentity": "y"}}')
+        kube_cluster.kubectl("delete", "lease", name, *as_binder)
+    kube_cluster.kubectl("delete", "lease", "shardsched-dispatcher", "-n", "shardsched")
 
 
 # --- the NetworkPolicies, read as the network plugin reads them ------------------------------
