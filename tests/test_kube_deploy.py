@@ -8,6 +8,7 @@ metrics scraper, and the ServiceMonitor component scrapes every component."""
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import subprocess
@@ -288,6 +289,24 @@ def test_the_servicemonitor_component_scrapes_every_component(tmp_path):
     (endpoint,) = monitor["spec"]["endpoints"]
     for s in scraped:
         assert endpoint["port"] in {p["name"] for p in s["spec"]["ports"]}
+
+
+def test_the_monitoring_component_renders_rules_and_dashboard_for_the_scraped_jobs(tmp_path):
+    """The rules select `job`s by the Services' names, which is what the ServiceMonitor makes
+    of them; the dashboard is a ConfigMap Grafana's sidecar picks up."""
+    components = ROOT / "deploy" / "components"
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump({
+        "resources": [os.path.relpath(ROOT / "deploy", tmp_path)],
+        "components": [os.path.relpath(components / c, tmp_path) for c in ("servicemonitor", "monitoring")]}))
+    objs = rendered(tmp_path)
+    (rule,) = [o for o in objs if o["kind"] == "PrometheusRule"]
+    assert rule["metadata"]["namespace"] == "shardsched"
+    services = {o["metadata"]["name"] for o in objs if o["kind"] == "Service"}
+    jobs = set(re.findall(r'job="([^"]+)"', yaml.safe_dump(rule["spec"])))
+    assert jobs and jobs <= services, jobs - services
+    (board,) = [o for o in objs if o["kind"] == "ConfigMap" and "grafana-dashboard.json" in o.get("data", {})]
+    assert board["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(board["data"]["grafana-dashboard.json"])["uid"] == "shardsched"
 
 
 def test_the_image_is_multi_stage_pinned_and_ships_the_runtime_only():
