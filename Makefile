@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup run test redis-server kube-bins kube-bin-dir helm-path etcd-server kubectl
+.PHONY: setup run test redis-server kube-bins kube-bin-dir helm-path promtool etcd-server kubectl
 
 setup: $(VENV)/.installed redis-server
 
@@ -64,6 +64,19 @@ $(KUBE_BIN)/.built: tests/kube/go.mod tests/kube/go.sum
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler
 	GOBIN=$(abspath $(KUBE_BIN)) GOFLAGS=-trimpath go install -ldflags '-s -w' sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 	touch $@
+
+# promtool, for tests/test_monitoring.py's `promtool check rules` (skipped without it): not
+# part of kube-bins, since Prometheus and its dependencies take about 25 minutes to build on
+# two busy cores. Prometheus 3.x's Go module versions are v0.3xx.
+PROMTOOL_VERSION := v0.316.0
+PROMTOOL := .cache/promtool-bin/prometheus-$(PROMTOOL_VERSION)/promtool
+
+promtool: $(PROMTOOL)
+
+$(PROMTOOL):
+	@command -v go >/dev/null || { echo "promtool needs Go (https://go.dev/dl/)" >&2; exit 1; }
+	mkdir -p $(dir $@)
+	GOBIN=$(abspath $(dir $@)) GOFLAGS=-trimpath go install -ldflags '-s -w' github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
 
 etcd-server:
 	@command -v etcd >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q etcd-server; }

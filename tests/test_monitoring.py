@@ -1,6 +1,7 @@
 """deploy/components/monitoring: the alerting rules and the Grafana dashboard name only
 metrics (and labels) that shardsched's processes serve, scraped from a running stack; the
-rules hold the alerts the README lists, and their PromQL parses (promtool when it is there)."""
+rules hold the alerts the README lists, and their PromQL and the dashboard's parse (`promtool
+check rules`, when `make promtool` built it or it is on the PATH)."""
 from __future__ import annotations
 
 import json
@@ -79,14 +80,22 @@ def test_the_expression_reader_finds_names_and_labels():
 
 
 def test_promtool_checks_the_rules(tmp_path):
-    promtool = shutil.which("promtool") or next(iter(sorted((ROOT / ".cache").glob("*/promtool"))), None)
+    promtool = shutil.which("promtool") or next(iter(sorted((ROOT / ".cache").glob("promtool-bin/*/promtool"))), None)
     if promtool is None:
-        pytest.skip("no promtool (make kube-bins builds it into .cache/)")
+        pytest.skip("no promtool: `make promtool` builds it into .cache/promtool-bin/")
     doc = yaml.safe_load((MONITORING / "rules.yaml").read_text())
     plain = tmp_path / "rules.yaml"
     plain.write_text(yaml.safe_dump(doc["spec"]))  # a PrometheusRule's spec is a rule file
-    done = subprocess.run([str(promtool), "check", "rules", str(plain)], capture_output=True, text=True, timeout=120)
+    # the dashboard's queries too, as recording rules (its variables given values)
+    queries = [re.sub(r"\$(shard|binder)\b", ".*", e).replace("$namespace", "shardsched")
+               for e in dashboard_exprs() if not e.startswith("label_values(")]
+    board = tmp_path / "dashboard.yaml"
+    board.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": [
+        {"record": f"shardsched:dashboard_query_{i}", "expr": q} for i, q in enumerate(queries)]}]}))
+    done = subprocess.run([str(promtool), "check", "rules", str(plain), str(board)], capture_output=True,
+                          text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert f"SUCCESS: {len(rules())} rules found" in done.stdout and f"SUCCESS: {len(queries)} rules found" in done.stdout
 
 
 def test_every_metric_the_rules_and_dashboard_name_is_served(cluster_env):  # noqa: F811

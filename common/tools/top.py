@@ -124,11 +124,11 @@ def run(dispatcher: str | None, store, security, interval: float = 1.0, iteratio
     console = console or Console()
     if not console.is_terminal:
         console.width = max(console.width, PIPE_WIDTH)
-        for done in _ticks(interval, iterations):
+        for _ in _ticks(interval, iterations):
             console.print(render())
         return
     with Live(console=console, auto_refresh=False) as live:
-        for done in _ticks(interval, iterations):
+        for _ in _ticks(interval, iterations):
             live.update(render(), refresh=True)
 
 
@@ -136,7 +136,7 @@ def _ticks(interval: float, iterations: int | None):
     """Yields once per refresh, sleeping `interval` between them."""
     done = 0
     while iterations is None or done < iterations:
-        yield done
+        yield
         done += 1
         if iterations is None or done < iterations:
             time.sleep(interval)
