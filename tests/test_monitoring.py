@@ -104,9 +104,10 @@ def test_every_metric_the_rules_and_dashboard_name_is_served(cluster_env):  # no
     leases = cluster.wait_ready()
     assert not store.create_many([pod(i) for i in range(200)] + [pod(i, cpu="500", name="huge") for i in range(2)])
     wait_bound(store, 200)
-    samples, families, labels = set(), {}, {}
-    deadline = time.monotonic() + 60
-    while True:  # until the shards have reported queue lengths (they do every few cycles)
+    named = {name for expr in all_exprs() for name, _ in selectors(expr)} - PROMETHEUS_OWN
+    deadline = time.monotonic() + 180
+    while True:  # until every process has reported what it reports periodically (queue lengths)
+        samples, families, labels = set(), {}, {}
         for role in ("dispatcher", "shard", "binder"):
             for address in leases[role].values():
                 for name, family in scrape_families(cluster.status(role, address).metrics).items():
@@ -114,7 +115,7 @@ def test_every_metric_the_rules_and_dashboard_name_is_served(cluster_env):  # no
                     for s in family.samples:
                         samples.add(s.name)
                         labels.setdefault(s.name, set()).update(s.labels)
-        if "scheduler_pending_pods" in samples or time.monotonic() > deadline:
+        if all(served(n, samples, families) for n in named) or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     values = {}
@@ -145,7 +146,7 @@ def scrape_families(address: str) -> dict:
 
     from prometheus_client.parser import text_string_to_metric_families
 
-    with urlopen(f"http://{address}/metrics", timeout=30) as resp:
+    with urlopen(f"http://{address}/metrics", timeout=60) as resp:
         return {f.name: f for f in text_string_to_metric_families(resp.read().decode())}
 
 
