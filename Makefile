@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup run test redis-server kube-bins kube-bin-dir etcd-server kubectl
+.PHONY: setup run test redis-server kube-bins kube-bin-dir helm-path promtool etcd-server kubectl
 
 setup: $(VENV)/.installed redis-server
 
@@ -34,16 +34,28 @@ test: setup kube-bins
 # with ./staging), so tests/kube/go.mod requires it and pins each staging module instead.
 KUBE_VERSION := $(shell awk '/^require k8s.io\/kubernetes /{print $$3}' tests/kube/go.mod)
 KWOK_VERSION := v0.7.0
+# helm, for the chart's tests (helm lint, helm template): built from the Go module proxy as
+# kwok is, into its own directory so that the kube binaries are not rebuilt for it.
+HELM_VERSION := v3.22.0
+HELM := .cache/helm-bin/helm-$(HELM_VERSION)/helm
 KUBE_BIN := .cache/kube-bin/k8s-$(KUBE_VERSION)-kwok-$(KWOK_VERSION)
 KUBE_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
-kube-bins: $(KUBE_BIN)/.built etcd-server kubectl
+kube-bins: $(KUBE_BIN)/.built $(HELM) etcd-server kubectl
 
 kube-bin-dir:
 	@echo $(abspath $(KUBE_BIN))
+
+helm-path:
+	@echo $(abspath $(HELM))
+
+$(HELM):
+	@command -v go >/dev/null || { echo "kube-bins needs Go (https://go.dev/dl/)" >&2; exit 1; }
+	mkdir -p $(dir $@)
+	GOBIN=$(abspath $(dir $@)) GOFLAGS=-trimpath go install -ldflags '-s -w' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 $(KUBE_BIN)/.built: tests/kube/go.mod tests/kube/go.sum
 	@command -v go >/dev/null || { echo "kube-bins needs Go (https://go.dev/dl/)" >&2; exit 1; }
@@ -52,6 +64,19 @@ $(KUBE_BIN)/.built: tests/kube/go.mod tests/kube/go.sum
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler
 	GOBIN=$(abspath $(KUBE_BIN)) GOFLAGS=-trimpath go install -ldflags '-s -w' sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 	touch $@
+
+# promtool, for tests/test_monitoring.py's `promtool check rules` (skipped without it): not
+# part of kube-bins, since Prometheus and its dependencies take about 25 minutes to build on
+# two busy cores. Prometheus 3.x's Go module versions are v0.3xx.
+PROMTOOL_VERSION := v0.316.0
+PROMTOOL := .cache/promtool-bin/prometheus-$(PROMTOOL_VERSION)/promtool
+
+promtool: $(PROMTOOL)
+
+$(PROMTOOL):
+	@command -v go >/dev/null || { echo "promtool needs Go (https://go.dev/dl/)" >&2; exit 1; }
+	mkdir -p $(dir $@)
+	GOBIN=$(abspath $(dir $@)) GOFLAGS=-trimpath go install -ldflags '-s -w' github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
 
 etcd-server:
 	@command -v etcd >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q etcd-server; }

@@ -234,11 +234,11 @@ def _progress(side: str, total: int):
 def shardsched_cluster(kubeconfig: Path, args, log_dir: str):
     from common.tools.local_cluster import LocalCluster
 
-    free = {"base_port": 0, "metrics_base_port": 0}
+    free = {"base_port": 0, "metrics_base_port": None}
     cfg = config_mod.defaults().replace(store={"kubeconfig": str(kubeconfig)},
                                         shards={"count": args.shards, **free},
                                         binders={"count": args.binders, **free},
-                                        dispatcher={"port": 0, "metrics_port": 0})
+                                        dispatcher={"port": 0, "metrics_port": None})
     return LocalCluster(cfg, f"kube://{kubeconfig}", args.seed, log_dir=log_dir)
 
 

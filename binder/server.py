@@ -21,10 +21,12 @@ import queue
 import threading
 import time
 
+from common import plugins
 from common.runtime.component import Component
 from common.scheduling.disruption import Budgets
 from common.runtime.events import StatusWriter
-from common.runtime.metrics import BinderMetrics
+from common.runtime.logs import keys
+from common.runtime.metrics import BinderMetrics, StatusWriterCollector, partition_gauges
 from common.scheduling.partition import partition_of
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
@@ -58,6 +60,12 @@ class Stream:
     def reply(self, outcomes: list) -> None:
         if outcomes:
             self.out.put(pb.OutcomeBatch(outcomes=outcomes))
+
+
+def plugin_of(reason: str) -> str | None:
+    """The plugin a refusal names first ("NodeResourcesFit: Insufficient cpu"), if any."""
+    head = reason.split(":", 1)[0]
+    return head if head in plugins.KNOWN else None
 
 
 class BinderServer(Component, rpc.BinderServicer):
@@ -97,6 +105,8 @@ class BinderServer(Component, rpc.BinderServicer):
                                        self.commits.groups_busy, grace_s=3 * cfg.store.request_timeout_seconds)
         self.partitions = PartitionLeases(store, binders.count, number, binders.lease_duration_seconds,
                                           on_acquire=self.recovery.on_acquire)
+        partition_gauges(self.metrics.registry, self.id, binders.count, self.partitions.held_now)
+        StatusWriterCollector(self.metrics.registry, f"binder-{self.id}", self.status.counters)
         self.health.add_ready("informer", lambda: None if self.informer.rv is not None else "not listed yet")
         self.deferred: list[tuple] = []  # (decision, stream, deadline) waiting for the watch
         self.deferred_units: list[tuple] = []  # (group decision, stream, deadline) likewise
@@ -291,7 +301,9 @@ class BinderServer(Component, rpc.BinderServicer):
         return {v.key for v in victims if budgets.violates(v)}
 
     def _refusal(self, d, reason: str, shard: str):
-        log.debug("decision for %s on %s refused: %s", d.pod_key, d.node, reason)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("decision for %s on %s refused: %s", d.pod_key, d.node, reason,
+                      **keys(d.pod_key, d.node, plugin_of(reason)))
         self._record(reason, shard)
         return pb.Outcome(pod_key=d.pod_key, node=d.node, bound=False, reason=reason)
 
@@ -312,7 +324,8 @@ class BinderServer(Component, rpc.BinderServicer):
         replies: dict = {}
         for it, outcome, _ in settled:
             if not outcome.bound:
-                log.debug("decision for %s on %s not committed: %s", outcome.pod_key, outcome.node, outcome.reason)
+                log.debug("decision for %s on %s not committed: %s", outcome.pod_key, outcome.node, outcome.reason,
+                          **keys(outcome.pod_key, outcome.node, plugin_of(outcome.reason)))
             self._record(outcome.reason, it.shard)
             replies.setdefault(it.reply, []).append(outcome)
         for stream, outcomes in replies.items():

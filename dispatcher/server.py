@@ -36,7 +36,7 @@ from common.runtime.component import Component
 from common.runtime.intake import Intake, Kind
 from common.runtime.leader_election import LeaderElector
 from common.runtime.links import StreamLink
-from common.runtime.metrics import DispatcherMetrics
+from common.runtime.metrics import DispatcherMetrics, pending_age_gauge
 from common.model.objects import TERMINAL_PHASES, raw_pod_key
 from common.model.podgroup import raw_group_key
 from common.runtime.identity import replica_identity
@@ -56,10 +56,11 @@ ADOPT_WAIT_S = 3.0
 
 
 class Pending:
-    __slots__ = ("key", "uid", "rv", "group", "shard", "sent_at", "avoid", "gated")
+    __slots__ = ("key", "uid", "rv", "group", "shard", "sent_at", "avoid", "gated", "seen_at")
 
     def __init__(self, key: str, uid: str, rv: str, group: str | None, gated: bool = False):
         self.key, self.uid, self.rv, self.group = key, uid, rv, group
+        self.seen_at = time.monotonic()  # for the age of the oldest pending pod (metrics)
         self.gated = gated  # has scheduling gates: no shard may schedule it yet
         self.shard: str | None = None
         self.sent_at = 0.0
@@ -112,6 +113,7 @@ class Dispatcher(Component):
         self.redispatch_after = d.redispatch_after_seconds
         self.rng = random.Random(seed)
         self.pending: dict[str, Pending] = {}
+        pending_age_gauge(self.metrics.registry, self._oldest_pending_age)
         self.unsent: dict[str, None] = {}        # pending keys waiting for a shard, in order
         #: Pending keys dispatched to a shard, oldest dispatch first: the re-dispatch check
         #: stops at the first one that is not overdue.
@@ -169,6 +171,7 @@ class Dispatcher(Component):
         if known is not None and known.uid == uid:
             if known.gated and not gated:  # its last gate was removed: schedule it now
                 known.gated, known.rv = False, str(meta.get("resourceVersion") or "")
+                known.seen_at = time.monotonic()  # it waits for a scheduler from now on
                 self.unsent[key] = None
             return  # otherwise a status change of a pod we already handle
         if known is not None:
@@ -179,6 +182,12 @@ class Dispatcher(Component):
             self.unsent[key] = None
         if group is not None:
             self.group_pending[group] += 1
+
+    def _oldest_pending_age(self) -> float:
+        """Seconds since the oldest ungated pending pod was first seen (0 with none); runs in
+        the metrics server's thread: list() copies the values in one step under the GIL."""
+        now = time.monotonic()
+        return max((now - p.seen_at for p in list(self.pending.values()) if not p.gated), default=0.0)
 
     def _forget(self, p: Pending, revoke: bool) -> None:
         del self.pending[p.key]

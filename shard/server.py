@@ -17,7 +17,8 @@ from collections import deque
 from common.runtime.component import Component
 from common.runtime.events import FAILED_SCHEDULING, WARNING, StatusWriter, pod_ref
 from common.runtime.links import StreamLink
-from common.runtime.metrics import ShardMetrics
+from common.runtime.logs import DETAIL, keys
+from common.runtime.metrics import ShardMetrics, StatusWriterCollector
 from common.scheduling.partition import PARTITION_ROLE, partition_of
 from common.scheduling.volume_binding import BIND_TIMEOUT_S, bind_timeout
 from common.runtime.wire import MAX_REQUEST, size_of, split
@@ -272,6 +273,7 @@ class ShardServer(Component, rpc.ShardServicer):
         self.loop = ShardLoop(cfg, store, seed=seed + index, owner=self.owned, committer=self.binders)
         #: Conditions and events, written off the scheduling thread.
         self.status = StatusWriter.from_config(cfg, store, f"shardsched-shard-{self.id}")
+        StatusWriterCollector(self.metrics.registry, f"shard-{self.id}", self.status.counters)
         self.refusals: dict[str, int] = {}  # pod key -> its decisions refused in a row
         self._holders_at = self._overdue_at = 0.0
         self.health.add_ready("informer", lambda: None if self.loop.informer.rv is not None else "not listed yet")
@@ -356,7 +358,7 @@ class ShardServer(Component, rpc.ShardServicer):
                 self.counters["dispatched"] += 1
             else:
                 self.counters["dispatched_unknown"] += 1
-                log.debug("dispatched pod %s is not a pending pod in the store", key)
+                log.debug("dispatched pod %s is not a pending pod in the store", key, **keys(key))
                 self.returned.append(key)
 
     # --- outcomes ---------------------------------------------------------------------------
@@ -381,11 +383,12 @@ class ShardServer(Component, rpc.ShardServicer):
                 self._refused(entry.pod, refused + 1)
             elif o.reason.startswith(GONE):
                 self.counters["gone"] += 1
-                log.debug("pod %s is gone: %s", o.pod_key, o.reason)
+                log.debug("pod %s is gone: %s", o.pod_key, o.reason, **keys(o.pod_key))
                 loop.gone(entry, result)
             else:
                 self.counters["conflicts"] += 1
-                log.debug("decision for %s on %s rejected: %s", o.pod_key, result.node, o.reason)
+                log.debug("decision for %s on %s rejected: %s", o.pod_key, result.node, o.reason,
+                          **keys(o.pod_key, result.node))
                 loop.finish_binding(entry, result, False, o.reason)
                 self._refused(entry.pod, refused + 1)
 
@@ -477,7 +480,10 @@ class ShardServer(Component, rpc.ShardServicer):
             self.metrics.cycle(result, took)
             if not result.scheduled:
                 self.counters["unschedulable"] += 1
-                self.status.unschedulable(result.pod.key, result.pod.uid, loop.messages.get(result.pod.key, ""))
+                message = loop.messages.get(result.pod.key, "")
+                self.status.unschedulable(result.pod.key, result.pod.uid, message)
+                if log.isEnabledFor(DETAIL):  # kube-scheduler's line at --v=2
+                    log.log(DETAIL, "unable to schedule pod; no fit; waiting: %s", message, **keys(result.pod.key))
                 for key in result.released:
                     self._gave_up(key)
         loop.release_waiting()

@@ -7,7 +7,8 @@ PersistentVolumeClaims are bound as a cluster's controllers would bind them
 (shard.provisioner): Immediate ones before any pod is scheduled, WaitForFirstConsumer ones
 once the scheduler picked a node for their first pod. Pods
 whose schedulerName is `default-scheduler` (the API's default) are scheduled too, by the first
-profile: a manifest written for any cluster should simulate without edits.
+profile: a manifest written for any cluster should simulate without edits. Pods of any other
+scheduler are left pending, as kube-scheduler leaves them, and reported so.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from common.store.podstatus import GATED_MESSAGE, SCHEDULING_GATED
 from .intake import ProfileOwnership
 from .loop import ShardLoop
 from .store_committer import StoreCommitter
+from .waiting import TIMED_OUT
 
 
 def run(docs: list, cfg: Config, seed: int = 0) -> tuple[dict, int]:
@@ -80,6 +82,7 @@ def _run_until_stable(loop: ShardLoop, clock: _VirtualClock, provisioner: Provis
 def _report(store, loop: ShardLoop, committer: StoreCommitter, pods: list, errors: list) -> dict:
     out = {}
     current = {raw_pod_key(d): d for d in store.list("Pod")[0]}
+    ours = loop.owner.names  # simulate runs the loop with ProfileOwnership
     for key in pods:
         d = current.get(key)
         if d is None:  # only an eviction removes a pod during a simulation
@@ -91,12 +94,17 @@ def _report(store, loop: ShardLoop, committer: StoreCommitter, pods: list, error
         entry = {"status": "Bound" if node else "Unschedulable", "node": node or None,
                  "nominatedNode": status.get("nominatedNodeName") or None, "message": "",
                  "evictedBy": None}
-        if not node and key in loop.gated and spec.get("schedulingGates"):  # kube's status and message
+        scheduler = spec.get("schedulerName") or "default-scheduler"
+        if not node and scheduler not in ours:  # kube-scheduler leaves it to its scheduler
+            entry["status"] = "Pending"
+            entry["message"] = (f'schedulerName "{scheduler}" is not this scheduler\'s (profiles: '
+                                f"{', '.join(sorted(ours))}): left pending for it")
+        elif not node and key in loop.gated and spec.get("schedulingGates"):  # kube's status and message
             entry["status"], entry["message"] = SCHEDULING_GATED, GATED_MESSAGE
         elif not node and key in loop.gated:
             entry["message"] = loop.gated[key]  # held back by another PreEnqueue (GangScheduling's quorum)
         elif not node:
-            entry["message"] = loop.messages.get(key) or _invalid_message(loop, key)
+            entry["message"] = _waited_for_group(loop, key, loop.messages.get(key) or _invalid_message(loop, key))
         out[key] = entry
     return {"pods": out, "errors": errors}
 
@@ -112,6 +120,22 @@ def _units(loop: ShardLoop) -> dict:
     return out
 
 
+def _waited_for_group(loop: ShardLoop, key: str, message: str) -> str:
+    """kube's message for a member its group's Permit held until time ran out (or that no
+    cycle explained), with the group it waited for and how far that got: kube's own says
+    only which plugin it waited at."""
+    group = loop.groups.group_of.get(key)
+    if group is None or group not in loop.groups.groups or not message.startswith((TIMED_OUT, NOT_SCHEDULED)):
+        return message
+    unit = loop.units([group])[group]
+    return (f"{message}: waiting for its PodGroup {group}: {unit['bound']} of minMember "
+            f"{unit['minMember']} members placed")
+
+
+#: What an unbound pod no cycle explained says.
+NOT_SCHEDULED = "not scheduled"
+
+
 def _invalid_message(loop: ShardLoop, key: str) -> str:
     err = loop.errors.get(f"Pod {key}")
-    return f"invalid pod: {err.field}: {err.message}" if err else "not scheduled"
+    return f"invalid pod: {err.field}: {err.message}" if err else NOT_SCHEDULED

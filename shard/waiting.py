@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from common.config.validation import format_duration
 
+#: The start of kube's message for a pod whose Permit wait ran out ("... waiting 5m0s at
+#: plugin NAME").
+TIMED_OUT = "rejected due to timeout after waiting "
+
 
 class Wait:
     """What a Permit plugin returns to hold the pod for up to `timeout` seconds."""
@@ -79,7 +83,7 @@ class WaitingPods:
                 late = [name for name, deadline in wp.pending.items() if deadline <= now]
                 if late:
                     waited = format_duration(wp.timeouts[late[0]])
-                    wp.rejected = f"rejected due to timeout after waiting {waited} at plugin {late[0]}"
+                    wp.rejected = f"{TIMED_OUT}{waited} at plugin {late[0]}"
             if wp.rejected is not None:
                 rejected.append((wp, wp.rejected))
             elif not wp.pending:

@@ -553,9 +553,9 @@ def stack_config(**sections) -> config_mod.Config:
     """The default config (profile shardsched, adaptive threshold) for processes run on this
     machine beside others: every gRPC port any free one and metrics off, plus `sections`
     overrides as the file writes them (e.g. shards={"count": 4}; profiles=[...]), validated."""
-    doc: dict = {"shards": {"basePort": 0, "metricsBasePort": 0},
-                 "binders": {"basePort": 0, "metricsBasePort": 0},
-                 "dispatcher": {"port": 0, "metricsPort": 0}}
+    doc: dict = {"shards": {"basePort": 0, "metricsBasePort": None},
+                 "binders": {"basePort": 0, "metricsBasePort": None},
+                 "dispatcher": {"port": 0, "metricsPort": None}}
     for k, v in sections.items():
         if isinstance(v, dict):
             doc.setdefault(k, {}).update(v)
@@ -739,7 +739,7 @@ class LiveBinder:
         from binder.server import BinderServer
         from proto import shardsched_pb2_grpc as rpc
 
-        cfg = (cfg or make_config()).replace(binders={"base_port": 0, "metrics_base_port": 0})  # any free port; no metrics
+        cfg = (cfg or make_config()).replace(binders={"base_port": 0, "metrics_base_port": None})  # any free port; no metrics
         self.server = BinderServer(cfg, store, 0)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()

@@ -45,12 +45,13 @@ class ServiceAccountCluster(LocalCluster):
 
 
 def service_account_kubeconfigs(kube_cluster, store: KubeStore, workdir: Path) -> dict[str, Path]:
-    """Apply deploy/'s namespace, ServiceAccounts and RBAC; a kubeconfig per component with a
+    """Apply deploy/'s namespace, ServiceAccounts, RBAC and the binder's Lease policy; a kubeconfig per component with a
     token of its ServiceAccount, in the namespace its Leases live in."""
     rendered = subprocess.run(["kubectl", "kustomize", str(ROOT / "deploy")], capture_output=True, text=True,
                               check=True).stdout
     rbac = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] in (
-        "Namespace", "ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")]
+        "Namespace", "ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding",
+        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")]
     kube_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(rbac))
     out = {}
     for role in ("dispatcher", "shard", "binder"):

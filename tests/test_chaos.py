@@ -29,9 +29,9 @@ def shardsched(*argv) -> subprocess.CompletedProcess:
 
 def test_kill_9_of_every_process_and_a_redis_restart_lose_no_pod(tmp_path):
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump({
-        "dispatcher": {"port": 0, "metricsPort": 0, "redispatchAfterSeconds": 5, "shardTimeoutSeconds": 2},
-        "shards": {"count": 3, "basePort": 0, "metricsBasePort": 0},
-        "binders": {"basePort": 0, "metricsBasePort": 0, "leaseDurationSeconds": 2}}))
+        "dispatcher": {"port": 0, "metricsPort": None, "redispatchAfterSeconds": 5, "shardTimeoutSeconds": 2},
+        "shards": {"count": 3, "basePort": 0, "metricsBasePort": None},
+        "binders": {"basePort": 0, "metricsBasePort": None, "leaseDurationSeconds": 2}}))
     with EmbeddedRedis(appendonly=True, password=True) as server:
         up = subprocess.Popen([sys.executable, "-m", "common.cli", "up", "--config", str(tmp_path / "cfg.yaml"),
                                "--store", server.url, "--nodes", "200", "--log-dir", str(tmp_path / "logs")],

@@ -8,9 +8,11 @@ metrics scraper, and the ServiceMonitor component scrapes every component."""
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import yaml
@@ -192,6 +194,43 @@ def test_each_component_is_allowed_what_it_needs_and_no_more(kube_cluster):
             assert not can(sa, *check), f"{sa} must not be allowed to {check}"
 
 
+
+def test_the_binder_writes_only_its_own_leases(kube_cluster):
+    """RBAC cannot name the binder's own Lease (its pod's name) nor match a prefix, so its Role
+    grants writes to every Lease in the namespace; the ValidatingAdmissionPolicy of deploy/
+    limits its writes to `shardsched-binder-*` (its own and the partitions'): it could delete
+    the dispatcher's leader Lease before. Checked with real requests made as the binder."""
+    objs = [o for o in rendered() if o["kind"] in ("Namespace", "ServiceAccount", "Role", "RoleBinding",
+                                                    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")]
+    assert any(o["kind"] == "ValidatingAdmissionPolicy" for o in objs), "deploy/ has no lease policy"
+    kube_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objs))
+    as_binder = ["-n", "shardsched", "--as=system:serviceaccount:shardsched:shardsched-binder"]
+
+    def lease(name: str) -> str:
+        return yaml.safe_dump({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                               "metadata": {"name": name, "namespace": "shardsched"},
+                               "spec": {"holderIdentity": "x", "leaseDurationSeconds": 5}})
+
+    deadline = time.monotonic() + 120  # the API server takes a new policy up within seconds
+    while True:  # a probe Lease, made again while the binder may still delete it
+        kube_cluster.kubectl("apply", "-f", "-", input=lease("shardsched-dispatcher"))
+        out = kube_cluster.kubectl("delete", "lease", "shardsched-dispatcher", *as_binder, check=False)
+        if out.returncode != 0:
+            break
+        assert time.monotonic() < deadline, "the binder may still delete the dispatcher's leader Lease"
+        time.sleep(0.5)
+    assert "ValidatingAdmissionPolicy" in out.stderr and "shardsched-binder-*" in out.stderr, out.stderr
+    for name in ("shardsched-dispatcher-0", "shardsched-shard-0", "someone-elses"):
+        out = kube_cluster.kubectl("create", "-f", "-", *as_binder, input=lease(name), check=False)
+        assert out.returncode != 0 and "ValidatingAdmissionPolicy" in out.stderr, (name, out.stderr)
+    for name in ("shardsched-binder-shardsched-binder-7d9f-x2k", "shardsched-binder-partition-0"):
+        kube_cluster.kubectl("create", "-f", "-", *as_binder, input=lease(name))
+        kube_cluster.kubectl("patch", "lease", name, *as_binder, "--type=merge",
+                             "-p", '{"spec": {"holderIdentity": "y"}}')
+        kube_cluster.kubectl("delete", "lease", name, *as_binder)
+    kube_cluster.kubectl("delete", "lease", "shardsched-dispatcher", "-n", "shardsched")
+
+
 # --- the NetworkPolicies, read as the network plugin reads them ------------------------------
 
 def _matches(selector: dict, labels: dict) -> bool:
@@ -250,6 +289,24 @@ def test_the_servicemonitor_component_scrapes_every_component(tmp_path):
     (endpoint,) = monitor["spec"]["endpoints"]
     for s in scraped:
         assert endpoint["port"] in {p["name"] for p in s["spec"]["ports"]}
+
+
+def test_the_monitoring_component_renders_rules_and_dashboard_for_the_scraped_jobs(tmp_path):
+    """The rules select `job`s by the Services' names, which is what the ServiceMonitor makes
+    of them; the dashboard is a ConfigMap Grafana's sidecar picks up."""
+    components = ROOT / "deploy" / "components"
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump({
+        "resources": [os.path.relpath(ROOT / "deploy", tmp_path)],
+        "components": [os.path.relpath(components / c, tmp_path) for c in ("servicemonitor", "monitoring")]}))
+    objs = rendered(tmp_path)
+    (rule,) = [o for o in objs if o["kind"] == "PrometheusRule"]
+    assert rule["metadata"]["namespace"] == "shardsched"
+    services = {o["metadata"]["name"] for o in objs if o["kind"] == "Service"}
+    jobs = set(re.findall(r'job="([^"]+)"', yaml.safe_dump(rule["spec"])))
+    assert jobs and jobs <= services, jobs - services
+    (board,) = [o for o in objs if o["kind"] == "ConfigMap" and "grafana-dashboard.json" in o.get("data", {})]
+    assert board["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(board["data"]["grafana-dashboard.json"])["uid"] == "shardsched"
 
 
 def test_the_image_is_multi_stage_pinned_and_ships_the_runtime_only():

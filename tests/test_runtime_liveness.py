@@ -106,3 +106,25 @@ def test_a_frozen_shard_stalls_no_pod(cluster_env):  # noqa: F811
           f"bindings: {binder.counters['bound']}")
     assert binder.counters["bound"] == 1000, "a pod bound twice, or one unbound"
     assert_consistent(store)
+
+
+def test_sighup_neither_stops_nor_restarts_a_process(cluster_env):  # noqa: F811
+    """SIGHUP (a closed terminal, or an operator expecting a reload) used to kill a process
+    by Python's default, and `up` then restarted it. It is logged and the process carries on
+    with the configuration it has (it reloads none); SIGTERM still stops it cleanly."""
+    url, store, start = cluster_env
+    cluster = start()
+    cluster.wait_ready()
+    shard = cluster.procs[("shard", 0)]
+    shard.send_signal(signal.SIGHUP)
+    log_path = cluster.log_path("shard", 0)
+    deadline = time.monotonic() + 60
+    while "SIGHUP" not in open(log_path).read():
+        assert shard.poll() is None, f"shard 0 exited on SIGHUP with {shard.returncode}"
+        assert time.monotonic() < deadline, "shard 0 never logged the SIGHUP"
+        time.sleep(0.1)
+    assert not store.create_many([pod(i) for i in range(100)])
+    wait_bound(store, 100)
+    assert shard.poll() is None
+    shard.send_signal(signal.SIGTERM)
+    assert shard.wait(timeout=60) == 0

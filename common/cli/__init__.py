@@ -11,12 +11,18 @@ Exit statuses are in errors.py.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from .. import config as config_mod
 from ..errors import StoreUnavailable
 from ..runtime.version import VERSION
 from . import bench, certs, config_cmd, fleet, manage, simulate, up
 from .errors import EXIT_REJECTED, EXIT_USAGE, fail
+
+#: What a shell reports for a process SIGPIPE ended (128 + 13): `shardsched get ... | head`
+#: stops as `cat` or `kubectl` would there.
+EXIT_BROKEN_PIPE = 141
 
 #: The command modules, in the order `shardsched --help` lists their commands.
 COMMANDS = (fleet, simulate, config_cmd, up, bench, certs, manage)
@@ -34,7 +40,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args)
+        code = args.handler(args)
+        sys.stdout.flush()  # here, not at exit, where a closed pipe could no longer be caught
+        return code
+    except BrokenPipeError:  # the reader (`| head`) has gone: nothing is left to say to it
+        # stdout still holds unwritten bytes that the interpreter would try to flush at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except config_mod.ConfigError as e:  # --config: unreadable (2) or invalid content (1)
         return fail(str(e), EXIT_USAGE if e.unreadable else EXIT_REJECTED)
     except (StoreUnavailable, ValueError) as e:  # unreachable store, no store URL, bad URL scheme

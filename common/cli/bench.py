@@ -69,9 +69,9 @@ def cmd_bench(args) -> int:
         return EXIT_REJECTED
     cfg = config_mod.load(args.config)
     binders = {} if args.binders is None else {"count": args.binders}
-    free = {"base_port": 0, "metrics_base_port": 0}  # never collide with a running `shardsched up`
+    free = {"base_port": 0, "metrics_base_port": None}  # never collide with a running `shardsched up`
     cfg = cfg.replace(shards={"count": args.shards, **free}, binders={**binders, **free},
-                      dispatcher={"port": 0, "metrics_port": 0})
+                      dispatcher={"port": 0, "metrics_port": None})
     churn = args.heartbeat_s if args.churn else None  # the period, or no background writes
     doc = e2e.run(cfg, args.nodes, args.profile, args.pods, args.workload, args.rate, args.seed,
                   quiet=args.quiet, live=args.live, churn_heartbeat_s=churn,

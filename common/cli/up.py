@@ -15,7 +15,7 @@ from ..tools import fleet as fleet_mod
 from ..runtime import runner
 from ..tools.local_cluster import ROLES, LocalCluster, private_file
 from ..runtime.security import Security
-from ..store import configured_url, open_configured
+from ..store import configured_url, implied_url, open_configured
 from .errors import EXIT_REJECTED, fail
 
 
@@ -88,7 +88,7 @@ def cmd_up(args) -> int:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, stop)
     with contextlib.ExitStack() as stack:
-        url = args.store or cfg.store.url or stack.enter_context(EmbeddedRedis(password=True)).url
+        url = args.store or implied_url(cfg) or stack.enter_context(EmbeddedRedis(password=True)).url
         store = open_configured(cfg, url)
         stack.callback(store.close)
         if args.nodes:
@@ -123,7 +123,10 @@ def cmd_up(args) -> int:
 
 
 def cmd_top(args) -> int:
-    """The live table, until Ctrl-C (or --iterations refreshes)."""
+    """The live table, until Ctrl-C (or --iterations refreshes); a dispatcher that does not
+    answer (no credentials, not running) is one line naming it and the remedy."""
+    import grpc
+
     from ..tools import top
 
     store = None
@@ -132,6 +135,8 @@ def cmd_top(args) -> int:
         store = open_configured(cfg, configured_url(args.store, cfg, args.cmd))
     try:
         top.run(args.dispatcher, store, Security.from_config(cfg.security), args.interval, args.iterations)
+    except grpc.RpcError as e:  # only the dispatcher's own Status raises: a process's shows as a row
+        return fail(top.refusal(args.dispatcher, e))
     finally:
         if store is not None:
             store.close()

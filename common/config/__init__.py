@@ -124,9 +124,10 @@ SCHEMA = {
     "kind": _s(KIND, "Always ShardschedConfiguration.", choices=(KIND,)),
     "store": {
         "url": _s(None, "Cluster store: redis://HOST:PORT/DB, memory:// or kube:// (kubeconfig). "
-                  "null starts an embedded redis-server on a free loopback port.", nullable=True),
-        "kubeconfig": _s(None, "Kubeconfig file for kube://; null uses in-cluster config or ~/.kube/config.",
-                         nullable=True),
+                  "null: kube:// when store.kubeconfig is set, else `up` starts an embedded redis-server on "
+                  "a free loopback port.", nullable=True),
+        "kubeconfig": _s(None, "Kubeconfig file for kube:// (and, without store.url, the store itself: its "
+                         "API server); null uses in-cluster config or ~/.kube/config.", nullable=True),
         "requestTimeoutSeconds": _f(10, "Timeout of every store request; a dead connection never hangs.",
                                     minimum=0.1, maximum=3600),
         "qps": _f(0, "kube:// only: requests per second each process sends the API server at most "
@@ -137,7 +138,8 @@ SCHEMA = {
     "dispatcher": {
         "host": _s("127.0.0.1", "Address the dispatcher listens on."),
         "port": _i(7100, "gRPC port of the dispatcher (0 = any free port).", maximum=65535),
-        "metricsPort": _i(9100, "Prometheus metrics port of the dispatcher (0 = off).", maximum=65535),
+        "metricsPort": _i(9100, "Prometheus metrics port of the dispatcher (0 = any free port, null = off).",
+                          maximum=65535, nullable=True),
         "alsoDefaultScheduler": _b(False, "Also take pods whose schedulerName is default-scheduler."),
         "batchSize": _i(256, "Pods per Dispatch message.", minimum=1),
         "redispatchAfterSeconds": _f(30, "Re-dispatch a pod still unbound this long after dispatch.",
@@ -162,8 +164,8 @@ SCHEMA = {
         "count": _i(2, "Scheduler shard processes started by `shardsched up`.", minimum=1),
         "host": _s("127.0.0.1", "Address the shards listen on."),
         "basePort": _i(7200, "gRPC port of shard 0; shard i listens on basePort + i (0 = any free port).", maximum=65535),
-        "metricsBasePort": _i(9200, "Metrics port of shard 0; shard i uses metricsBasePort + i (0 = off).",
-                              maximum=65535),
+        "metricsBasePort": _i(9200, "Metrics port of shard 0; shard i uses metricsBasePort + i (0 = any free "
+                              "port, null = off).", maximum=65535, nullable=True),
         "assumeTtlSeconds": _f(30, "Forget an assumed pod if neither its binding nor a rejection "
                                "arrives within this time.", minimum=1),
         "decisionTimeoutSeconds": _f(20, "A decision a binder has not answered within this time is withdrawn "
@@ -205,7 +207,8 @@ SCHEMA = {
                               "shards then go through)."),
         "host": _s("127.0.0.1", "Address the binders listen on."),
         "basePort": _i(7300, "gRPC port of binder 0; binder i listens on basePort + i (0 = any free port).", maximum=65535),
-        "metricsBasePort": _i(9300, "Metrics port of binder 0 (0 = off).", maximum=65535),
+        "metricsBasePort": _i(9300, "Metrics port of binder 0; binder i uses metricsBasePort + i (0 = any free "
+                              "port, null = off).", maximum=65535, nullable=True),
     },
     "threshold": {
         "mode": _s("adaptive", "How many feasible nodes a cycle looks for: adaptive, kube "
@@ -402,7 +405,7 @@ class StoreConfig(Section):
 class DispatcherConfig(Section):
     host: str
     port: int
-    metrics_port: int
+    metrics_port: int | None
     also_default_scheduler: bool
     batch_size: int
     redispatch_after_seconds: float
@@ -433,7 +436,7 @@ class ShardsConfig(Section):
     count: int
     host: str
     base_port: int
-    metrics_base_port: int
+    metrics_base_port: int | None
     assume_ttl_seconds: float
     decision_timeout_seconds: float
     pod_initial_backoff_seconds: float
@@ -451,7 +454,7 @@ class BindersConfig(Section):
     cross_node_checks: bool
     host: str
     base_port: int
-    metrics_base_port: int
+    metrics_base_port: int | None
 
 
 @_section(SCHEMA["threshold"])
@@ -598,8 +601,8 @@ def _cross_checks(cfg: Config) -> None:
         own = getattr(cfg, section)
         for key in ("basePort", "metricsBasePort"):
             port = getattr(own, attribute_name(key))
-            last = port + own.count - 1
-            if port and last > 65535:
+            if port and port + own.count - 1 > 65535:
+                last = port + own.count - 1
                 raise ConfigError(f"{section}.{key}", f"the last of {own.count} {section} would listen "
                                   f"on port {last}, past 65535")
     if cfg.preemption.min_candidate_nodes_percentage == 0 == cfg.preemption.min_candidate_nodes_absolute:

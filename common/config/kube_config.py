@@ -18,8 +18,8 @@ messages and field paths), then mapped onto shardsched's own configuration:
                                    ShardschedConfiguration
 
 Fields kube has and shardsched cannot honour are refused by name, except at kube's default
-value (`kube-scheduler --write-config-to` writes every field): then a note says what
-shardsched does instead. kube's default plugins shardsched does not ship are left out of a
+value (`kube-scheduler --write-config-to` writes every field): then, if the file sets the
+field, a note says what shardsched does instead (a field left out says nothing). kube's default plugins shardsched does not ship are left out of a
 profile with a note; enabled anywhere else, they are refused. The extension may not set what
 the file sets explicitly elsewhere; it may refine what kube only defaulted.
 """
@@ -152,7 +152,7 @@ class _Conversion:
             raise invalid("delayCacheUntilActive", True, "not supported by shardsched: only the dispatcher "
                           "elects a leader, and shards and binders keep their caches warm")
         for key in ("enableProfiling", "enableContentionProfiling"):
-            if t[key]:
+            if t[key] and key in self.explicit:  # kube's default left out is no news
                 self.notes.append(f"{key}: shardsched serves no profiling endpoints")
 
     def _scheduling(self) -> None:
@@ -211,7 +211,7 @@ class _Conversion:
             raise invalid(f"{p}.burst", cc["burst"], "must be non-negative")
         if cc["contentType"] not in ("application/vnd.kubernetes.protobuf", "application/json", ""):
             raise invalid(f"{p}.contentType", cc["contentType"], "not supported by shardsched, which sends JSON")
-        if cc["contentType"] == "application/vnd.kubernetes.protobuf":
+        if cc["contentType"] == "application/vnd.kubernetes.protobuf" and "contentType" in given:
             self.notes.append(f"{p}.contentType: shardsched talks JSON to the API server")
         if cc["acceptContentTypes"] not in ("", "application/json"):
             raise invalid(f"{p}.acceptContentTypes", cc["acceptContentTypes"],

@@ -36,12 +36,20 @@ def port_for(base: int, index: int, override: int | None) -> int:
     return base + index if base else 0
 
 
-def metrics_port_for(base: int, index: int, override: int | None) -> int | None:
-    """Like port_for, but a configured 0 switches metrics off (None); an override of 0
-    (the command line's --metrics-port 0) still means any free port."""
+#: --metrics-port's word for no metrics (the config's null).
+METRICS_OFF = "off"
+
+
+def metrics_port_for(base: int | None, index: int, override: int | str | None) -> int | None:
+    """Like port_for (0, configured or given, is any free port), but None (the config's
+    null) or an override of METRICS_OFF switches metrics off (None)."""
+    if override == METRICS_OFF:
+        return None
     if override is not None:
         return override
-    return base + index if base else None
+    if base is None:
+        return None
+    return base + index if base else 0
 
 
 class Component(rpc.ComponentServicer):
@@ -223,11 +231,23 @@ def settle_heap() -> None:
 
 
 def stop_on_signals(component: Component) -> None:
-    """SIGTERM and SIGINT stop the component's loops (the main thread then shuts down)."""
+    """SIGTERM and SIGINT stop the component's loops (the main thread then shuts down).
+
+    SIGHUP is logged and otherwise ignored: by Python's default it killed the process (and
+    `up` restarted it), whether it came from a closed terminal (`up` stops its children
+    itself then) or from an operator who expected a reload, which no process does: the
+    configuration is read once, at start."""
     def handler(signum, frame):
         component.stop_event.set()
+
+    def hangup(signum, frame):
+        # logged from a thread: the handler may interrupt the main thread inside logging's lock
+        threading.Thread(target=log.info, name="sighup", daemon=True, args=(
+            "%s %s: SIGHUP ignored (the configuration is read only at start: restart the process "
+            "to apply a new one)", component.role, component.id)).start()
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGHUP, hangup)
 
 
 def status_of(address: str, security: Security, timeout: float = 5.0):

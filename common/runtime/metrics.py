@@ -139,3 +139,47 @@ class DispatcherMetrics:
                               registry=r)
         self.dispatched = Counter("shardsched_dispatcher_pods_dispatched_total",
                                   "Pods sent to a shard (re-dispatches included).", ["shard"], registry=r)
+
+
+# --- what the alerting rules of deploy/ watch (deploy/components/monitoring) ----------------
+
+def partition_gauges(registry: CollectorRegistry, binder: str, partitions: int, held) -> None:
+    """`shardsched_binder_partitions` (binders.count) and `shardsched_binder_partitions_held`,
+    read at each scrape from `held()` (the partitions this binder holds now): a partition no
+    binder holds commits nothing, and only the sum over the binders shows it."""
+    Gauge("shardsched_binder_partitions", "Partitions of the nodes (binders.count).", ["binder"],
+          registry=registry).labels(binder).set(partitions)
+    Gauge("shardsched_binder_partitions_held", "Partitions whose lease this binder holds now.", ["binder"],
+          registry=registry).labels(binder).set_function(lambda: len(held()))
+
+
+def pending_age_gauge(registry: CollectorRegistry, oldest_age) -> None:
+    """`shardsched_dispatcher_oldest_pending_pod_seconds`: how long the oldest pending pod of
+    this scheduler has waited (`oldest_age()`, read at each scrape; ungated pods, counted from
+    when this dispatcher first saw them), for the alert on pods pending too long."""
+    Gauge("shardsched_dispatcher_oldest_pending_pod_seconds",
+          "Seconds the oldest ungated pending pod of this scheduler has waited since this dispatcher saw it.",
+          registry=registry).set_function(oldest_age)
+
+
+class StatusWriterCollector:
+    """The counters of a process's Event and condition writer (common.runtime.events), read
+    at each scrape: `shardsched_events_written_total`, `shardsched_events_dropped_total`
+    (more than MAX_QUEUED waiting: dropped, never retried) and
+    `shardsched_conditions_written_total`, labelled with the process (`shard-0`, `binder-1`)."""
+
+    NAMES = {"events_written": "Events written (created or patched as a series).",
+             "events_dropped": "Events dropped: too many were waiting to be written (events.qps).",
+             "conditions_written": "PodScheduled conditions written."}
+
+    def __init__(self, registry: CollectorRegistry, process: str, counters: dict):
+        self.process, self.counters = process, counters
+        registry.register(self)
+
+    def collect(self):
+        from prometheus_client.core import CounterMetricFamily
+
+        for key, doc in self.NAMES.items():
+            family = CounterMetricFamily(f"shardsched_{key}", doc, labels=["process"])
+            family.add_metric([self.process], self.counters.get(key, 0))
+            yield family

@@ -12,7 +12,7 @@ import sys
 
 from .. import config as config_mod
 from . import orphans
-from .component import stop_on_signals
+from .component import METRICS_OFF, stop_on_signals
 from ..errors import StoreUnavailable
 from .logs import FORMATS, setup
 from .security import SecurityError
@@ -35,11 +35,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", help="address to listen on and to advertise in the lease (default: the "
                                   "config's host; a pod passes its IP from the downward API)")
     p.add_argument("--port", type=int, help="gRPC port (default: from the config; 0 = any free port)")
-    p.add_argument("--metrics-port", type=int,
-                   help="Prometheus metrics port (default: from the config, where 0 = off; "
-                        "here 0 = any free port)")
+    p.add_argument("--metrics-port", type=metrics_port_arg, metavar="PORT|off",
+                   help="Prometheus metrics port (default: from the config; 0 = any free port, "
+                        "off = no metrics, as the config's null)")
     p.add_argument("--seed", type=int, default=0)
     add_logging_arguments(p)
+
+
+def metrics_port_arg(text: str) -> int | str:
+    """--metrics-port's value: a port (0 = any free one) or `off`."""
+    if text == METRICS_OFF:
+        return text
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a port number or {METRICS_OFF!r}, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 65535, got {port}")
+    return port
 
 
 def add_logging_arguments(p: argparse.ArgumentParser) -> None:

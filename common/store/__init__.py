@@ -3,15 +3,22 @@ from __future__ import annotations
 
 from .base import ClusterStore, WatchEvent
 
-__all__ = ["ClusterStore", "WatchEvent", "open_store", "open_configured", "configured_url"]
+__all__ = ["ClusterStore", "WatchEvent", "open_store", "open_configured", "configured_url", "implied_url"]
+
+
+def implied_url(cfg) -> str | None:
+    """The config's store.url; else kube:// when it names a kubeconfig (store.kubeconfig, a
+    KubeSchedulerConfiguration's clientConnection.kubeconfig), whose API server is then the
+    store, as it is kube-scheduler's; else None."""
+    return cfg.store.url or ("kube://" if cfg.store.kubeconfig else None)
 
 
 def configured_url(url: str | None, cfg, who: str) -> str:
-    """`url` (a --store flag), else the config's store.url; ValueError naming `who` (the
-    command or process) when neither is given."""
-    url = url or cfg.store.url
+    """`url` (a --store flag), else the config's (implied_url); ValueError naming `who` (the
+    command or process) when there is none."""
+    url = url or implied_url(cfg)
     if not url:
-        raise ValueError(f"{who} needs a store: give --store URL or store.url in the config")
+        raise ValueError(f"{who} needs a store: give --store URL, or store.url or store.kubeconfig in the config")
     return url
 
 

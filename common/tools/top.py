@@ -18,8 +18,24 @@ from rich.table import Table
 from ..runtime.component import status_of
 
 GROUP_COLUMNS = ("pod group", "shard", "minMember", "members", "bound", "assumed", "waiting")
+#: Columns a table written to a file or pipe may take: far more than it needs, since rich
+#: sizes a table to its cells and cuts them only to fit the console.
+PIPE_WIDTH = 1000
 COLUMNS = ("process", "pods/s", "active", "backoff", "unschedulable", "in flight", "attempts",
            "bound", "conflicts", "threshold", "p99 cycle ms", "uptime s")
+
+
+def refusal(address: str, error: grpc.RpcError) -> str:
+    """One line for a dispatcher that did not answer `top`: its status code, and what to do
+    about it (a token or certificate comes only from the processes' configuration)."""
+    code = error.code()
+    line = f"dispatcher {address}: {code.name if code else 'error'} ({error.details()})"
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return (line + ": its ports ask for credentials; pass --config with the processes' configuration "
+                "(`shardsched up` prints its path, <log dir>/config.yaml)")
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        return line + ": is it running, and listening there? (under mtls: pass --config with its certificates)"
+    return line
 
 
 def discover(dispatcher: str | None, store, security) -> list[tuple[str, str, str]]:
@@ -40,8 +56,9 @@ def table(rows: list[tuple[str, str, str]], previous: dict, elapsed: float, secu
         name = f"{role} {id_}"
         try:
             s = status_of(address, security, 2.0)
-        except grpc.RpcError:
-            t.add_row(name, *(["-"] * (len(COLUMNS) - 2)), "down")
+        except grpc.RpcError as e:
+            refused = e.code() == grpc.StatusCode.UNAUTHENTICATED
+            t.add_row(name, *(["-"] * (len(COLUMNS) - 2)), "refused" if refused else "down")
             continue
         units.update((u.group, (id_, u)) for u in s.groups)
         c, q = s.counters, s.queues
@@ -99,12 +116,27 @@ def source(rows, security) -> callable:
 
 def run(dispatcher: str | None, store, security, interval: float = 1.0, iterations: int | None = None,
         console: Console | None = None) -> None:
-    """Refresh every `interval` seconds, `iterations` times (None: until interrupted)."""
+    """Refresh every `interval` seconds, `iterations` times (None: until interrupted).
+
+    On a terminal the table is redrawn in place; written to a file or pipe, each refresh is
+    printed after the last, as wide as its columns need (rich would cut it to 80 columns)."""
     render = source(lambda: discover(dispatcher, store, security), security)
-    done = 0
-    with Live(console=console or Console(), auto_refresh=False) as live:
-        while iterations is None or done < iterations:
+    console = console or Console()
+    if not console.is_terminal:
+        console.width = max(console.width, PIPE_WIDTH)
+        for _ in _ticks(interval, iterations):
+            console.print(render())
+        return
+    with Live(console=console, auto_refresh=False) as live:
+        for _ in _ticks(interval, iterations):
             live.update(render(), refresh=True)
-            done += 1
-            if iterations is None or done < iterations:
-                time.sleep(interval)
+
+
+def _ticks(interval: float, iterations: int | None):
+    """Yields once per refresh, sleeping `interval` between them."""
+    done = 0
+    while iterations is None or done < iterations:
+        yield
+        done += 1
+        if iterations is None or done < iterations:
+            time.sleep(interval)

@@ -182,7 +182,7 @@ def test_create_usage_errors_create_nothing(capsys, url, store, tmp_path):
 def test_no_store_is_a_usage_error_and_config_store_url_is_used(capsys, url, store, tmp_path, monkeypatch):
     for argv in (["get", "pods"], ["verify"], ["delete", "pod", "a"]):
         code, _, err = run(capsys, *argv)
-        assert code == 2 and "needs a store: give --store URL or store.url in the config" in err
+        assert code == 2 and "needs a store: give --store URL, or store.url or store.kubeconfig in the config" in err
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump({"apiVersion": "shardsched.io/v1alpha1", "kind": "ShardschedConfiguration",
                                    "store": {"url": url}}))
@@ -190,6 +190,25 @@ def test_no_store_is_a_usage_error_and_config_store_url_is_used(capsys, url, sto
                        stdin=yaml.safe_dump(node("n1")), monkeypatch=monkeypatch)
     assert (code, out) == (0, "node/n1 created\n")
     assert names(store, "Node") == {"n1"}
+
+
+
+def test_a_kubeconfig_alone_is_the_store(capsys, tmp_path):
+    """clientConnection.kubeconfig (store.kubeconfig) names an API server: a file with it and
+    no store URL talks to that server instead of asking for a store URL."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": "http://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}))
+    ksc = tmp_path / "ksc.yaml"
+    ksc.write_text(yaml.safe_dump({"apiVersion": "kubescheduler.config.k8s.io/v1",
+                                   "kind": "KubeSchedulerConfiguration",
+                                   "clientConnection": {"kubeconfig": str(kubeconfig)}}))
+    code, _, err = run(capsys, "get", "nodes", "--config", str(ksc))
+    assert code == 2 and "needs a store" not in err, err
+    assert "127.0.0.1:1" in err and "Traceback" not in err, err
 
 
 # --- get ------------------------------------------------------------------------------------
@@ -527,3 +546,19 @@ def test_kubes_pod_groups_are_their_own_kind_in_create_get_and_delete(capsys, ur
     code, out, _ = run(capsys, "delete", "podgroups.scheduling.k8s.io", "ml/train", "--store", url)
     assert (code, out) == (0, 'podgroup.scheduling.k8s.io "train" deleted\n')
     assert store.list(NATIVE_KIND)[0] == [] and len(store.list("PodGroup")[0]) == 1
+
+
+def test_output_piped_into_head_ends_quietly(url, store):
+    """`get pods -o wide | head` closes the pipe while the table is still being written: the
+    command stops without a BrokenPipeError traceback, as a shell's own tools do (exit 141,
+    128 + SIGPIPE, what a shell reports for a process SIGPIPE ended)."""
+    errors = store.create_many([pod(f"web-{i:05d}") for i in range(3000)])
+    assert not errors
+    proc = subprocess.Popen([str(SHARDSCHED), "get", "pods", "-o", "wide", "--store", url],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()  # head has read its lines and gone
+    err = proc.stderr.read()
+    proc.wait(timeout=120)
+    assert first.split()[:2] == [b"NAMESPACE", b"NAME"]
+    assert proc.returncode == 141 and err == b"", err.decode()

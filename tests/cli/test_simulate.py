@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builders import (HOST, ZONE, anchor_bomb, claim_volume, expr, node, node_affinity, overflowing_pod, pod,
-                      pod_affinity, pod_term, pv, pvc, spread, storage_class, toleration)
+from builders import (HOST, ZONE, anchor_bomb, claim_volume, expr, group_pod, node, node_affinity,
+                      overflowing_pod, pod, pod_affinity, pod_group, pod_term, pv, pvc, spread, storage_class,
+                      toleration)
 from common import config as config_mod
 from common.cli.errors import UsageError
 from common.cli.simulate import simulate
@@ -48,7 +49,7 @@ def check_shape(doc: dict) -> None:
     assert set(doc) == {"pods", "errors", "podGroups"}
     for key, entry in doc["pods"].items():
         assert "/" in key and set(entry) == POD_FIELDS, key
-        assert entry["status"] in ("Bound", "Unschedulable", "Evicted", "SchedulingGated")
+        assert entry["status"] in ("Bound", "Unschedulable", "Evicted", "SchedulingGated", "Pending")
         assert (entry["node"] is not None) == (entry["status"] == "Bound")
     for err in doc["errors"]:
         assert set(err) == ERROR_FIELDS
@@ -251,7 +252,22 @@ def test_default_scheduler_pods_are_simulated_and_other_schedulers_left(tmp_path
     docs = [node("n1"), pod("dflt", scheduler="default-scheduler"), pod("foreign", scheduler="someone-else")]
     doc, _ = run(tmp_path, docs)
     assert doc["pods"]["default/dflt"]["node"] == "n1"
-    assert doc["pods"]["default/foreign"]["status"] == "Unschedulable"
+    foreign = doc["pods"]["default/foreign"]
+    assert foreign["status"] == "Pending" and foreign["node"] is None
+    assert foreign["message"] == ('schedulerName "someone-else" is not this scheduler\'s (profiles: '
+                                  'default-scheduler, shardsched): left pending for it')
+
+
+def test_a_member_of_a_group_names_its_group_when_it_waits_for_it(tmp_path):
+    """A member that could be placed waits at Permit for the rest of its group (here a member
+    another scheduler runs); the group never gets its quorum, so kube's Permit timeout turns it
+    away, and the message says which group it waited for."""
+    docs = [node("n1"), pod_group("v", 2), group_pod("v1", "v"), group_pod("v2", "v", scheduler="volcano")]
+    doc, _ = run(tmp_path, docs)
+    v1, v2 = doc["pods"]["default/v1"], doc["pods"]["default/v2"]
+    assert v1["status"] == "Unschedulable"
+    assert v1["message"].endswith("waiting for its PodGroup default/v: 0 of minMember 2 members placed")
+    assert v2["status"] == "Pending" and "volcano" in v2["message"]
 
 
 def test_same_seed_same_result_and_seed_matters(tmp_path):

@@ -14,9 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_ports_config(path: Path) -> None:
-    cfg = {"dispatcher": {"port": 0, "metricsPort": 0},
-           "shards": {"count": 2, "basePort": 0, "metricsBasePort": 0},
-           "binders": {"basePort": 0, "metricsBasePort": 0}}
+    cfg = {"dispatcher": {"port": 0, "metricsPort": None},
+           "shards": {"count": 2, "basePort": 0, "metricsBasePort": None},
+           "binders": {"basePort": 0, "metricsBasePort": None}}
     path.write_text(yaml.safe_dump(cfg))
 
 
@@ -120,9 +120,9 @@ def test_up_that_cannot_start_says_why_and_keeps_its_logs(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         (tmp_path / "cfg.yaml").write_text(yaml.safe_dump({
-            "dispatcher": {"port": 0, "metricsPort": 0},
-            "shards": {"basePort": 0, "metricsBasePort": 0},
-            "binders": {"basePort": taken.getsockname()[1], "metricsBasePort": 0}}))
+            "dispatcher": {"port": 0, "metricsPort": None},
+            "shards": {"basePort": 0, "metricsBasePort": None},
+            "binders": {"basePort": taken.getsockname()[1], "metricsBasePort": None}}))
         done = subprocess.run([sys.executable, "-m", "common.cli", "up", "--config", str(tmp_path / "cfg.yaml"),
                                "--log-dir", str(tmp_path / "logs")], cwd=ROOT, capture_output=True, text=True,
                               timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -222,3 +222,15 @@ def test_lease_durations_are_not_checked_without_leader_election():
     """As kube: with leaderElect false, the durations are never used, so never refused."""
     cfg, _ = load(ksc(leaderElection={"leaderElect": False, "leaseDuration": "5s", "renewDeadline": "10s"}))
     assert cfg.leader_election.leader_elect is False
+
+
+def test_notes_only_for_fields_the_file_sets():
+    """kube's defaults a file leaves out are no news: `config validate` printed notes on
+    enableProfiling, enableContentionProfiling and clientConnection.contentType for files that
+    set none of them, and every process logged them as warnings at start."""
+    _, notes = load(ksc(profiles=[{"schedulerName": "s"}], clientConnection={"kubeconfig": "/k"}))
+    assert notes == []
+    _, notes = load(ksc(enableProfiling=True, enableContentionProfiling=False,
+                        clientConnection={"contentType": "application/vnd.kubernetes.protobuf"}))
+    assert notes == ["enableProfiling: shardsched serves no profiling endpoints",
+                     "clientConnection.contentType: shardsched talks JSON to the API server"]
