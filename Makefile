@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup run test redis-server kube-bins kube-bin-dir helm-path promtool etcd-server kubectl
+.PHONY: setup run test redis-server kube-bins kube-bin-dir helm-path promtool check-rules etcd-server kubectl
 
 setup: $(VENV)/.installed redis-server
 
@@ -65,13 +65,16 @@ $(KUBE_BIN)/.built: tests/kube/go.mod tests/kube/go.sum
 	GOBIN=$(abspath $(KUBE_BIN)) GOFLAGS=-trimpath go install -ldflags '-s -w' sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 	touch $@
 
-# promtool, for tests/test_monitoring.py's `promtool check rules` (skipped without it): not
-# part of kube-bins, since Prometheus and its dependencies take about 25 minutes to build on
+# promtool, for `make check-rules` (tests/check_rules.py: the alerting rules and the
+# dashboard's queries parsed by `promtool check rules`): not part of kube-bins or the tests, since Prometheus and its dependencies take about 25 minutes to build on
 # two busy cores. Prometheus 3.x's Go module versions are v0.3xx.
 PROMTOOL_VERSION := v0.316.0
 PROMTOOL := .cache/promtool-bin/prometheus-$(PROMTOOL_VERSION)/promtool
 
 promtool: $(PROMTOOL)
+
+check-rules: setup $(PROMTOOL)
+	$(BIN)/python tests/check_rules.py $(PROMTOOL)
 
 $(PROMTOOL):
 	@command -v go >/dev/null || { echo "promtool needs Go (https://go.dev/dl/)" >&2; exit 1; }

@@ -1,17 +1,14 @@
 """deploy/components/monitoring: the alerting rules and the Grafana dashboard name only
 metrics (and labels) that shardsched's processes serve, scraped from a running stack; the
-rules hold the alerts the README lists, and their PromQL and the dashboard's parse (`promtool
-check rules`, when `make promtool` built it or it is on the PATH)."""
+rules hold the alerts the README lists. (`make check-rules` has promtool parse their PromQL and
+the dashboard's: tests/check_rules.py.)"""
 from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
-import pytest
 import yaml
 
 from builders import numbered_pod as pod
@@ -77,25 +74,6 @@ def test_the_rules_hold_every_alert_the_readme_lists():
 def test_the_expression_reader_finds_names_and_labels():
     got = selectors('sum by (shard, le) (rate(a_bucket{x="1", y!~"z"}[5m])) / on(shard) b or absent(c{job="j"})')
     assert got == [("a_bucket", {"x", "y", "shard", "le"}), ("b", {"shard", "le"}), ("c", {"job", "shard", "le"})]
-
-
-def test_promtool_checks_the_rules(tmp_path):
-    promtool = shutil.which("promtool") or next(iter(sorted((ROOT / ".cache").glob("promtool-bin/*/promtool"))), None)
-    if promtool is None:
-        pytest.skip("no promtool: `make promtool` builds it into .cache/promtool-bin/")
-    doc = yaml.safe_load((MONITORING / "rules.yaml").read_text())
-    plain = tmp_path / "rules.yaml"
-    plain.write_text(yaml.safe_dump(doc["spec"]))  # a PrometheusRule's spec is a rule file
-    # the dashboard's queries too, as recording rules (its variables given values)
-    queries = [re.sub(r"\$(shard|binder)\b", ".*", e).replace("$namespace", "shardsched")
-               for e in dashboard_exprs() if not e.startswith("label_values(")]
-    board = tmp_path / "dashboard.yaml"
-    board.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": [
-        {"record": f"shardsched:dashboard_query_{i}", "expr": q} for i, q in enumerate(queries)]}]}))
-    done = subprocess.run([str(promtool), "check", "rules", str(plain), str(board)], capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert f"SUCCESS: {len(rules())} rules found" in done.stdout and f"SUCCESS: {len(queries)} rules found" in done.stdout
 
 
 def test_every_metric_the_rules_and_dashboard_name_is_served(cluster_env):  # noqa: F811

@@ -43,6 +43,13 @@ def private_file(path: str, text: str) -> str:
     return path
 
 
+#: How long `start` and `wait_ready` wait for every process to be ready. A process that exits
+#: is reported at once (check_running), so this only bounds one that hangs; on a busy
+#: two-core machine five Python processes importing grpc and numpy at once took more than
+#: the 30 s this used to be.
+READY_TIMEOUT_S = 120.0
+
+
 class LocalCluster:
     def __init__(self, cfg: config_mod.Config, url: str, seed: int = 0, log_dir: str | None = None,
                  free_metrics_ports: bool = False, verbosity: int = 0, role_urls: dict | None = None):
@@ -112,13 +119,13 @@ class LocalCluster:
                 said.append(f"{role} {i} restarted (pid {proc.pid})")
         return said
 
-    def start(self, timeout: float = 30.0) -> None:
+    def start(self, timeout: float = READY_TIMEOUT_S) -> None:
         for role in ROLES:
             for i in range(self.counts()[role]):
                 self.start_one(role, i)
         self.wait_ready(timeout)
 
-    def wait_ready(self, timeout: float = 30.0) -> dict:
+    def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> dict:
         """Block until every process holds its lease, every binder partition is held, no
         binder holds more than its share (a binder that started first takes them all, then
         hands the others over), and the dispatcher streams to every shard; returns role ->
