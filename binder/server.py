@@ -22,7 +22,7 @@ import threading
 import time
 
 from common.runtime.component import Component
-from common.scheduling.disruption import Budgets
+from common.scheduling.disruption import Budgets, breaking
 from common.runtime.events import StatusWriter
 from common.runtime.metrics import BinderMetrics
 from common.scheduling.partition import partition_of
@@ -285,7 +285,7 @@ class BinderServer(Component, rpc.BinderServicer):
             pod = self.view.acc.counted(key)
             if pod is not None:
                 budgets.violates(pod)
-        return {v.key for v in victims if budgets.violates(v)}
+        return breaking(victims, budgets)
 
     def _refusal(self, d, reason: str, shard: str):
         log.debug("decision for %s on %s refused: %s", d.pod_key, d.node, reason)
