@@ -110,7 +110,7 @@ def pod(name: str, cpu: str | None = None, memory: str | None = None, *, ns: str
         meta: dict | None = None, volumes=()) -> dict:
     """A Pod dict. `ports` as (hostPort, protocol, hostIP) tuples (protocol/hostIP optional)
     or container port dicts; `owner` as "Kind/name" for a controller ownerReference; `extra`
-    extra requests; `volumes` spec.volumes entries (see claim_volume()).
+    extra requests (extended resources' and hugepages' limits set equal, as kube requires); `volumes` spec.volumes entries (see claim_volume()).
 
     What an API server would fill in can be left out, as in a manifest a client writes:
     `uid=None` (`uid` is otherwise a template of {ns} and {name}), `scheduler=None` (no
@@ -128,6 +128,9 @@ def pod(name: str, cpu: str | None = None, memory: str | None = None, *, ns: str
         c: dict = {"name": f"c{i}", "image": image}
         if i == 0 and requests:
             c["resources"] = {"requests": requests}
+            fixed = {k: v for k, v in requests.items() if "/" in k or k.startswith("hugepages-")}
+            if fixed:  # the API server wants extended resources' and hugepages' limits
+                c["resources"]["limits"] = fixed
         if i == 0 and ports:
             c["ports"] = [_port(p) for p in ports]
         containers.append(c)
