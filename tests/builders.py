@@ -158,8 +158,8 @@ def pod(name: str, cpu: str | None = None, memory: str | None = None, *, ns: str
     meta_["labels"] = dict(labels or {})
     if owner:
         kind, _, oname = owner.partition("/")
-        meta_["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": kind, "name": oname,
-                                     "uid": f"uid-{oname}", "controller": True}]
+        meta_["ownerReferences"] = [{"apiVersion": "v1" if kind == "ReplicationController" else "apps/v1",
+                                     "kind": kind, "name": oname, "uid": f"uid-{oname}", "controller": True}]
     meta_.update(meta or {})
     out = {"apiVersion": "v1", "kind": "Pod", "metadata": meta_, "spec": spec_}
     if status:
@@ -365,6 +365,36 @@ def pdb(name: str, labels: dict, min_available=None, max_unavailable=None, allow
     return d
 
 
+def namespace(name: str, labels: dict | None = None) -> dict:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": dict(labels or {})}}
+
+
+def service(name: str, selector: dict | None, ns: str = "default") -> dict:
+    """A ClusterIP Service over pods with `selector` (None: a Service without a selector)."""
+    spec: dict = {"ports": [{"port": 80, "protocol": "TCP"}]}
+    if selector is not None:
+        spec["selector"] = dict(selector)
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def controller(kind: str, name: str, labels: dict, ns: str = "default", replicas: int = 0,
+               selector: dict | None = None) -> dict:
+    """A ReplicaSet, StatefulSet or ReplicationController whose pods carry `labels`, as an API
+    server accepts it (a pause template); `selector` its label selector (default: matchLabels
+    `labels`; a ReplicationController's is a plain map)."""
+    template = {"metadata": {"labels": dict(labels)},
+                "spec": {"containers": [{"name": "c0", "image": PAUSE}], "terminationGracePeriodSeconds": 0}}
+    if kind == "ReplicationController":
+        spec: dict = {"replicas": replicas, "selector": dict(selector or labels), "template": template}
+        api = "v1"
+    else:
+        spec = {"replicas": replicas, "selector": selector or {"matchLabels": dict(labels)}, "template": template}
+        api = "apps/v1"
+        if kind == "StatefulSet":
+            spec["serviceName"] = name
+    return {"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
 def with_priority_classes(docs: list) -> list:
     """Manifests as Priority admission accepts them: a pod stating spec.priority (and a
     preemptionPolicy) gets a PriorityClass granting exactly that, added to the documents."""
@@ -557,8 +587,10 @@ def outcome(st: Status | None):
 
 
 class Cluster:
-    def __init__(self, nodes=(), pods=(), cfg: config_mod.Config | None = None, seed: int = 0, storage=(), **opts):
-        """`storage`: claims, volumes, storage classes and CSINodes the scheduler knows."""
+    def __init__(self, nodes=(), pods=(), cfg: config_mod.Config | None = None, seed: int = 0, storage=(),
+                 workloads=(), **opts):
+        """`storage`: claims, volumes, storage classes and CSINodes the scheduler knows;
+        `workloads`: its Services, ReplicaSets, StatefulSets and ReplicationControllers."""
         self.cache = ShardCache()
         for n in nodes:
             self.cache.set_node(parse_node(n))
@@ -567,6 +599,8 @@ class Cluster:
         self.sched = Scheduler(cfg or make_config(), self.cache, None, seed, **opts)
         for obj in storage:
             self.sched.volumes.set(parse_object(obj))
+        for obj in workloads:
+            self.sched.workloads.set(parse_object(obj))
         self.sched.refresh()
 
     # cluster changes --------------------------------------------------------------------------

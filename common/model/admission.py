@@ -32,6 +32,11 @@ API_VERSIONS = {
     "PersistentVolume": "v1",
     "StorageClass": "storage.k8s.io/v1",
     "CSINode": "storage.k8s.io/v1",
+    "Namespace": "v1",
+    "Service": "v1",
+    "ReplicaSet": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "ReplicationController": "v1",
 }
 
 

@@ -23,15 +23,20 @@ from .resources import INT64_MAX, parse_amount
 from .selectors import (Field, LabelSelector, parse_label_selector, parse_node_selector_term, parse_taint,
                         parse_toleration)
 from .storage_objects import parse_csi_node, parse_pod_volumes, parse_pv, parse_pvc, parse_storage_class
+from .workloads import (parse_namespace, parse_replica_set, parse_replication_controller, parse_service,
+                        parse_stateful_set)
 
 KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", "PodGroup", "PersistentVolumeClaim",
-         "PersistentVolume", "StorageClass", "CSINode")
+         "PersistentVolume", "StorageClass", "CSINode", "Namespace", "Service", "ReplicaSet", "StatefulSet",
+         "ReplicationController")
 #: The kinds in dependency order, for creating and for listing: a pod never comes before the
 #: PriorityClass it names, the node it is pinned to, the PodGroup it joins or the claims it
 #: mounts, so no reader sees it half-defined.
-CREATE_ORDER = ("PriorityClass", "StorageClass", "Node", "CSINode", "PersistentVolume", "PersistentVolumeClaim",
-                "PodDisruptionBudget", "PodGroup", "Pod")
-NAMESPACED = {"Pod", "PodDisruptionBudget", "PodGroup", "PersistentVolumeClaim"}
+CREATE_ORDER = ("Namespace", "PriorityClass", "StorageClass", "Node", "CSINode", "PersistentVolume",
+                "PersistentVolumeClaim", "PodDisruptionBudget", "PodGroup", "Service", "ReplicationController",
+                "ReplicaSet", "StatefulSet", "Pod")
+NAMESPACED = {"Pod", "PodDisruptionBudget", "PodGroup", "PersistentVolumeClaim", "Service", "ReplicaSet",
+              "StatefulSet", "ReplicationController"}
 #: kube-apiserver's built-in classes, present on every cluster.
 SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
 
@@ -55,10 +60,11 @@ def _describe(d, kind: str) -> tuple[str, str, dict]:
 
 
 class OwnerRef:
-    __slots__ = ("kind", "name", "uid", "controller")
+    __slots__ = ("kind", "name", "uid", "controller", "api_version")
 
-    def __init__(self, kind, name, uid, controller):
+    def __init__(self, kind, name, uid, controller, api_version=""):
         self.kind, self.name, self.uid, self.controller = kind, name, uid, controller
+        self.api_version = api_version
 
 
 class PodAffinityTerm:
@@ -412,7 +418,7 @@ def parse_pod(d: dict, priority_classes: dict | None = None, lean: bool = False)
         rf = mf.at("ownerReferences").at(i)
         r = rf.dict(r)
         refs.append((rf.get_str(r, "kind", required=True), rf.get_str(r, "name", required=True),
-                     rf.get_str(r, "uid"), bool(r.get("controller"))))
+                     rf.get_str(r, "uid"), bool(r.get("controller")), rf.get_str(r, "apiVersion")))
     p.owner_refs = shared_refs(tuple(refs), OwnerRef)
     parsed_spec = _spec_fields(spec, sf, ns, labels)
     p.spec = parsed_spec.spec if parsed_spec.spec is not None else spec
@@ -724,7 +730,9 @@ def parse_priority_class(d: dict) -> PriorityClass:
 _PARSERS = {"Pod": parse_pod, "Node": parse_node, "PodDisruptionBudget": parse_pdb,
             "PriorityClass": parse_priority_class, "PodGroup": parse_pod_group,
             "PersistentVolumeClaim": parse_pvc, "PersistentVolume": parse_pv,
-            "StorageClass": parse_storage_class, "CSINode": parse_csi_node}
+            "StorageClass": parse_storage_class, "CSINode": parse_csi_node, "Namespace": parse_namespace,
+            "Service": parse_service, "ReplicaSet": parse_replica_set, "StatefulSet": parse_stateful_set,
+            "ReplicationController": parse_replication_controller}
 
 
 def parse_object(d, priority_classes: dict | None = None, lean: bool = False):

@@ -73,6 +73,11 @@ RESOURCES = {
     "PersistentVolume": ("v1", "/api/v1", "persistentvolumes"),
     "StorageClass": ("storage.k8s.io/v1", "/apis/storage.k8s.io/v1", "storageclasses"),
     "CSINode": ("storage.k8s.io/v1", "/apis/storage.k8s.io/v1", "csinodes"),
+    "Namespace": ("v1", "/api/v1", "namespaces"),
+    "Service": ("v1", "/api/v1", "services"),
+    "ReplicationController": ("v1", "/api/v1", "replicationcontrollers"),
+    "ReplicaSet": ("apps/v1", "/apis/apps/v1", "replicasets"),
+    "StatefulSet": ("apps/v1", "/apis/apps/v1", "statefulsets"),
 }
 #: Kinds defined by a CustomResourceDefinition (deploy/crd-podgroup.yaml): a cluster without
 #: it lists none of them (and says so once) instead of failing the processes that list them.
