@@ -573,8 +573,11 @@ class KubeStore(ClusterStore):
         return self._update(kind, key, obj, expected_rv, "/status" if kind in STATUS_SUBRESOURCE else "")
 
     def _delete(self, kind: str, key: str, uid: str | None) -> str | None:
-        """Delete at once (grace period 0: this store's DELETED event means gone)."""
-        options = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+        """Delete at once (grace period 0: this store's DELETED event means gone), dependents
+        left to the garbage collector as kubectl leaves them (Background: without it, the API
+        server would hold a ReplicationController with its legacy "orphan" finalizer)."""
+        options = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
+                   "propagationPolicy": "Background"}
         if uid:
             options["preconditions"] = {"uid": uid}
         try:
