@@ -2,7 +2,7 @@
 
 The shard's declarations for common.runtime.intake: PriorityClasses and PodDisruptionBudgets kept by
 key, the storage kinds in the scheduler's VolumeState, Services and controllers in its
-Workloads (default spreading's selectors), nodes in the cache, PodGroups in the
+Workloads (default spreading's selectors), Namespaces (namespaceSelector's labels), nodes in the cache, PodGroups in the
 scheduler's group index, and every pod: bound ones counted in the cache, owned pending ones
 queued (unless a PreEnqueue plugin holds them back), another shard's pending ones set aside
 unparsed. Each change wakes the queued pods it may help (shard.queueing_hints).
@@ -96,6 +96,7 @@ class ShardIntake:
             Kind("PodDisruptionBudget", keep=scheduler.pdbs, then=self._budgets_changed),
             *volume_kinds(scheduler.volumes, then=self._volumes_changed),
             *workload_kinds(scheduler.workloads),
+            Kind("Namespace", put=scheduler.namespaces.set, drop=scheduler.namespaces.remove),
             Kind("Node", handle=self._apply_node, current=self._node, unchanged=node_unchanged),
             Kind("PodGroup", handle=self._apply_group),
             Kind("Pod", handle=self.apply_pod),
@@ -119,6 +120,7 @@ class ShardIntake:
         self.claimed.clear()
         self.scheduler.volumes.clear()
         self.scheduler.workloads.clear()
+        self.scheduler.namespaces.clear()
 
     # --- the kinds --------------------------------------------------------------------------
 

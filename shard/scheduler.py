@@ -27,6 +27,7 @@ import numpy as np
 
 from common.scheduling.disruption import Budgets
 from common.scheduling.workloads import Workloads
+from common.model.workloads import Namespaces
 from common.config import Config, Profile as ProfileConfig
 from common.config.plugin_args import profile_args
 from common.model.podgroup import GroupIndex
@@ -155,6 +156,8 @@ class Scheduler:
         #: Services and ReplicaSets, StatefulSets, ReplicationControllers (kept by the loop),
         #: whose selectors default spreading takes.
         self.workloads = Workloads()
+        #: Namespaces (kept by the loop), whose labels pod affinity's namespaceSelector reads.
+        self.namespaces = Namespaces()
         #: Pods held at Permit until their plugins allow them.
         self.waiting = WaitingPods(clock)
         #: PodGroups and their members (kept by the loop), for Coscheduling and preemption.

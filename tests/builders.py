@@ -590,7 +590,7 @@ class Cluster:
     def __init__(self, nodes=(), pods=(), cfg: config_mod.Config | None = None, seed: int = 0, storage=(),
                  workloads=(), **opts):
         """`storage`: claims, volumes, storage classes and CSINodes the scheduler knows;
-        `workloads`: its Services, ReplicaSets, StatefulSets and ReplicationControllers."""
+        `workloads`: its Namespaces, Services, ReplicaSets, StatefulSets and ReplicationControllers."""
         self.cache = ShardCache()
         for n in nodes:
             self.cache.set_node(parse_node(n))
@@ -600,7 +600,8 @@ class Cluster:
         for obj in storage:
             self.sched.volumes.set(parse_object(obj))
         for obj in workloads:
-            self.sched.workloads.set(parse_object(obj))
+            parsed = parse_object(obj)
+            (self.sched.namespaces if parsed.kind == "Namespace" else self.sched.workloads).set(parsed)
         self.sched.refresh()
 
     # cluster changes --------------------------------------------------------------------------

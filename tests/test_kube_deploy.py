@@ -159,7 +159,7 @@ def test_each_component_is_allowed_what_it_needs_and_no_more(kube_cluster):
                   ("watch", "persistentvolumeclaims"), ("list", "persistentvolumes"),
                   ("watch", "storageclasses.storage.k8s.io"), ("list", "csinodes.storage.k8s.io"),
                   ("watch", "services"), ("list", "replicationcontrollers"), ("watch", "replicasets.apps"),
-                  ("list", "statefulsets.apps")],
+                  ("list", "statefulsets.apps"), ("watch", "namespaces")],
         "binder": [("watch", "nodes"), ("list", "pods"), ("watch", "poddisruptionbudgets.policy"),
                    ("watch", "priorityclasses.scheduling.k8s.io"), ("create", "pods/binding"),
                    ("create", "pods/eviction"), ("delete", "pods"), ("create", "events.events.k8s.io"),
@@ -167,7 +167,7 @@ def test_each_component_is_allowed_what_it_needs_and_no_more(kube_cluster):
                    ("delete", lease, ns), ("watch", groups), ("update", groups),
                    ("watch", "storageclasses.storage.k8s.io"), ("watch", "csinodes.storage.k8s.io"),
                    ("update", "persistentvolumes"), ("update", "persistentvolumeclaims"),
-                   ("watch", "persistentvolumeclaims")],
+                   ("watch", "persistentvolumeclaims"), ("list", "namespaces")],
     }
     denied = {
         "dispatcher": [("create", "pods/binding"), ("patch", "pods/status"), ("list", "nodes"),
@@ -183,6 +183,7 @@ def test_each_component_is_allowed_what_it_needs_and_no_more(kube_cluster):
                   ("update", f"{groups}/status"), ("update", "persistentvolumes"),
                   ("update", "persistentvolumeclaims")],
         "binder": [("patch", "pods/status"), ("update", "pods"), ("update", "nodes"), ("list", "secrets"),
+                   ("delete", "namespaces"), ("watch", "services"),
                    ("create", lease, "default"), ("update", f"{groups}/status"), ("delete", groups),
                    ("create", groups), ("delete", "persistentvolumes"), ("create", "persistentvolumes"),
                    ("update", "storageclasses.storage.k8s.io")],

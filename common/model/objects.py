@@ -23,8 +23,8 @@ from .resources import INT64_MAX, parse_amount
 from .selectors import (Field, LabelSelector, parse_label_selector, parse_node_selector_term, parse_taint,
                         parse_toleration)
 from .storage_objects import parse_csi_node, parse_pod_volumes, parse_pv, parse_pvc, parse_storage_class
-from .workloads import (parse_namespace, parse_replica_set, parse_replication_controller, parse_service,
-                        parse_stateful_set)
+from .workloads import (NAMESPACE_NAME_LABEL, parse_namespace, parse_replica_set, parse_replication_controller,
+                        parse_service, parse_stateful_set)
 
 KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", "PodGroup", "PersistentVolumeClaim",
          "PersistentVolume", "StorageClass", "CSINode", "Namespace", "Service", "ReplicaSet", "StatefulSet",
@@ -71,8 +71,8 @@ class PodAffinityTerm:
     """A (anti-)affinity term: pods matching `selector` in `namespaces` within `topology_key`.
 
     `namespaces` is None for "all namespaces" (an empty namespaceSelector). A namespaceSelector
-    with terms is evaluated against the namespace's `kubernetes.io/metadata.name` label, the
-    only namespace label the scheduler can know without watching Namespaces.
+    with terms is evaluated against the labels of the namespace of the pod matched
+    (common.model.workloads.Namespaces; without them, only its `kubernetes.io/metadata.name`).
     """
 
     __slots__ = ("selector", "namespaces", "namespace_selector", "topology_key")
@@ -88,14 +88,24 @@ class PodAffinityTerm:
         return (self.namespaces, self.namespace_selector.key if self.namespace_selector else None,
                 self.selector.key if self.selector else None)
 
-    def matches(self, pod: "Pod") -> bool:
+    def matches(self, pod: "Pod", namespaces=None) -> bool:
+        """Whether `pod` is one this term selects; `namespaces` (a Namespaces) gives the labels
+        its namespaceSelector reads."""
         if self.selector is None:
             return False
         if self.namespaces is not None and pod.namespace not in self.namespaces:
             if self.namespace_selector is None or not self.namespace_selector.matches(
-                    {"kubernetes.io/metadata.name": pod.namespace}):
+                    namespaces.labels(pod.namespace) if namespaces is not None
+                    else {NAMESPACE_NAME_LABEL: pod.namespace}):
                 return False
         return self.selector.matches(pod.labels)
+
+    def cache_key(self, namespaces=None) -> tuple:
+        """`key`, plus the Namespaces' generation when what the term selects depends on
+        namespace labels: counts cached under it are recounted when those change."""
+        if namespaces is None or self.namespace_selector is None or self.namespaces is None:
+            return self.key
+        return (*self.key, namespaces.generation)
 
 
 def _affinity_term(value, f: Field, own_ns: str) -> PodAffinityTerm:

@@ -52,6 +52,33 @@ def parse_namespace(d: dict) -> Namespace:
     return n
 
 
+class Namespaces:
+    """The Namespaces the watch shows, for pod affinity's namespaceSelector: a namespace's
+    labels, and a generation bumped on every change (counts cached per selector key add it,
+    so they are recounted when a label moves). A namespace with no Namespace object (the
+    embedded stores do not require one) reads as the API server would have labelled it."""
+
+    def __init__(self):
+        self.by_name: dict[str, Namespace] = {}
+        self.generation = 0
+
+    def set(self, ns: Namespace) -> None:
+        self.by_name[ns.name] = ns
+        self.generation += 1
+
+    def remove(self, name: str) -> None:
+        if self.by_name.pop(name, None) is not None:
+            self.generation += 1
+
+    def clear(self) -> None:
+        self.by_name.clear()
+        self.generation += 1
+
+    def labels(self, name: str) -> dict:
+        ns = self.by_name.get(name)
+        return ns.labels if ns is not None else {NAMESPACE_NAME_LABEL: name}
+
+
 class Service:
     """A Service's selector: None for a Service without one (it selects no pod, not every pod)."""
 
