@@ -5,7 +5,7 @@ cannot read; they also read what the store's watch shows, where the API server h
 validated every object. Manifests given to `create -f` and `simulate` have had no such check,
 so admission runs this module's on them: the rules of kube-apiserver's validation
 (k8s.io/kubernetes pkg/apis/core/validation) that shape what a scheduler sees: names, label
-keys and values, duplicate taints, container names and images, ports and host ports,
+keys and values (and Services' and ReplicationControllers' selectors), duplicate taints, container names and images, ports and host ports,
 requests against limits, spread constraints, scheduling gates and tolerations. The first
 rule an object breaks is raised as an ObjectError naming the object and the field (the API
 server lists them all; one is enough to refuse the object).
@@ -18,6 +18,7 @@ from .resources import parse_amount
 from .selectors import Field
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _PORT_PROTOCOLS = ("TCP", "UDP", "SCTP")
 
@@ -29,6 +30,16 @@ def dns_label_error(value: str) -> str | None:
     if not _DNS_LABEL.fullmatch(value):
         return ("must consist of lower case alphanumeric characters or '-', and must start and end "
                 "with an alphanumeric character")
+    return None
+
+
+def dns_1035_label_error(value: str) -> str | None:
+    """Why `value` is not an RFC 1035 label (a Service's name: it starts with a letter), or None."""
+    if len(value) > 63:
+        return "must be no more than 63 characters"
+    if not _DNS_1035_LABEL.fullmatch(value):
+        return ("must consist of lower case alphanumeric characters or '-', start with an alphabetic "
+                "character, and end with an alphanumeric character")
     return None
 
 
@@ -72,6 +83,9 @@ def validate(doc: dict, kind: str, who: str) -> None:
         _taints(spec.get("taints") or [], f.at("spec.taints"))
     elif kind == "Pod":
         _pod_spec(spec, f.at("spec"))
+    elif kind in ("Service", "ReplicationController"):
+        for key, value in (spec.get("selector") or {}).items():
+            _check(f.at("spec.selector").at(key), qualified_name_error(key) or label_value_error(value))
 
 
 def _check(f: Field, why: str | None) -> None:
@@ -81,7 +95,8 @@ def _check(f: Field, why: str | None) -> None:
 
 def _metadata(meta: dict, kind: str, f: Field) -> None:
     name = meta.get("name") or ""
-    _check(f.at("name"), dns_label_error(name) if kind == "Namespace" else dns_subdomain_error(name))
+    rule = {"Namespace": dns_label_error, "Service": dns_1035_label_error}.get(kind, dns_subdomain_error)
+    _check(f.at("name"), rule(name))
     if meta.get("namespace"):
         _check(f.at("namespace"), dns_label_error(meta["namespace"]))
     _labels(meta.get("labels") or {}, f.at("labels"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from common.model.admission import admit
-from builders import node, pod
+from builders import namespace, node, pod, service
 
 
 def refused(doc) -> tuple[str, str]:
@@ -69,6 +69,10 @@ CASES = [
      "Pod default/web", "spec.tolerations[0].effect"),
     ("nodeSelector value not a label value", pod("web", node_selector={"zone": "x y"}),
      "Pod default/web", "spec.nodeSelector.zone"),
+    ("namespace name not a DNS label", namespace("a.b"), "Namespace a.b", "metadata.name"),
+    ("service name not a DNS-1035 label", service("1web", {"app": "web"}), "Service default/1web", "metadata.name"),
+    ("service selector value not a label value", service("web", {"app": "x y"}), "Service default/web",
+     "spec.selector.app"),
 ]
 
 
