@@ -5,8 +5,10 @@ cannot read; they also read what the store's watch shows, where the API server h
 validated every object. Manifests given to `create -f` and `simulate` have had no such check,
 so admission runs this module's on them: the rules of kube-apiserver's validation
 (k8s.io/kubernetes pkg/apis/core/validation) that shape what a scheduler sees: names, label
-keys and values (and Services' and ReplicationControllers' selectors), duplicate taints, container names and images, ports and host ports,
-requests against limits, spread constraints, scheduling gates and tolerations. The first
+keys and values (and Services' and ReplicationControllers' selectors), duplicate taints,
+container names and images, ports and host ports, resource names and requests against
+limits, volumes' names and claims, restart policies, spread constraints, scheduling gates
+and tolerations. The first
 rule an object breaks is raised as an ObjectError naming the object and the field (the API
 server lists them all; one is enough to refuse the object).
 """
@@ -14,13 +16,15 @@ from __future__ import annotations
 
 import re
 
-from .resources import parse_amount
+from .resources import parse_amount, parse_quantity
 from .selectors import Field
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _PORT_PROTOCOLS = ("TCP", "UDP", "SCTP")
+_STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+_RESTART_POLICIES = ("Always", "OnFailure", "Never")
 
 
 def dns_label_error(value: str) -> str | None:
@@ -121,6 +125,7 @@ def _taints(taints: list, f: Field) -> None:
 
 
 def _pod_spec(spec: dict, f: Field) -> None:
+    _volumes(spec.get("volumes") or [], f.at("volumes"))
     containers, inits = spec.get("containers") or [], spec.get("initContainers") or []
     names = _containers(containers, f.at("containers"), set())
     _containers(inits, f.at("initContainers"), names)
@@ -132,6 +137,26 @@ def _pod_spec(spec: dict, f: Field) -> None:
     for i, t in enumerate(spec.get("tolerations") or []):
         if t.get("tolerationSeconds") is not None and t.get("effect") != "NoExecute":
             raise f.at("tolerations").at(i).at("effect").error("must be NoExecute when tolerationSeconds is set")
+    if spec.get("restartPolicy", "Always") not in _RESTART_POLICIES:
+        raise f.at("restartPolicy").error(f"unsupported value {spec['restartPolicy']!r} "
+                                          f"(one of {', '.join(_RESTART_POLICIES)})")
+
+
+def _volumes(volumes: list, f: Field) -> None:
+    """Named (DNS labels, unique); a claim volume names its claim."""
+    names = set()
+    for i, v in enumerate(volumes):
+        vf = f.at(i)
+        name = v.get("name") or ""
+        if not name:
+            raise vf.at("name").error("is required")
+        _check(vf.at("name"), dns_label_error(name))
+        if name in names:
+            raise vf.at("name").error(f"duplicate volume name {name!r}")
+        names.add(name)
+        claim = v.get("persistentVolumeClaim")
+        if isinstance(claim, dict) and not claim.get("claimName"):
+            raise vf.at("persistentVolumeClaim.claimName").error("is required")
 
 
 def _containers(containers: list, f: Field, names: set) -> set:
@@ -184,8 +209,25 @@ def _overcommittable(resource: str) -> bool:
     return native and not resource.startswith("hugepages-")
 
 
+def _resource_name(name: str, raw, f: Field) -> None:
+    """A container may ask for the standard resources (and hugepages) by their bare names,
+    anything else by a domain-qualified name; extended resources in whole units only."""
+    if "/" not in name:
+        if name not in _STANDARD_CONTAINER_RESOURCES and not name.startswith("hugepages-"):
+            raise f.error(f"{name!r} must be a standard resource for containers "
+                          f"({', '.join(_STANDARD_CONTAINER_RESOURCES)}, hugepages-*) or domain-qualified")
+        return
+    _check(f, qualified_name_error(name))
+    if not _overcommittable(name) and not name.startswith("hugepages-"):
+        if parse_quantity(raw) % 1:
+            raise f.error(f"must be an integer, got {raw!r}")
+
+
 def _resources(resources: dict, f: Field) -> None:
     limits = resources.get("limits") or {}
+    for kind in ("requests", "limits"):
+        for name, raw in (resources.get(kind) or {}).items():
+            _resource_name(name, raw, f.at(kind).at(name))
     for name, raw in (resources.get("requests") or {}).items():
         amount = parse_amount(name, raw)[0]
         if name not in limits:
@@ -202,6 +244,7 @@ def _resources(resources: dict, f: Field) -> None:
 def _spread_constraints(constraints: list, f: Field) -> None:
     """One constraint per topologyKey and whenUnsatisfiable (kube blames the first of two)."""
     for i, c in enumerate(constraints):
+        _check(f.at(i).at("topologyKey"), qualified_name_error(c.get("topologyKey") or ""))
         pair = (c.get("topologyKey"), c.get("whenUnsatisfiable"))
         if any((o.get("topologyKey"), o.get("whenUnsatisfiable")) == pair for o in constraints[i + 1:]):
             raise f.at(i).at("{topologyKey, whenUnsatisfiable}").error(
