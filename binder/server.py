@@ -23,7 +23,7 @@ import time
 
 from common import plugins
 from common.runtime.component import Component
-from common.scheduling.disruption import Budgets
+from common.scheduling.disruption import Budgets, breaking
 from common.runtime.events import StatusWriter
 from common.runtime.logs import keys
 from common.runtime.metrics import BinderMetrics, StatusWriterCollector, partition_gauges
@@ -298,7 +298,7 @@ class BinderServer(Component, rpc.BinderServicer):
             pod = self.view.acc.counted(key)
             if pod is not None:
                 budgets.violates(pod)
-        return {v.key for v in victims if budgets.violates(v)}
+        return breaking(victims, budgets)
 
     def _refusal(self, d, reason: str, shard: str):
         if log.isEnabledFor(logging.DEBUG):

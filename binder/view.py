@@ -2,7 +2,8 @@
 
 It follows the store's watch: every node, every bound pod, the pending pods of this
 scheduler (parsed once, when the watch shows them, with their priority from the
-PriorityClasses), the PodDisruptionBudgets, and the PodGroups with their members. Decisions
+PriorityClasses), the PodDisruptionBudgets, the PodGroups with their members, and the
+Namespaces (their labels, which pod affinity's namespaceSelector reads). Decisions
 that pass the checks are *reserved*: counted at once as assumed pods (common.scheduling.accounting, as
 a shard counts its own decisions), their victims claimed, until the commit settles them. So two decisions in
 flight can never both take the last room on a node or break a constraint between them.
@@ -23,6 +24,7 @@ from common.scheduling.constraints import ConstrainedAccounting, ConstraintIndex
 from common.runtime.intake import Intake, Kind, status_update, volume_kinds
 from common.model.objects import raw_pod_key
 from common.model.podgroup import NATIVE_KIND, GroupIndex, index_key_of
+from common.model.workloads import Namespaces
 from common.scheduling.volumes import VolumeState
 
 log = logging.getLogger(__name__)
@@ -48,6 +50,7 @@ class BinderView:
         self.doubt_s = doubt_s
         self.clock = clock
         self.acc = ConstrainedAccounting(assume_ttl, clock)  # in doubt: acc.hold
+        self.namespaces = self.acc.constraints.namespaces = Namespaces()
         self.pending: dict = {}           # pod key -> Pod: pending pods of this scheduler
         self.priority_classes: dict = {}
         self.pdbs: dict = {}
@@ -63,6 +66,7 @@ class BinderView:
             Kind("PriorityClass", keep=self.priority_classes),
             Kind("PodDisruptionBudget", keep=self.pdbs),
             *volume_kinds(self.volumes),
+            Kind("Namespace", put=self.namespaces.set, drop=self.namespaces.remove),
             Kind("Node", handle=self._apply_node, current=self._node, unchanged=node_unchanged),
             Kind("PodGroup", handle=self._apply_group),
             Kind(NATIVE_KIND, handle=self._apply_group),

@@ -31,6 +31,18 @@ class Handle:
         return self._sched.volumes
 
     @property
+    def namespaces(self):
+        """The Namespaces' labels, for pod affinity's namespaceSelector
+        (common.model.workloads.Namespaces)."""
+        return self._sched.namespaces
+
+    @property
+    def workloads(self):
+        """The Services and controllers whose selectors default spreading takes
+        (common.scheduling.workloads.Workloads)."""
+        return self._sched.workloads
+
+    @property
     def claims_in_use(self):
         """"namespace/claim" -> pods placed (bound or assumed) that mount it."""
         return self._sched.cache.claims_in_use

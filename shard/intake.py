@@ -1,7 +1,8 @@
 """What a shard keeps of the store, and how the store's events change it.
 
 The shard's declarations for common.runtime.intake: PriorityClasses and PodDisruptionBudgets kept by
-key, the storage kinds in the scheduler's VolumeState, nodes in the cache, PodGroups in the
+key, the storage kinds in the scheduler's VolumeState, Services and controllers in its
+Workloads (default spreading's selectors), Namespaces (namespaceSelector's labels), nodes in the cache, PodGroups in the
 scheduler's group index, and every pod: bound ones counted in the cache, owned pending ones
 queued (unless a PreEnqueue plugin holds them back), another shard's pending ones set aside
 unparsed. Each change wakes the queued pods it may help (shard.queueing_hints).
@@ -18,7 +19,7 @@ from __future__ import annotations
 import logging
 
 from common.model.changes import node_unchanged
-from common.runtime.intake import Intake, Kind, same_version, status_update, volume_kinds
+from common.runtime.intake import Intake, Kind, same_version, status_update, volume_kinds, workload_kinds
 from common.model.objects import raw_pod_key
 from common.model.podgroup import NATIVE_KIND, index_key_of
 from common.scheduling.volumes import counts_volumes
@@ -94,6 +95,8 @@ class ShardIntake:
             Kind("PriorityClass", keep=self.priority_classes),
             Kind("PodDisruptionBudget", keep=scheduler.pdbs, then=self._budgets_changed),
             *volume_kinds(scheduler.volumes, then=self._volumes_changed),
+            *workload_kinds(scheduler.workloads),
+            Kind("Namespace", put=scheduler.namespaces.set, drop=scheduler.namespaces.remove),
             Kind("Node", handle=self._apply_node, current=self._node, unchanged=node_unchanged),
             Kind("PodGroup", handle=self._apply_group),
             Kind(NATIVE_KIND, handle=self._apply_group),
@@ -117,6 +120,8 @@ class ShardIntake:
         self.groups.clear()
         self.claimed.clear()
         self.scheduler.volumes.clear()
+        self.scheduler.workloads.clear()
+        self.scheduler.namespaces.clear()
 
     # --- the kinds --------------------------------------------------------------------------
 

@@ -26,6 +26,8 @@ import time
 import numpy as np
 
 from common.scheduling.disruption import Budgets
+from common.scheduling.workloads import Workloads
+from common.model.workloads import Namespaces
 from common.config import Config, Profile as ProfileConfig
 from common.config.plugin_args import profile_args
 from common.model.podgroup import GroupIndex
@@ -154,6 +156,11 @@ class Scheduler:
         self.pdbs: dict = {}
         #: Claims, volumes, storage classes and CSINodes (kept by the loop).
         self.volumes = VolumeState()
+        #: Services and ReplicaSets, StatefulSets, ReplicationControllers (kept by the loop),
+        #: whose selectors default spreading takes.
+        self.workloads = Workloads()
+        #: Namespaces (kept by the loop), whose labels pod affinity's namespaceSelector reads.
+        self.namespaces = Namespaces()
         #: Pods held at Permit until their plugins allow them.
         self.waiting = WaitingPods(clock)
         #: PodGroups and their members (kept by the loop), for Coscheduling and preemption.

@@ -6,7 +6,7 @@ own thread, against the store.
 """
 from __future__ import annotations
 
-from common.scheduling.disruption import eviction_failures, refusal
+from common.scheduling.disruption import breaking, eviction_failures
 from common.scheduling.group_commit import GroupCommit
 from common.model.objects import parse_object
 from common.config.plugin_names import VOLUME_BINDING
@@ -15,10 +15,11 @@ from .plugins.volume_binding import planned_volumes
 
 
 class StoreCommitter:
-    """Commits a decision in the loop's own thread: checks the PodDisruptionBudgets, nominates
-    the pod and evicts its victims, binds its volumes (VolumeBinding's PreBind), then runs the
-    profile's Bind plugins. Used where no binder runs (`simulate`, tests); the same budget rule
-    as the binder's applies, so the outcome is what the distributed scheduler would do."""
+    """Commits a decision in the loop's own thread: nominates the pod and evicts its victims,
+    binds its volumes (VolumeBinding's PreBind), then runs the profile's Bind plugins. Used
+    where no binder runs (`simulate`, tests). Victims are evicted as the binder evicts them
+    (those whose eviction would break a PodDisruptionBudget deleted outright, as
+    kube-scheduler does), so the outcome is what the distributed scheduler would do."""
 
     def __init__(self, store, failpoint=None, provision=None):
         """`failpoint`: common.scheduling.group_commit's hook, for tests that cut a group commit short;
@@ -34,14 +35,8 @@ class StoreCommitter:
         """"" when bound, else why not (the loop undoes the pod's assumption with it)."""
         pod, node = entry.pod, result.node
         if result.victims:
-            refused = refusal(result.victims, budgets())
-            if refused is None:
-                self.store.set_nominated_node(pod.key, node)
-                reasons = self.store.evict_many([(v.key, v.uid or None) for v in result.victims])
-                refused = eviction_failures((v.key for v in result.victims), reasons)
-                for v, r in zip(result.victims, reasons):
-                    if r is None:
-                        self.evicted_by[v.key] = pod.key
+            self.store.set_nominated_node(pod.key, node)
+            refused = self._evict([(pod, v) for v in result.victims], budgets())
             if refused is not None:
                 return f"preemption failed: {refused}"
         plan = planned_volumes(result.state, node)
@@ -58,26 +53,34 @@ class StoreCommitter:
         return ""
 
     def commit_unit(self, unit: str, items: list, budgets) -> list[str]:
-        """A pod group's unit: every member's victims evicted (or none, if the budgets
-        refuse one), then all members bound or none (common.scheduling.group_commit, which takes the
+        """A pod group's unit: every member's victims evicted (as `commit` evicts them), then
+        all members bound or none (common.scheduling.group_commit, which takes the
         place of the Bind plugins for a unit); one reason per member, "" when bound."""
         victims = [(entry.pod, v) for entry, result in items for v in result.victims]
         if victims:
-            refused = refusal([v for _, v in victims], budgets())
-            if refused is None:
-                for entry, result in items:
-                    if result.victims:
-                        self.store.set_nominated_node(entry.pod.key, result.node)
-                reasons = self.store.evict_many([(v.key, v.uid or None) for _, v in victims])
-                refused = eviction_failures((v.key for _, v in victims), reasons)
-                for (preemptor, v), r in zip(victims, reasons):
-                    if r is None:
-                        self.evicted_by[v.key] = preemptor.key
+            for entry, result in items:
+                if result.victims:
+                    self.store.set_nominated_node(entry.pod.key, result.node)
+            refused = self._evict(victims, budgets())
             if refused is not None:
                 return [f"preemption failed: {refused}"] * len(items)
         results = self.groups.commit(unit, [(e.pod.key, e.pod.uid or "", r.node) for e, r in items])
         return [r or "" for r in results]
 
+    def _evict(self, victims: list, budgets) -> str | None:
+        """Evict (preemptor, victim) pairs as the binder does: through the budget-respecting
+        path, except the victims whose eviction would break a budget, deleted outright.
+        "EvictionFailed: ..." when the store refused one, else None."""
+        delete = breaking([v for _, v in victims], budgets)
+        reasons = {}
+        for outright in (False, True):
+            batch = [(v.key, v.uid or None) for _, v in victims if (v.key in delete) == outright]
+            if batch:
+                reasons.update(zip((k for k, _ in batch), self.store.evict_many(batch, respect_budgets=not outright)))
+        for preemptor, v in victims:
+            if reasons[v.key] is None:
+                self.evicted_by[v.key] = preemptor.key
+        return eviction_failures([v.key for _, v in victims], [reasons[v.key] for _, v in victims])
 
     def _bind_volumes(self, plan, node_name: str) -> str | None:
         """VolumeBinding's PreBind in place: write the bindings, let the provisioner act, and

@@ -110,7 +110,7 @@ def pod(name: str, cpu: str | None = None, memory: str | None = None, *, ns: str
         meta: dict | None = None, volumes=()) -> dict:
     """A Pod dict. `ports` as (hostPort, protocol, hostIP) tuples (protocol/hostIP optional)
     or container port dicts; `owner` as "Kind/name" for a controller ownerReference; `extra`
-    extra requests; `volumes` spec.volumes entries (see claim_volume()).
+    extra requests (extended resources' and hugepages' limits set equal, as kube requires); `volumes` spec.volumes entries (see claim_volume()).
 
     What an API server would fill in can be left out, as in a manifest a client writes:
     `uid=None` (`uid` is otherwise a template of {ns} and {name}), `scheduler=None` (no
@@ -128,6 +128,9 @@ def pod(name: str, cpu: str | None = None, memory: str | None = None, *, ns: str
         c: dict = {"name": f"c{i}", "image": image}
         if i == 0 and requests:
             c["resources"] = {"requests": requests}
+            fixed = {k: v for k, v in requests.items() if "/" in k or k.startswith("hugepages-")}
+            if fixed:  # the API server wants extended resources' and hugepages' limits
+                c["resources"]["limits"] = fixed
         if i == 0 and ports:
             c["ports"] = [_port(p) for p in ports]
         containers.append(c)
@@ -155,8 +158,8 @@ def pod(name: str, cpu: str | None = None, memory: str | None = None, *, ns: str
     meta_["labels"] = dict(labels or {})
     if owner:
         kind, _, oname = owner.partition("/")
-        meta_["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": kind, "name": oname,
-                                     "uid": f"uid-{oname}", "controller": True}]
+        meta_["ownerReferences"] = [{"apiVersion": "v1" if kind == "ReplicationController" else "apps/v1",
+                                     "kind": kind, "name": oname, "uid": f"uid-{oname}", "controller": True}]
     meta_.update(meta or {})
     out = {"apiVersion": "v1", "kind": "Pod", "metadata": meta_, "spec": spec_}
     if status:
@@ -360,6 +363,36 @@ def pdb(name: str, labels: dict, min_available=None, max_unavailable=None, allow
     if allowed is not None:
         d["status"] = {"disruptionsAllowed": allowed}
     return d
+
+
+def namespace(name: str, labels: dict | None = None) -> dict:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": dict(labels or {})}}
+
+
+def service(name: str, selector: dict | None, ns: str = "default") -> dict:
+    """A ClusterIP Service over pods with `selector` (None: a Service without a selector)."""
+    spec: dict = {"ports": [{"port": 80, "protocol": "TCP"}]}
+    if selector is not None:
+        spec["selector"] = dict(selector)
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def controller(kind: str, name: str, labels: dict, ns: str = "default", replicas: int = 0,
+               selector: dict | None = None) -> dict:
+    """A ReplicaSet, StatefulSet or ReplicationController whose pods carry `labels`, as an API
+    server accepts it (a pause template); `selector` its label selector (default: matchLabels
+    `labels`; a ReplicationController's is a plain map)."""
+    template = {"metadata": {"labels": dict(labels)},
+                "spec": {"containers": [{"name": "c0", "image": PAUSE}], "terminationGracePeriodSeconds": 0}}
+    if kind == "ReplicationController":
+        spec: dict = {"replicas": replicas, "selector": dict(selector or labels), "template": template}
+        api = "v1"
+    else:
+        spec = {"replicas": replicas, "selector": selector or {"matchLabels": dict(labels)}, "template": template}
+        api = "apps/v1"
+        if kind == "StatefulSet":
+            spec["serviceName"] = name
+    return {"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
 
 def with_priority_classes(docs: list) -> list:
@@ -572,8 +605,10 @@ def outcome(st: Status | None):
 
 
 class Cluster:
-    def __init__(self, nodes=(), pods=(), cfg: config_mod.Config | None = None, seed: int = 0, storage=(), **opts):
-        """`storage`: claims, volumes, storage classes and CSINodes the scheduler knows."""
+    def __init__(self, nodes=(), pods=(), cfg: config_mod.Config | None = None, seed: int = 0, storage=(),
+                 workloads=(), **opts):
+        """`storage`: claims, volumes, storage classes and CSINodes the scheduler knows;
+        `workloads`: its Namespaces, Services, ReplicaSets, StatefulSets and ReplicationControllers."""
         self.cache = ShardCache()
         for n in nodes:
             self.cache.set_node(parse_node(n))
@@ -582,6 +617,9 @@ class Cluster:
         self.sched = Scheduler(cfg or make_config(), self.cache, None, seed, **opts)
         for obj in storage:
             self.sched.volumes.set(parse_object(obj))
+        for obj in workloads:
+            parsed = parse_object(obj)
+            (self.sched.namespaces if parsed.kind == "Namespace" else self.sched.workloads).set(parsed)
         self.sched.refresh()
 
     # cluster changes --------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from .errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, UsageError, fail, print_
 from . import podgroups
 from .manifests import read_documents
 from .storage_tables import TABLES
+from .workload_tables import RAW_TABLES
 
 #: kind -> kubectl's resource name in "created"/"deleted" lines
 RESOURCE_NAMES = {
@@ -42,12 +43,19 @@ RESOURCE_NAMES = {
     "PersistentVolume": "persistentvolume",
     "StorageClass": "storageclass.storage.k8s.io",
     "CSINode": "csinode.storage.k8s.io",
+    "Namespace": "namespace",
+    "Service": "service",
+    "ReplicaSet": "replicaset.apps",
+    "StatefulSet": "statefulset.apps",
+    "ReplicationController": "replicationcontroller",
 }
 #: Aliases `get` and `delete` take for the kinds (in the order their --help lists them) ...
 KIND_ALIASES = ("no", "node", "nodes", "po", "pod", "pods", "pg", "pgs", "podgroup", "podgroups",
                 "podgroups.scheduling.x-k8s.io", "podgroups.scheduling.k8s.io",
                 "pvc", "persistentvolumeclaim", "persistentvolumeclaims", "pv", "persistentvolume",
-                "persistentvolumes", "sc", "storageclass", "storageclasses", "csinode", "csinodes")
+                "persistentvolumes", "sc", "storageclass", "storageclasses", "csinode", "csinodes",
+                "ns", "namespace", "namespaces", "svc", "service", "services", "rs", "replicaset", "replicasets",
+                "sts", "statefulset", "statefulsets", "rc", "replicationcontroller", "replicationcontrollers")
 #: ... and the Events `get` lists.
 EVENT_ALIASES = ("ev", "event", "events")
 #: The kind each command-line spelling means.
@@ -61,7 +69,13 @@ ALIASES = {"pod": "Pod", "pods": "Pod", "po": "Pod", "node": "Node", "nodes": "N
            "persistentvolumeclaims": "PersistentVolumeClaim", "pv": "PersistentVolume",
            "persistentvolume": "PersistentVolume", "persistentvolumes": "PersistentVolume",
            "sc": "StorageClass", "storageclass": "StorageClass", "storageclasses": "StorageClass",
-           "csinode": "CSINode", "csinodes": "CSINode"}
+           "csinode": "CSINode", "csinodes": "CSINode",
+           "ns": "Namespace", "namespace": "Namespace", "namespaces": "Namespace",
+           "svc": "Service", "service": "Service", "services": "Service",
+           "rs": "ReplicaSet", "replicaset": "ReplicaSet", "replicasets": "ReplicaSet",
+           "sts": "StatefulSet", "statefulset": "StatefulSet", "statefulsets": "StatefulSet",
+           "rc": "ReplicationController", "replicationcontroller": "ReplicationController",
+           "replicationcontrollers": "ReplicationController"}
 
 NO_STORE_HELP = ("store URL; required here (or store.url in --config): these commands act on an "
                  "existing store and never start an embedded redis-server")
@@ -74,19 +88,22 @@ def _store_args(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     cr = sub.add_parser("create", help="create Nodes, Pods, PDBs, PriorityClasses, PodGroups, PVCs, PVs, "
-                                       "StorageClasses and CSINodes from a file (like kubectl)")
+                                       "StorageClasses, CSINodes, Namespaces, Services, ReplicaSets, "
+                                       "StatefulSets and ReplicationControllers from a file (like kubectl)")
     cr.add_argument("-f", "--filename", dest="file", required=True, metavar="FILE",
                     help="YAML (one or more documents, or kind: List) or JSON; '-' reads stdin")
     _store_args(cr)
     cr.set_defaults(handler=cmd_create)
-    d = sub.add_parser("delete", help="delete pods, pod groups or claims (NS/NAME) or nodes, volumes, "
-                                      "storage classes, CSINodes (NAME) from the store")
+    d = sub.add_parser("delete", help="delete pods, pod groups, claims, services, replica sets, stateful sets, "
+                                      "replication controllers (NS/NAME) or nodes, volumes, storage classes, "
+                                      "CSINodes, namespaces (NAME) from the store")
     d.add_argument("kind", choices=KIND_ALIASES)
     d.add_argument("names", nargs="+", metavar="NAME",
-                   help="NS/NAME for pods, pod groups and claims (NAME = default/NAME)")
+                   help="NS/NAME for namespaced kinds (NAME = default/NAME)")
     _store_args(d)
     d.set_defaults(handler=cmd_delete)
-    ge = sub.add_parser("get", help="list pods, nodes, pod groups, claims, volumes, storage classes, CSINodes "
+    ge = sub.add_parser("get", help="list pods, nodes, pod groups, claims, volumes, storage classes, CSINodes, "
+                                    "namespaces, services, replica sets, stateful sets, replication controllers "
                                     "or events as a table, or as a kind: List")
     ge.add_argument("kind", choices=KIND_ALIASES + EVENT_ALIASES)
     ge.add_argument("-o", "--output", choices=("wide", "json", "yaml"), help="wide table or the stored objects")
@@ -145,8 +162,8 @@ def cmd_create(args) -> int:
 # --- delete -------------------------------------------------------------------------------
 
 def delete_key(kind: str, name: str) -> str:
-    """Store key of a command-line name: pods, pod groups and claims are NS/NAME (NAME alone
-    = namespace default)."""
+    """Store key of a command-line name: namespaced kinds' are NS/NAME (NAME alone = namespace
+    default)."""
     parts = name.split("/")
     namespaced = kind in NAMESPACED
     if not all(parts) or len(parts) > (2 if namespaced else 1):
@@ -324,6 +341,8 @@ def cmd_get(args) -> int:
         if kind in TABLES:
             header, rows = TABLES[kind](_parse_all(items, parse_object), wide,
                                         lambda d: age(d["metadata"].get("creationTimestamp"), now))
+        elif kind in RAW_TABLES:
+            header, rows = RAW_TABLES[kind](items, wide, lambda d: age(d["metadata"].get("creationTimestamp"), now))
         elif kind == "Pod":
             header, rows = pod_rows(_parsed_pods(items, stored_classes(store) if wide else None), wide, now)
         elif kind in ("PodGroup", NATIVE_KIND):

@@ -2,8 +2,9 @@
 
 `shardsched create -f` and `shardsched simulate` both take Kubernetes manifests; both run them
 through `admit`, so an object one accepts the other accepts too: the limits on any object
-(size, nesting, JSON values), the store's own parse, the kind's apiVersion, Priority
-admission, and one object per kind and name.
+(size, nesting, JSON values), the store's own parse, the API server's validation of what it
+refuses (validation.py), the kind's apiVersion, Priority admission, and one object per kind
+and name.
 
 Priority admission works as the API server's plugin: a pod's priority and preemptionPolicy
 come from its PriorityClass (the global default class when it names none, then 0), and a pod
@@ -19,6 +20,7 @@ from ..errors import ObjectError
 from .limits import check_object
 from .podgroup import NATIVE_API_VERSION, NATIVE_KIND
 from .objects import CREATE_ORDER, SYSTEM_PRIORITY_CLASSES, document_kind, parse_object, parse_priority_class
+from .validation import validate
 
 #: store kind -> apiVersion (a PodGroup's apiVersion chooses its store kind: see objects.KINDS)
 API_VERSIONS = {
@@ -32,16 +34,22 @@ API_VERSIONS = {
     "PersistentVolume": "v1",
     "StorageClass": "storage.k8s.io/v1",
     "CSINode": "storage.k8s.io/v1",
+    "Namespace": "v1",
+    "Service": "v1",
+    "ReplicaSet": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "ReplicationController": "v1",
 }
 
 
 def check_document(doc, classes: dict):
     """Validate one object as the API server would before storing it: the limits on any
-    object, the store's own parse, the kind's apiVersion, and Priority admission (which fills
+    object, the store's own parse, the API server's validation, the kind's apiVersion, and Priority admission (which fills
     in a pod's spec.priority and preemptionPolicy in `doc`). Returns the parsed object;
     raises ObjectError naming the object and field."""
     check_object(doc)
     obj = parse_object(doc, classes)
+    validate(doc, obj.kind, f"{obj.kind} {obj.key}")
     if obj.kind == "Pod":
         _admit_priority(obj, doc, classes)
     api_version = doc.get("apiVersion")

@@ -70,7 +70,7 @@ def shared_map(d: dict) -> FrozenMap:
 
 def shared_refs(refs: tuple, make) -> tuple:
     """The shared tuple of owner references for `refs`, a tuple of (kind, name, uid,
-    controller) tuples; `make(*fields)` builds one reference."""
+    controller, apiVersion) tuples; `make(*fields)` builds one reference."""
     if not refs:
         return ()
     out = _REFS.get(refs)

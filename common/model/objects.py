@@ -23,19 +23,24 @@ from .resources import INT64_MAX, parse_amount
 from .selectors import (Field, LabelSelector, parse_label_selector, parse_node_selector_term, parse_taint,
                         parse_toleration)
 from .storage_objects import parse_csi_node, parse_pod_volumes, parse_pv, parse_pvc, parse_storage_class
+from .workloads import (NAMESPACE_NAME_LABEL, parse_namespace, parse_replica_set, parse_replication_controller,
+                        parse_service, parse_stateful_set)
 
 #: The store kinds. A kind whose name has a dot is a document kind of another API group than
 #: the one that first took the name: "PodGroup.scheduling.k8s.io" is a document of kind
 #: PodGroup and apiVersion scheduling.k8s.io/v1beta1 (kube's own), "PodGroup"
 #: scheduler-plugins' (document_kind, store_kind).
 KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", "PodGroup", NATIVE_KIND, "PersistentVolumeClaim",
-         "PersistentVolume", "StorageClass", "CSINode")
+         "PersistentVolume", "StorageClass", "CSINode", "Namespace", "Service", "ReplicaSet", "StatefulSet",
+         "ReplicationController")
 #: The kinds in dependency order, for creating and for listing: a pod never comes before the
 #: PriorityClass it names, the node it is pinned to, the PodGroup it joins or the claims it
 #: mounts, so no reader sees it half-defined.
-CREATE_ORDER = ("PriorityClass", "StorageClass", "Node", "CSINode", "PersistentVolume", "PersistentVolumeClaim",
-                "PodDisruptionBudget", "PodGroup", NATIVE_KIND, "Pod")
-NAMESPACED = {"Pod", "PodDisruptionBudget", "PodGroup", NATIVE_KIND, "PersistentVolumeClaim"}
+CREATE_ORDER = ("Namespace", "PriorityClass", "StorageClass", "Node", "CSINode", "PersistentVolume",
+                "PersistentVolumeClaim", "PodDisruptionBudget", "PodGroup", NATIVE_KIND, "Service",
+                "ReplicationController", "ReplicaSet", "StatefulSet", "Pod")
+NAMESPACED = {"Pod", "PodDisruptionBudget", "PodGroup", NATIVE_KIND, "PersistentVolumeClaim", "Service",
+              "ReplicaSet", "StatefulSet", "ReplicationController"}
 #: kube-apiserver's built-in classes, present on every cluster.
 SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
 
@@ -73,18 +78,19 @@ def _describe(d, kind: str) -> tuple[str, str, dict]:
 
 
 class OwnerRef:
-    __slots__ = ("kind", "name", "uid", "controller")
+    __slots__ = ("kind", "name", "uid", "controller", "api_version")
 
-    def __init__(self, kind, name, uid, controller):
+    def __init__(self, kind, name, uid, controller, api_version=""):
         self.kind, self.name, self.uid, self.controller = kind, name, uid, controller
+        self.api_version = api_version
 
 
 class PodAffinityTerm:
     """A (anti-)affinity term: pods matching `selector` in `namespaces` within `topology_key`.
 
     `namespaces` is None for "all namespaces" (an empty namespaceSelector). A namespaceSelector
-    with terms is evaluated against the namespace's `kubernetes.io/metadata.name` label, the
-    only namespace label the scheduler can know without watching Namespaces.
+    with terms is evaluated against the labels of the namespace of the pod matched
+    (common.model.workloads.Namespaces; without them, only its `kubernetes.io/metadata.name`).
     """
 
     __slots__ = ("selector", "namespaces", "namespace_selector", "topology_key")
@@ -100,14 +106,24 @@ class PodAffinityTerm:
         return (self.namespaces, self.namespace_selector.key if self.namespace_selector else None,
                 self.selector.key if self.selector else None)
 
-    def matches(self, pod: "Pod") -> bool:
+    def matches(self, pod: "Pod", namespaces=None) -> bool:
+        """Whether `pod` is one this term selects; `namespaces` (a Namespaces) gives the labels
+        its namespaceSelector reads."""
         if self.selector is None:
             return False
         if self.namespaces is not None and pod.namespace not in self.namespaces:
             if self.namespace_selector is None or not self.namespace_selector.matches(
-                    {"kubernetes.io/metadata.name": pod.namespace}):
+                    namespaces.labels(pod.namespace) if namespaces is not None
+                    else {NAMESPACE_NAME_LABEL: pod.namespace}):
                 return False
         return self.selector.matches(pod.labels)
+
+    def cache_key(self, namespaces=None) -> tuple:
+        """`key`, plus the Namespaces' generation when what the term selects depends on
+        namespace labels: counts cached under it are recounted when those change."""
+        if namespaces is None or self.namespace_selector is None or self.namespaces is None:
+            return self.key
+        return (*self.key, namespaces.generation)
 
 
 def _affinity_term(value, f: Field, own_ns: str) -> PodAffinityTerm:
@@ -430,7 +446,7 @@ def parse_pod(d: dict, priority_classes: dict | None = None, lean: bool = False)
         rf = mf.at("ownerReferences").at(i)
         r = rf.dict(r)
         refs.append((rf.get_str(r, "kind", required=True), rf.get_str(r, "name", required=True),
-                     rf.get_str(r, "uid"), bool(r.get("controller"))))
+                     rf.get_str(r, "uid"), bool(r.get("controller")), rf.get_str(r, "apiVersion")))
     p.owner_refs = shared_refs(tuple(refs), OwnerRef)
     parsed_spec = _spec_fields(spec, sf, ns, labels)
     p.spec = parsed_spec.spec if parsed_spec.spec is not None else spec
@@ -750,7 +766,9 @@ def parse_priority_class(d: dict) -> PriorityClass:
 _PARSERS = {"Pod": parse_pod, "Node": parse_node, "PodDisruptionBudget": parse_pdb,
             "PriorityClass": parse_priority_class, "PodGroup": parse_pod_group, NATIVE_KIND: parse_native_pod_group,
             "PersistentVolumeClaim": parse_pvc, "PersistentVolume": parse_pv,
-            "StorageClass": parse_storage_class, "CSINode": parse_csi_node}
+            "StorageClass": parse_storage_class, "CSINode": parse_csi_node, "Namespace": parse_namespace,
+            "Service": parse_service, "ReplicaSet": parse_replica_set, "StatefulSet": parse_stateful_set,
+            "ReplicationController": parse_replication_controller}
 
 
 _DOCUMENT_KINDS = tuple(dict.fromkeys(document_kind(k) for k in KINDS))

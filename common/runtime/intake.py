@@ -80,11 +80,19 @@ class Kind:
 
 #: the kinds a common.scheduling.volumes.VolumeState keeps
 VOLUME_KINDS = ("StorageClass", "CSINode", "PersistentVolume", "PersistentVolumeClaim")
+#: the kinds a common.scheduling.workloads.Workloads keeps
+WORKLOAD_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
 
 
 def volume_kinds(volumes, then: Callable[[], None] | None = None) -> list[Kind]:
     """The declarations of the storage kinds kept in `volumes` (a common.scheduling.volumes.VolumeState)."""
     return [Kind(k, put=volumes.set, drop=partial(volumes.remove, k), then=then) for k in VOLUME_KINDS]
+
+
+def workload_kinds(workloads) -> list[Kind]:
+    """The declarations of the kinds default spreading reads, kept in `workloads` (a
+    common.scheduling.workloads.Workloads); they wake no pod (they change scores only)."""
+    return [Kind(k, put=workloads.set, drop=partial(workloads.remove, k)) for k in WORKLOAD_KINDS]
 
 
 def key_of(kind: str, obj: dict) -> str:

@@ -44,6 +44,9 @@ class ConstraintIndex:
         self.anti_terms = TermIndex()
         #: Bumped when a node's labels, taints or presence change (eligible domains move).
         self.node_version = 0
+        #: The Namespaces' labels for namespaceSelectors (common.model.workloads.Namespaces),
+        #: set by a holder that watches them; None: only each namespace's name label.
+        self.namespaces = None
         self._domains: OrderedDict = OrderedDict()
 
     # --- fed by the accounting ---------------------------------------------------------------
@@ -162,8 +165,8 @@ def _excluded(index: ConstraintIndex, exclude: dict, predicate) -> Counter:
     return out
 
 
-def _all_terms(terms):
-    return lambda p: all(t.matches(p) for t in terms)
+def _all_terms(terms, ns):
+    return lambda p: all(t.matches(p, ns) for t in terms)
 
 
 def inter_pod_affinity_failure(index: ConstraintIndex, pod, node, exclude: dict | None = None,
@@ -173,11 +176,11 @@ def inter_pod_affinity_failure(index: ConstraintIndex, pod, node, exclude: dict 
     `existing`), or None. `exclude`: pod key -> node of counted pods to leave out (victims,
     or the pod itself)."""
     exclude = exclude or {}
-    labels = node.labels
+    labels, ns = node.labels, index.namespaces
     required_aff, required_anti = pod.affinity[0], pod.anti_affinity[0]
     if required_aff:
-        key = ("affinity", tuple(t.key for t in required_aff))
-        predicate = _all_terms(required_aff)
+        key = ("affinity", tuple(t.cache_key(ns) for t in required_aff))
+        predicate = _all_terms(required_aff, ns)
         counts = index.counts(key, predicate, term_buckets(required_aff[0]))  # matches every term
         minus = _excluded(index, exclude, predicate)
         live = Counter({name: n - minus[name] for name, n in counts.items() if n - minus[name] > 0})
@@ -193,8 +196,10 @@ def inter_pod_affinity_failure(index: ConstraintIndex, pod, node, exclude: dict 
         value = labels.get(t.topology_key)
         if value is None:
             continue
-        counts = index.counts(("term", t.key), t.matches, term_buckets(t))
-        if _domain_sum(index, counts, t.topology_key, value, minus=_excluded(index, exclude, t.matches)):
+        def predicate(p, t=t):
+            return t.matches(p, ns)
+        counts = index.counts(("term", t.cache_key(ns)), predicate, term_buckets(t))
+        if _domain_sum(index, counts, t.topology_key, value, minus=_excluded(index, exclude, predicate)):
             return "Unschedulable", POD_ANTI_AFFINITY_MISMATCH
     if existing and index.anti:
         # counted pods left out: their groups' counts on their nodes are lowered
@@ -205,7 +210,7 @@ def inter_pod_affinity_failure(index: ConstraintIndex, pod, node, exclude: dict 
                 other, where = entry
                 for t in other.anti_affinity[0]:
                     minus[(group_key(REQUIRED_ANTI, t), where)] += 1
-        for g in index.anti_terms.matching(pod):
+        for g in index.anti_terms.matching(pod, namespaces=ns):
             value = labels.get(g.topology_key)
             if value is None:
                 continue

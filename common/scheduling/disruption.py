@@ -57,16 +57,15 @@ class Budgets:
         return broken
 
 
-def refusal(victims, budgets: Budgets) -> str | None:
-    """Why evicting `victims` now is not allowed (a budget would be broken), or None.
+def breaking(victims, budgets: Budgets) -> set:
+    """Keys of the `victims` whose eviction would break a budget, spending `budgets` on each.
 
-    The binder (and the shard when it has no binder) asks this right before evicting: the
-    budgets may have shrunk since the shard chose the victims.
+    Budgets are best effort in preemption: kube-scheduler ranks candidates by violations and
+    then deletes such victims outright rather than giving up. The binder and the shard's store
+    committer ask this right before evicting (the budgets may have shrunk since the shard
+    chose the victims), evict the others through the budget-respecting path and delete these.
     """
-    for v in victims:
-        if budgets.violates(v):
-            return f"DisruptionBudget: evicting {v.key} would violate a PodDisruptionBudget"
-    return None
+    return {v.key for v in victims if budgets.violates(v)}
 
 
 def eviction_failures(keys, reasons) -> str | None:

@@ -182,7 +182,8 @@ class TermIndex:
         """Group key -> group of every group whose term could match `pod` (a superset)."""
         return self._filing.candidates(pod)
 
-    def matching(self, pod, kinds=None) -> list[TermGroup]:
-        """The groups (of `kinds`, default all) whose term matches `pod`."""
+    def matching(self, pod, kinds=None, namespaces=None) -> list[TermGroup]:
+        """The groups (of `kinds`, default all) whose term matches `pod` (`namespaces`: the
+        labels of its namespace, for terms with a namespaceSelector)."""
         return [g for g in self.candidates(pod).values()
-                if (kinds is None or g.kind in kinds) and g.term.matches(pod)]
+                if (kinds is None or g.kind in kinds) and g.term.matches(pod, namespaces)]

@@ -75,6 +75,11 @@ RESOURCES = {
     "PersistentVolume": ("v1", "/api/v1", "persistentvolumes"),
     "StorageClass": ("storage.k8s.io/v1", "/apis/storage.k8s.io/v1", "storageclasses"),
     "CSINode": ("storage.k8s.io/v1", "/apis/storage.k8s.io/v1", "csinodes"),
+    "Namespace": ("v1", "/api/v1", "namespaces"),
+    "Service": ("v1", "/api/v1", "services"),
+    "ReplicationController": ("v1", "/api/v1", "replicationcontrollers"),
+    "ReplicaSet": ("apps/v1", "/apis/apps/v1", "replicasets"),
+    "StatefulSet": ("apps/v1", "/apis/apps/v1", "statefulsets"),
 }
 #: Kinds defined by a CustomResourceDefinition (deploy/crd-podgroup.yaml): a cluster without
 #: it lists none of them (and says so once) instead of failing the processes that list them.
@@ -575,8 +580,11 @@ class KubeStore(ClusterStore):
         return self._update(kind, key, obj, expected_rv, "/status" if kind in STATUS_SUBRESOURCE else "")
 
     def _delete(self, kind: str, key: str, uid: str | None) -> str | None:
-        """Delete at once (grace period 0: this store's DELETED event means gone)."""
-        options = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+        """Delete at once (grace period 0: this store's DELETED event means gone), dependents
+        left to the garbage collector as kubectl leaves them (Background: without it, the API
+        server would hold a ReplicationController with its legacy "orphan" finalizer)."""
+        options = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
+                   "propagationPolicy": "Background"}
         if uid:
             options["preconditions"] = {"uid": uid}
         try:

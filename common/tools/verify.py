@@ -28,6 +28,7 @@ from ..errors import ObjectError
 from ..model.objects import TERMINAL_PHASES, parse_node, parse_object, parse_pod
 from ..model.podgroup import GroupIndex, parse_pod_group
 from ..model.storage_objects import READ_WRITE_ONCE_POD
+from ..model.workloads import Namespaces
 from ..scheduling.volumes import VolumeState, volume_fits, waiting_for_provisioning
 from ..scheduling.predicates import HARD_EFFECTS, host_ports_conflict, node_matches
 from ..model.resources import resource_name, shortfalls, vadd
@@ -37,7 +38,7 @@ SHOWN = 20  # violations listed in the summary
 
 
 def verify(nodes, pods, settled_s: float | None = None, scheduler_names=None, now: float | None = None,
-           groups=(), volumes: VolumeState | None = None) -> dict:
+           groups=(), volumes: VolumeState | None = None, namespaces: Namespaces | None = None) -> dict:
     """{"ok", "nodes", "bound", "pending", "violations": [{"kind", "object", "message"}]}.
 
     With `settled_s`, a pending pod older than that which some node could take now (every
@@ -98,6 +99,7 @@ def verify(nodes, pods, settled_s: float | None = None, scheduler_names=None, no
                    or any(c.hard for c in p.spread_constraints)]
     if constrained or settled_s is not None:
         acc = ConstrainedAccounting()
+        acc.constraints.namespaces = namespaces
         for node in by_name.values():
             acc.set_node(node)
         for p in placed:
@@ -199,8 +201,9 @@ def _stuck(acc, volumes: VolumeState, pods, settled_s: float, names, now: float,
 def verify_store(store, settled_s: float | None = None, scheduler_names=None) -> dict:
     """`verify` over everything in `store`; objects that do not parse are listed as errors."""
     nodes, pods, groups, errors = [], [], [], []
-    volumes = VolumeState()
-    for kind, parse, add in (("Node", parse_node, nodes.append), ("Pod", parse_pod, pods.append),
+    volumes, namespaces = VolumeState(), Namespaces()
+    for kind, parse, add in (("Namespace", parse_object, namespaces.set),
+                             ("Node", parse_node, nodes.append), ("Pod", parse_pod, pods.append),
                              ("PodGroup", parse_pod_group, groups.append),
                              ("StorageClass", parse_object, volumes.set), ("CSINode", parse_object, volumes.set),
                              ("PersistentVolume", parse_object, volumes.set),
@@ -210,7 +213,7 @@ def verify_store(store, settled_s: float | None = None, scheduler_names=None) ->
                 add(parse(d))
             except ObjectError as e:
                 errors.append(e.as_dict())
-    report = verify(nodes, pods, settled_s, scheduler_names, groups=groups, volumes=volumes)
+    report = verify(nodes, pods, settled_s, scheduler_names, groups=groups, volumes=volumes, namespaces=namespaces)
     report["unparsable"] = errors
     return report
 

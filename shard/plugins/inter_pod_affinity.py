@@ -39,13 +39,13 @@ SCORE_STATE = "InterPodAffinity/score"
 
 # Terminating pods count, as in kube-scheduler: they still run until they are gone, so a pod
 # with anti-affinity must not land beside one (PodTopologySpread, unlike this, skips them).
-def _term_counts(table, term) -> np.ndarray:
-    return table.pod_counts(("term", term.key), term.matches)
+def _term_counts(table, term, ns) -> np.ndarray:
+    return table.pod_counts(("term", term.cache_key(ns)), lambda p: term.matches(p, ns))
 
 
-def _all_terms_counts(table, terms) -> np.ndarray:
-    key = ("all", tuple(t.key for t in terms))
-    return table.pod_counts(key, lambda p: all(t.matches(p) for t in terms))
+def _all_terms_counts(table, terms, ns) -> np.ndarray:
+    key = ("all", tuple(t.cache_key(ns) for t in terms))
+    return table.pod_counts(key, lambda p: all(t.matches(p, ns) for t in terms))
 
 
 _ONE = {REQUIRED_ANTI: 1}
@@ -79,7 +79,7 @@ class InterPodAffinity(Plugin, inter_pod_affinity.InterPodAffinity):
         table = self.handle.table
         row_of = table.row_of
         out: dict = {}
-        for g in table.terms.matching(pod, kinds):
+        for g in table.terms.matching(pod, kinds, self.handle.namespaces):
             codes, values = table.label_column(g.topology_key)
             nodes = g.nodes
             c = codes.take(np.fromiter((row_of[name] for name in nodes), np.int64, len(nodes)))
@@ -102,21 +102,21 @@ class InterPodAffinity(Plugin, inter_pod_affinity.InterPodAffinity):
     # --- filter -------------------------------------------------------------------------------
 
     def pre_filter(self, state, pod):
-        table = self.handle.table
+        table, ns = self.handle.table, self.handle.namespaces
         required_aff, required_anti = pod.affinity[0], pod.anti_affinity[0]
         fs = _FilterState()
         # existing pods whose required anti-affinity matches the incoming pod, per domain
         fs.forbidden = self._existing_sums(pod, (REQUIRED_ANTI,), _ONE)
         if not fs.forbidden and not required_aff and not required_anti:
             return Status(SKIP)
-        fs.anti = [table.domain_counts(t.topology_key, _term_counts(table, t)) for t in required_anti]
+        fs.anti = [table.domain_counts(t.topology_key, _term_counts(table, t, ns)) for t in required_anti]
         fs.affinity = []
         fs.affinity_any = False
         if required_aff:
-            counts = _all_terms_counts(table, required_aff)
+            counts = _all_terms_counts(table, required_aff, ns)
             fs.affinity = [table.domain_counts(t.topology_key, counts) for t in required_aff]
             fs.affinity_any = any(sums.any() for _, sums in fs.affinity)
-        fs.self_match = all(t.matches(pod) for t in required_aff)
+        fs.self_match = all(t.matches(pod, ns) for t in required_aff)
         state[FILTER_STATE] = fs
         return None
 
@@ -184,15 +184,16 @@ class InterPodAffinity(Plugin, inter_pod_affinity.InterPodAffinity):
         row = table.row_of.get(info.name)
         if row is None:
             return
+        ns = self.handle.namespaces
         for term, (codes, sums) in zip(pod.anti_affinity[0], fs.anti):
-            if codes[row] and term.matches(other):
+            if codes[row] and term.matches(other, ns):
                 sums[codes[row]] += delta
-        if fs.affinity and all(t.matches(other) for t in pod.affinity[0]):
+        if fs.affinity and all(t.matches(other, ns) for t in pod.affinity[0]):
             for codes, sums in fs.affinity:
                 if codes[row]:
                     sums[codes[row]] += delta
         for term in other.anti_affinity[0]:
-            if term.matches(pod):
+            if term.matches(pod, ns):
                 codes, values = table.label_column(term.topology_key)
                 arr = fs.forbidden.get(term.topology_key)
                 code = codes[row]
@@ -213,7 +214,7 @@ class InterPodAffinity(Plugin, inter_pod_affinity.InterPodAffinity):
         parts = []  # (codes per row, weighted sums per code)
         for sign, terms in ((1, preferred_aff), (-1, preferred_anti)):
             for weight, term in terms:
-                codes, sums = table.domain_counts(term.topology_key, _term_counts(table, term))
+                codes, sums = table.domain_counts(term.topology_key, _term_counts(table, term, self.handle.namespaces))
                 parts.append((codes, sums * (sign * weight)))
         # existing pods' terms towards the incoming pod
         kinds = (REQUIRED_AFFINITY, PREFERRED_AFFINITY, PREFERRED_ANTI) if self.hard_weight else \

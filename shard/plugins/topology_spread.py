@@ -3,10 +3,11 @@
 Hard constraints (DoNotSchedule) filter: placing the pod in a node's domain must keep
 ``count(domain) + self - min(count over eligible domains) <= maxSkew``; a node missing a
 constraint's topology label is unresolvable. Soft constraints (ScheduleAnyway) score: fewer
-matching pods in the node's domains score higher. Pods without constraints but owned by a
-ReplicaSet, StatefulSet or ReplicationController get the system defaults (hostname maxSkew 3,
-zone maxSkew 5, ScheduleAnyway), with the pod's own labels standing in for the owner's
-selector, since the scheduler does not watch controllers.
+matching pods in the node's domains score higher. Pods without constraints get the profile's
+default constraints (System: hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway) over the
+pods of their workload: the selector of the Services selecting them and of their ReplicaSet,
+StatefulSet or ReplicationController (common.scheduling.workloads, kube's
+helper.DefaultSelector); a pod without one is not spread by default.
 
 Counting matching pods per domain is one numpy pass: per-row counts come from the node
 table's cached selector counts and are summed per label value.
@@ -20,7 +21,6 @@ import numpy as np
 from common.model.objects import SpreadConstraint
 from common.plugins import topology_spread
 from common.scheduling.predicates import SPREAD_MISMATCH, SPREAD_MISSING_LABEL, untolerated_taint
-from common.model.selectors import LabelSelector
 from ..framework import SKIP, Plugin, Status, unresolvable, unschedulable
 from .node_affinity import matches_mask
 from .scoring import MAX_NODE_SCORE
@@ -29,7 +29,6 @@ REASON = SPREAD_MISMATCH
 MISSING = SPREAD_MISSING_LABEL
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
-DEFAULT_OWNERS = ("ReplicaSet", "StatefulSet", "ReplicationController")
 SYSTEM_DEFAULTS = ((HOSTNAME, 3), (ZONE, 5))
 FILTER_STATE = "PodTopologySpread/filter"
 SCORE_STATE = "PodTopologySpread/score"
@@ -187,12 +186,13 @@ class PodTopologySpread(Plugin, topology_spread.PodTopologySpread):
     def _soft_constraints(self, pod):
         if pod.spread_constraints:
             return [c for c in pod.spread_constraints if not c.hard], True
-        owner = pod.controller()
-        if owner is None or owner.kind not in DEFAULT_OWNERS or not pod.labels:
-            return [], False
-        selector = LabelSelector(dict(pod.labels), ())
         spec = self.defaults if self.defaulting == "List" else SYSTEM_DEFAULTS
-        return [SpreadConstraint(skew, key, False, selector, 1, True, False) for key, skew in spec], False
+        selector = self.handle.workloads.default_selector(pod) if spec else None
+        if selector is None:
+            return [], False
+        # kube requires every topology key on a node only for List defaults (systemDefaulted)
+        constraints = [SpreadConstraint(skew, key, False, selector, 1, True, False) for key, skew in spec]
+        return constraints, self.defaulting == "List"
 
     def pre_score(self, state, pod, rows):
         soft, require_all = self._soft_constraints(pod)

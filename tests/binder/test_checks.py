@@ -218,6 +218,19 @@ def test_anti_affinity_both_ways_and_affinity(cluster):
     assert out["default/w2"].bound and out["default/follower"].bound
 
 
+def test_namespace_selector_reads_the_namespaces_labels(cluster):
+    """The binder re-checks pod affinity's namespaceSelector against the Namespaces it watches."""
+    from builders import namespace
+    store, start = cluster
+    term = pod_term({"app": "web"}, "kubernetes.io/hostname", namespaceSelector={"matchLabels": {"env": "prod"}})
+    b = start(namespace("team-a", {"env": "prod"}),
+              running("web", "n1", "100m", 0, labels={"app": "web"}, ns="team-a"),
+              pod("p", affinity=pod_affinity(anti_required=[term])))
+    out = b.decide(decision("default/p", "n1"))["default/p"]
+    assert out.reason == "InterPodAffinity: node(s) didn't match pod anti-affinity rules"
+    assert b.decide(decision("default/p", "n2"))["default/p"].bound
+
+
 def test_topology_spread_counts_reservations(cluster):
     store, start = cluster
     c = spread(1, ZONE, {"app": "s"})

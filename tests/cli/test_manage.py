@@ -382,6 +382,44 @@ def test_storage_kinds_create_get_and_delete(capsys, url, store, tmp_path):
     assert (code, out) == (0, 'storageclass.storage.k8s.io "wffc" deleted\n')
 
 
+def test_workload_kinds_create_get_and_delete(capsys, url, store, tmp_path):
+    """Namespaces, Services, ReplicaSets, StatefulSets and ReplicationControllers, as kubectl
+    shows them; a Namespace carries the label the API server gives it."""
+    from builders import controller, namespace, service
+
+    path = write_yaml(tmp_path / "w.yaml", service("web", {"app": "web"}, ns="team"),
+                      controller("ReplicaSet", "web-1", {"app": "web"}, ns="team", replicas=2),
+                      controller("StatefulSet", "db", {"app": "db"}, ns="team", replicas=3),
+                      controller("ReplicationController", "old", {"app": "old"}, ns="team"),
+                      namespace("team", {"env": "prod"}))
+    code, out, err = run(capsys, "create", "-f", path, "--store", url)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == ["namespace/team created", "service/web created", "replicationcontroller/old created",
+                                "replicaset.apps/web-1 created", "statefulset.apps/db created"]
+    expected = {
+        "ns": [["NAME", "STATUS", "AGE"], ["team", "Active"]],
+        "svc": [["NAMESPACE", "NAME", "TYPE", "CLUSTER-IP", "PORT(S)", "AGE"],
+                ["team", "web", "ClusterIP", "<none>", "80/TCP"]],
+        "rs": [["NAMESPACE", "NAME", "DESIRED", "CURRENT", "READY", "AGE"], ["team", "web-1", "2", "0", "0"]],
+        "sts": [["NAMESPACE", "NAME", "READY", "AGE"], ["team", "db", "0/3"]],
+        "rc": [["NAMESPACE", "NAME", "DESIRED", "CURRENT", "READY", "AGE"], ["team", "old", "0", "0", "0"]],
+    }
+    for kind, (header, row) in expected.items():
+        code, out, _ = run(capsys, "get", kind, "--store", url)
+        table = [line.split() for line in out.splitlines()]
+        assert code == 0 and table[0] == " ".join(header).split(), kind
+        assert table[1][:-1] == row, kind  # (the last column is the age)
+    code, out, _ = run(capsys, "get", "svc", "-o", "wide", "--store", url)
+    assert out.splitlines()[1].split()[-1] == "app=web"
+    code, out, _ = run(capsys, "get", "ns", "-o", "wide", "--store", url)
+    assert out.splitlines()[1].split()[-1] == "env=prod"
+    code, out, _ = run(capsys, "delete", "rs", "team/web-1", "--store", url)
+    assert (code, out) == (0, 'replicaset.apps "web-1" deleted\n')
+    code, out, _ = run(capsys, "delete", "ns", "team", "--store", url)
+    assert (code, out) == (0, 'namespace "team" deleted\n')
+    assert names(store, "ReplicaSet") == set() and names(store, "Service") == {"web"}
+
+
 def test_fleet_adds_csi_node_limits(capsys, url, store):
     code, _, err = run(capsys, "fleet", "--nodes", "3", "--csi-limit", "ebs.csi.aws.com=25", "--store", url)
     assert code == 0, err

@@ -449,3 +449,47 @@ def test_kubes_gang_is_placed_whole_or_not_at_all(tmp_path):
     assert pods["default/c0"]["message"] == "waiting for minCount pods from a gang to appear in scheduling queue"
     unit = doc["podGroups"]["scheduling.k8s.io/default/fits"]
     assert unit["minMember"] == 3 and unit["bound"] == 3
+
+
+# --- default spreading over the workload's Services and controllers --------------------------
+
+def _zoned_nodes(big_cpu: str = "16"):
+    """One node per zone z1..z5, z1's twice as large: resource scores alone would pile pods there."""
+    return [node(f"n{i}", cpu=big_cpu if i == 1 else "8", memory="32Gi" if i == 1 else "16Gi",
+                 labels={ZONE: f"z{i}"}) for i in range(1, 6)]
+
+
+def _zones_used(doc: dict, prefix: str) -> dict:
+    out: dict = {}
+    for key, entry in doc["pods"].items():
+        if key.startswith(f"default/{prefix}"):
+            assert entry["status"] == "Bound", (key, entry)
+            out[entry["node"]] = out.get(entry["node"], 0) + 1
+    return out
+
+
+def test_statefulset_pods_are_spread_by_its_selector_and_its_services(tmp_path):
+    """Each pod of a StatefulSet carries its own name as a label: default spreading selects by
+    the StatefulSet's and the Service's selectors (kube's helper.DefaultSelector), so the
+    replicas spread over the zones; by the pods' own labels they would not see each other."""
+    from builders import controller, namespace, service
+    labels = {"app": "db"}
+    docs = _zoned_nodes() + [namespace("default"), service("db", labels), controller("StatefulSet", "db", labels)]
+    docs += [pod(f"db-{i}", "500m", owner="StatefulSet/db",
+                 labels={**labels, "statefulset.kubernetes.io/pod-name": f"db-{i}"}) for i in range(10)]
+    doc, code = run(tmp_path, docs)
+    assert code == 0, doc["errors"]
+    used = _zones_used(doc, "db-")
+    assert sorted(used) == [f"n{i}" for i in range(1, 6)] and max(used.values()) <= 3, used
+
+
+def test_pods_of_a_service_without_a_known_controller_are_spread_by_the_service(tmp_path):
+    """No controller reference, but a Service selects them: spread (kube does; the pods' own
+    controller reference is what gave them default spreading before)."""
+    from builders import service
+    docs = _zoned_nodes() + [service("web", {"app": "web"})]
+    docs += [pod(f"web-{i}", "500m", labels={"app": "web"}) for i in range(10)]
+    doc, code = run(tmp_path, docs)
+    assert code == 0, doc["errors"]
+    used = _zones_used(doc, "web-")
+    assert sorted(used) == [f"n{i}" for i in range(1, 6)] and max(used.values()) <= 3, used

@@ -150,15 +150,27 @@ def test_pdb_protected_pod_is_reprieved_first(tmp_path):
 
 
 def test_budget_without_status_is_worked_out_from_its_spec(tmp_path):
-    """minAvailable 2 of 2 healthy pods allows no disruption: the only candidate breaks it,
-    so the eviction is refused and the preemptor stays pending with the reason."""
+    """minAvailable 2 of 2 healthy pods allows no disruption: the only candidate breaks it.
+    Budgets are best effort in preemption, as in kube-scheduler: the victims are deleted
+    outright (not refused, as the binder does it too) and the preemptor is bound."""
     docs = [node("n1", cpu="2"), running("db1", "n1", "1", 1, labels={"app": "db"}),
             running("db2", "n1", "1", 1, labels={"app": "db"}),
             pdb("db", {"app": "db"}, min_available=2), pod("high", "2", priority=100)]
     out = sim(tmp_path, docs)
-    assert out["default/high"]["status"] == "Unschedulable"
-    assert "DisruptionBudget" in out["default/high"]["message"]
-    assert out["default/db1"]["status"] == out["default/db2"]["status"] == "Bound"
+    assert (out["default/high"]["status"], out["default/high"]["node"]) == ("Bound", "n1"), out["default/high"]
+    assert out["default/db1"]["status"] == out["default/db2"]["status"] == "Evicted"
+    assert out["default/db1"]["evictedBy"] == "default/high"
+
+
+def test_every_candidate_breaks_a_budget_the_one_breaking_fewest_is_taken(tmp_path):
+    """Two violations on n1, one on n2: kube-scheduler preempts on n2, and so does simulate."""
+    guarded = {"app": "db"}
+    n1 = [running("a1", "n1", "1", 1, labels=guarded), running("a2", "n1", "1", 1, labels=guarded)]
+    n2 = [running("b1", "n2", "2", 1, labels=guarded)]
+    out = sim(tmp_path, two_nodes() + n1 + n2 + [pdb("db", guarded, allowed=0), pod("high", "2", priority=100)])
+    assert (out["default/high"]["status"], out["default/high"]["node"]) == ("Bound", "n2"), out["default/high"]
+    assert out["default/b1"]["status"] == "Evicted"
+    assert out["default/a1"]["status"] == out["default/a2"]["status"] == "Bound"
 
 
 # --- nominated pods ------------------------------------------------------------------------------

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from builders import HOST, ZONE, Cluster, make_config, node, pod, pod_affinity, pod_term
+from common.model.objects import parse_object
+
+from builders import HOST, ZONE, Cluster, make_config, namespace, node, pod, pod_affinity, pod_term
 
 AFFINITY = ("UnschedulableAndUnresolvable", "node(s) didn't match pod affinity rules")
 ANTI = ("Unschedulable", "node(s) didn't match pod anti-affinity rules")
@@ -44,6 +46,33 @@ def test_interpod_required(affinity, fits, failure):
     for n, o in out.items():
         if n not in fits:
             assert o == failure
+
+
+PROD = {"matchLabels": {"env": "prod"}}
+
+
+def test_interpod_namespace_selector_reads_the_namespaces_labels():
+    """namespaceSelector env=prod selects the pods of the Namespaces labelled so (kube's
+    Namespace lister), for the incoming pod's terms and for existing pods' terms towards it;
+    an unlabelled namespace is not selected."""
+    prod = namespace("team-a", {"env": "prod"})
+    c = Cluster(nodes(), [pod("web", ns="team-a", labels={"app": "web"}, node_name="n1")], workloads=[prod])
+    anti = pod_affinity(anti_required=[pod_term({"app": "web"}, HOST, namespaceSelector=PROD)])
+    assert c.filter("InterPodAffinity", pod("p", affinity=anti)) == {"n1": ANTI, "n2": None, "n3": None, "n4": None}
+    guard = pod("guard", node_name="n3",
+                affinity=pod_affinity(anti_required=[pod_term({"app": "db"}, ZONE, namespaceSelector=PROD)]))
+    c = Cluster(nodes(), [guard], workloads=[prod, namespace("team-b")])
+    assert c.filter("InterPodAffinity", pod("db", ns="team-a", labels={"app": "db"}))["n3"] == EXISTING_ANTI
+    assert c.filter("InterPodAffinity", pod("db", ns="team-b", labels={"app": "db"}))["n3"] is None
+
+
+def test_interpod_namespace_label_changes_are_seen():
+    """Counts cached per term are recounted when a namespace's labels change."""
+    c = Cluster(nodes(), [pod("web", ns="team-a", labels={"app": "web"}, node_name="n1")])
+    anti = pod("p", affinity=pod_affinity(anti_required=[pod_term({"app": "web"}, HOST, namespaceSelector=PROD)]))
+    assert c.passing("InterPodAffinity", anti) == ALL
+    c.sched.namespaces.set(parse_object(namespace("team-a", {"env": "prod"})))
+    assert c.passing("InterPodAffinity", anti) == ALL - {"n1"}
 
 
 def test_interpod_affinity_terms_are_anded_on_one_pod():

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from builders import HOST, ZONE, Cluster, make_config, node, pod, spread, toleration
+from builders import HOST, ZONE, Cluster, controller, make_config, node, pod, service, spread, toleration
 
 WEB = {"app": "web"}
+#: the ReplicaSet of the pods with owner="ReplicaSet/web-1"
+RS = [controller("ReplicaSet", "web-1", WEB)]
 SKEW = "node(s) didn't match pod topology spread constraints"
 MISSING = "node(s) didn't match pod topology spread constraints (missing required label)"
 
@@ -159,14 +161,25 @@ def test_spread_score_hostname_counts_per_node():
     assert out["a"] < out["b"] < 100
 
 
-@pytest.mark.parametrize("owner, defaulted", [
-    ("ReplicaSet/web-1", True), ("StatefulSet/web", True), ("ReplicationController/web", True),
-    ("Job/web", False), (None, False),
+@pytest.mark.parametrize("owner, workloads, defaulted", [
+    ("ReplicaSet/web-1", RS, True),
+    ("StatefulSet/web", [controller("StatefulSet", "web", WEB)], True),
+    ("ReplicationController/web", [controller("ReplicationController", "web", WEB)], True),
+    (None, [service("web", WEB)], True),
+    ("Job/web", [service("web", WEB)], True),
+    # kube's helper.DefaultSelector: the controller the pod names, looked up in its namespace
+    ("ReplicaSet/web-1", [], False),
+    ("ReplicaSet/web-1", [controller("ReplicaSet", "web-1", WEB, ns="other")], False),
+    ("Job/web", [], False),
+    (None, [], False),
+    # Services whose selector does not select the pod, or that have none
+    (None, [service("db", {"app": "db"}), service("headless", None)], False),
 ])
-def test_spread_system_default_constraints(owner, defaulted):
-    """Pods owned by a ReplicaSet/StatefulSet/ReplicationController without constraints of
-    their own get hostname maxSkew 3 and zone maxSkew 5 (ScheduleAnyway)."""
-    c = Cluster(zones(), pods("a", "a", "x"))
+def test_spread_system_default_constraints(owner, workloads, defaulted):
+    """Pods without constraints of their own get hostname maxSkew 3 and zone maxSkew 5
+    (ScheduleAnyway) over the pods the Services selecting them and their ReplicaSet,
+    StatefulSet or ReplicationController select; with no such selector, no spreading."""
+    c = Cluster(zones(), pods("a", "a", "x"), workloads=workloads)
     out = c.score("PodTopologySpread", pod("new", labels=WEB, owner=owner))
     if not defaulted:
         assert out == {"a": 0, "b": 0, "x": 0, "y": 0}
@@ -178,12 +191,38 @@ def test_spread_system_default_constraints(owner, defaulted):
     assert out == {"a": 58, "b": 83, "x": 83, "y": 100}
 
 
+def test_spread_defaults_select_by_the_selectors_not_the_pods_own_labels():
+    """A StatefulSet's pods each carry their own name as a label: the default selector is the
+    StatefulSet's and the Service's, so its other pods count (with the pod's own labels as the
+    selector nothing but itself would)."""
+    existing = [pod(f"db-{i}", node_name=n, owner="StatefulSet/db",
+                    labels={"app": "db", "statefulset.kubernetes.io/pod-name": f"db-{i}"})
+                for i, n in enumerate(("a", "a", "x"))]
+    c = Cluster(zones(), existing, workloads=[controller("StatefulSet", "db", {"app": "db"}),
+                                              service("db", {"app": "db"})])
+    new = pod("db-3", owner="StatefulSet/db", labels={"app": "db", "statefulset.kubernetes.io/pod-name": "db-3"})
+    assert c.score("PodTopologySpread", new) == {"a": 58, "b": 83, "x": 83, "y": 100}
+
+
+def test_spread_default_selector_is_the_union_of_the_services_and_the_controllers():
+    """Service app=web and ReplicaSet tier=front: only pods matching both count."""
+    both = {"app": "web", "tier": "front"}
+    existing = (pods("a", "a", labels=both) + pods("x", labels={"app": "web"})
+                + [pod("other", labels={"tier": "front"}, node_name="y")])
+    c = Cluster(zones(), existing, workloads=[service("web", {"app": "web"}),
+                                              controller("ReplicaSet", "front", {"tier": "front"})])
+    out = c.score("PodTopologySpread", pod("new", labels=both, owner="ReplicaSet/front"))
+    # only the two pods on a count: a raw 2*1.792 + 2 + 2*1.386 + 4 = 12.36 -> 12; b 2 + 2.77 + 4 -> 9;
+    # x, y: 2 + 4 = 6 -> normalised 100 * (12 + 6 - s) / 12
+    assert out == {"a": 50, "b": 75, "x": 100, "y": 100}
+
+
 def test_spread_default_constraints_list():
     """defaultingType List: the pluginConfig's defaultConstraints replace the system ones."""
     cfg = make_config(plugin_config={"PodTopologySpread": {
         "defaultingType": "List",
         "defaultConstraints": [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway"}]}})
-    c = Cluster(zones(), pods("a", "a", "x"), cfg=cfg)
+    c = Cluster(zones(), pods("a", "a", "x"), cfg=cfg, workloads=RS)
     # zone only: z1 round(2 * 1.386) = 3, z2 round(1.386) = 1 -> z1 33, z2 100
     out = c.score("PodTopologySpread", pod("new", labels=WEB, owner="ReplicaSet/web-1"))
     assert out == {"a": 33, "b": 33, "x": 100, "y": 100}
@@ -210,7 +249,7 @@ def test_spread_system_defaults_honour_node_affinity():
     nodeSelector excludes do not count, so here every feasible node scores the same."""
     nodes = [node("a", labels={ZONE: "z1", "disk": "ssd"}), node("b", labels={ZONE: "z1", "disk": "hdd"}),
              node("x", labels={ZONE: "z2", "disk": "ssd"}), node("y", labels={ZONE: "z2", "disk": "ssd"})]
-    c = Cluster(nodes, pods("b", "b"))
+    c = Cluster(nodes, pods("b", "b"), workloads=RS)
     p = pod("new", labels=WEB, owner="ReplicaSet/web-1", node_selector={"disk": "ssd"})
     assert c.score("PodTopologySpread", p, nodes=["a", "x", "y"]) == {"a": 100, "x": 100, "y": 100}
     # without the selector the two pods on b count for z1
@@ -236,7 +275,7 @@ def test_spread_score_system_defaults_count_missing_zone_as_a_domain():
     """Under system defaults a node without the zone label is kube's "" domain for the zone
     weight: zones z1, z2 and "" make log(3 + 2)."""
     nodes = [node("a", labels={ZONE: "z1"}), node("x", labels={ZONE: "z2"}), node("bare")]
-    c = Cluster(nodes, pods("a", "a", "a", "a", "a", "a"))
+    c = Cluster(nodes, pods("a", "a", "a", "a", "a", "a"), workloads=RS)
     out = c.score("PodTopologySpread", pod("new", labels=WEB, owner="ReplicaSet/web-1"), normalize=False)
     # hostname weight log(3 + 2) = 1.609, zone weight log(3 + 2) = 1.609
     # a: 6 * 1.609 + 2 + 6 * 1.609 + 4 = 25.31 -> 25; x: 2 + 4 = 6; bare: 2 (no zone label)

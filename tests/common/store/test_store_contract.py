@@ -62,10 +62,13 @@ class Backend:
         store = KubeStore(self.kubeconfig)
         try:
             for kind in ("Pod", "PodGroup", "PodDisruptionBudget", "Node", "PriorityClass", "PersistentVolumeClaim",
-                         "PersistentVolume", "StorageClass", "CSINode"):
+                         "PersistentVolume", "StorageClass", "CSINode", "ReplicaSet", "StatefulSet",
+                         "ReplicationController", "Service"):
                 for obj in store.list(kind)[0]:
                     meta = obj["metadata"]
                     if kind == "PriorityClass" and meta["name"] in SYSTEM_PRIORITY_CLASSES:
+                        continue
+                    if kind == "Service" and meta["name"] == "kubernetes":  # the API server's own
                         continue
                     if meta.get("finalizers"):  # no controller manager here removes them
                         meta["finalizers"] = []
@@ -183,6 +186,41 @@ def test_storage_kinds_round_trip(backend):
     # (in order within a kind; the kube backend's watches of different kinds may interleave)
     assert sorted(e for e in events if e[0] == "DELETED") == sorted(
         ("DELETED", k) for k in ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode"))
+
+
+def test_workload_kinds_round_trip(backend):
+    """Namespaces, Services, ReplicaSets, StatefulSets and ReplicationControllers: create, get,
+    list, delete and their events. (On an API server a deleted Namespace is Terminating until
+    kube-controller-manager's namespace controller, absent here, empties it.)"""
+    from builders import controller, namespace, service
+
+    store = backend.client()
+    rv = latest_rv(store)
+    ns = f"contract-{uuid.uuid4().hex[:8]}"
+    objs = [namespace(ns, {"team": "a"}), service("web", {"app": "web"}), controller("ReplicaSet", "web-1", {"app": "web"}),
+            controller("StatefulSet", "db", {"app": "db"}), controller("ReplicationController", "old", {"app": "old"})]
+    for obj in objs:
+        store.create(obj)
+    assert store.get("Namespace", ns)["metadata"]["labels"]["team"] == "a"
+    assert store.get("Service", "default/web")["spec"]["selector"] == {"app": "web"}
+    assert store.get("ReplicaSet", "default/web-1")["spec"]["selector"] == {"matchLabels": {"app": "web"}}
+    assert [d["metadata"]["name"] for d in store.list("StatefulSet")[0]] == ["db"]
+    assert store.get("ReplicationController", "default/old")["spec"]["selector"] == {"app": "old"}
+    keys = [("Service", "default/web"), ("ReplicaSet", "default/web-1"), ("StatefulSet", "default/db"),
+            ("ReplicationController", "default/old"), ("Namespace", ns)]
+    for kind, key in keys:
+        assert store.delete(kind, key), kind
+        left = store.get(kind, key)
+        assert left is None or (kind == "Namespace" and backend.name == "kube"
+                                and left["metadata"].get("deletionTimestamp")), (kind, left)
+    events, deadline = [], time.monotonic() + 10
+    while ((sum(1 for t, _ in events if t == "ADDED") < 5 or sum(1 for t, _ in events if t == "DELETED") < 4)
+           and time.monotonic() < deadline):
+        batch = store.poll(rv, timeout=0.5)
+        events += [(e.type, e.kind) for e in batch]
+        rv = batch[-1].rv if batch else rv
+    assert sorted(k for t, k in events if t == "ADDED") == sorted(k for k, _ in keys)
+    assert {k for t, k in events if t == "DELETED"} >= {"Service", "ReplicaSet", "StatefulSet", "ReplicationController"}
 
 
 def test_namespace_defaults_and_invalid_object_is_rejected(store):
