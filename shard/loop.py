@@ -36,8 +36,8 @@ class ShardLoop:
                  clock=time.monotonic, **scheduler_opts):
         """`owner`: ProfileOwnership (the default) or DispatchedPods; `committer`: an object
         whose `commit(entry, result, budgets)` returns "" (bound), the reason it was not, or
-        None when the outcome will come later through `finish_binding` (default:
-        StoreCommitter on `store`)."""
+        None when the outcome will come later through `finish_binding`, and may keep those
+        decisions by pod key in `in_flight` (default: StoreCommitter on `store`)."""
         shards = cfg.shards
         self.store = store
         self.clock = clock
@@ -73,17 +73,22 @@ class ShardLoop:
         self._expire_assumptions()
         return n
 
+    def _pending_in_watch(self, key: str) -> bool:
+        known = self.pods.get(key)
+        return known is not None and not known.node_name and not known.deleting
+
     def _expire_assumptions(self) -> None:
         """Forget assumptions the watch never confirmed; a pod among them that is still ours
         and pending in the watch is scheduled again. Its binding was lost: the store came back
         from a snapshot older than it while this watch had not got that far (so it saw no gap
         and did not relist). Left alone it stayed held here, and the dispatcher, seeing it
         held, never handed it to anyone else."""
+        in_flight = getattr(self.committer, "in_flight", ())
         for key in self.cache.expire():
             known = self.pods.get(key)
-            if (known is None or known.node_name or known.deleting or not self.owner.owns(known)
-                    or key in self.queue or key in self.waiting):
-                continue
+            if (not self._pending_in_watch(key) or not self.owner.owns(known)
+                    or key in self.queue or key in self.waiting or key in in_flight):
+                continue  # (a decision in flight is settled by its outcome: _bound or _undo)
             log.warning("the binding of %s never showed up in the watch within %.0f s (did the store "
                         "roll back?): scheduling it again", key, self.cache.assume_ttl)
             self.intake.enqueue(known)
@@ -293,6 +298,12 @@ class ShardLoop:
 
     def _bound(self, entry, result) -> None:
         pod = entry.pod
+        # Counted until the watch shows the binding, for assume_ttl from now (kube's
+        # FinishBinding); counted again if its assumption ran out while the binder decided.
+        if self.cache.is_assumed(pod.key):
+            self.cache.hold(pod.key, self.cache.assume_ttl)
+        elif self.cache.counted(pod.key) is None and self._pending_in_watch(pod.key):
+            self.cache.assume(pod, result.node)
         self._release_claims(pod.key, evicted=True)
         self.queue.done(pod.key)
         self.messages.pop(pod.key, None)

@@ -247,7 +247,8 @@ def test_every_process_serves_its_metrics_with_shard_labels(cluster_env):
                    if s.name.endswith("_total")}
         scheduled += results.get("scheduled", 0)
         assert "scheduler_preemption_attempts" in families
-    assert scheduled == 300
+    # attempts, not pods: a decision refused or withdrawn (a busy machine) is tried again
+    assert scheduled >= 300
     binder = scrape(cluster.status("binder", leases["binder"]["0"]).metrics)
     bound = [s for s in binder["shardsched_binder_outcomes"] if s.labels["reason"] == "Bound"
              and s.name.endswith("_total")]

@@ -403,13 +403,15 @@ class KubeStore(ClusterStore):
                 return items, rv
 
     def _not_served(self, kind: str) -> str:
-        """A custom kind whose CRD is not installed: warn once; the current resourceVersion
-        (of a one-item list), from which its watch will pick it up once it is installed."""
+        """A kind the API server does not serve (a CRD not installed, an API group not
+        enabled): warn once; the current resourceVersion (of a one-item list of pods, which
+        every role may list: its ServiceAccount may not list namespaces), from which its watch
+        will pick it up once it is served."""
         if kind not in self._unserved:
             self._unserved.add(kind)
             log.warning("the API server does not serve %s (%s): none are listed until it does",
                         kind, OPTIONAL_KINDS[kind])
-        page = self._call("GET", "/api/v1/namespaces", query=[("limit", "1")])
+        page = self._call("GET", "/api/v1/pods", query=[("limit", "1")])
         return page["metadata"]["resourceVersion"]
 
     def get(self, kind: str, key: str) -> dict | None:

@@ -317,3 +317,39 @@ def test_a_binding_the_watch_never_shows_is_scheduled_again_after_the_assume_ttl
     loop.sync()
     again = loop.schedule_next()
     assert again is not None and again.pod.key == "default/p" and again.node == "n1"
+
+
+def test_a_decision_in_flight_longer_than_the_assume_ttl_is_not_scheduled_again():
+    """The assumption of a pod whose decision the binder has not answered yet expires (a slow
+    binder, a busy machine): the pod is not scheduled a second time while that decision may
+    still bind it (it was, once expiry ran on every sync; seen as more scheduling attempts
+    than pods under load). Only a binding the binder confirmed and the watch never showed is
+    tried again."""
+    from builders import Clock
+    from shard.loop import ShardLoop
+
+    clock = Clock(1000.0)
+    store = MemoryStore()
+    store.create(node("n1", cpu="2"))
+    store.create(pod("p", "1"))
+
+    class Slow:  # a committer whose decisions stay unanswered, as the server's BinderClient's
+        def __init__(self):
+            self.in_flight = {}
+
+        def commit(self, entry, result, budgets):
+            self.in_flight[entry.pod.key] = (entry, result)
+
+    committer = Slow()
+    loop = ShardLoop(make_config(), store, committer=committer, clock=clock)
+    loop.start()
+    assert loop.schedule_next().node == "n1"
+    clock.now += loop.cache.assume_ttl + 1
+    loop.sync()
+    assert loop.schedule_next() is None
+    entry, result = committer.in_flight.pop("default/p")
+    loop.finish_binding(entry, result, True)   # answered at last: bound
+    clock.now += loop.cache.assume_ttl + 1     # ... and the watch never shows it
+    loop.sync()
+    again = loop.schedule_next()
+    assert again is not None and again.pod.key == "default/p"
