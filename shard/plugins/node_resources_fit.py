@@ -17,7 +17,7 @@ from common.scheduling.predicates import IgnoredResources, insufficient
 from common.model.resources import CPU, MEMORY, resource_index
 from ..framework import Plugin, unschedulable
 from ..node_table import column_index, gather
-from .scoring import MAX_NODE_SCORE
+from .scoring import MAX_NODE_SCORE, broken_linear
 
 STATE = "NodeResourcesFit"
 
@@ -141,18 +141,3 @@ class NodeResourcesFit(Plugin, node_resources_fit.NodeResourcesFit):
         return np.where(weight_sum > 0, total // np.maximum(weight_sum, 1), 0)
 
 
-def _go_div(a: int, b: int) -> int:
-    """Integer division truncating toward zero, as Go's `/` on integers."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-def broken_linear(points, p: int) -> int:
-    """kube-scheduler's helper.BuildBrokenLinearFunction at utilisation `p`."""
-    for i, (u, score) in enumerate(points):
-        if p <= u:
-            if i == 0:
-                return points[0][1]
-            u0, s0 = points[i - 1]
-            return s0 + _go_div((score - s0) * (p - u0), u - u0)
-    return points[-1][1]

@@ -26,12 +26,12 @@ BAD = [
      f"{A}.minCandidateNodesAbsolute: Invalid value: -1: not in valid range [0, inf)"),
     ("DefaultPreemption", {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
      f"{A}.minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same time as "
-     "minCandidateNodesAbsolute"),
+     f"minCandidateNodesAbsolute\nconfig: {A}.minCandidateNodesAbsolute: Invalid value: 0: cannot be zero at the "
+     "same time as minCandidateNodesPercentage"),  # kube lists both
     ("VolumeBinding", {"bindTimeoutSeconds": -1},
      f"{A}.bindTimeoutSeconds: Invalid value: -1: invalid BindTimeoutSeconds, should not be a negative value"),
-    ("VolumeBinding", {"shape": [{"utilization": 0, "score": 0}]},
-     f"{A}.shape: Forbidden: shardsched does not score nodes by storage capacity (kube's "
-     "StorageCapacityScoring, off by default in v1.33)"),
+    ("VolumeBinding", {"shape": [{"utilization": 0, "score": 11}]},
+     f"{A}.shape[0].score: Invalid value: 11: not in valid range [0, 10]"),
     ("InterPodAffinity", {"hardPodAffinityWeight": 101},
      f"{A}.hardPodAffinityWeight: Invalid value: 101: not in valid range [0, 100]"),
     ("InterPodAffinity", {"hardPodAffinityWeight": "lots"},
