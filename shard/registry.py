@@ -14,6 +14,7 @@ from .plugins.balanced_allocation import NodeResourcesBalancedAllocation
 from .plugins.coscheduling import Coscheduling
 from .plugins.default_binder import DefaultBinder
 from .plugins.default_preemption import DefaultPreemption
+from .plugins.dynamic_resources import DynamicResources
 from .plugins.image_locality import ImageLocality
 from .plugins.inter_pod_affinity import InterPodAffinity
 from .plugins.node_affinity import NodeAffinity
@@ -34,7 +35,7 @@ REGISTRY = {cls.name: cls for cls in (
     SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
     NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
     NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity,
-    ImageLocality, DefaultPreemption, DefaultBinder, Coscheduling,
+    ImageLocality, DynamicResources, DefaultPreemption, DefaultBinder, Coscheduling,
 )}
 
 

@@ -31,7 +31,7 @@ from common.config.plugin_args import profile_args
 from common.model.podgroup import GroupIndex
 from common.scheduling.volumes import VolumeState, claim_volumes
 from .diagnosis import Diagnosis
-from .framework import (SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status,
+from .framework import (ERROR, SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status,
                         unresolvable)
 from .plugins.inter_pod_affinity import FILTER_STATE as INTER_POD_FILTER_STATE
 from .profile import Profile
@@ -245,10 +245,13 @@ class Scheduler:
 
         Node-name results narrow the scan (unit locating). kube's own results are merged as
         kube-scheduler merges them, by name, before looking at the snapshot: when they have no
-        name in common, PreFilter fails with kube's "didn't satisfy plugin(s)" message."""
+        name in common, PreFilter fails with kube's "didn't satisfy plugin(s)" message. An
+        UnschedulableAndUnresolvable rejection stops PreFilter at once; after an Unschedulable
+        one the other plugins still run (their state is what preemption and the PostFilters
+        read: kube's RunPreFilterPlugins) and the last such rejection is the cycle's."""
         table = self.table
         n = len(table)
-        names, with_nodes = None, []
+        names, with_nodes, rejected = None, [], None
         for p in profile.pre_filter:
             out = p.pre_filter(state, pod)
             if out is None:
@@ -270,8 +273,15 @@ class Scheduler:
                 state.skip_filter.add(p.name)
                 continue
             out.plugin = p.name
+            if out.code == UNSCHEDULABLE:
+                rejected = out  # kube runs the other PreFilters (preemption may follow) and keeps the last
+                continue
             diag.pre_filter_status = out
             result.status = out
+            return False
+        if rejected is not None:
+            diag.pre_filter_status = rejected
+            result.status = rejected
             return False
         return True
 
@@ -301,6 +311,11 @@ class Scheduler:
                 result.status = Status(SUCCESS)
                 break
             parts.append(tuple(out.status.reasons) if out.status is not None else ())
+            if out.status is not None and out.status.code == ERROR:
+                # kube's RunPostFilterPlugins returns at an error: no later plugin runs, and its
+                # message is the pod's PostFilter message
+                result.post_filter_parts = [parts[-1]]
+                break
         else:
             result.post_filter_parts = parts
             if searched:

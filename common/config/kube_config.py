@@ -41,8 +41,7 @@ KIND = "KubeSchedulerConfiguration"
 #: two formats unchanged.
 EXTENSION = "shardsched"
 DEFAULT_SCHEDULER = "default-scheduler"
-#: kube-scheduler v1.37 default plugins shardsched does not ship (NOT_SHIPPED says why).
-DYNAMIC_RESOURCES = "DynamicResources"
+#: kube-scheduler v1.37's default plugin shardsched does not ship (NOT_SHIPPED says why).
 NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
 
 #: kube-scheduler v1.37's default multiPoint plugins with their weights (getDefaultPlugins with
@@ -53,7 +52,7 @@ KUBE_DEFAULT_PLUGINS = (
     (names.NODE_UNSCHEDULABLE, None), (names.TAINT_TOLERATION, 3), (names.NODE_AFFINITY, 2), (names.NODE_PORTS, None),
     (names.NODE_RESOURCES_FIT, 1), (names.VOLUME_RESTRICTIONS, None), (names.NODE_VOLUME_LIMITS, None),
     (names.VOLUME_BINDING, None), (names.VOLUME_ZONE, None), (names.POD_TOPOLOGY_SPREAD, 2),
-    (names.INTER_POD_AFFINITY, 2), (DYNAMIC_RESOURCES, 2), (names.DEFAULT_PREEMPTION, None),
+    (names.INTER_POD_AFFINITY, 2), (names.DYNAMIC_RESOURCES, 2), (names.DEFAULT_PREEMPTION, None),
     (names.NODE_RESOURCES_BALANCED_ALLOCATION, 1), (names.IMAGE_LOCALITY, 1), (names.DEFAULT_BINDER, None),
     (NODE_DECLARED_FEATURES, None),
 )
@@ -61,20 +60,13 @@ KUBE_DEFAULT_PLUGINS = (
 #: (kube's defaults, or `--write-config-to`'s list of them) leaves them out with a note; any
 #: other extension point enabling them is refused.
 NOT_SHIPPED = {
-    DYNAMIC_RESOURCES: "shardsched does not allocate ResourceClaims (dynamic resource allocation is "
-                             "its own issue): a pod's spec.resourceClaims are not considered",
     NODE_DECLARED_FEATURES: "shardsched does not match pods to nodes' status.declaredFeatures: only pods "
-                                  "using fields of features a node must declare (alpha in v1.37) are affected",
+                            "using fields of features a node must declare (alpha in v1.37) are affected",
 }
 #: Extension points of kube's workload (pod group) scheduling cycle (GenericWorkload and
 #: TopologyAwareWorkloadScheduling, off by default in v1.37): accepted empty, as
 #: `--write-config-to` writes them.
 WORKLOAD_POINTS = ("placementGenerate", "placementScore", "podGroupPostFilter")
-#: DynamicResourcesArgs (kube's defaults: filterTimeout 10s, bindingTimeout 10m), accepted
-#: and checked as kube does, unused while DynamicResources is not shipped.
-_DYNAMIC_RESOURCES_ARGS = {"apiVersion": Str(), "kind": Str(), "filterTimeout": Str("10s"),
-                           "bindingTimeout": Str("10m0s")}
-
 _PLUGIN = Obj(name=Str(), weight=Int(None))
 _PLUGIN_SET = Obj(enabled=List(_PLUGIN), disabled=List(_PLUGIN))
 _PLUGINS = {point: _PLUGIN_SET for point in (*EXTENSION_POINTS, *WORKLOAD_POINTS, "multiPoint")}
@@ -325,9 +317,6 @@ class _Conversion:
                 errs.append(duplicate(ep, name))
                 continue
             seen.add(name)
-            if name == DYNAMIC_RESOURCES:
-                errs += _dynamic_resources_args(entry["args"], f"{ep}.args")
-                continue
             if name not in KNOWN:
                 errs.append(not_supported(f"{ep}.name", name, sorted(KNOWN)))
                 continue
@@ -337,20 +326,6 @@ class _Conversion:
             out.append({"name": name, "args": entry["args"] or {}})
         raise_all(errs)
         return out
-
-
-def _dynamic_resources_args(raw, path: str) -> list:
-    """kube's validation of DynamicResourcesArgs (the args of a plugin shardsched does not run)."""
-    errs: list = []
-    args = decode_object(_DYNAMIC_RESOURCES_ARGS, raw, path, errs)
-    for key, least in (("filterTimeout", 0.0), ("bindingTimeout", 1.0)):
-        seconds = parse_duration(args[key])
-        if seconds is None:
-            errs.append(invalid(f"{path}.{key}", args[key], 'must be a duration such as "10s"'))
-        elif seconds < least:
-            errs.append(invalid(f"{path}.{key}", format_duration(seconds),
-                                "must be zero or positive" if least == 0 else "must be at least 1 second"))
-    return errs
 
 
 def _election_timing(seconds: dict, p: str) -> list:

@@ -22,6 +22,7 @@ INTER_POD_AFFINITY = "InterPodAffinity"
 IMAGE_LOCALITY = "ImageLocality"
 DEFAULT_PREEMPTION = "DefaultPreemption"
 DEFAULT_BINDER = "DefaultBinder"
+DYNAMIC_RESOURCES = "DynamicResources"
 #: scheduler-plugins' gang scheduling over PodGroups (not a kube-scheduler default, but on by
 #: default here: pods outside a group never notice it).
 COSCHEDULING = "Coscheduling"
@@ -33,6 +34,6 @@ DEFAULT_PLUGINS = (
     (SCHEDULING_GATES, 0), (PRIORITY_SORT, 0), (NODE_NAME, 0), (NODE_UNSCHEDULABLE, 0),
     (TAINT_TOLERATION, 3), (NODE_AFFINITY, 2), (NODE_PORTS, 0), (NODE_RESOURCES_FIT, 1),
     (VOLUME_RESTRICTIONS, 0), (NODE_VOLUME_LIMITS, 0), (VOLUME_BINDING, 1), (VOLUME_ZONE, 0),
-    (POD_TOPOLOGY_SPREAD, 2), (INTER_POD_AFFINITY, 2), (DEFAULT_PREEMPTION, 0),
+    (POD_TOPOLOGY_SPREAD, 2), (INTER_POD_AFFINITY, 2), (DYNAMIC_RESOURCES, 2), (DEFAULT_PREEMPTION, 0),
     (NODE_RESOURCES_BALANCED_ALLOCATION, 1), (IMAGE_LOCALITY, 1), (DEFAULT_BINDER, 0), (COSCHEDULING, 0),
 )

@@ -11,7 +11,8 @@ Adding a plugin: its module here, and its class in PLUGINS below.
 """
 from __future__ import annotations
 
-from . import (balanced_allocation, coscheduling, default_binder, default_preemption, image_locality,
+from . import (balanced_allocation, coscheduling, default_binder, default_preemption, dynamic_resources,
+               image_locality,
                inter_pod_affinity, node_affinity, node_name, node_ports, node_resources_fit, node_unschedulable,
                node_volume_limits, priority_sort, scheduling_gates, taint_toleration, topology_spread, volume_binding,
                volume_restrictions, volume_zone)
@@ -27,7 +28,7 @@ PLUGINS: tuple[type[PluginSpec], ...] = (
     node_affinity.NodeAffinity, balanced_allocation.NodeResourcesBalancedAllocation,
     node_resources_fit.NodeResourcesFit, topology_spread.PodTopologySpread, scheduling_gates.SchedulingGates,
     volume_restrictions.VolumeRestrictions, node_volume_limits.NodeVolumeLimits, volume_zone.VolumeZone,
-    volume_binding.VolumeBinding, coscheduling.Coscheduling,
+    volume_binding.VolumeBinding, dynamic_resources.DynamicResources, coscheduling.Coscheduling,
 )
 
 

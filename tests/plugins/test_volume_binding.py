@@ -149,11 +149,14 @@ def test_reserve_assumes_the_provisioning_node_until_the_watch_brings_the_claim(
 
 
 def test_whole_message_for_a_missing_claim_is_kubes():
-    """The issue's case: a pod whose claim does not exist stays pending with kube's words."""
+    """The issue's case: a pod whose claim does not exist stays pending with kube's words.
+    kube-scheduler v1.37: VolumeBinding's PreFilter stops the cycle before DynamicResources'
+    PreFilter ran, so DynamicResources' PostFilter (first) fails with "not found" and
+    DefaultPreemption never runs (v1.33 said "preemption: 0/2 nodes are available: 2
+    Preemption is not helpful for scheduling.")."""
     c = Cluster([node("n1"), node("n2")], storage=CLASSES)
     assert c.explain(pod("p", volumes=[claim_volume("x")])) == (
-        '0/2 nodes are available: persistentvolumeclaim "x" not found. '
-        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
+        '0/2 nodes are available: persistentvolumeclaim "x" not found. not found')
 
 
 def _scores(c: Cluster, p: dict) -> dict:

@@ -284,6 +284,39 @@ def test_pre_filter_results_that_share_no_node_fail_with_kubes_message(results, 
     assert c.explain(pod("p")) == want
 
 
+def test_an_unschedulable_pre_filter_lets_the_others_run_and_the_last_rejection_counts():
+    """kube's RunPreFilterPlugins (kubernetes#119770): after an Unschedulable PreFilter the
+    other PreFilters still run (preemption, and DynamicResources' PostFilter in v1.37's default
+    profile, read their state), and the last Unschedulable is the cycle's; an
+    UnschedulableAndUnresolvable one stops PreFilter at once."""
+    from shard.framework import Plugin, Status
+    from shard.registry import REGISTRY
+
+    ran = []
+
+    def fake(name, code):
+        class Fake(Plugin):
+            def pre_filter(self, state, pod):
+                ran.append(name)
+                return Status(code, f"{name} says no") if code else None
+        Fake.name = name
+        return Fake
+
+    plugins = {"First": "Unschedulable", "Second": None, "Third": "Unschedulable", "Fourth": "UnschedulableAndUnresolvable",
+               "Fifth": None}
+    registry = dict(REGISTRY, **{name: fake(name, code) for name, code in plugins.items()})
+    c = Cluster([node("n1")], cfg=with_out_of_tree_plugins(make_config(), *plugins), registry=registry)
+    result = c.schedule(pod("p"))
+    assert ran == ["First", "Second", "Third", "Fourth"]
+    assert (result.status.plugin, result.status.code) == ("Fourth", "UnschedulableAndUnresolvable")
+    ran.clear()
+    del plugins["Fourth"]
+    c = Cluster([node("n1")], cfg=with_out_of_tree_plugins(make_config(), *plugins), registry=registry)
+    result = c.schedule(pod("p"))
+    assert ran == ["First", "Second", "Third", "Fifth"]
+    assert (result.status.plugin, result.status.message()) == ("Third", "Third says no")
+
+
 def test_node_name_is_only_a_hint_and_others_are_told_its_reason():
     """kube's NodeName has no PreFilter: the nodes other than the named one fail its filter
     ("didn't match the requested node name"), and with a node affinity on another node's name

@@ -36,17 +36,18 @@ def test_an_empty_file_is_kube_schedulers_default_profile():
     cfg, notes = load(ksc())
     assert [p.scheduler_name for p in cfg.profiles] == ["default-scheduler"]
     got = uses(cfg)
-    # kube-scheduler v1.37's order (NodeName now before NodeUnschedulable), less the two
-    # defaults shardsched does not ship, which a note names
+    # kube-scheduler v1.37's order (NodeName now before NodeUnschedulable; DynamicResources
+    # as it treats pods without claims), less NodeDeclaredFeatures, which a note names
     assert list(got) == ["SchedulingGates", "PrioritySort", "NodeName", "NodeUnschedulable", "TaintToleration",
                          "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
-                         "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+                         "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources",
                          "DefaultPreemption", "NodeResourcesBalancedAllocation", "ImageLocality", "DefaultBinder"]
     assert got["TaintToleration"] == (3, ["filter", "preScore", "score"])
     assert got["NodeResourcesFit"][0] == 1 and got["PodTopologySpread"][0] == 2
     # StorageCapacityScoring is on by default in v1.37: VolumeBinding scores (multiPoint weight 1)
     assert got["VolumeBinding"] == (1, ["filter", "preFilter", "preScore", "reserve", "score"])
-    assert [n.split(":")[1].split()[0] for n in notes if "left out" in n] == ["DynamicResources", "NodeDeclaredFeatures"]
+    assert got["DynamicResources"] == (2, ["filter", "postFilter", "preFilter", "preScore", "score"])
+    assert [n.split(":")[1].split()[0] for n in notes if "left out" in n] == ["NodeDeclaredFeatures"]
     # kube's client defaults apply to kube:// requests; backoff and leader election as kube's
     assert cfg.store.qps == 50 and cfg.store.burst == 100
     assert cfg.shards.pod_initial_backoff_seconds == 1 and cfg.shards.pod_max_backoff_seconds == 10
@@ -153,19 +154,17 @@ def test_kube_rules_with_kubes_messages(fields, expected):
      "delayCacheUntilActive, shardsched)"),
     (dict(profiles=[{"plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}}}]),
      'profiles[0].plugins.multiPoint.enabled[0].name: Unsupported value: "NodeResourceTopologyMatch": supported '
-     'values: "Coscheduling", "DefaultBinder", "DefaultPreemption", "ImageLocality", "InterPodAffinity", '
+     'values: "Coscheduling", "DefaultBinder", "DefaultPreemption", "DynamicResources", "ImageLocality", '
+     '"InterPodAffinity", '
      '"NodeAffinity", "NodeName", "NodePorts", "NodeResourcesBalancedAllocation", "NodeResourcesFit", '
      '"NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "PrioritySort", "SchedulingGates", '
      '"TaintToleration", "VolumeBinding", "VolumeRestrictions", "VolumeZone"'),
     (dict(profiles=[{"plugins": {"placementScore": {"enabled": [{"name": "PodGroupPodsCount"}]}}}]),
      "profiles[0].plugins.placementScore.enabled[0]: Forbidden: shardsched has no workload scheduling cycle "
      "(kube's GenericWorkload and TopologyAwareWorkloadScheduling, off by default)"),
-    (dict(profiles=[{"plugins": {"filter": {"enabled": [{"name": "DynamicResources"}]}}}]),
-     'profiles[0].plugins.filter.enabled[0].name: Unsupported value: "DynamicResources": supported values: '
-     '"Coscheduling", "DefaultBinder", "DefaultPreemption", "ImageLocality", "InterPodAffinity", '
-     '"NodeAffinity", "NodeName", "NodePorts", "NodeResourcesBalancedAllocation", "NodeResourcesFit", '
-     '"NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "PrioritySort", "SchedulingGates", '
-     '"TaintToleration", "VolumeBinding", "VolumeRestrictions", "VolumeZone"'),
+    (dict(profiles=[{"plugins": {"reserve": {"enabled": [{"name": "DynamicResources"}]}}}]),
+     'profiles[0].plugins.reserve.enabled[0]: Invalid value: "DynamicResources": DynamicResources does not '
+     "extend the reserve extension point"),
     (dict(profiles=[{"pluginConfig": [{"name": "DynamicResources", "args": {"filterTimeout": "-1s"}}]}]),
      "profiles[0].pluginConfig[0].args.filterTimeout: Invalid value: -1s: must be zero or positive"),
 ])

@@ -30,6 +30,10 @@ BAD = [
      "same time as minCandidateNodesPercentage"),  # kube lists both
     ("VolumeBinding", {"bindTimeoutSeconds": -1},
      f"{A}.bindTimeoutSeconds: Invalid value: -1: invalid BindTimeoutSeconds, should not be a negative value"),
+    ("DynamicResources", {"filterTimeout": "-1s"},
+     f"{A}.filterTimeout: Invalid value: -1s: must be zero or positive"),
+    ("DynamicResources", {"bindingTimeout": "500ms"},
+     f"{A}.bindingTimeout: Invalid value: 500ms: must be at least 1 second"),
     ("VolumeBinding", {"shape": [{"utilization": 0, "score": 11}]},
      f"{A}.shape[0].score: Invalid value: 11: not in valid range [0, 10]"),
     ("InterPodAffinity", {"hardPodAffinityWeight": 101},
