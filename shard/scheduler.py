@@ -34,6 +34,7 @@ from .diagnosis import Diagnosis
 from .framework import (ERROR, SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status,
                         unresolvable)
 from .plugins.inter_pod_affinity import FILTER_STATE as INTER_POD_FILTER_STATE
+from .plugins.topology_spread import FILTER_STATE as SPREAD_FILTER_STATE
 from .profile import Profile
 from .snapshot import Snapshot
 from .threshold import Threshold
@@ -210,7 +211,7 @@ class Scheduler:
         # A pod mounting claims depends on objects that are not nodes (claims, volumes, other
         # pods' ReadWriteOncePod claims): no node may be skipped as unchanged.
         result.context_safe = not (pod.has_cross_node_constraints() or _existing_anti_affinity_beyond_node(state)
-                                   or claim_volumes(pod))
+                                   or state.get(SPREAD_FILTER_STATE) or claim_volumes(pod))
         skip_unchanged = self.scheduling_context and last_generation > 0 and result.context_safe
         t1 = time.perf_counter()
         feasible = self._scan(profile, state, pod, diag, result, queued, rows_hint,

@@ -4,9 +4,11 @@ Hard constraints (DoNotSchedule) filter: placing the pod in a node's domain must
 ``count(domain) + self - min(count over eligible domains) <= maxSkew``; a node missing a
 constraint's topology label is unresolvable. Soft constraints (ScheduleAnyway) score: fewer
 matching pods in the node's domains score higher. Pods without constraints but owned by a
-ReplicaSet, StatefulSet or ReplicationController get the system defaults (hostname maxSkew 3,
-zone maxSkew 5, ScheduleAnyway), with the pod's own labels standing in for the owner's
-selector, since the scheduler does not watch controllers.
+ReplicaSet, StatefulSet or ReplicationController get the profile's defaults
+(common.plugins.topology_spread.constraints_of: the system defaults, hostname maxSkew 3 and
+zone maxSkew 5, ScheduleAnyway, or the args' List, whose DoNotSchedule ones filter), with the
+pod's own labels standing in for the owner's selector, since the scheduler does not watch
+controllers.
 
 Counting matching pods per domain is one numpy pass: per-row counts come from the node
 table's cached selector counts and are summed per label value.
@@ -17,20 +19,15 @@ import math
 
 import numpy as np
 
-from common.model.objects import SpreadConstraint
 from common.plugins import topology_spread
 from common.scheduling.predicates import SPREAD_MISMATCH, SPREAD_MISSING_LABEL, untolerated_taint
-from common.model.selectors import LabelSelector
 from ..framework import SKIP, Plugin, Status, unresolvable, unschedulable
 from .node_affinity import matches_mask
 from .scoring import MAX_NODE_SCORE
 
 REASON = SPREAD_MISMATCH
 MISSING = SPREAD_MISSING_LABEL
-HOSTNAME = "kubernetes.io/hostname"
-ZONE = "topology.kubernetes.io/zone"
-DEFAULT_OWNERS = ("ReplicaSet", "StatefulSet", "ReplicationController")
-SYSTEM_DEFAULTS = ((HOSTNAME, 3), (ZONE, 5))
+HOSTNAME = topology_spread.HOSTNAME
 FILTER_STATE = "PodTopologySpread/filter"
 SCORE_STATE = "PodTopologySpread/score"
 
@@ -96,15 +93,13 @@ class _HardState(list):
 class PodTopologySpread(Plugin, topology_spread.PodTopologySpread):
     def __init__(self, handle, args=None, weight=1):
         super().__init__(handle, args, weight)
-        self.defaulting = self.args["defaultingType"]
-        #: (topologyKey, maxSkew) of the List defaults: ScheduleAnyway only (common.config.plugin_args
-        #: refuses DoNotSchedule ones, which the binder could not check).
-        self.defaults = [(d["topologyKey"], d["maxSkew"]) for d in self.args["defaultConstraints"]]
+        #: kube's systemDefaulted: scoring then does not require every topology label
+        self.system_defaulted = self.args["defaultingType"] == "System"
 
     # --- filter -------------------------------------------------------------------------------
 
     def pre_filter(self, state, pod):
-        hard = [c for c in pod.spread_constraints if c.hard]
+        hard = [c for c in topology_spread.constraints_of(pod, self.args)[0] if c.hard]
         if not hard:
             return Status(SKIP)
         table = self.handle.table
@@ -185,14 +180,10 @@ class PodTopologySpread(Plugin, topology_spread.PodTopologySpread):
     # --- score --------------------------------------------------------------------------------
 
     def _soft_constraints(self, pod):
-        if pod.spread_constraints:
-            return [c for c in pod.spread_constraints if not c.hard], True
-        owner = pod.controller()
-        if owner is None or owner.kind not in DEFAULT_OWNERS or not pod.labels:
-            return [], False
-        selector = LabelSelector(dict(pod.labels), ())
-        spec = self.defaults if self.defaulting == "List" else SYSTEM_DEFAULTS
-        return [SpreadConstraint(skew, key, False, selector, 1, True, False) for key, skew in spec], False
+        """(the ScheduleAnyway constraints, whether nodes need all their topology labels:
+        kube's requireAllTopologies, true unless the constraints are the system defaults)."""
+        constraints, own = topology_spread.constraints_of(pod, self.args)
+        return [c for c in constraints if not c.hard], own or not self.system_defaulted
 
     def pre_score(self, state, pod, rows):
         soft, require_all = self._soft_constraints(pod)

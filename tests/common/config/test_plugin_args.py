@@ -100,10 +100,6 @@ BAD = [
      f'{A}.defaultConstraints[0].whenUnsatisfiable: Unsupported value: "Never": supported values: '
      '"DoNotSchedule", "ScheduleAnyway"'),
     ("PodTopologySpread", {"defaultingType": "List", "defaultConstraints": [
-        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]},
-     f"{A}.defaultConstraints[0].whenUnsatisfiable: Forbidden: shardsched applies default constraints as "
-     "ScheduleAnyway only (the binder checks each pod's own constraints)"),
-    ("PodTopologySpread", {"defaultingType": "List", "defaultConstraints": [
         {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {}}]},
      f"{A}.defaultConstraints[0].labelSelector: Forbidden: constraint must not define a selector, as they "
      "deduced for each pod"),
