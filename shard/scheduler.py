@@ -92,7 +92,7 @@ class ScheduleResult:
     __slots__ = ("pod", "node", "status", "state", "evaluated", "feasible", "diagnosis",
                  "profile", "_message", "victims", "skipped_by_context", "phases",
                  "snapshot_s", "cloned", "threshold", "pruned", "context_safe", "rejectors",
-                 "post_filter_parts")
+                 "post_filter_parts", "plugin_times")
 
     def __init__(self, pod, profile, state):
         self.pod, self.profile, self.state = pod, profile, state
@@ -116,10 +116,23 @@ class ScheduleResult:
         #: After a failure: the plugins that turned the pod down (Diagnosis.rejectors, plus
         #: DefaultPreemption when preemption found nothing); the queue's hints read them.
         self.rejectors: frozenset = frozenset()
+        #: On a sampled cycle (one in PLUGIN_SAMPLE, as kube samples 10%): (plugin, extension
+        #: point, status, seconds) of each PreFilter, PreScore, Score and PostFilter call; else None.
+        self.plugin_times: list | None = None
+
+    def timed(self, plugin: str, point: str, t0: float, status) -> None:
+        """Record a plugin's call that started at `t0` (perf_counter) on a sampled cycle."""
+        if self.plugin_times is not None:
+            code = status.code if isinstance(status, Status) else SUCCESS
+            self.plugin_times.append((plugin, point, code, time.perf_counter() - t0))
 
     @property
     def scheduled(self) -> bool:
         return self.node is not None
+
+
+#: One cycle in this many times its plugins one by one (kube's pluginMetricsSamplePercent, 10).
+PLUGIN_SAMPLE = 10
 
 
 class Scheduler:
@@ -159,6 +172,7 @@ class Scheduler:
         #: (binders.count, binders.partitionLabel): a group is committed by one binder.
         self.partitioning = (cfg.binders.count, cfg.binders.partition_label)
         self.clock = clock
+        self._cycles = 0  # for sampling plugin times
         self.profiles = {p.scheduler_name: Profile(p, self, profile_args(cfg, i), self._threshold(cfg, p),
                                                    registry)
                          for i, p in enumerate(cfg.profiles)}
@@ -192,6 +206,9 @@ class Scheduler:
         t0 = time.perf_counter()
         state = CycleState()
         result = ScheduleResult(pod, profile, state)
+        self._cycles += 1
+        if self._cycles % PLUGIN_SAMPLE == 0 and post_filter:
+            result.plugin_times = []
         table = self.table
         table.fit_width()  # a column for every slot the pod or a plugin may name
         n = len(table)
@@ -231,7 +248,7 @@ class Scheduler:
             if profile.post_filter and post_filter:
                 self._post_filter(profile, state, pod, result, preempting)
             return result
-        result.node = self._select(profile, state, pod, feasible)
+        result.node = self._select(profile, state, pod, feasible, result)
         result.phases["Score"] = time.perf_counter() - t2
         result.status = Status(SUCCESS)
         return result
@@ -254,7 +271,9 @@ class Scheduler:
         n = len(table)
         names, with_nodes, rejected = None, [], None
         for p in profile.pre_filter:
+            t = time.perf_counter()
             out = p.pre_filter(state, pod)
+            result.timed(p.name, "PreFilter", t, out)
             if out is None:
                 continue
             if isinstance(out, PreFilterResult):
@@ -305,7 +324,9 @@ class Scheduler:
                     parts.append(p)
                     continue
                 searched = True
+            t0 = time.perf_counter()
             out = p.post_filter(state, pod, result)
+            result.timed(p.name, "PostFilter", t0, out.status if out.node is None else None)
             result.pruned += out.pruned
             if out.node is not None:
                 result.node, result.victims = out.node, out.victims
@@ -450,18 +471,21 @@ class Scheduler:
                     diag.node_failures[int(row)] = (None, st)
         return cand[keep]
 
-    def _select(self, profile, state, pod, rows: np.ndarray) -> str:
+    def _select(self, profile, state, pod, rows: np.ndarray, result: ScheduleResult) -> str:
         table = self.table
         if len(rows) == 1:
             return table.names[int(rows[0])]
         total = None
         for p in profile.pre_score:
+            t = time.perf_counter()
             st = p.pre_score(state, pod, rows)
+            result.timed(p.name, "PreScore", t, st)
             if st is not None and st.code == SKIP:
                 state.skip_score.add(p.name)
         for p, vectorised, normalizes in profile.score_forms:
             if p.name in state.skip_score:
                 continue
+            t = time.perf_counter()
             if vectorised:
                 s = np.asarray(p.score_vec(state, pod, table, rows), dtype=np.int64)
             else:
@@ -469,6 +493,7 @@ class Scheduler:
                 s = np.fromiter((p.score(state, pod, infos[r]) for r in rows), dtype=np.int64, count=len(rows))
             if normalizes:
                 p.normalize(state, pod, s)
+            result.timed(p.name, "Score", t, None)
             weighed = s if p.weight == 1 else s * p.weight
             total = weighed if total is None else total + weighed  # never in place: s may be shared
         if total is None:  # every scorer skipped: all nodes tie
