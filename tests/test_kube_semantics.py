@@ -166,8 +166,8 @@ def test_gates_volumes_and_messages_as_kube_scheduler(kube_cluster, tmp_path):
             _bound_to(store, f"{ns}/solo-1")
             _wait(f"{ns}/solo not bound", lambda: _fully_bound(store, f"{ns}/solo"))
             store.create(_pod("solo-2", ns, ["solo"]))
-        want = (f"0/{n} nodes are available: {n} node has pod using PersistentVolumeClaim with the same name and "
-                f"ReadWriteOncePod access mode. preemption: 0/{n} nodes are available: "
+        want = (f"0/{n} nodes are available: {n} node(s) unavailable due to PersistentVolumeClaim with "
+                f"ReadWriteOncePod access mode already in-use by another pod. preemption: 0/{n} nodes are available: "
                 f"{n} No preemption victims found for incoming pod.")
         assert {ns: _unschedulable_message(store, f"{ns}/solo-2") for ns in SCHEDULERS} == {
             ns: want for ns in SCHEDULERS}

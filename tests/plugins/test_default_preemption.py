@@ -235,7 +235,7 @@ MESSAGE_CASES = {
               "preemption: not eligible due to preemptionPolicy=Never."),
     "mixed": ([node("small", cpu="1"), node("g1", taints=["dedicated=gpu:NoSchedule"]),
                node("g2", taints=["dedicated=gpu:NoSchedule"])], [], pod("p", "2"),
-              "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}. "
+              "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s). "
               f"preemption: 0/3 nodes are available: 1 {NO_VICTIMS}, 2 {NOT_HELPFUL}."),
     # evicting the lower pod frees 1 of the 4 cpu asked: the dry run fails on resources
     "evicting-is-not-enough": ([node("n1", cpu="2")], [running("low", "n1", "1", 1), running("high", "n1", "1", 50)],

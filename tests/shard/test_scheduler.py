@@ -80,7 +80,7 @@ def test_message_counts_reasons_per_node():
     c = Cluster([node("small", cpu="1"), node("g1", taints=["dedicated=gpu:NoSchedule"]),
                  node("g2", taints=["dedicated=gpu:NoSchedule"])])
     assert c.explain(pod("p", cpu="2")) == (
-        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}. "
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s). "
         "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.")
 
 
@@ -93,7 +93,7 @@ def test_message_lists_every_reason_of_a_node_and_sorts_as_strings():
         "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
     nodes = [node(f"t{i}", taints=["a=b:NoExecute"]) for i in range(10)] + [node("s1", cpu="1"), node("s2", cpu="1")]
     assert Cluster(nodes).explain(pod("p", cpu="2")) == (
-        "0/12 nodes are available: 10 node(s) had untolerated taint {a: b}, 2 Insufficient cpu. "
+        "0/12 nodes are available: 10 node(s) had untolerated taint(s), 2 Insufficient cpu. "
         "preemption: 0/12 nodes are available: 10 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod.")
 
 
