@@ -2,7 +2,7 @@
 configurations: `--config` and `config validate` take them, `config convert` prints what
 they mean to shardsched.
 
-A file is defaulted and validated as kube-scheduler v1.33 does (its defaults, its rules, its
+A file is defaulted and validated as kube-scheduler v1.37 does (its defaults, its rules, its
 messages and field paths), then mapped onto shardsched's own configuration:
 
     profiles[]                     profiles[] (plugins per extension point, multiPoint merged

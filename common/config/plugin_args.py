@@ -5,7 +5,7 @@ this module, and the shard's plugins read their arguments through it (`resolve`)
 
 Each plugin has one `ArgsKind` (common/plugins/args.py), kept in the plugin's module
 (common/plugins/<plugin>.py) and found here through the registry (`KINDS`): its fields (types
-and kube's defaults), kube's validation rules (kube-scheduler v1.33's messages and field
+and kube's defaults), kube's validation rules (kube-scheduler v1.37's messages and field
 paths), and what shardsched refuses on top. Adding a plugin's arguments is its `args_kind`.
 
 Arguments may carry kube's `apiVersion: kubescheduler.config.k8s.io/v1` and

@@ -53,7 +53,7 @@ def _register(plugins) -> dict[str, type[PluginSpec]]:
 SPECS: dict[str, type[PluginSpec]] = _register(PLUGINS)
 #: Every plugin a profile may name.
 KNOWN = frozenset(SPECS)
-#: The extension points each plugin implements, as kube-scheduler v1.33's plugin of that name
+#: The extension points each plugin implements, as kube-scheduler v1.37's plugin of that name
 #: does (DefaultPreemption's PreEnqueue, for kube's asynchronous preemption, aside): a profile
 #: may enable or disable a plugin at these.
 POINTS = {name: spec.points() for name, spec in SPECS.items()}

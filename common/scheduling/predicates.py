@@ -39,7 +39,7 @@ class IgnoredResources:
         return name in self.names or name.split("/", 1)[0] in self.groups
 
 
-#: TaintToleration's reason since kube-scheduler v1.34 (v1.33 named the taint: "node(s) had
+#: TaintToleration's reason in kube-scheduler v1.37 (v1.33 named the taint: "node(s) had
 #: untolerated taint {key: value}").
 UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
 

@@ -57,7 +57,7 @@ class TaintToleration(Plugin, taint_toleration.TaintToleration):
 
     def reasons_vec(self, state, pod, table, rows):
         """Reasons for failing `rows` (absolute indices): kube's one reason for them all, which
-        since v1.34 names no taint."""
+        in v1.37 names no taint."""
         return Counter({UNTOLERATED_TAINT: len(rows)}) if len(rows) else Counter()
 
     def score(self, state, pod, info) -> int:
