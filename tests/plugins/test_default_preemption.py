@@ -221,7 +221,7 @@ def _never(p):
     return p
 
 
-# Each expected message follows kube-scheduler v1.33's code paths: FitError.Error() of the
+# Each expected message follows kube-scheduler v1.37's code paths: FitError.Error() of the
 # filters, then DefaultPreemption.PostFilter's "preemption: " + either the eligibility reason
 # (PodEligibleToPreemptOthers) or the FitError of DryRunPreemption's node statuses, with
 # "Preemption is not helpful for scheduling" for the nodes FindCandidates did not try.

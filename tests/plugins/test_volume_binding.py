@@ -1,4 +1,4 @@
-"""VolumeBinding, after kube-scheduler v1.33's volumebinding/volume_binding_test.go
+"""VolumeBinding, after kube-scheduler v1.37's volumebinding/volume_binding_test.go
 (TestVolumeBinding) and binder.go: PreFilter sorts the pod's claims, Filter checks each node,
 Reserve assumes the chosen volumes. Each case names kube's test or the code path it follows.
 (The binder's PreBind is tests/binder/test_volume_waits.py's.)"""

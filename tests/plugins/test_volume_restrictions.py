@@ -1,4 +1,4 @@
-"""VolumeRestrictions, after kube-scheduler v1.33's volumerestrictions/volume_restrictions_test.go
+"""VolumeRestrictions, after kube-scheduler v1.37's volumerestrictions/volume_restrictions_test.go
 (TestGCEDiskConflicts, TestAWSDiskConflicts, TestRBDDiskConflicts, TestISCSIDiskConflicts,
 TestAccessModeConflicts), and preemption curing a ReadWriteOncePod conflict."""
 from __future__ import annotations

@@ -262,7 +262,7 @@ def _fake_pre_filter(name: str, node_names):
 
 
 @pytest.mark.parametrize("results, want", [
-    # kube-scheduler v1.33, schedule_one_test.go "test prefilter plugin returning non-intersecting nodes"
+    # kube-scheduler v1.37, schedule_one_test.go "test prefilter plugin returning non-intersecting nodes"
     ({"FakePreFilter2": {"n2"}, "FakePreFilter3": {"n1"}},
      "0/3 nodes are available: node(s) didn't satisfy plugin(s) [FakePreFilter2 FakePreFilter3] simultaneously. "
      "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."),
