@@ -35,10 +35,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-#: How often the API server compacts etcd (to the revision of the previous compaction), so that
-#: a resourceVersion goes out of reach (410 Gone) within about two intervals.
-ETCD_COMPACTION = "20s"
-
 KWOK_HEARTBEATS = {"node_lease_renew_s": 10, "node_lease_duration_s": 40, "node_status_every_s": [300, 330]}
 
 #: kwok's node stages: make a new node Ready (conditions, addresses, phase), then write its
@@ -214,9 +210,6 @@ class KubeCluster:
             "--enable-priority-and-fairness=false",
             "--max-requests-inflight", "3000", "--max-mutating-requests-inflight", "1500",
             "--endpoint-reconciler-type", "none",
-            # etcd compacted every ETCD_COMPACTION (kube: 5m): from v1.37 the watch cache serves
-            # any resourceVersion etcd still holds, so only compaction makes one too old (410)
-            "--etcd-compaction-interval", ETCD_COMPACTION,
             "--profiling=false", "--v", "1"])
         write_kubeconfig(self.kubeconfig, self.server, d / "ca.crt", self.token)
         self._wait_ready(timeout)

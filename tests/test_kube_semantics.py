@@ -141,7 +141,8 @@ def test_gates_volumes_and_messages_as_kube_scheduler(kube_cluster, tmp_path):
             # v1.37: VolumeBinding's PreFilter stopped the cycle before DynamicResources' ran, so
             # its PostFilter (first) fails "not found" and DefaultPreemption never runs
             "orphan": "not found",
-            "huge": f"preemption: 0/{n} nodes are available: {n} No preemption victims found for incoming pod.",
+            # v1.37: 1000 cpu is more than any node's allocatable: no node is tried
+            "huge": f"preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling.",
             "never": "preemption: not eligible due to preemptionPolicy=Never.",
         }
         for name in expected:
