@@ -21,11 +21,12 @@ import uuid
 
 from common.model.changes import node_unchanged
 from common.scheduling.constraints import ConstrainedAccounting, ConstraintIndex
-from common.runtime.intake import Intake, Kind, status_update, volume_kinds
+from common.runtime.intake import Intake, Kind, status_update, volume_kinds, workload_kinds
 from common.model.objects import raw_pod_key
 from common.model.podgroup import NATIVE_KIND, GroupIndex, index_key_of
 from common.model.workloads import Namespaces
 from common.scheduling.volumes import VolumeState
+from common.scheduling.workloads import Workloads
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,9 @@ class BinderView:
         self.clock = clock
         self.acc = ConstrainedAccounting(assume_ttl, clock)  # in doubt: acc.hold
         self.namespaces = self.acc.constraints.namespaces = Namespaces()
+        #: Services and controllers: PodTopologySpread's default constraints select by them
+        #: (a profile's List may hold DoNotSchedule ones, which the binder checks too)
+        self.workloads = Workloads()
         self.pending: dict = {}           # pod key -> Pod: pending pods of this scheduler
         self.priority_classes: dict = {}
         self.pdbs: dict = {}
@@ -67,6 +71,7 @@ class BinderView:
             Kind("PodDisruptionBudget", keep=self.pdbs),
             *volume_kinds(self.volumes),
             Kind("Namespace", put=self.namespaces.set, drop=self.namespaces.remove),
+            *workload_kinds(self.workloads),
             Kind("Node", handle=self._apply_node, current=self._node, unchanged=node_unchanged),
             Kind("PodGroup", handle=self._apply_group),
             Kind(NATIVE_KIND, handle=self._apply_group),

@@ -1,7 +1,7 @@
 """Why a pod fits nowhere: per-plugin rejections gathered during the filter scan.
 
 Produces kube-scheduler's message ("0/3 nodes are available: 1 Insufficient cpu, 2 node(s)
-had untolerated taint {dedicated: gpu}.") and tells preemption which nodes failed only for
+had untolerated taint(s).") and tells preemption which nodes failed only for
 reasons that evicting pods could fix.
 """
 from __future__ import annotations

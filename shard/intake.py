@@ -131,7 +131,7 @@ class ShardIntake:
     def _volumes_changed(self) -> None:
         """A claim, volume, storage class or CSINode changed: it can only matter to pods
         with volumes (kube's VolumeBinding, VolumeZone and NodeVolumeLimits hints)."""
-        self.queue.move_all_to_active(only=counts_volumes)
+        self.queue.move_all_to_active(only=counts_volumes, event="StorageChange")
 
     def _node(self, name: str):
         info = self.cache.nodes.get(name)

@@ -37,15 +37,22 @@ def _changed(old, new) -> bool:
     return view(a) != view(b)
 
 
+#: A queueing hint's cluster event (shard/queueing_hints.py's names) -> kube's event label.
+EVENT_LABELS = {"node_added": "NodeAdd", "node_updated": "NodeUpdate", "node_deleted": "NodeDelete",
+                "pod_left": "AssignedPodDelete", "pod_arrived": "AssignedPodAdd",
+                "preemption_changed": "PodDisruptionBudgetChange"}
+
+
 class QueuedPod:
     """A pod in the queue with its scheduling history (attempts, backoff, last generation)."""
 
-    __slots__ = ("pod", "queued_at", "attempts", "backoff_until", "unschedulable_since",
+    __slots__ = ("pod", "queued_at", "initial_at", "attempts", "backoff_until", "unschedulable_since",
                  "last_generation", "rejectors", "seq", "_less")
 
     def __init__(self, pod, now: float, less):
         self.pod = pod
         self.queued_at = now
+        self.initial_at = now  # first queued: the start of kube's scheduling SLI
         self.attempts = 0
         self.backoff_until = 0.0
         self.unschedulable_since = 0.0
@@ -76,6 +83,13 @@ class SchedulingQueue:
         self._where: dict[str, str] = {}      # pod key -> "active" | "backoff" | "unschedulable"
         self._entries: dict[str, QueuedPod] = {}
         self._seq = itertools.count()
+        #: Called (queue, event) for each pod put in a queue, with kube's queue names and
+        #: event labels (scheduler_queue_incoming_pods_total); None: nobody counts.
+        self.on_incoming = None
+
+    def _incoming(self, queue: str, event: str, n: int = 1) -> None:
+        if self.on_incoming is not None and n:
+            self.on_incoming(queue, event, n)
 
     # --- sizes --------------------------------------------------------------------------------
 
@@ -109,10 +123,12 @@ class SchedulingQueue:
             if self._where.get(pod.key) == "unschedulable":  # worth a new try
                 del self._unschedulable[pod.key]
                 self._push_active(entry)
+                self._incoming("active", "UnscheduledPodUpdate")
             return
         entry = QueuedPod(pod, self.clock(), self.less)
         self._entries[pod.key] = entry
         self._push_active(entry)
+        self._incoming("active", "PodAdd")
 
     def delete(self, key: str) -> None:
         """Forget a pod (bound elsewhere, deleted). activeQ heap entries are dropped lazily
@@ -160,6 +176,7 @@ class SchedulingQueue:
         entry.queued_at = now  # re-added: kube refreshes the timestamp PrioritySort compares
         entry.backoff_until = now + self._backoff_for(entry.attempts)
         self._push_backoff(entry)
+        self._incoming("backoff", "ScheduleAttemptFailure")
 
     def requeue_unschedulable(self, entry: QueuedPod, generation: int = 0,
                               rejectors: frozenset = frozenset()) -> None:
@@ -175,6 +192,7 @@ class SchedulingQueue:
         entry.rejectors = rejectors
         self._where[entry.pod.key] = "unschedulable"
         self._unschedulable[entry.pod.key] = entry
+        self._incoming("unschedulable", "ScheduleAttemptFailure")
 
     def done(self, key: str) -> None:
         """The pod was scheduled: it leaves the queue."""
@@ -182,9 +200,19 @@ class SchedulingQueue:
 
     # --- moving pods back ---------------------------------------------------------------------
 
-    def move_all_to_active(self, only=None, entries: bool = False) -> int:
+    def unschedulable_by_plugin(self) -> dict[tuple[str, str], int]:
+        """(plugin, schedulerName) -> pods parked unschedulable that plugin turned down
+        (kube's scheduler_unschedulable_pods)."""
+        out: dict[tuple[str, str], int] = {}
+        for entry in self._unschedulable.values():
+            for plugin in entry.rejectors:
+                key = (plugin, entry.pod.scheduler_name)
+                out[key] = out.get(key, 0) + 1
+        return out
+
+    def move_all_to_active(self, only=None, entries: bool = False, event: str = "ForceActivate") -> int:
         """Move unschedulable pods back; with `only`, just those for which `only(pod)` (or
-        `only(entry)` with `entries`) is true."""
+        `only(entry)` with `entries`) is true. `event` is the cause's label, as kube's."""
         if only is None:
             moved = list(self._unschedulable.values())
             self._unschedulable.clear()
@@ -193,17 +221,22 @@ class SchedulingQueue:
             for e in moved:
                 del self._unschedulable[e.pod.key]
         now = self.clock()
+        to_backoff = 0
         for entry in moved:
             if entry.backoff_until > now:
                 self._push_backoff(entry)
+                to_backoff += 1
             else:
                 self._push_active(entry)
+        self._incoming("backoff", event, to_backoff)
+        self._incoming("active", event, len(moved) - to_backoff)
         return len(moved)
 
     def wake(self, hint, *event) -> int:
         """A cluster event: move the parked pods for which `hint(pod, rejectors, *event)`
         (shard/queueing_hints.py) says it could make them fit."""
-        return self.move_all_to_active(only=lambda e: hint(e.pod, e.rejectors, *event), entries=True)
+        return self.move_all_to_active(only=lambda e: hint(e.pod, e.rejectors, *event), entries=True,
+                                       event=EVENT_LABELS.get(getattr(hint, "__name__", ""), "ClusterEvent"))
 
     def activate(self, keys) -> int:
         """Move these queued pods to activeQ now, from backoff or the unschedulable pool
@@ -220,6 +253,7 @@ class SchedulingQueue:
                 del self._unschedulable[key]
             self._push_active(entry)
             moved += 1
+        self._incoming("active", "ForceActivate", moved)
         return moved
 
     def hold_back(self, keys, until: float) -> None:
@@ -243,8 +277,11 @@ class SchedulingQueue:
         """Move pods whose backoff expired, and pods unschedulable for too long, to activeQ."""
         now = self.clock()
         backoff = self._backoff
+        done = 0
         while backoff and backoff[0].backoff_until <= now:
             self._push_active(backoff.pop(0))
+            done += 1
+        self._incoming("active", "BackoffComplete", done)
         if self._unschedulable:
             stale = []
             for entry in self._unschedulable.values():  # oldest first: stop at the first fresh one
@@ -254,6 +291,7 @@ class SchedulingQueue:
             for entry in stale:
                 del self._unschedulable[entry.pod.key]
                 self._push_active(entry)
+            self._incoming("active", "UnschedulableTimeout", len(stale))
 
     def next_ready_in(self) -> float | None:
         """Seconds until the next backoff expires (None when nothing waits)."""

@@ -15,6 +15,7 @@ from .plugins.coscheduling import Coscheduling
 from .plugins.gang_scheduling import GangScheduling
 from .plugins.default_binder import DefaultBinder
 from .plugins.default_preemption import DefaultPreemption
+from .plugins.dynamic_resources import DynamicResources
 from .plugins.image_locality import ImageLocality
 from .plugins.inter_pod_affinity import InterPodAffinity
 from .plugins.node_affinity import NodeAffinity
@@ -35,7 +36,7 @@ REGISTRY = {cls.name: cls for cls in (
     SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
     NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
     NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity,
-    ImageLocality, DefaultPreemption, DefaultBinder, GangScheduling, Coscheduling,
+    ImageLocality, DynamicResources, DefaultPreemption, DefaultBinder, GangScheduling, Coscheduling,
 )}
 
 

@@ -33,9 +33,10 @@ from common.config.plugin_args import profile_args
 from common.model.podgroup import GroupIndex
 from common.scheduling.volumes import VolumeState, claim_volumes
 from .diagnosis import Diagnosis
-from .framework import (SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status,
+from .framework import (ERROR, SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status,
                         unresolvable)
 from .plugins.inter_pod_affinity import FILTER_STATE as INTER_POD_FILTER_STATE
+from .plugins.topology_spread import FILTER_STATE as SPREAD_FILTER_STATE
 from .profile import Profile
 from .snapshot import Snapshot
 from .threshold import Threshold
@@ -93,7 +94,7 @@ class ScheduleResult:
     __slots__ = ("pod", "node", "status", "state", "evaluated", "feasible", "diagnosis",
                  "profile", "_message", "victims", "skipped_by_context", "phases",
                  "snapshot_s", "cloned", "threshold", "pruned", "context_safe", "rejectors",
-                 "post_filter_parts", "released")
+                 "post_filter_parts", "released", "plugin_times")
 
     def __init__(self, pod, profile, state):
         self.pod, self.profile, self.state = pod, profile, state
@@ -120,10 +121,23 @@ class ScheduleResult:
         #: After a gang member's failure: the members the loop gave up on with it (their
         #: messages are in the loop's), whose conditions the shard server writes too.
         self.released: list = []
+        #: On a sampled cycle (one in PLUGIN_SAMPLE, as kube samples 10%): (plugin, extension
+        #: point, status, seconds) of each PreFilter, PreScore, Score and PostFilter call; else None.
+        self.plugin_times: list | None = None
+
+    def timed(self, plugin: str, point: str, t0: float, status) -> None:
+        """Record a plugin's call that started at `t0` (perf_counter) on a sampled cycle."""
+        if self.plugin_times is not None:
+            code = status.code if isinstance(status, Status) else SUCCESS
+            self.plugin_times.append((plugin, point, code, time.perf_counter() - t0))
 
     @property
     def scheduled(self) -> bool:
         return self.node is not None
+
+
+#: One cycle in this many times its plugins one by one (kube's pluginMetricsSamplePercent, 10).
+PLUGIN_SAMPLE = 10
 
 
 class Scheduler:
@@ -168,6 +182,7 @@ class Scheduler:
         #: (binders.count, binders.partitionLabel): a group is committed by one binder.
         self.partitioning = (cfg.binders.count, cfg.binders.partition_label)
         self.clock = clock
+        self._cycles = 0  # for sampling plugin times
         self.profiles = {p.scheduler_name: Profile(p, self, profile_args(cfg, i), self._threshold(cfg, p),
                                                    registry)
                          for i, p in enumerate(cfg.profiles)}
@@ -201,6 +216,9 @@ class Scheduler:
         t0 = time.perf_counter()
         state = CycleState()
         result = ScheduleResult(pod, profile, state)
+        self._cycles += 1
+        if self._cycles % PLUGIN_SAMPLE == 0 and post_filter:
+            result.plugin_times = []
         table = self.table
         table.fit_width()  # a column for every slot the pod or a plugin may name
         n = len(table)
@@ -220,7 +238,7 @@ class Scheduler:
         # A pod mounting claims depends on objects that are not nodes (claims, volumes, other
         # pods' ReadWriteOncePod claims): no node may be skipped as unchanged.
         result.context_safe = not (pod.has_cross_node_constraints() or _existing_anti_affinity_beyond_node(state)
-                                   or claim_volumes(pod))
+                                   or state.get(SPREAD_FILTER_STATE) or claim_volumes(pod))
         skip_unchanged = self.scheduling_context and last_generation > 0 and result.context_safe
         t1 = time.perf_counter()
         feasible = self._scan(profile, state, pod, diag, result, queued, rows_hint,
@@ -240,7 +258,7 @@ class Scheduler:
             if profile.post_filter and post_filter:
                 self._post_filter(profile, state, pod, result, preempting)
             return result
-        result.node = self._select(profile, state, pod, feasible)
+        result.node = self._select(profile, state, pod, feasible, result)
         result.phases["Score"] = time.perf_counter() - t2
         result.status = Status(SUCCESS)
         return result
@@ -255,12 +273,17 @@ class Scheduler:
 
         Node-name results narrow the scan (unit locating). kube's own results are merged as
         kube-scheduler merges them, by name, before looking at the snapshot: when they have no
-        name in common, PreFilter fails with kube's "didn't satisfy plugin(s)" message."""
+        name in common, PreFilter fails with kube's "didn't satisfy plugin(s)" message. An
+        UnschedulableAndUnresolvable rejection stops PreFilter at once; after an Unschedulable
+        one the other plugins still run (their state is what preemption and the PostFilters
+        read: kube's RunPreFilterPlugins) and the last such rejection is the cycle's."""
         table = self.table
         n = len(table)
-        names, with_nodes = None, []
+        names, with_nodes, rejected = None, [], None
         for p in profile.pre_filter:
+            t = time.perf_counter()
             out = p.pre_filter(state, pod)
+            result.timed(p.name, "PreFilter", t, out)
             if out is None:
                 continue
             if isinstance(out, PreFilterResult):
@@ -280,8 +303,15 @@ class Scheduler:
                 state.skip_filter.add(p.name)
                 continue
             out.plugin = p.name
+            if out.code == UNSCHEDULABLE:
+                rejected = out  # kube runs the other PreFilters (preemption may follow) and keeps the last
+                continue
             diag.pre_filter_status = out
             result.status = out
+            return False
+        if rejected is not None:
+            diag.pre_filter_status = rejected
+            result.status = rejected
             return False
         return True
 
@@ -304,13 +334,20 @@ class Scheduler:
                     parts.append(p)
                     continue
                 searched = True
+            t0 = time.perf_counter()
             out = p.post_filter(state, pod, result)
+            result.timed(p.name, "PostFilter", t0, out.status if out.node is None else None)
             result.pruned += out.pruned
             if out.node is not None:
                 result.node, result.victims = out.node, out.victims
                 result.status = Status(SUCCESS)
                 break
             parts.append(tuple(out.status.reasons) if out.status is not None else ())
+            if out.status is not None and out.status.code == ERROR:
+                # kube's RunPostFilterPlugins returns at an error: no later plugin runs, and its
+                # message is the pod's PostFilter message
+                result.post_filter_parts = [parts[-1]]
+                break
         else:
             result.post_filter_parts = parts
             if searched:
@@ -444,18 +481,21 @@ class Scheduler:
                     diag.node_failures[int(row)] = (None, st)
         return cand[keep]
 
-    def _select(self, profile, state, pod, rows: np.ndarray) -> str:
+    def _select(self, profile, state, pod, rows: np.ndarray, result: ScheduleResult) -> str:
         table = self.table
         if len(rows) == 1:
             return table.names[int(rows[0])]
         total = None
         for p in profile.pre_score:
+            t = time.perf_counter()
             st = p.pre_score(state, pod, rows)
+            result.timed(p.name, "PreScore", t, st)
             if st is not None and st.code == SKIP:
                 state.skip_score.add(p.name)
         for p, vectorised, normalizes in profile.score_forms:
             if p.name in state.skip_score:
                 continue
+            t = time.perf_counter()
             if vectorised:
                 s = np.asarray(p.score_vec(state, pod, table, rows), dtype=np.int64)
             else:
@@ -463,6 +503,7 @@ class Scheduler:
                 s = np.fromiter((p.score(state, pod, infos[r]) for r in rows), dtype=np.int64, count=len(rows))
             if normalizes:
                 p.normalize(state, pod, s)
+            result.timed(p.name, "Score", t, None)
             weighed = s if p.weight == 1 else s * p.weight
             total = weighed if total is None else total + weighed  # never in place: s may be shared
         if total is None:  # every scorer skipped: all nodes tie

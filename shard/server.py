@@ -271,6 +271,7 @@ class ShardServer(Component, rpc.ShardServicer):
         self.owned = DispatchedPods()
         self.binders = BinderClient(store, self.id, cfg, self.inbox, self._node, self.security)
         self.loop = ShardLoop(cfg, store, seed=seed + index, owner=self.owned, committer=self.binders)
+        self.loop.queue.on_incoming = self.metrics.queued
         #: Conditions and events, written off the scheduling thread.
         self.status = StatusWriter.from_config(cfg, store, f"shardsched-shard-{self.id}")
         StatusWriterCollector(self.metrics.registry, f"shard-{self.id}", self.status.counters)
@@ -369,7 +370,7 @@ class ShardServer(Component, rpc.ShardServicer):
             refused = self.refusals.pop(o.pod_key, 0)
             if o.bound:
                 self.counters["bound"] += 1
-                self.metrics.pod_attempts.labels(self.id).observe(entry.attempts)
+                self.metrics.bound(entry.attempts, loop.queue.clock() - entry.initial_at)
                 loop.finish_binding(entry, result, True)
                 self.owned.release(o.pod_key)
             elif o.reason.startswith("AlreadyBound") and self._pending_here(o.pod_key):
@@ -438,7 +439,7 @@ class ShardServer(Component, rpc.ShardServicer):
         if not force and now - self._last_report < REPORT_EVERY_S:
             return
         self._last_report = now
-        self.metrics.queues(self.queues())
+        self.metrics.queues(self.queues(), self.loop.queue.unschedulable_by_plugin())
         report = pb.ShardReport(returned=self.returned, queued=len(self.loop.queue),
                                 in_flight=len(self.binders.in_flight))
         if force or now - self._last_holding >= self.holding_every:

@@ -235,6 +235,8 @@ def test_every_process_serves_its_metrics_with_shard_labels(cluster_env):
     shard_series = ["scheduler_schedule_attempts", "scheduler_scheduling_attempt_duration_seconds",
                     "scheduler_pending_pods", "scheduler_pod_scheduling_attempts",
                     "scheduler_framework_extension_point_duration_seconds",
+                    "scheduler_scheduling_algorithm_duration_seconds", "scheduler_pod_scheduling_sli_duration_seconds",
+                    "scheduler_queue_incoming_pods", "scheduler_unschedulable_pods",
                     "shardsched_feasible_node_threshold", "shardsched_nodes_evaluated",
                     "shardsched_snapshot_update_duration_seconds", "shardsched_snapshot_nodes_cloned"]
     scheduled = 0

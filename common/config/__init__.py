@@ -34,13 +34,24 @@ KIND = "ShardschedConfiguration"
 
 
 class ConfigError(ValueError):
-    def __init__(self, path: str, message: str, unreadable: bool = False):
-        super().__init__(f"config: {path}: {message}")
+    """A configuration's errors: `errors` lists every (path, message) found, as kube-scheduler
+    reports all of a file's errors at once; `path` and `message` are the first one's. Printed
+    one error a line, each `config: <path>: <message>`."""
+
+    def __init__(self, path: str, message: str, unreadable: bool = False,
+                 errors: list[tuple[str, str]] | None = None):
+        self.errors = errors or [(path, message)]
+        super().__init__("\n".join(f"config: {p}: {m}" for p, m in self.errors))
         self.path = path
         self.message = message
         #: The file could not be read or parsed at all (a usage error), as opposed to a
         #: readable file with invalid content (a rejected object).
         self.unreadable = unreadable
+
+    @classmethod
+    def of(cls, errors: list[tuple[str, str]]) -> "ConfigError":
+        """One error standing for all of `errors` (non-empty)."""
+        return cls(*errors[0], errors=list(errors))
 
 
 @dataclass
@@ -594,6 +605,20 @@ STORE_SCHEMES = ("memory", "redis", "rediss", "unix", "kube")
 
 
 def _cross_checks(cfg: Config) -> None:
+    """The checks across fields, every one: all their errors are raised together."""
+    errors: list[tuple[str, str]] = []
+    for check in (_check_ports, _check_profiles, _check_leader_election):
+        if check is _check_profiles and any(path.startswith("preemption.") for path, _ in errors):
+            continue  # the profiles' DefaultPreemption args come from that section: said once
+        try:
+            check(cfg)
+        except ConfigError as e:
+            errors += e.errors
+    if errors:
+        raise ConfigError.of(errors)
+
+
+def _check_ports(cfg: Config) -> None:
     url = cfg.store.url
     if url is not None and url.split("://", 1)[0].lower() not in STORE_SCHEMES:
         raise ConfigError("store.url", f"must be {', '.join(s + '://...' for s in STORE_SCHEMES)}, got {url!r}")
@@ -607,34 +632,41 @@ def _cross_checks(cfg: Config) -> None:
                                   f"on port {last}, past 65535")
     if cfg.preemption.min_candidate_nodes_percentage == 0 == cfg.preemption.min_candidate_nodes_absolute:
         raise ConfigError("preemption.minCandidateNodesAbsolute", "must not be 0 when minCandidateNodesPercentage is")
+    if cfg.shards.pod_max_backoff_seconds < cfg.shards.pod_initial_backoff_seconds:
+        raise ConfigError("shards.podMaxBackoffSeconds", "must be >= podInitialBackoffSeconds")
+
+
+def _check_profiles(cfg: Config) -> None:
+    """Each profile's plugins and their arguments; every profile's errors are raised."""
     known = plugins.KNOWN
     seen: dict[str, int] = {}
+    errors: list[tuple[str, str]] = []
     for i, prof in enumerate(cfg.profiles):
         for section in ("enabled", "disabled"):
             for j, entry in enumerate(getattr(prof.plugins, section)):
                 if entry.name not in known and not (section == "disabled" and entry.name == "*"):
-                    raise ConfigError(f"profiles[{i}].plugins.{section}[{j}].name",
-                                      f"unknown plugin {entry.name!r} (known: {', '.join(sorted(known))})")
-        try:
-            profile_plugins.resolve(prof, f"profiles[{i}]")
-            plugin_args.profile_args(cfg, i)
-        except FieldError as e:
-            raise ConfigError(e.path, e.body) from None
+                    errors.append((f"profiles[{i}].plugins.{section}[{j}].name",
+                                   f"unknown plugin {entry.name!r} (known: {', '.join(sorted(known))})"))
+        for check in (lambda: profile_plugins.resolve(prof, f"profiles[{i}]"), lambda: plugin_args.profile_args(cfg, i)):
+            try:
+                check()
+            except FieldError as e:
+                errors += [(one.path, one.body) for one in e.errors]
         name = prof.scheduler_name
         if name in seen:
-            raise ConfigError(f"profiles[{i}].schedulerName", f"same as profiles[{seen[name]}].schedulerName {name!r}")
-        seen[name] = i
-    if cfg.shards.pod_max_backoff_seconds < cfg.shards.pod_initial_backoff_seconds:
-        raise ConfigError("shards.podMaxBackoffSeconds", "must be >= podInitialBackoffSeconds")
-    _check_leader_election(cfg.leader_election)
+            errors.append((f"profiles[{i}].schedulerName", f"same as profiles[{seen[name]}].schedulerName {name!r}"))
+        seen.setdefault(name, i)
+    if errors:
+        raise ConfigError.of(errors)
 
 
 #: client-go's leader election jitters its retries by this factor.
 ELECTION_JITTER = 1.2
 
 
-def _check_leader_election(le: LeaderElectionConfig) -> None:
+def _check_leader_election(cfg: Config) -> None:
     """client-go's own rules for the three durations, when leader election is on."""
+    le = cfg.leader_election
     if not le.leader_elect:
         return
     if le.renew_deadline_seconds >= le.lease_duration_seconds:
@@ -670,11 +702,11 @@ def validate_with_notes(doc) -> tuple[Config, list[str]]:
     try:
         native, origin, notes = kube_config.convert(doc)
     except FieldError as e:
-        raise ConfigError(e.path, e.body) from None
+        raise ConfigError.of([(one.path, one.body) for one in e.errors]) from None
     try:
         return _validate_native(native), notes
     except ConfigError as e:
-        raise ConfigError(origin(e.path), e.message) from None
+        raise ConfigError.of([(origin(path), message) for path, message in e.errors]) from None
 
 
 def _validate_native(doc) -> Config:

@@ -5,7 +5,7 @@ this module, and the shard's plugins read their arguments through it (`resolve`)
 
 Each plugin has one `ArgsKind` (common/plugins/args.py), kept in the plugin's module
 (common/plugins/<plugin>.py) and found here through the registry (`KINDS`): its fields (types
-and kube's defaults), kube's validation rules (kube-scheduler v1.33's messages and field
+and kube's defaults), kube's validation rules (kube-scheduler v1.37's messages and field
 paths), and what shardsched refuses on top. Adding a plugin's arguments is its `args_kind`.
 
 Arguments may carry kube's `apiVersion: kubescheduler.config.k8s.io/v1` and
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from . import plugin_names as names
 from ..plugins import SPECS, ArgsKind
-from .validation import decode_object, duplicate, invalid, not_supported
+from .validation import decode_object, duplicate, invalid, not_supported, raise_all, collecting
 
 ARGS_API_VERSION = "kubescheduler.config.k8s.io/v1"
 
@@ -42,9 +42,7 @@ def resolve(plugin: str, raw, path: str = "args", base: dict | None = None) -> d
     merged = {**(base or {}), **raw}
     args = decode_object(kind.fields, merged, path)
     kind.defaulting(args)
-    errors = kind.rules(args, path)
-    if errors:
-        raise errors[0]
+    raise_all(kind.rules(args, path))
     return args
 
 
@@ -69,16 +67,21 @@ def section_defaults(cfg) -> dict:
 def profile_args(cfg, index: int) -> dict[str, dict]:
     """Every plugin's resolved arguments in profile `index` of a config (pluginConfig over
     the sections' defaults): what the shard builds the profile's plugins with, and what
-    config validation checks. Raises FieldError with the pluginConfig entry's path."""
+    config validation checks. Raises FieldError(s) with the pluginConfig entries' paths,
+    every bad entry's."""
+    errors: list = []
     given: dict[str, tuple] = {}
     for j, entry in enumerate(cfg.profiles[index].plugin_config):
         path = f"profiles[{index}].pluginConfig[{j}]"
         name = entry.name
         if name in given:
-            raise duplicate(path, name)
-        if name not in KINDS:
-            raise not_supported(f"{path}.name", name, sorted(KINDS))
-        given[name] = (entry.args, f"{path}.args")
+            errors.append(duplicate(path, name))
+        elif name not in KINDS:
+            errors.append(not_supported(f"{path}.name", name, sorted(KINDS)))
+        else:
+            given[name] = (entry.args, f"{path}.args")
     base = section_defaults(cfg)
-    return {name: resolve(name, *given.get(name, ({}, f"profiles[{index}].pluginConfig")), base.get(name))
-            for name in KINDS}
+    out = {name: collecting(errors, resolve, name, *given.get(name, ({}, f"profiles[{index}].pluginConfig")),
+                            base.get(name)) for name in KINDS}
+    raise_all(errors)
+    return out

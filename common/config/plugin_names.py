@@ -25,6 +25,7 @@ DEFAULT_BINDER = "DefaultBinder"
 #: kube's gang scheduling over its own PodGroups (scheduling.k8s.io; kube v1.37 adds it to the
 #: default profile with the GenericWorkload feature gate, here on by default).
 GANG_SCHEDULING = "GangScheduling"
+DYNAMIC_RESOURCES = "DynamicResources"
 #: scheduler-plugins' gang scheduling over PodGroups (not a kube-scheduler default, but on by
 #: default here: pods outside a group never notice it).
 COSCHEDULING = "Coscheduling"
@@ -33,10 +34,10 @@ COSCHEDULING = "Coscheduling"
 #: cheapest-and-most-selective first. Coscheduling comes last, as scheduler-plugins adds it
 #: (its PostFilter runs after preemption had its chance; its QueueSort replaces PrioritySort).
 DEFAULT_PLUGINS = (
-    (SCHEDULING_GATES, 0), (PRIORITY_SORT, 0), (NODE_UNSCHEDULABLE, 0), (NODE_NAME, 0),
+    (SCHEDULING_GATES, 0), (PRIORITY_SORT, 0), (NODE_NAME, 0), (NODE_UNSCHEDULABLE, 0),
     (TAINT_TOLERATION, 3), (NODE_AFFINITY, 2), (NODE_PORTS, 0), (NODE_RESOURCES_FIT, 1),
-    (VOLUME_RESTRICTIONS, 0), (NODE_VOLUME_LIMITS, 0), (VOLUME_BINDING, 0), (VOLUME_ZONE, 0),
-    (POD_TOPOLOGY_SPREAD, 2), (INTER_POD_AFFINITY, 2), (DEFAULT_PREEMPTION, 0),
+    (VOLUME_RESTRICTIONS, 0), (NODE_VOLUME_LIMITS, 0), (VOLUME_BINDING, 1), (VOLUME_ZONE, 0),
+    (POD_TOPOLOGY_SPREAD, 2), (INTER_POD_AFFINITY, 2), (DYNAMIC_RESOURCES, 2), (DEFAULT_PREEMPTION, 0),
     (NODE_RESOURCES_BALANCED_ALLOCATION, 1), (IMAGE_LOCALITY, 1), (DEFAULT_BINDER, 0), (GANG_SCHEDULING, 0),
     (COSCHEDULING, 0),
 )

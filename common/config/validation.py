@@ -38,6 +38,8 @@ class FieldError(ValueError):
         self.kind = kind
         self.value = value
         self.detail = detail
+        #: Every error this one stands for: itself (FieldErrors holds several).
+        self.errors = [self]
         super().__init__(f"{path}: {self.body}")
 
     @property
@@ -45,6 +47,39 @@ class FieldError(ValueError):
         """The message without the path (field.Error.ErrorBody)."""
         s = self.kind if self.kind in _VALUE_LESS else f"{self.kind}: {go_value(self.value)}"
         return f"{s}: {self.detail}" if self.detail else s
+
+
+class FieldErrors(FieldError):
+    """Several invalid fields of one document, reported together as kube-scheduler reports a
+    file's errors (utilerrors.Aggregate: `[first, second]`), so a user fixes them in one go.
+    path, kind, value and detail are the first error's; `errors` holds them all."""
+
+    def __init__(self, errors: list[FieldError]):
+        flat = [one for e in errors for one in e.errors]
+        first = flat[0]
+        super().__init__(first.path, first.kind, first.value, first.detail)
+        self.errors = flat
+        self.args = ("[" + ", ".join(str(e) for e in flat) + "]",)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def raise_all(errors: list[FieldError]) -> None:
+    """Raise `errors` (nothing when empty; one error as itself, several as FieldErrors)."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise FieldErrors(errors)
+
+
+def collecting(errors: list, fn, *args, default=None):
+    """fn(*args), its FieldErrors appended to `errors` (then `default` is returned)."""
+    try:
+        return fn(*args)
+    except FieldError as e:
+        errors.extend(e.errors)
+        return default
 
 
 def invalid(path: str, value, detail: str) -> FieldError:
@@ -268,20 +303,31 @@ def decode(f: Field, value, path: str):
         if not lo <= value <= hi:
             raise invalid(path, value, f"must fit in a {f.bits}-bit integer")
     elif f.kind == "list":
-        return [decode(f.item, v, f"{path}[{i}]") for i, v in enumerate(value)]
+        errors: list[FieldError] = []
+        out = [collecting(errors, decode, f.item, v, f"{path}[{i}]") for i, v in enumerate(value)]
+        raise_all(errors)
+        return out
     elif f.kind == "object":
         return decode_object(f.fields, value, path)
     return value
 
 
-def decode_object(fields: dict, value, path: str) -> dict:
-    """A mapping with exactly `fields` (name -> Field): unknown keys are refused by name."""
+def decode_object(fields: dict, value, path: str, errors: list | None = None) -> dict:
+    """A mapping with exactly `fields` (name -> Field): unknown keys are refused by name.
+    Every bad field is reported: raised together, or, given `errors`, appended to it while
+    the mapping comes back with defaults in the bad fields' place."""
+    own: list[FieldError] = []
     if value is None:
         value = {}
     if not isinstance(value, dict):
-        raise invalid(path, value, "must be a mapping")
-    unknown = [k for k in value if k not in fields]
-    if unknown:
-        raise forbidden(f"{path}.{unknown[0]}" if path else str(unknown[0]),
-                        f"unknown field (known: {', '.join(fields) or 'none'})")
-    return {k: decode(sub, value.get(k), f"{path}.{k}" if path else k) for k, sub in fields.items()}
+        own.append(invalid(path, value, "must be a mapping"))
+        value = {}
+    known = f"unknown field (known: {', '.join(fields) or 'none'})"
+    own += [forbidden(f"{path}.{k}" if path else str(k), known) for k in value if k not in fields]
+    out = {k: collecting(own, decode, sub, value.get(k), f"{path}.{k}" if path else k,
+                         default=copy.deepcopy(sub.default)) for k, sub in fields.items()}
+    if errors is None:
+        raise_all(own)
+    else:
+        errors += own
+    return out

@@ -11,7 +11,8 @@ Adding a plugin: its module here, and its class in PLUGINS below.
 """
 from __future__ import annotations
 
-from . import (balanced_allocation, coscheduling, default_binder, default_preemption, gang_scheduling, image_locality,
+from . import (balanced_allocation, coscheduling, default_binder, default_preemption, dynamic_resources,
+               gang_scheduling, image_locality,
                inter_pod_affinity, node_affinity, node_name, node_ports, node_resources_fit, node_unschedulable,
                node_volume_limits, priority_sort, scheduling_gates, taint_toleration, topology_spread, volume_binding,
                volume_restrictions, volume_zone)
@@ -27,7 +28,8 @@ PLUGINS: tuple[type[PluginSpec], ...] = (
     node_affinity.NodeAffinity, balanced_allocation.NodeResourcesBalancedAllocation,
     node_resources_fit.NodeResourcesFit, topology_spread.PodTopologySpread, scheduling_gates.SchedulingGates,
     volume_restrictions.VolumeRestrictions, node_volume_limits.NodeVolumeLimits, volume_zone.VolumeZone,
-    volume_binding.VolumeBinding, gang_scheduling.GangScheduling, coscheduling.Coscheduling,
+    volume_binding.VolumeBinding, dynamic_resources.DynamicResources, gang_scheduling.GangScheduling,
+    coscheduling.Coscheduling,
 )
 
 
@@ -52,7 +54,7 @@ def _register(plugins) -> dict[str, type[PluginSpec]]:
 SPECS: dict[str, type[PluginSpec]] = _register(PLUGINS)
 #: Every plugin a profile may name.
 KNOWN = frozenset(SPECS)
-#: The extension points each plugin implements, as kube-scheduler v1.33's plugin of that name
+#: The extension points each plugin implements, as kube-scheduler v1.37's plugin of that name
 #: does (DefaultPreemption's PreEnqueue, for kube's asynchronous preemption, aside): a profile
 #: may enable or disable a plugin at these.
 POINTS = {name: spec.points() for name, spec in SPECS.items()}

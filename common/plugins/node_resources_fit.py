@@ -8,11 +8,10 @@ from ..scheduling.predicates import IgnoredResources, insufficient
 from ..model.resources import shortfalls, vadd
 from ..config.validation import (Int, List, Obj, Str, forbidden, invalid, label_name_errors, not_supported,
                                  required)
-from .args import RESOURCE_SPEC, ArgsKind, default_weights, resource_names
+from .args import RESOURCE_SPEC, SHAPE_POINT, ArgsKind, default_weights, resource_names, shape_rules
 from .interface import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from .spec import PluginSpec, QueueingHints, always, could_host, grown
 
-SHAPE_POINT = Obj(utilization=Int(), score=Int())
 SCORING_STRATEGIES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
 
 
@@ -42,28 +41,10 @@ def _rules(a: dict, path: str) -> list:
         if ratio is None:
             errs.append(required(f"{sp}.requestedToCapacityRatio", "must be specified when type is RequestedToCapacityRatio"))
         else:
-            errs += _shape_rules(ratio["shape"], f"{sp}.requestedToCapacityRatio.shape")
+            errs += shape_rules(ratio["shape"], f"{sp}.requestedToCapacityRatio.shape")
     elif ratio is not None:
         errs.append(forbidden(f"{sp}.requestedToCapacityRatio", "must be nil when type is not RequestedToCapacityRatio"))
     return errs + resource_names(s["resources"], f"{sp}.resources")
-
-
-def _shape_rules(shape: list, path: str) -> list:
-    """kube's validateFunctionShape (scores 0..10, utilisations 0..100 increasing)."""
-    if not shape:
-        return [required(path, "at least one point must be specified")]
-    errs = []
-    for i in range(1, len(shape)):
-        if shape[i - 1]["utilization"] >= shape[i]["utilization"]:
-            errs.append(invalid(f"{path}[{i}].utilization", shape[i]["utilization"],
-                                "values must be sorted in increasing order"))
-            break
-    for i, p in enumerate(shape):
-        if not 0 <= p["utilization"] <= 100:
-            errs.append(invalid(f"{path}[{i}].utilization", p["utilization"], "not in valid range [0, 100]"))
-        if not 0 <= p["score"] <= 10:
-            errs.append(invalid(f"{path}[{i}].score", p["score"], "not in valid range [0, 10]"))
-    return errs
 
 
 ARGS = ArgsKind(

@@ -1,8 +1,13 @@
 """PodTopologySpread: the pod's hard spread constraints hold on the node (the rules,
-common.scheduling.constraints, are shared with verify); soft ones, and the profile's default
-constraints, score."""
+common.scheduling.constraints, are shared with verify); soft ones score. A pod without
+constraints of its own gets the profile's default ones (`constraints_of`): kube's system
+defaults (ScheduleAnyway) or the List given in its args, whose DoNotSchedule constraints
+filter, in the shard and in the binder's check alike."""
 from __future__ import annotations
 
+from functools import partial
+
+from ..model.objects import SpreadConstraint
 from ..scheduling.constraints import POD_TOPOLOGY_SPREAD, topology_spread_failure
 from ..config.validation import (ANY, Int, List, Obj, Refused, Str, duplicate, forbidden, invalid,
                                  label_name_errors, not_supported, required)
@@ -11,6 +16,10 @@ from .interface import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugi
 from .spec import ACROSS_NODES, PluginSpec
 
 SPREAD_DEFAULTING = ("System", "List")
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+#: kube's system default constraints (ScheduleAnyway): (topologyKey, maxSkew).
+SYSTEM_DEFAULTS = ((HOSTNAME, 3), (ZONE, 5))
 _BEYOND_DEFAULT_CONSTRAINTS = ("shardsched applies a default constraint as topologyKey, maxSkew "
                                "and whenUnsatisfiable only")
 
@@ -36,9 +45,6 @@ def _rules(a: dict, path: str) -> list:
             errs.append(required(f"{p}.whenUnsatisfiable", "can not be empty"))
         elif when not in ("DoNotSchedule", "ScheduleAnyway"):
             errs.append(not_supported(f"{p}.whenUnsatisfiable", when, ("DoNotSchedule", "ScheduleAnyway")))
-        elif when == "DoNotSchedule":
-            errs.append(forbidden(f"{p}.whenUnsatisfiable", "shardsched applies default constraints as "
-                                  "ScheduleAnyway only (the binder checks each pod's own constraints)"))
         if c["labelSelector"] is not None:
             errs.append(forbidden(f"{p}.labelSelector", "constraint must not define a selector, as they deduced for each pod"))
         for j in range(i):
@@ -55,10 +61,33 @@ DEFAULT_CONSTRAINT = Obj(
     nodeTaintsPolicy=Refused(_BEYOND_DEFAULT_CONSTRAINTS), matchLabelKeys=Refused(_BEYOND_DEFAULT_CONSTRAINTS))
 
 
-def check(j):
-    if not any(c.hard for c in j.pod.spread_constraints):
+def constraints_of(pod, args: dict, selector_of) -> tuple[list, bool]:
+    """(the constraints that apply to `pod`, whether they are its own): its own, else the
+    profile's defaults (kube's getConstraints and buildDefaultConstraints) over the pods of its
+    workload, `selector_of(pod)` (common.scheduling.workloads.Workloads.default_selector, kube's
+    helper.DefaultSelector); none for a pod without a workload."""
+    if pod.spread_constraints:
+        return list(pod.spread_constraints), True
+    selector = selector_of(pod)
+    if selector is None:
+        return [], False
+    if args["defaultingType"] == "List":
+        spec = [(d["topologyKey"], d["maxSkew"], d["whenUnsatisfiable"] == "DoNotSchedule")
+                for d in args["defaultConstraints"]]
+    else:
+        spec = [(key, skew, False) for key, skew in SYSTEM_DEFAULTS]
+    return [SpreadConstraint(skew, key, hard, selector, 1, True, False) for key, skew, hard in spec], False
+
+
+def check(j, args: dict | None = None):
+    """The pod's DoNotSchedule constraints (its own, or with the profile's `args` its defaults,
+    over the workloads `j.view.workloads` keeps) hold on the node."""
+    own = j.pod.spread_constraints
+    hard = [c for c in (constraints_of(j.pod, args, j.view.workloads.default_selector)[0] if args else own)
+            if c.hard]
+    if not hard:
         return None
-    failure = topology_spread_failure(j.view.constraints, j.pod, j.node, j.excluded)
+    failure = topology_spread_failure(j.view.constraints, j.pod, j.node, j.excluded, hard)
     return None if failure is None else f"{POD_TOPOLOGY_SPREAD}: {failure[1]}"
 
 
@@ -68,3 +97,8 @@ class PodTopologySpread(PluginSpec, PreFilterPlugin, FilterPlugin, PreScorePlugi
     args_kind = ArgsKind({"defaultConstraints": List(DEFAULT_CONSTRAINT), "defaultingType": Str("System")}, _rules)
     binder_check = staticmethod(check)
     queueing_hints = ACROSS_NODES
+
+    @classmethod
+    def configured_check(cls, args: dict):
+        """The check with the profile's default constraints (its List may hold DoNotSchedule ones)."""
+        return partial(check, args=args)

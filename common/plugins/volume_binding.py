@@ -1,12 +1,14 @@
 """VolumeBinding: the pod's claims can be bound on the node (kube's rules: common.scheduling.volumes);
 its PreBind, which writes the bindings and waits for them, is the binder's
-(common.scheduling.volume_binding), so the plugin's points are kube's less preBind."""
+(common.scheduling.volume_binding), so the plugin's points are kube's less preBind. It scores
+as kube-scheduler v1.37 does with StorageCapacityScoring (beta, on by default since v1.37): a
+node by how full the volumes it would bind the pod's claims to are (`shape`)."""
 from __future__ import annotations
 
-from ..config.validation import ANY, Int, forbidden, invalid
+from ..config.validation import Int, List, invalid
 from ..scheduling.volumes import binding_claims, binding_refusal, find_pod_volumes
-from .args import ArgsKind
-from .interface import FilterPlugin, PreFilterPlugin, ReservePlugin
+from .args import SHAPE_POINT, ArgsKind, shape_rules
+from .interface import FilterPlugin, PreFilterPlugin, PreScorePlugin, ReservePlugin, ScorePlugin
 from .spec import PluginSpec
 
 
@@ -15,10 +17,16 @@ def _rules(a: dict, path: str) -> list:
     if a["bindTimeoutSeconds"] < 0:
         errs.append(invalid(f"{path}.bindTimeoutSeconds", a["bindTimeoutSeconds"],
                             "invalid BindTimeoutSeconds, should not be a negative value"))
-    if a["shape"]:
-        errs.append(forbidden(f"{path}.shape", "shardsched does not score nodes by storage capacity "
-                              "(kube's StorageCapacityScoring, off by default in v1.33)"))
-    return errs
+    return errs + shape_rules(a["shape"], f"{path}.shape")
+
+
+#: kube's default shape with StorageCapacityScoring: an empty volume scores 10, a full one 0.
+DEFAULT_SHAPE = ({"utilization": 0, "score": 10}, {"utilization": 100, "score": 0})
+
+
+def _defaulting(a: dict) -> None:
+    if not a["shape"]:
+        a["shape"] = [dict(p) for p in DEFAULT_SHAPE]
 
 
 def check(j):
@@ -34,8 +42,8 @@ def check(j):
     return None if refusal is None else f"VolumeBinding: {refusal.message()}"
 
 
-class VolumeBinding(PluginSpec, PreFilterPlugin, FilterPlugin, ReservePlugin):
+class VolumeBinding(PluginSpec, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin):
     name = "VolumeBinding"
-    args_kind = ArgsKind({"bindTimeoutSeconds": Int(600, bits=64), "shape": ANY}, _rules)
+    args_kind = ArgsKind({"bindTimeoutSeconds": Int(600, bits=64), "shape": List(SHAPE_POINT)}, _rules, _defaulting)
     binder_check = staticmethod(check)
     binder_check_always = True

@@ -1,8 +1,9 @@
-"""Prometheus metrics of every process, with kube-scheduler's names where they mean the same.
+"""Prometheus metrics of every process, with kube-scheduler v1.37's names, labels and buckets
+where they mean the same (its pkg/scheduler/metrics), shardsched's own under `shardsched_`.
 
 Each process has its own registry (so tests can run several in one interpreter) and serves
-it on its own port. Every series carries a `shard` label: the shard's id in a shard, the
-shard a decision or a pod came from in the binder and the dispatcher.
+it on its own port. Every series carries a `shard` label besides kube's: the shard's id in a
+shard, the shard a decision or a pod came from in the binder and the dispatcher.
 """
 from __future__ import annotations
 
@@ -15,11 +16,26 @@ from .version import PYTHON, VERSION
 # twice the series for nothing a dashboard or alert of this scheduler reads.
 disable_created_metrics()
 
-#: Buckets for cycle and phase durations, from 0.1 ms (a shard's cycle often takes less than
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> tuple:
+    """component-base's ExponentialBuckets: `count` upper bounds from `start`, each `factor` times
+    the one before."""
+    return tuple(start * factor ** i for i in range(count))
+
+
+#: Buckets for shardsched's own durations, from 0.1 ms (a shard's cycle often takes less than
 #: kube-scheduler's smallest bucket, 1 ms) to about 1 s, roughly doubling.
 DURATION_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064,
                     0.128, 0.256, 0.512, 1.024)
 COUNT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+#: kube-scheduler v1.37's buckets, metric by metric.
+KUBE_ATTEMPT_BUCKETS = exponential_buckets(0.001, 2, 15)       # attempt, algorithm
+KUBE_EXTENSION_BUCKETS = exponential_buckets(0.0001, 2, 12)    # framework extension points
+KUBE_PLUGIN_BUCKETS = exponential_buckets(0.00001, 1.5, 20)    # plugin execution
+KUBE_SLI_BUCKETS = exponential_buckets(0.01, 2, 20)            # pod scheduling SLI
+KUBE_VICTIM_BUCKETS = exponential_buckets(1, 2, 7)
+KUBE_POD_ATTEMPT_BUCKETS = exponential_buckets(1, 2, 5)
 
 
 def new_registry() -> CollectorRegistry:
@@ -40,27 +56,46 @@ class ShardMetrics:
         r = self.registry = registry or new_registry()
         self.shard = shard
         self._children: dict = {}  # (metric, label values) -> its series, see _series
+        self._unschedulable_keys: set = set()  # (plugin, profile) of every series set so far
         self.attempts = Counter("scheduler_schedule_attempts_total",
                                 "Scheduling attempts by result (scheduled, unschedulable, error).",
                                 ["result", "profile", "shard"], registry=r)
         self.attempt_duration = Histogram("scheduler_scheduling_attempt_duration_seconds",
                                           "One scheduling cycle, snapshot update to selection.",
-                                          ["result", "profile", "shard"], buckets=DURATION_BUCKETS,
+                                          ["result", "profile", "shard"], buckets=KUBE_ATTEMPT_BUCKETS,
                                           registry=r)
+        self.algorithm_duration = Histogram("scheduler_scheduling_algorithm_duration_seconds",
+                                            "Filtering, scoring and preemption of one cycle.", ["shard"],
+                                            buckets=KUBE_ATTEMPT_BUCKETS, registry=r)
         self.pending = Gauge("scheduler_pending_pods", "Pods in the shard's queues.",
                              ["queue", "shard"], registry=r)
         self.preemption_attempts = Counter("scheduler_preemption_attempts_total",
                                            "Preemption attempts.", ["shard"], registry=r)
         self.preemption_victims = Histogram("scheduler_preemption_victims",
                                             "Victims chosen per preemption.", ["shard"],
-                                            buckets=COUNT_BUCKETS[:10], registry=r)
+                                            buckets=KUBE_VICTIM_BUCKETS, registry=r)
         self.pod_attempts = Histogram("scheduler_pod_scheduling_attempts",
                                       "Attempts a pod needed until it was scheduled.", ["shard"],
-                                      buckets=COUNT_BUCKETS[:8], registry=r)
+                                      buckets=KUBE_POD_ATTEMPT_BUCKETS, registry=r)
+        self.sli_duration = Histogram(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "From a pod's first entry into the shard's queue to its binding, by its attempts.",
+            ["attempts", "shard"], buckets=KUBE_SLI_BUCKETS, registry=r)
         self.extension_duration = Histogram(
             "scheduler_framework_extension_point_duration_seconds",
-            "Time in each phase of a cycle (PreFilter, Filter, Score).",
-            ["extension_point", "status", "profile", "shard"], buckets=DURATION_BUCKETS, registry=r)
+            "Time in each phase of a cycle (PreFilter, Filter, PostFilter, Score).",
+            ["extension_point", "status", "profile", "shard"], buckets=KUBE_EXTENSION_BUCKETS, registry=r)
+        self.plugin_duration = Histogram(
+            "scheduler_plugin_execution_duration_seconds",
+            "One plugin's call at an extension point (PreFilter, PreScore, Score, PostFilter), one "
+            "cycle in ten as kube samples them.",
+            ["plugin", "extension_point", "status", "shard"], buckets=KUBE_PLUGIN_BUCKETS, registry=r)
+        self.unschedulable = Gauge("scheduler_unschedulable_pods",
+                                   "Pods parked unschedulable, by a plugin that turned them down.",
+                                   ["plugin", "profile", "shard"], registry=r)
+        self.incoming = Counter("scheduler_queue_incoming_pods_total",
+                                "Pods put in a queue, by queue and the event that put them there.",
+                                ["queue", "event", "shard"], registry=r)
         self.threshold = Gauge("shardsched_feasible_node_threshold",
                                "Feasible nodes the last cycle looked for.", ["shard"], registry=r)
         self.nodes_evaluated = Histogram("shardsched_nodes_evaluated",
@@ -99,6 +134,9 @@ class ShardMetrics:
         status = "Success" if result.scheduled else "Unschedulable"
         for point, took in result.phases.items():
             series(self.extension_duration, point, status, profile, s).observe(took)
+        series(self.algorithm_duration, s).observe(sum(result.phases.values()))
+        for plugin, point, code, took in result.plugin_times or ():
+            series(self.plugin_duration, plugin, point, code, s).observe(took)
         series(self.nodes_evaluated, s).observe(result.evaluated)
         series(self.threshold, s).set(result.threshold)
         series(self.snapshot_duration, s).observe(result.snapshot_s)
@@ -113,9 +151,24 @@ class ShardMetrics:
             if result.pruned:
                 series(self.pruned, s).inc(result.pruned)
 
-    def queues(self, lengths: dict[str, int]) -> None:
+    def queues(self, lengths: dict[str, int], unschedulable: dict | None = None) -> None:
+        """The queues' lengths, and (plugin, profile) -> pods parked unschedulable (a series
+        whose count went to zero is kept at 0, as kube's gauge is)."""
         for queue, n in lengths.items():
             self.pending.labels(queue, self.shard).set(n)
+        if unschedulable is not None:
+            self._unschedulable_keys |= set(unschedulable)
+            for plugin, profile in self._unschedulable_keys:
+                self.unschedulable.labels(plugin, profile, self.shard).set(unschedulable.get((plugin, profile), 0))
+
+    def queued(self, queue: str, event: str, n: int = 1) -> None:
+        """Pods put in a queue (the queue's on_incoming)."""
+        self._series(self.incoming, queue, event, self.shard).inc(n)
+
+    def bound(self, attempts: int, seconds: float) -> None:
+        """A pod of this shard was bound: its attempts and its time since it was first queued."""
+        self._series(self.pod_attempts, self.shard).observe(attempts)
+        self._series(self.sli_duration, str(attempts), self.shard).observe(seconds)
 
 
 class BinderMetrics:

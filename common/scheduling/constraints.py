@@ -244,10 +244,11 @@ def _spread_eligibility(pod, hard, c):
     return eligible, cache_key
 
 
-def topology_spread_failure(index: ConstraintIndex, pod, node, exclude: dict | None = None):
+def topology_spread_failure(index: ConstraintIndex, pod, node, exclude: dict | None = None, hard=None):
     """(code, message) of the first DoNotSchedule constraint of `pod` that `node` breaks, or
-    None. `exclude` as for inter_pod_affinity_failure."""
-    hard = [c for c in pod.spread_constraints if c.hard]
+    None. `exclude` as for inter_pod_affinity_failure; `hard` the constraints to check when not
+    the pod's own (its profile's default ones)."""
+    hard = [c for c in pod.spread_constraints if c.hard] if hard is None else hard
     exclude = exclude or {}
     for c in hard:
         value = node.labels.get(c.topology_key)

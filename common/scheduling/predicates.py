@@ -39,8 +39,14 @@ class IgnoredResources:
         return name in self.names or name.split("/", 1)[0] in self.groups
 
 
+#: TaintToleration's reason in kube-scheduler v1.37 (v1.33 named the taint: "node(s) had
+#: untolerated taint {key: value}").
+UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
+
+
 def untolerated_taint_message(taint) -> str:
-    return f"node(s) had untolerated taint {taint.describe()}"
+    """TaintToleration's reason for a node with `taint` untolerated: kube's, which names none."""
+    return UNTOLERATED_TAINT
 
 
 def insufficient(column: int) -> str:

@@ -2,7 +2,7 @@
 
 The shard's plugins (shard/plugins/volume_*.py, node_volume_limits.py), the binder's checks
 (common/scheduling/checks.py) and `verify` all call these functions, so the three judge volumes alike.
-The rules and messages are kube-scheduler v1.33's (pkg/scheduler/framework/plugins/
+The rules and messages are kube-scheduler v1.37's (pkg/scheduler/framework/plugins/
 volumebinding, volumerestrictions, volumezone, nodevolumelimits and component-helpers'
 storage/volume), function by function; where kube returns a status, these return a
 `Refusal` (code and reasons), None meaning "passes".
@@ -13,8 +13,8 @@ volume is what every read returns until the watch brings a newer version of it.
 
 Not modelled: CSIStorageCapacity and CSIDriver objects (capacity is never short, as kube
 decides when no CSIDriver asks for capacity tracking), VolumeAttachments (NodeVolumeLimits
-counts the volumes of the pods on the node only), VolumeAttributesClasses (the feature is
-off by default in v1.33: a volume naming one is never matched), and the CSI translation of
+counts the volumes of the pods on the node only), VolumeAttributesClasses (GA since v1.34,
+not modelled: a volume naming one is never matched), and the CSI translation of
 in-tree volumes beyond the driver name and the volume's identity.
 """
 from __future__ import annotations
@@ -34,7 +34,8 @@ PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-exist
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 # VolumeRestrictions
 DISK_CONFLICT = "node(s) had no available disk"
-RWOP_CONFLICT = "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+RWOP_CONFLICT = ("node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already "
+                 "in-use by another pod")
 # VolumeZone
 ZONE_CONFLICT = "node(s) had no available volume zone"
 # NodeVolumeLimits

@@ -1,7 +1,7 @@
 """ImageLocality: prefer nodes that already have the pod's container images, as
-kube-scheduler v1.33 scores them.
+kube-scheduler v1.37 scores them.
 
-Each container's image (init containers included) is normalised as kube does (a name whose
+Each container's image (init containers and image volumes included) is normalised as kube does (a name whose
 last ':' does not come after its last '/' gets ':latest') and looked up by that name only in
 the node's image states. A hit contributes the image's cluster-wide size (the size of the
 node that reported it first) scaled by the share of nodes holding it, both as of the node's
@@ -26,14 +26,19 @@ def normalized_image(name: str) -> str:
 
 
 def _images(pod) -> tuple[list, int]:
-    """The normalised images of the pod's init containers and containers, and how many
-    containers there are: kube-scheduler scores both kinds and scales the ceiling by their
-    number."""
+    """The normalised images of the pod's init containers, containers and image volumes, and
+    how many there are: kube-scheduler v1.37 scores all three and scales the ceiling by their
+    number (v1.33 left image volumes out)."""
     spec = (pod.raw or {}).get("spec") if isinstance(pod.raw, dict) else None
     inits = (spec or {}).get("initContainers") or []
     inits = inits if isinstance(inits, list) else []
     init_images = [c.get("image") for c in inits if isinstance(c, dict) and isinstance(c.get("image"), str)]
-    return [normalized_image(img) for img in init_images + list(pod.images)], len(inits) + len(pod.images)
+    volumes = (spec or {}).get("volumes") or []
+    volume_images = [v["image"].get("reference") for v in (volumes if isinstance(volumes, list) else ())
+                     if isinstance(v, dict) and isinstance(v.get("image"), dict)]
+    volume_images = [ref for ref in volume_images if isinstance(ref, str)]
+    images = init_images + list(pod.images) + volume_images
+    return [normalized_image(img) for img in images], len(inits) + len(pod.images) + len(volume_images)
 
 
 class ImageLocality(Plugin, image_locality.ImageLocality):

@@ -14,10 +14,10 @@ import numpy as np
 
 from common.plugins import node_resources_fit
 from common.scheduling.predicates import IgnoredResources, insufficient
-from common.model.resources import CPU, MEMORY, resource_index
-from ..framework import Plugin, unschedulable
+from common.model.resources import CPU, MEMORY, PODS, resource_index
+from ..framework import Plugin, unresolvable, unschedulable
 from ..node_table import column_index, gather
-from .scoring import MAX_NODE_SCORE
+from .scoring import MAX_NODE_SCORE, broken_linear
 
 STATE = "NodeResourcesFit"
 
@@ -86,14 +86,29 @@ class NodeResourcesFit(Plugin, node_resources_fit.NodeResourcesFit):
         return None
 
     def filter(self, state, pod, info):
+        """kube v1.37: UnschedulableAndUnresolvable when a resource the node lacks is more than
+        its whole allocatable (no eviction can make room), else Unschedulable."""
         fs = state[STATE]
         free = info.free  # as long as its highest slot in use: the rest are zero
-        bad = [reason(c) for c in fs.cols if fs.req[c] > (free[c] if c < len(free) else 0)]
-        return unschedulable(*bad) if bad else None
+        short = [c for c in fs.cols if fs.req[c] > (free[c] if c < len(free) else 0)]
+        if not short:
+            return None
+        alloc = info.node.allocatable
+        beyond = any(c != PODS and fs.req[c] > (alloc[c] if c < len(alloc) else 0) for c in short)
+        return (unresolvable if beyond else unschedulable)(*(reason(c) for c in short))
 
     def filter_vec(self, state, pod, table, rows):
         fs = state[STATE]
         return (table.free[rows][:, fs.cols] >= fs.req_cols).all(axis=1)
+
+    def unresolvable_vec(self, state, pod, table, rows):
+        """Of the rejected `rows`, those asking for more of some resource than the node's whole
+        allocatable (kube v1.37's InsufficientResource.Unresolvable): preemption skips them."""
+        fs = state[STATE]
+        cols = fs.cols[fs.cols != PODS]
+        if not len(cols):
+            return np.zeros(len(rows), dtype=bool)
+        return (gather(table.alloc, rows)[:, cols] < fs.req[cols]).any(axis=1)
 
     def reasons_vec(self, state, pod, table, rows):
         fs = state[STATE]
@@ -141,18 +156,3 @@ class NodeResourcesFit(Plugin, node_resources_fit.NodeResourcesFit):
         return np.where(weight_sum > 0, total // np.maximum(weight_sum, 1), 0)
 
 
-def _go_div(a: int, b: int) -> int:
-    """Integer division truncating toward zero, as Go's `/` on integers."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-def broken_linear(points, p: int) -> int:
-    """kube-scheduler's helper.BuildBrokenLinearFunction at utilisation `p`."""
-    for i, (u, score) in enumerate(points):
-        if p <= u:
-            if i == 0:
-                return points[0][1]
-            u0, s0 = points[i - 1]
-            return s0 + _go_div((score - s0) * (p - u0), u - u0)
-    return points[-1][1]

@@ -10,15 +10,12 @@ from collections import Counter
 import numpy as np
 
 from common.plugins import taint_toleration
-from common.scheduling.predicates import untolerated_taint, untolerated_taint_message
+from common.scheduling.predicates import UNTOLERATED_TAINT, untolerated_taint
 from ..framework import Plugin, unresolvable
 from ..node_table import OVERFLOW_BIT, gather
 from .scoring import default_normalize
 
 STATE = "TaintToleration"
-
-
-_reason = untolerated_taint_message
 
 
 class TaintToleration(Plugin, taint_toleration.TaintToleration):
@@ -41,7 +38,7 @@ class TaintToleration(Plugin, taint_toleration.TaintToleration):
 
     def filter(self, state, pod, info):
         t = untolerated_taint(info.node.taints, pod.tolerations)
-        return unresolvable(_reason(t)) if t is not None else None
+        return unresolvable(UNTOLERATED_TAINT) if t is not None else None
 
     def filter_vec(self, state, pod, table, rows):
         tolerated, _, _ = state[STATE]
@@ -59,30 +56,9 @@ class TaintToleration(Plugin, taint_toleration.TaintToleration):
         return ok
 
     def reasons_vec(self, state, pod, table, rows):
-        """Reasons for failing `rows` (absolute indices).
-
-        The reason names a node's *first* untolerated taint in the node's own order. Rows whose
-        mask leaves exactly one taint untolerated share it, one lookup per distinct mask; with
-        several, nodes with the same taints in another order differ, so those rows are looked
-        at one by one (once per distinct taint list)."""
-        tolerated, _, _ = state[STATE]
-        counts = Counter()
-        bits = table.taints[rows]
-        masks, sizes = np.unique(bits, return_counts=True)
-        infos = table.infos
-        for mask, n in zip(masks, sizes):
-            untolerated = int(mask & ~tolerated & ~OVERFLOW_BIT)
-            if not mask & OVERFLOW_BIT and untolerated and not untolerated & (untolerated - 1):
-                counts[_reason(table.taint_bits.taints[untolerated.bit_length() - 1])] += int(n)
-                continue
-            seen = {}
-            for row in rows[bits == mask]:
-                taints = infos[row].node.taints
-                reason = seen.get(taints)
-                if reason is None:
-                    reason = seen[taints] = _reason(untolerated_taint(taints, pod.tolerations))
-                counts[reason] += 1
-        return counts
+        """Reasons for failing `rows` (absolute indices): kube's one reason for them all, which
+        in v1.37 names no taint."""
+        return Counter({UNTOLERATED_TAINT: len(rows)}) if len(rows) else Counter()
 
     def score(self, state, pod, info) -> int:
         _, _, prefer_tols = state[STATE]

@@ -4,9 +4,10 @@ Hard constraints (DoNotSchedule) filter: placing the pod in a node's domain must
 ``count(domain) + self - min(count over eligible domains) <= maxSkew``; a node missing a
 constraint's topology label is unresolvable. Soft constraints (ScheduleAnyway) score: fewer
 matching pods in the node's domains score higher. Pods without constraints get the profile's
-default constraints (System: hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway) over the
-pods of their workload: the selector of the Services selecting them and of their ReplicaSet,
-StatefulSet or ReplicationController (common.scheduling.workloads, kube's
+defaults (common.plugins.topology_spread.constraints_of: the system defaults, hostname maxSkew
+3 and zone maxSkew 5, ScheduleAnyway, or the args' List, whose DoNotSchedule ones filter) over
+the pods of their workload: the selector of the Services selecting them and of their
+ReplicaSet, StatefulSet or ReplicationController (common.scheduling.workloads, kube's
 helper.DefaultSelector); a pod without one is not spread by default.
 
 Counting matching pods per domain is one numpy pass: per-row counts come from the node
@@ -18,7 +19,6 @@ import math
 
 import numpy as np
 
-from common.model.objects import SpreadConstraint
 from common.plugins import topology_spread
 from common.scheduling.predicates import SPREAD_MISMATCH, SPREAD_MISSING_LABEL, untolerated_taint
 from ..framework import SKIP, Plugin, Status, unresolvable, unschedulable
@@ -27,9 +27,7 @@ from .scoring import MAX_NODE_SCORE
 
 REASON = SPREAD_MISMATCH
 MISSING = SPREAD_MISSING_LABEL
-HOSTNAME = "kubernetes.io/hostname"
-ZONE = "topology.kubernetes.io/zone"
-SYSTEM_DEFAULTS = ((HOSTNAME, 3), (ZONE, 5))
+HOSTNAME = topology_spread.HOSTNAME
 FILTER_STATE = "PodTopologySpread/filter"
 SCORE_STATE = "PodTopologySpread/score"
 
@@ -95,15 +93,14 @@ class _HardState(list):
 class PodTopologySpread(Plugin, topology_spread.PodTopologySpread):
     def __init__(self, handle, args=None, weight=1):
         super().__init__(handle, args, weight)
-        self.defaulting = self.args["defaultingType"]
-        #: (topologyKey, maxSkew) of the List defaults: ScheduleAnyway only (common.config.plugin_args
-        #: refuses DoNotSchedule ones, which the binder could not check).
-        self.defaults = [(d["topologyKey"], d["maxSkew"]) for d in self.args["defaultConstraints"]]
+        #: kube's systemDefaulted: scoring then does not require every topology label
+        self.system_defaulted = self.args["defaultingType"] == "System"
 
     # --- filter -------------------------------------------------------------------------------
 
     def pre_filter(self, state, pod):
-        hard = [c for c in pod.spread_constraints if c.hard]
+        hard = [c for c in topology_spread.constraints_of(pod, self.args, self.handle.workloads.default_selector)[0]
+                if c.hard]
         if not hard:
             return Status(SKIP)
         table = self.handle.table
@@ -184,15 +181,10 @@ class PodTopologySpread(Plugin, topology_spread.PodTopologySpread):
     # --- score --------------------------------------------------------------------------------
 
     def _soft_constraints(self, pod):
-        if pod.spread_constraints:
-            return [c for c in pod.spread_constraints if not c.hard], True
-        spec = self.defaults if self.defaulting == "List" else SYSTEM_DEFAULTS
-        selector = self.handle.workloads.default_selector(pod) if spec else None
-        if selector is None:
-            return [], False
-        # kube requires every topology key on a node only for List defaults (systemDefaulted)
-        constraints = [SpreadConstraint(skew, key, False, selector, 1, True, False) for key, skew in spec]
-        return constraints, self.defaulting == "List"
+        """(the ScheduleAnyway constraints, whether nodes need all their topology labels:
+        kube's requireAllTopologies, true unless the constraints are the system defaults)."""
+        constraints, own = topology_spread.constraints_of(pod, self.args, self.handle.workloads.default_selector)
+        return [c for c in constraints if not c.hard], own or not self.system_defaulted
 
     def pre_score(self, state, pod, rows):
         soft, require_all = self._soft_constraints(pod)

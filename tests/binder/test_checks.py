@@ -72,8 +72,7 @@ def test_kubes_messages_are_carried(cluster):
     b = start(pod("p", cpu="3", memory="100Gi"), pod("q"))
     out = b.decide(decision("default/p", "n1"), decision("default/q", "gpu"))
     assert out["default/p"].reason == "NodeResourcesFit: Insufficient cpu, Insufficient memory"
-    assert out["default/q"].reason == ("TaintToleration: node(s) had untolerated taint "
-                                       "{nvidia.com/gpu: present}")
+    assert out["default/q"].reason == "TaintToleration: node(s) had untolerated taint(s)"
 
 
 def test_tolerated_taints_and_matching_affinity_pass(cluster):

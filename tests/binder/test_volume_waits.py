@@ -94,8 +94,8 @@ def test_two_shards_cannot_give_one_read_write_once_pod_claim_to_two_pods():
         binder.sync()
         out = binder.decide(decision("default/a", "n1"), decision("default/b", "n2"))
         assert out["default/a"].bound
-        assert out["default/b"].reason == ("VolumeRestrictions: node has pod using PersistentVolumeClaim with the "
-                                           "same name and ReadWriteOncePod access mode")
+        assert out["default/b"].reason == ("VolumeRestrictions: node(s) unavailable due to PersistentVolumeClaim "
+                                           "with ReadWriteOncePod access mode already in-use by another pod")
     finally:
         binder.close()
 

@@ -32,7 +32,7 @@ def shardsched(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def kube_default(tmp_path_factory) -> Path:
-    """`kube-scheduler --write-config-to`: kube-scheduler v1.33's full default configuration."""
+    """`kube-scheduler --write-config-to`: kube-scheduler v1.37's full default configuration."""
     path = tmp_path_factory.mktemp("kube") / "kube-scheduler-defaults.yaml"
     done = subprocess.run([str(kube_bin_dir() / "kube-scheduler"), "--master", "http://127.0.0.1:1",
                            "--write-config-to", str(path)], capture_output=True, text=True, timeout=120)

@@ -233,25 +233,32 @@ def _never(p):
     return p
 
 
-# Each expected message follows kube-scheduler v1.33's code paths: FitError.Error() of the
+# Each expected message follows kube-scheduler v1.37's code paths: FitError.Error() of the
 # filters, then DefaultPreemption.PostFilter's "preemption: " + either the eligibility reason
 # (PodEligibleToPreemptOthers) or the FitError of DryRunPreemption's node statuses, with
 # "Preemption is not helpful for scheduling" for the nodes FindCandidates did not try.
 MESSAGE_CASES = {
-    # the issue's example: six nodes, nothing of lower priority anywhere
-    "no-victims": ([node(f"n{i}", cpu="1") for i in range(6)], [], pod("p", "2"),
+    # the issue's example: six nodes, nothing of lower priority anywhere; v1.37: the request is
+    # beyond every node's allocatable, so NodeResourcesFit says UnschedulableAndUnresolvable
+    # and no node is tried (v1.33: "6 No preemption victims found for incoming pod")
+    "beyond-allocatable": ([node(f"n{i}", cpu="1") for i in range(6)], [], pod("p", "2"),
+                           "0/6 nodes are available: 6 Insufficient cpu. "
+                           f"preemption: 0/6 nodes are available: 6 {NOT_HELPFUL}."),
+    # within every node's allocatable, but only pods of higher priority hold it
+    "no-victims": ([node(f"n{i}", cpu="2") for i in range(6)], [running(f"a{i}", f"n{i}", "1", 50) for i in range(6)],
+                   pod("p", "2"),
                    "0/6 nodes are available: 6 Insufficient cpu. "
                    f"preemption: 0/6 nodes are available: 6 {NO_VICTIMS}."),
     "never": ([node("n1", cpu="2")], [running("low", "n1", "2", 1)], _never(pod("p", "1", priority=10)),
               "0/1 nodes are available: 1 Insufficient cpu. "
               "preemption: not eligible due to preemptionPolicy=Never."),
-    "mixed": ([node("small", cpu="1"), node("g1", taints=["dedicated=gpu:NoSchedule"]),
-               node("g2", taints=["dedicated=gpu:NoSchedule"])], [], pod("p", "2"),
-              "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}. "
+    "mixed": ([node("small", cpu="2"), node("g1", taints=["dedicated=gpu:NoSchedule"]),
+               node("g2", taints=["dedicated=gpu:NoSchedule"])], [running("keeper", "small", "1", 50)], pod("p", "2"),
+              "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s). "
               f"preemption: 0/3 nodes are available: 1 {NO_VICTIMS}, 2 {NOT_HELPFUL}."),
     # evicting the lower pod frees 1 of the 4 cpu asked: the dry run fails on resources
-    "evicting-is-not-enough": ([node("n1", cpu="2")], [running("low", "n1", "1", 1), running("high", "n1", "1", 50)],
-                               pod("p", "4", priority=10),
+    "evicting-is-not-enough": ([node("n1", cpu="3")], [running("low", "n1", "1", 1), running("high", "n1", "2", 50)],
+                               pod("p", "3", priority=10),
                                "0/1 nodes are available: 1 Insufficient cpu. "
                                "preemption: 0/1 nodes are available: 1 Insufficient cpu."),
     # a higher-priority pod holds the port: NodePorts fails before NodeResourcesFit
@@ -261,8 +268,9 @@ MESSAGE_CASES = {
                         "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports. "
                         "preemption: 0/1 nodes are available: 1 node(s) didn't have free ports for the "
                         "requested pod ports."),
-    "only-higher-pods": ([node("n1", cpu="2"), node("n2", cpu="2")],
-                         [running("a", "n1", "2", 50), running("b", "n2", "2", 1)], pod("p", "3", priority=10),
+    "only-higher-pods": ([node("n1", cpu="3"), node("n2", cpu="3")],
+                         [running("a", "n1", "2", 50), running("b", "n2", "2", 1), running("c", "n2", "1", 50)],
+                         pod("p", "3", priority=10),
                          "0/2 nodes are available: 2 Insufficient cpu. "
                          f"preemption: 0/2 nodes are available: 1 Insufficient cpu, 1 {NO_VICTIMS}."),
     "selector-everywhere": ([node("n1"), node("n2")], [running("low", "n1", "1", 1)],

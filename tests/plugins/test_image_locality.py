@@ -1,4 +1,4 @@
-"""ImageLocality as kube-scheduler v1.33 computes it: kube's own table cases
+"""ImageLocality as kube-scheduler v1.37 computes it: kube's own table cases
 (imagelocality/image_locality_test.go), then what its cache adds (backend/cache/cache.go): one
 size per image name for the whole cluster (the size of the node that reported it first), node
 counts as of the moment a node was last copied into the snapshot, and the pod's image
@@ -10,10 +10,12 @@ import pytest
 from builders import MI, Cluster, node, pod
 
 
-def _pod(*images, init=()):
+def _pod(*images, init=(), image_volumes=()):
     p = pod("p", images=images)
     if init:
         p["spec"]["initContainers"] = [{"name": f"i{k}", "image": img} for k, img in enumerate(init)]
+    if image_volumes:
+        p["spec"]["volumes"] = [{"name": f"v{k}", "image": {"reference": ref}} for k, ref in enumerate(image_volumes)]
     return p
 
 
@@ -26,7 +28,7 @@ NODE_4000_30 = {"gcr.io/4000:latest": 4000 * MI, "gcr.io/30:latest": 30 * MI}
 NODE_20_30_40 = {"gcr.io/20:latest": 20 * MI, "gcr.io/30:latest": 30 * MI, "gcr.io/40:latest": 40 * MI}
 
 
-# kube-scheduler v1.33, TestImageLocalityPriority: (pod, node images in order, expected scores)
+# kube-scheduler v1.37, TestImageLocalityPriority: (pod, node images in order, expected scores)
 @pytest.mark.parametrize("p, nodes, want", [
     # two images spread on two nodes, prefer the larger image one
     (_pod("gcr.io/40", "gcr.io/250"), [NODE_40_300_2000, NODE_250_10], [0, 5]),
@@ -42,7 +44,12 @@ NODE_20_30_40 = {"gcr.io/20:latest": 20 * MI, "gcr.io/30:latest": 30 * MI, "gcr.
     (_pod("gcr.io/30", "gcr.io/40"), [NODE_20_30_40, NODE_4000_30], [1, 0]),
     # include InitContainers: two images spread on two nodes, prefer the larger image one
     (_pod("gcr.io/30", init=("gcr.io/300",)), [NODE_40_300_2000, NODE_20_30_40], [6, 0]),
-], ids=["larger-image", "two-on-one", "limit", "limit-empty-node", "large-images", "small-images", "init"])
+    # v1.37: "pod with ImageVolume" (an image volume's image counts, and counts as an image)
+    (_pod("gcr.io/30", image_volumes=("gcr.io/300",)), [NODE_300_600_900, NODE_4000_30], [6, 0]),
+    # "same images as ImageVolume pod but as regular container images"
+    (_pod("gcr.io/30", "gcr.io/300"), [NODE_300_600_900, NODE_4000_30], [6, 0]),
+], ids=["larger-image", "two-on-one", "limit", "limit-empty-node", "large-images", "small-images", "init",
+        "image-volume", "image-volume-as-containers"])
 def test_kube_table(p, nodes, want):
     c = Cluster([node(f"node{i + 1}", images=imgs) for i, imgs in enumerate(nodes)])
     assert c.score("ImageLocality", p) == {f"node{i + 1}": w for i, w in enumerate(want)}

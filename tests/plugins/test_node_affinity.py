@@ -71,7 +71,7 @@ def test_node_affinity_prefilter():
     assert c.pre_filter("NodeAffinity", pod("p", affinity=mixed)) is None
 
 
-# kube-scheduler v1.33, nodeaffinity/node_affinity_test.go TestNodeAffinity (its PreFilter cases)
+# kube-scheduler v1.37, nodeaffinity/node_affinity_test.go TestNodeAffinity (its PreFilter cases)
 @pytest.mark.parametrize("terms, want", [
     # "Pod with matchFields using In operator that matches the existing node"
     ([{"matchFields": [expr("metadata.name", "In", "a")]}], {"a"}),

@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from builders import FOO, UNSCHEDULABLE, Cluster, make_config, node, pod
+from builders import FOO, UNRESOLVABLE, UNSCHEDULABLE, Cluster, make_config, node, pod
 from builders import differently_sized_nodes as _two_nodes
 
 
@@ -56,8 +56,10 @@ def test_fit_extended_resources():
     c = Cluster([node("has2", extra={FOO: 2}), node("has2used1", extra={FOO: 2}), node("none")],
                 [pod("u", extra={FOO: 1}, node_name="has2used1")])
     out = c.filter("NodeResourcesFit", pod("p", extra={FOO: 2}))
+    # v1.37: asking for more than the node's whole allocatable ("none" has no FOO) is
+    # UnschedulableAndUnresolvable (no eviction helps); less, Unschedulable
     assert out == {"has2": None, "has2used1": (UNSCHEDULABLE, f"Insufficient {FOO}"),
-                   "none": (UNSCHEDULABLE, f"Insufficient {FOO}")}
+                   "none": (UNRESOLVABLE, f"Insufficient {FOO}")}
     assert c.passing("NodeResourcesFit", pod("p", extra={FOO: 1})) == {"has2", "has2used1"}
 
 
@@ -207,4 +209,4 @@ def test_fit_never_ignores_native_resources():
     """As in kube, only extended resources can be ignored: cpu is always checked."""
     cfg = make_config(plugin_config={"NodeResourcesFit": {"ignoredResources": ["cpu"]}})
     c = Cluster([node("small", cpu="1")], cfg=cfg)
-    assert c.filter("NodeResourcesFit", pod("p", cpu="2")) == {"small": (UNSCHEDULABLE, "Insufficient cpu")}
+    assert c.filter("NodeResourcesFit", pod("p", cpu="2")) == {"small": (UNRESOLVABLE, "Insufficient cpu")}

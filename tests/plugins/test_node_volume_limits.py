@@ -1,4 +1,4 @@
-"""NodeVolumeLimits, after kube-scheduler v1.33's nodevolumelimits/csi_test.go
+"""NodeVolumeLimits, after kube-scheduler v1.37's nodevolumelimits/csi_test.go
 (TestCSILimits): a pod's new volumes, counted per CSI driver with those of the pods already
 on the node, must stay within the node's CSINode allocatable count.
 

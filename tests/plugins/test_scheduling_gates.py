@@ -19,7 +19,7 @@ def gated(name: str, *gates: str, **kw) -> dict:
     return pod(name, spec={"schedulingGates": [{"name": g} for g in gates]}, **kw)
 
 
-# kube-scheduler v1.33, schedulinggates/scheduling_gates_test.go TestPreEnqueue
+# kube-scheduler v1.37, schedulinggates/scheduling_gates_test.go TestPreEnqueue
 @pytest.mark.parametrize("gates, want", [
     ((), None),
     (("foo", "bar"), (UNRESOLVABLE, "waiting for scheduling gates: [foo bar]")),

@@ -297,3 +297,34 @@ def test_spread_inclusion_policies_apply_per_constraint():
     # both honouring the selector: r3 does not count, the rack minimum is 1
     p = web(spread(5, ZONE, WEB), spread(1, "rack", WEB), node_selector={"disk": "ssd"})
     assert c.passing("PodTopologySpread", p) == {"a", "b", "x", "z"}
+
+
+def test_do_not_schedule_default_constraints_filter_in_the_shard_and_the_binder():
+    """defaultingType List with a DoNotSchedule constraint (kube-scheduler v1.37 runs it): a
+    ReplicaSet's pod without constraints of its own is kept off the zone that would be too far
+    ahead, with kube's message, and the binder's check of the profile (selecting by the same
+    ReplicaSet) refuses such a decision; a pod with constraints of its own, or no controller,
+    is not held by the defaults."""
+    from builders import binder_view, controller
+    from common.model.objects import parse_pod
+    from common.scheduling.checks import Judged, first_failure, profile_checks
+
+    cfg = make_config(plugin_config={"PodTopologySpread": {
+        "defaultingType": "List",
+        "defaultConstraints": [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}]}})
+    existing = pods("a", "b", "x", owner="ReplicaSet/web-1")  # z1 holds 2, z2 1
+    rs = controller("ReplicaSet", "web-1", WEB)
+    c = Cluster(zones(), existing, cfg=cfg, workloads=[rs])
+    new = pod("new", labels=WEB, owner="ReplicaSet/web-1")
+    assert c.filter("PodTopologySpread", new) == {"a": ("Unschedulable", SKEW), "b": ("Unschedulable", SKEW),
+                                                  "x": None, "y": None}
+    assert c.schedule(new).node in ("x", "y")
+    assert c.filter("PodTopologySpread", pod("loose", labels=WEB)) == {n: None for n in "abxy"}
+    own = pod("own", labels=WEB, owner="ReplicaSet/web-1", spread=[spread(3, ZONE, WEB)])
+    assert c.filter("PodTopologySpread", own) == {n: None for n in "abxy"}
+    # the binder: the same profile's checks refuse the decision onto z1
+    view = binder_view(*zones(), rs, *existing, new)
+    checks = profile_checks(cfg)["shardsched"]
+    judged = parse_pod(new)
+    assert first_failure(Judged(view, judged, "a"), checks) == f"PodTopologySpread: {SKEW}"
+    assert first_failure(Judged(view, judged, "x"), checks) is None

@@ -1,4 +1,4 @@
-"""VolumeBinding, after kube-scheduler v1.33's volumebinding/volume_binding_test.go
+"""VolumeBinding, after kube-scheduler v1.37's volumebinding/volume_binding_test.go
 (TestVolumeBinding) and binder.go: PreFilter sorts the pod's claims, Filter checks each node,
 Reserve assumes the chosen volumes. Each case names kube's test or the code path it follows.
 (The binder's PreBind is tests/binder/test_volume_waits.py's.)"""
@@ -149,8 +149,46 @@ def test_reserve_assumes_the_provisioning_node_until_the_watch_brings_the_claim(
 
 
 def test_whole_message_for_a_missing_claim_is_kubes():
-    """The issue's case: a pod whose claim does not exist stays pending with kube's words."""
+    """The issue's case: a pod whose claim does not exist stays pending with kube's words.
+    kube-scheduler v1.37: VolumeBinding's PreFilter stops the cycle before DynamicResources'
+    PreFilter ran, so DynamicResources' PostFilter (first) fails with "not found" and
+    DefaultPreemption never runs (v1.33 said "preemption: 0/2 nodes are available: 2
+    Preemption is not helpful for scheduling.")."""
     c = Cluster([node("n1"), node("n2")], storage=CLASSES)
     assert c.explain(pod("p", volumes=[claim_volume("x")])) == (
-        '0/2 nodes are available: persistentvolumeclaim "x" not found. '
-        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
+        '0/2 nodes are available: persistentvolumeclaim "x" not found. not found')
+
+
+def _scores(c: Cluster, p: dict) -> dict:
+    """node -> VolumeBinding's score after PreFilter, Filter and PreScore on every node (0
+    where PreScore skips or the node is filtered out)."""
+    from common.model.objects import parse_pod
+    from shard.framework import CycleState
+    plugin, pod_ = c.plugin("VolumeBinding"), parse_pod(p)
+    state = CycleState()
+    assert plugin.pre_filter(state, pod_) is None
+    table = c.table
+    rows = [table.row_of[name] for name in table.names]
+    feasible = [table.infos[r] for r in rows if plugin.filter(state, pod_, table.infos[r]) is None]
+    st = plugin.pre_score(state, pod_, rows)
+    if st is not None and st.code == SKIP:
+        return {info.name: 0 for info in feasible}
+    return {info.name: plugin.score(state, pod_, info) for info in feasible}
+
+
+def test_volumes_score_by_how_empty_they_stay_as_kube_v137_scores_them():
+    """kube-scheduler v1.37 (StorageCapacityScoring on by default, its default shape: empty 10,
+    full 0), TestVolumeBinding "local volumes with close capacity are preferred": the claim
+    of 50Gi on node-a's 200Gi volume scores 75, on node-b's 100Gi one 50."""
+    local = {"kubernetes.io/hostname": None}
+    storage = [storage_class(WFFC, NO_PROV), pvc("pvc-a", WFFC, size="50Gi")]
+    for name, host, size in (("pv-a-0", "node-a", "200Gi"), ("pv-a-1", "node-a", "200Gi"),
+                             ("pv-b-0", "node-b", "100Gi"), ("pv-b-1", "node-b", "100Gi")):
+        storage.append(pv(name, WFFC, size=size, affinity={**local, "kubernetes.io/hostname": [host]}))
+    c = Cluster([node("node-a"), node("node-b"), node("node-c")], storage=storage)
+    assert _scores(c, _pod("pvc-a")) == {"node-a": 75, "node-b": 50}
+    # a claim to provision (no capacity is modelled, none published): every node 0, as kube
+    c = Cluster([node("node-a"), node("node-b")], storage=[storage_class("fast", "example.com/fake"), pvc("pvc-a", "fast")])
+    assert _scores(c, _pod("pvc-a")) == {"node-a": 0, "node-b": 0}
+    # the default profile runs it with kube's weight 1
+    assert c.plugin("VolumeBinding").weight == 1

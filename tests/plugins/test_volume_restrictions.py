@@ -1,4 +1,4 @@
-"""VolumeRestrictions, after kube-scheduler v1.33's volumerestrictions/volume_restrictions_test.go
+"""VolumeRestrictions, after kube-scheduler v1.37's volumerestrictions/volume_restrictions_test.go
 (TestGCEDiskConflicts, TestAWSDiskConflicts, TestRBDDiskConflicts, TestISCSIDiskConflicts,
 TestAccessModeConflicts), and preemption curing a ReadWriteOncePod conflict."""
 from __future__ import annotations
@@ -9,8 +9,10 @@ from builders import UNRESOLVABLE, Cluster, claim_volume, node, pod, pv, pvc, ru
 from shard.framework import SKIP
 
 DISK = ("Unschedulable", "node(s) had no available disk")
-RWOP = ("Unschedulable", "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod "
-                         "access mode")
+# kube-scheduler v1.37's words (v1.33: "node has pod using PersistentVolumeClaim with the same name
+# and ReadWriteOncePod access mode")
+RWOP = ("Unschedulable", "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
+                         "already in-use by another pod")
 
 
 def _vol(kind: str, ident: str, read_only: bool = False) -> dict:

@@ -1,4 +1,4 @@
-"""VolumeZone, after kube-scheduler v1.33's volumezone/volume_zone_test.go (TestSingleZone,
+"""VolumeZone, after kube-scheduler v1.37's volumezone/volume_zone_test.go (TestSingleZone,
 TestMultiZone, TestWithBinding): a pod's bound volumes' zone and region labels keep it in
 their zones."""
 from __future__ import annotations

@@ -80,8 +80,8 @@ def test_message_counts_reasons_per_node():
     c = Cluster([node("small", cpu="1"), node("g1", taints=["dedicated=gpu:NoSchedule"]),
                  node("g2", taints=["dedicated=gpu:NoSchedule"])])
     assert c.explain(pod("p", cpu="2")) == (
-        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}. "
-        "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.")
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s). "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
 
 
 def test_message_lists_every_reason_of_a_node_and_sorts_as_strings():
@@ -90,11 +90,11 @@ def test_message_lists_every_reason_of_a_node_and_sorts_as_strings():
     c = Cluster([node("n", cpu="1", memory="1Gi")])
     assert c.explain(pod("p", cpu="2", memory="2Gi")) == (
         "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory. "
-        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
     nodes = [node(f"t{i}", taints=["a=b:NoExecute"]) for i in range(10)] + [node("s1", cpu="1"), node("s2", cpu="1")]
     assert Cluster(nodes).explain(pod("p", cpu="2")) == (
-        "0/12 nodes are available: 10 node(s) had untolerated taint {a: b}, 2 Insufficient cpu. "
-        "preemption: 0/12 nodes are available: 10 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod.")
+        "0/12 nodes are available: 10 node(s) had untolerated taint(s), 2 Insufficient cpu. "
+        "preemption: 0/12 nodes are available: 12 Preemption is not helpful for scheduling.")
 
 
 def test_message_for_unschedulable_nodes_and_affinity():
@@ -103,7 +103,7 @@ def test_message_for_unschedulable_nodes_and_affinity():
     p = pod("p", cpu="2", affinity=node_affinity([expr(ZONE, "In", "z1")]))
     assert c.explain(p) == ("0/3 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match "
                             "Pod's node affinity/selector, 1 node(s) were unschedulable. "
-                            "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.")
+                            "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
 
 
 @pytest.mark.parametrize("vectorised", [True, False])
@@ -148,7 +148,7 @@ def test_scheduling_context_failed_retry_still_explains_every_node():
     retry = c.schedule(big, last_generation=gen)
     assert not retry.scheduled and retry.skipped_by_context == 9
     assert c.sched.explain(retry) == (
-        "0/10 nodes are available: 10 Insufficient cpu. preemption: 0/10 nodes are available: 10 No preemption victims found for incoming pod.")
+        "0/10 nodes are available: 10 Insufficient cpu. preemption: 0/10 nodes are available: 10 Preemption is not helpful for scheduling.")
 
 
 @pytest.mark.parametrize("constraint", [
@@ -227,7 +227,7 @@ def test_unit_locating_message_names_the_narrowing_plugin():
     c = Cluster(nodes)
     assert c.explain(_pinned(cpu="8")) == (
         "0/50 nodes are available: 1 Insufficient cpu, 49 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
-        "preemption: 0/50 nodes are available: 1 No preemption victims found for incoming pod, 49 Preemption is not helpful for scheduling.")
+        "preemption: 0/50 nodes are available: 50 Preemption is not helpful for scheduling.")
     assert c.explain(_pinned(name="gone")) == (
         "0/50 nodes are available: 50 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
         "preemption: 0/50 nodes are available: 50 Preemption is not helpful for scheduling.")
@@ -235,7 +235,7 @@ def test_unit_locating_message_names_the_narrowing_plugin():
     c = Cluster(nodes, unit_locating=False)
     assert c.explain(_pinned(cpu="8")) == (
         "0/50 nodes are available: 1 Insufficient cpu, 49 node(s) didn't match Pod's node affinity/selector. "
-        "preemption: 0/50 nodes are available: 1 No preemption victims found for incoming pod, 49 Preemption is not helpful for scheduling.")
+        "preemption: 0/50 nodes are available: 50 Preemption is not helpful for scheduling.")
 
 
 # --- the scan ------------------------------------------------------------------------------
@@ -262,7 +262,7 @@ def _fake_pre_filter(name: str, node_names):
 
 
 @pytest.mark.parametrize("results, want", [
-    # kube-scheduler v1.33, schedule_one_test.go "test prefilter plugin returning non-intersecting nodes"
+    # kube-scheduler v1.37, schedule_one_test.go "test prefilter plugin returning non-intersecting nodes"
     ({"FakePreFilter2": {"n2"}, "FakePreFilter3": {"n1"}},
      "0/3 nodes are available: node(s) didn't satisfy plugin(s) [FakePreFilter2 FakePreFilter3] simultaneously. "
      "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."),
@@ -284,6 +284,39 @@ def test_pre_filter_results_that_share_no_node_fail_with_kubes_message(results, 
     assert c.explain(pod("p")) == want
 
 
+def test_an_unschedulable_pre_filter_lets_the_others_run_and_the_last_rejection_counts():
+    """kube's RunPreFilterPlugins (kubernetes#119770): after an Unschedulable PreFilter the
+    other PreFilters still run (preemption, and DynamicResources' PostFilter in v1.37's default
+    profile, read their state), and the last Unschedulable is the cycle's; an
+    UnschedulableAndUnresolvable one stops PreFilter at once."""
+    from shard.framework import Plugin, Status
+    from shard.registry import REGISTRY
+
+    ran = []
+
+    def fake(name, code):
+        class Fake(Plugin):
+            def pre_filter(self, state, pod):
+                ran.append(name)
+                return Status(code, f"{name} says no") if code else None
+        Fake.name = name
+        return Fake
+
+    plugins = {"First": "Unschedulable", "Second": None, "Third": "Unschedulable", "Fourth": "UnschedulableAndUnresolvable",
+               "Fifth": None}
+    registry = dict(REGISTRY, **{name: fake(name, code) for name, code in plugins.items()})
+    c = Cluster([node("n1")], cfg=with_out_of_tree_plugins(make_config(), *plugins), registry=registry)
+    result = c.schedule(pod("p"))
+    assert ran == ["First", "Second", "Third", "Fourth"]
+    assert (result.status.plugin, result.status.code) == ("Fourth", "UnschedulableAndUnresolvable")
+    ran.clear()
+    del plugins["Fourth"]
+    c = Cluster([node("n1")], cfg=with_out_of_tree_plugins(make_config(), *plugins), registry=registry)
+    result = c.schedule(pod("p"))
+    assert ran == ["First", "Second", "Third", "Fifth"]
+    assert (result.status.plugin, result.status.message()) == ("Third", "Third says no")
+
+
 def test_node_name_is_only_a_hint_and_others_are_told_its_reason():
     """kube's NodeName has no PreFilter: the nodes other than the named one fail its filter
     ("didn't match the requested node name"), and with a node affinity on another node's name
@@ -293,8 +326,7 @@ def test_node_name_is_only_a_hint_and_others_are_told_its_reason():
     c = Cluster(nodes)
     assert c.explain(pod("named", cpu="8", node_name="n3")) == (
         "0/5 nodes are available: 1 Insufficient cpu, 4 node(s) didn't match the requested node name. "
-        "preemption: 0/5 nodes are available: 1 No preemption victims found for incoming pod, "
-        "4 Preemption is not helpful for scheduling.")
+        "preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.")
     both = pod("both", node_name="n3", affinity=node_affinity({"matchFields": [expr("metadata.name", "In", "n1")]}))
     assert c.explain(both) == (
         "0/5 nodes are available: 1 node(s) didn't match the requested node name, "

@@ -36,14 +36,21 @@ def test_an_empty_file_is_kube_schedulers_default_profile():
     cfg, notes = load(ksc())
     assert [p.scheduler_name for p in cfg.profiles] == ["default-scheduler"]
     got = uses(cfg)
-    assert list(got) == ["SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "TaintToleration",
+    # kube-scheduler v1.37's order (NodeName now before NodeUnschedulable; DynamicResources
+    # as it treats pods without claims), less NodeDeclaredFeatures (the README says so: a note
+    # only when a file names it, not on every start)
+    assert list(got) == ["SchedulingGates", "PrioritySort", "NodeName", "NodeUnschedulable", "TaintToleration",
                          "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
-                         "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+                         "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources",
                          "DefaultPreemption", "NodeResourcesBalancedAllocation", "ImageLocality", "DefaultBinder"]
     assert got["TaintToleration"] == (3, ["filter", "preScore", "score"])
     assert got["NodeResourcesFit"][0] == 1 and got["PodTopologySpread"][0] == 2
-    assert got["VolumeBinding"] == (0, ["filter", "preFilter", "reserve"])
-    assert not any("Volume" in n for n in notes)  # every kube default plugin is shipped
+    # StorageCapacityScoring is on by default in v1.37: VolumeBinding scores (multiPoint weight 1)
+    assert got["VolumeBinding"] == (1, ["filter", "preFilter", "preScore", "reserve", "score"])
+    assert got["DynamicResources"] == (2, ["filter", "postFilter", "preFilter", "preScore", "score"])
+    assert notes == []
+    _, notes = load(ksc(profiles=[{"plugins": {"multiPoint": {"enabled": [{"name": "NodeDeclaredFeatures"}]}}}]))
+    assert [n.split(":")[1].split()[0] for n in notes if "left out" in n] == ["NodeDeclaredFeatures"]
     # kube's client defaults apply to kube:// requests; backoff and leader election as kube's
     assert cfg.store.qps == 50 and cfg.store.burst == 100
     assert cfg.shards.pod_initial_backoff_seconds == 1 and cfg.shards.pod_max_backoff_seconds == 10
@@ -136,8 +143,6 @@ def test_kube_rules_with_kubes_messages(fields, expected):
 
 
 @pytest.mark.parametrize("fields, expected", [
-    (dict(parallelism=32), "parallelism: Invalid value: 32: not supported by shardsched, which schedules one "
-     "pod at a time per shard: leave kube's default 16 and set shardsched.shards.count"),
     (dict(extenders=[{"urlPrefix": "http://x"}]), "extenders: Forbidden: shardsched calls no scheduler extenders"),
     (dict(delayCacheUntilActive=True), "delayCacheUntilActive: Invalid value: true: not supported by shardsched: "
      "only the dispatcher elects a leader, and shards and binders keep their caches warm"),
@@ -152,13 +157,19 @@ def test_kube_rules_with_kubes_messages(fields, expected):
      "delayCacheUntilActive, shardsched)"),
     (dict(profiles=[{"plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}}}]),
      'profiles[0].plugins.multiPoint.enabled[0].name: Unsupported value: "NodeResourceTopologyMatch": supported '
-     'values: "Coscheduling", "DefaultBinder", "DefaultPreemption", "GangScheduling", "ImageLocality", "InterPodAffinity", '
+     'values: "Coscheduling", "DefaultBinder", "DefaultPreemption", "DynamicResources", "GangScheduling", '
+     '"ImageLocality", "InterPodAffinity", '
      '"NodeAffinity", "NodeName", "NodePorts", "NodeResourcesBalancedAllocation", "NodeResourcesFit", '
      '"NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "PrioritySort", "SchedulingGates", '
      '"TaintToleration", "VolumeBinding", "VolumeRestrictions", "VolumeZone"'),
-    (dict(profiles=[{"pluginConfig": [{"name": "VolumeBinding", "args": {"shape": [{"utilization": 0, "score": 0}]}}]}]),
-     "profiles[0].pluginConfig[0].args.shape: Forbidden: shardsched does not score nodes by storage capacity "
-     "(kube's StorageCapacityScoring, off by default in v1.33)"),
+    (dict(profiles=[{"plugins": {"placementScore": {"enabled": [{"name": "PodGroupPodsCount"}]}}}]),
+     "profiles[0].plugins.placementScore.enabled[0]: Forbidden: shardsched has no workload scheduling cycle "
+     "(kube's GenericWorkload and TopologyAwareWorkloadScheduling, off by default)"),
+    (dict(profiles=[{"plugins": {"reserve": {"enabled": [{"name": "DynamicResources"}]}}}]),
+     'profiles[0].plugins.reserve.enabled[0]: Invalid value: "DynamicResources": DynamicResources does not '
+     "extend the reserve extension point"),
+    (dict(profiles=[{"pluginConfig": [{"name": "DynamicResources", "args": {"filterTimeout": "-1s"}}]}]),
+     "profiles[0].pluginConfig[0].args.filterTimeout: Invalid value: -1s: must be zero or positive"),
 ])
 def test_what_shardsched_cannot_honour_is_refused_by_name(fields, expected):
     assert error_of(ksc(**fields)) == expected
@@ -232,5 +243,52 @@ def test_notes_only_for_fields_the_file_sets():
     assert notes == []
     _, notes = load(ksc(enableProfiling=True, enableContentionProfiling=False,
                         clientConnection={"contentType": "application/vnd.kubernetes.protobuf"}))
-    assert notes == ["enableProfiling: shardsched serves no profiling endpoints",
-                     "clientConnection.contentType: shardsched talks JSON to the API server"]
+    assert sorted(notes) == ["clientConnection.contentType: shardsched talks JSON to the API server",
+                             "enableProfiling: shardsched serves no profiling endpoints"]
+
+
+def test_kube_v137_runs_parallelism_32_and_so_does_shardsched():
+    """kube-scheduler runs any parallelism > 0 (its filter/score goroutines); shardsched's
+    filters and scores are vectorised per shard, so it accepts the field and notes so."""
+    cfg, notes = load(ksc(parallelism=32))
+    assert cfg.shards.count >= 1
+    assert any(n.startswith("parallelism: ") for n in notes)
+
+
+def test_do_not_schedule_default_constraints_are_accepted():
+    """kube-scheduler v1.37 runs List defaulting with DoNotSchedule constraints: so does shardsched."""
+    doc = ksc(profiles=[{"pluginConfig": [{"name": "PodTopologySpread", "args": {
+        "defaultingType": "List", "defaultConstraints": [
+            {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule"}]}}]}])
+    cfg, _ = load(doc)
+    args = profile_args(cfg, 0)["PodTopologySpread"]
+    assert args["defaultConstraints"][0]["whenUnsatisfiable"] == "DoNotSchedule"
+
+
+def test_every_error_of_a_file_is_reported_at_once():
+    """kube-scheduler reports all of a file's errors together (an aggregate); so does shardsched,
+    each naming its own field."""
+    doc = ksc(parallelism=0, percentageOfNodesToScore=101, podInitialBackoffSeconds=0,
+              leaderElection={"resourceLock": "configmaps"}, clientConnection={"burst": -1},
+              profiles=[{"schedulerName": "a", "percentageOfNodesToScore": -1,
+                         "pluginConfig": [{"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 101}},
+                                          {"name": "NodeResourcesFit",
+                                           "args": {"scoringStrategy": {"type": "MostAlocated"}}}]},
+                        {"schedulerName": "a"}])
+    with pytest.raises(config.ConfigError) as e:
+        config.validate(doc)
+    paths = [path for path, _ in e.value.errors]
+    assert paths == ["clientConnection.burst", "leaderElection.resourceLock", "parallelism",
+                     "profiles[0].percentageOfNodesToScore",
+                     "profiles[0].pluginConfig[0].args.hardPodAffinityWeight",
+                     "profiles[0].pluginConfig[1].args.scoringStrategy.type",
+                     "profiles[1].schedulerName", "percentageOfNodesToScore", "podInitialBackoffSeconds"]
+    text = str(e.value)
+    assert text.count("\n") == len(paths) - 1
+    assert "config: parallelism: Invalid value: 0: should be an integer value greater than zero" in text.splitlines()
+
+
+def test_unknown_fields_are_all_named():
+    with pytest.raises(config.ConfigError) as e:
+        config.validate(ksc(healthzBindAddress="0.0.0.0:10251", metricsBindAddress="0.0.0.0:10251"))
+    assert [p for p, _ in e.value.errors] == ["healthzBindAddress", "metricsBindAddress"]

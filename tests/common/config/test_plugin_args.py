@@ -26,12 +26,16 @@ BAD = [
      f"{A}.minCandidateNodesAbsolute: Invalid value: -1: not in valid range [0, inf)"),
     ("DefaultPreemption", {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
      f"{A}.minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same time as "
-     "minCandidateNodesAbsolute"),
+     f"minCandidateNodesAbsolute\nconfig: {A}.minCandidateNodesAbsolute: Invalid value: 0: cannot be zero at the "
+     "same time as minCandidateNodesPercentage"),  # kube lists both
     ("VolumeBinding", {"bindTimeoutSeconds": -1},
      f"{A}.bindTimeoutSeconds: Invalid value: -1: invalid BindTimeoutSeconds, should not be a negative value"),
-    ("VolumeBinding", {"shape": [{"utilization": 0, "score": 0}]},
-     f"{A}.shape: Forbidden: shardsched does not score nodes by storage capacity (kube's "
-     "StorageCapacityScoring, off by default in v1.33)"),
+    ("DynamicResources", {"filterTimeout": "-1s"},
+     f"{A}.filterTimeout: Invalid value: -1s: must be zero or positive"),
+    ("DynamicResources", {"bindingTimeout": "500ms"},
+     f"{A}.bindingTimeout: Invalid value: 500ms: must be at least 1 second"),
+    ("VolumeBinding", {"shape": [{"utilization": 0, "score": 11}]},
+     f"{A}.shape[0].score: Invalid value: 11: not in valid range [0, 10]"),
     ("InterPodAffinity", {"hardPodAffinityWeight": 101},
      f"{A}.hardPodAffinityWeight: Invalid value: 101: not in valid range [0, 100]"),
     ("InterPodAffinity", {"hardPodAffinityWeight": "lots"},
@@ -95,10 +99,6 @@ BAD = [
         {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Never"}]},
      f'{A}.defaultConstraints[0].whenUnsatisfiable: Unsupported value: "Never": supported values: '
      '"DoNotSchedule", "ScheduleAnyway"'),
-    ("PodTopologySpread", {"defaultingType": "List", "defaultConstraints": [
-        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]},
-     f"{A}.defaultConstraints[0].whenUnsatisfiable: Forbidden: shardsched applies default constraints as "
-     "ScheduleAnyway only (the binder checks each pod's own constraints)"),
     ("PodTopologySpread", {"defaultingType": "List", "defaultConstraints": [
         {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {}}]},
      f"{A}.defaultConstraints[0].labelSelector: Forbidden: constraint must not define a selector, as they "
