@@ -169,7 +169,8 @@ def test_each_component_is_allowed_what_it_needs_and_no_more(kube_cluster):
                    ("delete", lease, ns), ("watch", groups), ("update", groups),
                    ("watch", "storageclasses.storage.k8s.io"), ("watch", "csinodes.storage.k8s.io"),
                    ("update", "persistentvolumes"), ("update", "persistentvolumeclaims"),
-                   ("watch", "persistentvolumeclaims"), ("list", "namespaces")],
+                   ("watch", "persistentvolumeclaims"), ("list", "namespaces"), ("watch", "services"),
+                   ("list", "replicationcontrollers"), ("watch", "replicasets.apps"), ("list", "statefulsets.apps")],
     }
     denied = {
         "dispatcher": [("create", "pods/binding"), ("patch", "pods/status"), ("list", "nodes"),
@@ -185,7 +186,7 @@ def test_each_component_is_allowed_what_it_needs_and_no_more(kube_cluster):
                   ("update", f"{groups}/status"), ("update", "persistentvolumes"),
                   ("update", "persistentvolumeclaims")],
         "binder": [("patch", "pods/status"), ("update", "pods"), ("update", "nodes"), ("list", "secrets"),
-                   ("delete", "namespaces"), ("watch", "services"),
+                   ("delete", "namespaces"), ("update", "services"), ("delete", "replicasets.apps"),
                    ("create", lease, "default"), ("update", f"{groups}/status"), ("delete", groups),
                    ("create", groups), ("delete", "persistentvolumes"), ("create", "persistentvolumes"),
                    ("update", "storageclasses.storage.k8s.io")],
