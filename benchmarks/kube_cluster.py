@@ -21,13 +21,10 @@ once the API server is ready.
 
 `feature_gates` (and `runtime_config`) are given alike to the API server and the kube-scheduler
 it starts: kube v1.37's native gangs need GenericWorkload on both and the API server serving
-scheduling.k8s.io/v1beta1 (GENERIC_WORKLOAD). `release_bin_dir` finds a release other than
-the Makefile's among the built ones, for a test of what only a newer release has.
+scheduling.k8s.io/v1beta1 (GENERIC_WORKLOAD).
 """
 from __future__ import annotations
 
-import os
-import re
 import secrets
 import shutil
 import socket
@@ -118,31 +115,6 @@ def kube_bin_dir() -> Path:
 #: the API server (its storage and pods' spec.schedulingGroup) and on kube-scheduler (which
 #: then adds GangScheduling to the default profile), the beta API switched on (off by default).
 GENERIC_WORKLOAD = {"feature_gates": {"GenericWorkload": True}, "runtime_config": "scheduling.k8s.io/v1beta1=true"}
-
-
-def _release(path: Path) -> tuple[int, int, int] | None:
-    """(major, minor, patch) of a .cache/kube-bin/k8s-vX.Y.Z-kwok-... directory."""
-    m = re.match(r"k8s-v(\d+)\.(\d+)\.(\d+)-kwok-", path.name)
-    return tuple(int(x) for x in m.groups()) if m else None
-
-
-def release_bin_dir(minimum: tuple[int, int]) -> Path:
-    """Binaries of a Kubernetes release >= `minimum` (major, minor): the Makefile's (built
-    if missing) when it is one, else the newest such release already built in
-    .cache/kube-bin/ (ClusterError when there is none). Until the Makefile's reference
-    reaches `minimum` a test of a newer release's behaviour runs on binaries built beside it;
-    once it does, this is kube_bin_dir()."""
-    found = kube_bin_dir()
-    if (_release(found) or (0, 0, 0))[:2] >= minimum:
-        return found
-    built = [d for d in (ROOT / ".cache" / "kube-bin").glob("k8s-v*-kwok-*")
-             if (_release(d) or (0, 0, 0))[:2] >= minimum
-             and all((d / name).is_file() for name in ("kube-apiserver", "kube-scheduler", "kwok"))]
-    if not built:
-        raise ClusterError(f"no Kubernetes v{minimum[0]}.{minimum[1]}+ binaries in .cache/kube-bin/ (the "
-                           f"Makefile builds {found.name}): build them with `make kube-bins` and "
-                           f"KUBE_VERSION of that release")
-    return max(built, key=_release)
 
 
 def print_logs(directory: Path, tail: int = 3000) -> None:

@@ -6,6 +6,7 @@ reason; nothing is skipped.
 from __future__ import annotations
 
 import contextlib
+import copy
 import subprocess
 from pathlib import Path
 
@@ -17,16 +18,17 @@ from common.tools.local_cluster import LocalCluster
 from common.store.kube_store import KubeStore
 from builders import stack_config
 
-__all__ = ["kube_cluster", "free_port", "print_logs", "write_kubeconfig", "ServiceAccountCluster",
+__all__ = ["kube_cluster", "control_plane", "kwok_nodes", "free_port", "print_logs", "write_kubeconfig", "ServiceAccountCluster",
            "service_account_kubeconfigs", "shardsched_on", "running"]
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="session")
-def kube_cluster(tmp_path_factory):
-    """One control plane for the session; tests isolate themselves (namespaces, cleanup)."""
+@contextlib.contextmanager
+def control_plane(directory: Path, **opts):
+    """A started KubeCluster of the Makefile's binaries (`opts`: feature gates, runtime
+    config), stopped at the end; one that cannot start fails the test with the reason."""
     try:
-        cluster = KubeCluster(tmp_path_factory.mktemp("kube"), kube_bin_dir())
+        cluster = KubeCluster(directory, kube_bin_dir(), **opts)
         cluster.start()
     except ClusterError as e:
         pytest.fail(str(e), pytrace=False)
@@ -34,6 +36,24 @@ def kube_cluster(tmp_path_factory):
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kube_cluster(tmp_path_factory):
+    """One control plane for the session; tests isolate themselves (namespaces, cleanup)."""
+    with control_plane(tmp_path_factory.mktemp("kube")) as cluster:
+        yield cluster
+
+
+def kwok_nodes(store, count: int, prefix: str) -> None:
+    """`count` nodes of `shardsched fleet` (32 cpu, 110 pods), named PREFIX-0.., created in `store`."""
+    fleet = yaml.safe_load(subprocess.run([str(ROOT / ".venv/bin/shardsched"), "fleet", "--nodes", str(count),
+                                           "-o", "yaml"], capture_output=True, text=True, check=True).stdout)
+    for i, n in enumerate(fleet["items"]):
+        n = copy.deepcopy(n)
+        n["metadata"]["name"] = name = f"{prefix}-{i}"
+        n["metadata"]["labels"]["kubernetes.io/hostname"] = name
+        store.create(n)
 
 
 class ServiceAccountCluster(LocalCluster):

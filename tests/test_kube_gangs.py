@@ -11,27 +11,22 @@ at the same time, on the same nodes, and must end the same way:
   last pod is created, then is bound whole;
 * a pod whose PodGroup does not exist is not scheduled, with the same condition.
 
-The Makefile's reference may still be older than v1.37 (the native gang API is v1.37's):
-`release_bin_dir` then takes v1.37 binaries built beside it. Once the reference is v1.37 this
-file can use the session's `kube_cluster` started with GENERIC_WORKLOAD instead of its own.
+The control plane is this module's own: the session's runs without the feature gate.
 """
 from __future__ import annotations
 
-import copy
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from builders import PAUSE, native_group_pod, native_pod_group, pod
+from builders import PAUSE, native_group_pod, native_pod_group
 from common.store.kube_store import KubeStore
 from common.tools.verify import summary, verify_store
-from kube_cluster import print_logs, shardsched_on
+from kube_cluster import control_plane, kwok_nodes, print_logs, shardsched_on
 
 from benchmarks import kube_vs
-from benchmarks.kube_cluster import GENERIC_WORKLOAD, ClusterError, KubeCluster, release_bin_dir
+from benchmarks.kube_cluster import GENERIC_WORKLOAD
 
 ROOT = Path(__file__).resolve().parent.parent
 NODES = 3   # 32 cpu each (`shardsched fleet`): one "big" pod (20 cpu) fits per node
@@ -43,33 +38,15 @@ STEADY_S = 5
 
 @pytest.fixture(scope="module")
 def gang_cluster(tmp_path_factory):
-    """A control plane of its own: kube v1.37 with GenericWorkload on (the session's may be
-    older, and is started without the gate)."""
-    try:
-        cluster = KubeCluster(tmp_path_factory.mktemp("kube137"), release_bin_dir((1, 37)), **GENERIC_WORKLOAD)
-        cluster.start()
-    except ClusterError as e:
-        pytest.fail(str(e), pytrace=False)
-    try:
+    """A control plane of its own, with GenericWorkload on."""
+    with control_plane(tmp_path_factory.mktemp("gangs"), **GENERIC_WORKLOAD) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def _gang(group: str, ns: str, size: int, cpu: str) -> list[dict]:
     return [native_group_pod(f"{group}-{i}", group, cpu, ns=ns, images=(PAUSE,), uid=None, status=False,
                              scheduler=SCHEDULERS[ns], spec={"terminationGracePeriodSeconds": 0})
             for i in range(size)]
-
-
-def _nodes(store) -> None:
-    fleet = yaml.safe_load(subprocess.run([str(ROOT / ".venv/bin/shardsched"), "fleet", "--nodes", str(NODES),
-                                           "-o", "yaml"], capture_output=True, text=True, check=True).stdout)
-    for i, n in enumerate(fleet["items"]):
-        n = copy.deepcopy(n)
-        n["metadata"]["name"] = name = f"gang-node-{i}"
-        n["metadata"]["labels"]["kubernetes.io/hostname"] = name
-        store.create(n)
 
 
 def _wait(what: str, done, timeout: float = TIMEOUT_S):
@@ -124,7 +101,7 @@ def test_native_gangs_as_kube_scheduler(gang_cluster, tmp_path):
     store = KubeStore(str(gang_cluster.kubeconfig))
     cluster = sched = None
     try:
-        _nodes(store)
+        kwok_nodes(store, NODES, "gang-node")
         for ns in SCHEDULERS:
             kube_vs.create_namespace(store, ns)
         cluster = shardsched_on(gang_cluster, store, tmp_path, 1)

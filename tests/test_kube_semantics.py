@@ -18,19 +18,16 @@ both schedulers alike. Without it, both would wait in PreBind for bindTimeoutSec
 """
 from __future__ import annotations
 
-import copy
-import subprocess
 import threading
 import time
 from pathlib import Path
 
-import yaml
 
 from builders import PAUSE, claim_volume, pod, priority_class, pvc, storage_class
 from shard.provisioner import Provisioner
 from common.store.kube_store import KubeStore
 from common.tools.verify import summary, verify_store
-from kube_cluster import print_logs, shardsched_on
+from kube_cluster import kwok_nodes, print_logs, shardsched_on
 
 from benchmarks import kube_vs
 
@@ -82,23 +79,12 @@ def _bound_to(store, key: str) -> str:
                  lambda: ((store.get("Pod", key) or {}).get("spec") or {}).get("nodeName"))
 
 
-def _nodes(store) -> None:
-    """NODES kwok-style nodes of their own (32 cpu, 110 pods), from `shardsched fleet`."""
-    fleet = yaml.safe_load(subprocess.run([str(ROOT / ".venv/bin/shardsched"), "fleet", "--nodes", str(NODES),
-                                           "-o", "yaml"], capture_output=True, text=True, check=True).stdout)
-    for i, n in enumerate(fleet["items"]):
-        n = copy.deepcopy(n)
-        n["metadata"]["name"] = name = f"sem-node-{i}"
-        n["metadata"]["labels"]["kubernetes.io/hostname"] = name
-        store.create(n)
-
-
 def test_gates_volumes_and_messages_as_kube_scheduler(kube_cluster, tmp_path):
     store = KubeStore(str(kube_cluster.kubeconfig))
     stop = threading.Event()
     cluster = sched = None
     try:
-        _nodes(store)
+        kwok_nodes(store, NODES, "sem-node")
         n = len(store.list("Node")[0])
         store.create(storage_class(CLASS, "example.com/fake"))
         store.create(priority_class(NEVER, 0, policy="Never"))
