@@ -8,7 +8,8 @@ events and records when each pod is bound. Reported:
 * throughput: pods bound in each one-second window from the first binding to the last
   (average = all bound / that span; p50/p90/p99 of the per-second samples);
 * end-to-end latency per pod, from its creation call returning to its binding being seen;
-* conflicts (decisions a binder rejected), bound and unschedulable pods, per-shard counts,
+* conflicts (decisions a binder rejected), bound and unschedulable pods, the nodes they
+  occupy (`nodes_used`, what packing minimises), per-shard counts,
   and the `verify` result over the final state of the store;
 * with pod groups (`gang`): groups placed per second, the time to place them (those of 64
   pods apart) and the groups left partial (benchmarks/groups.py);
@@ -240,6 +241,8 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
                            for q, n in (("p50", 50), ("p90", 90), ("p99", 99), ("p999", 99.9))},
         "processes": processes.figures(ready, mem_ready, mem_end, empty_fleet, running_pods, gc_end),
         "conflicts": sum(s["conflicts"] for s in per_shard),
+        # how many nodes the bound pods occupy: what a packing profile minimises
+        "nodes_used": len(set(observer.nodes.values())),
         "scheduled": len(bound_times),
         "unschedulable": pod_count - len(bound_times),
         "per_shard": per_shard,

@@ -13,6 +13,14 @@ Nominated pods (pending pods that preempted and wait for their victims to go) co
 already placed on their node for pods of lower or equal priority: such a node passes only if
 the pod fits both with and without them, as in kube-scheduler.
 
+Conflict-aware packing (config `packing`). Shards that score the same way see nearly the same
+best nodes; when the score packs (MostAllocated), every shard races for the few fullest nodes
+and the binder turns the losers into conflicts and retries. Each shard therefore owns a slice
+of the nodes (a stable hash of the node's name modulo shards.count) and, among the feasible
+nodes scored within `packing.tolerance` percent of the best, picks the best of its own slice;
+only when its slice has none does it take the best overall. Each shard then fills its own
+nodes, as one scheduler would fill all of them, and shards meet only once a slice is full.
+
 Optimisations that can be switched off (for baselines and ablations): `vectorised`
 (per-node filters for everything, like kube-scheduler), `scheduling_context` (skip nodes
 unchanged since a pod's last failed attempt), `unit_locating` (honour PreFilter node-name
@@ -126,10 +134,11 @@ class Scheduler:
                  vectorised: bool | None = None, scheduling_context: bool | None = None,
                  unit_locating: bool | None = None, full_snapshot: bool | None = None,
                  zone_order: bool | None = None, preemption_pruning: bool | None = None,
-                 registry: dict | None = None):
+                 registry: dict | None = None, slice_of: tuple[int, int] = (0, 1)):
         """Optimisations default to `shards.optimizations` in the config; keyword arguments
         override them (benchmarks compare both settings on one cache). `registry` maps plugin
-        names to classes (default: shard.registry.REGISTRY)."""
+        names to classes (default: shard.registry.REGISTRY). `slice_of` is (this shard's
+        index, the number of shards): the slice of the nodes packing prefers (one slice: off)."""
         opts = cfg.shards.optimizations
 
         def pick(arg, default):
@@ -158,9 +167,15 @@ class Scheduler:
         #: (binders.count, binders.partitionLabel): a group is committed by one binder.
         self.partitioning = (cfg.binders.count, cfg.binders.partition_label)
         self.clock = clock
+        self.slice_index, self.slices = slice_of[0] % max(slice_of[1], 1), max(slice_of[1], 1)
+        self.pack_tolerance = cfg.packing.tolerance
         self.profiles = {p.scheduler_name: Profile(p, self, profile_args(cfg, i), self._threshold(cfg, p),
                                                    registry)
                          for i, p in enumerate(cfg.profiles)}
+        mode = cfg.packing.mode
+        #: scheduler names of the profiles whose choice prefers this shard's slice
+        self.sliced = frozenset() if self.slices == 1 or mode == "off" else frozenset(
+            name for name, prof in self.profiles.items() if mode == "always" or prof.packs)
 
     def _threshold(self, cfg: Config, profile: ProfileConfig) -> Threshold:
         """The profile's own (percentageOfNodesToScore), else the scheduler's."""
@@ -380,6 +395,7 @@ class Scheduler:
             windows = (slice(a, b) for a, b in _growing([(start, n), (0, start)]))
         found: list[np.ndarray] = []
         nfound = examined = rejected = 0
+        sliced = profile.name in self.sliced  # the threshold counts the shard's own nodes
         target = profile.threshold.target(n, 0, 0, queued)
         for rows in windows:
             base = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
@@ -412,7 +428,7 @@ class Scheduler:
             rejected += len(base) - len(cand)
             if len(cand):
                 found.append(cand)
-                nfound += len(cand)
+                nfound += int(np.count_nonzero(self.own(cand))) if sliced else len(cand)
             result.evaluated = examined
             target = profile.threshold.target(n, examined, rejected, queued)
             if nfound >= target:
@@ -420,7 +436,20 @@ class Scheduler:
         if not found:
             return np.zeros(0, dtype=np.int64)
         feasible = np.concatenate(found)
+        if sliced:
+            return self._slice_candidates(feasible, max(target, 1))
         return feasible[:max(target, 1)]
+
+    def _slice_candidates(self, feasible: np.ndarray, target: int) -> np.ndarray:
+        """What a packing cycle scores: up to `target` nodes of its own slice (the threshold
+        counted those, so a shard samples its slice as one scheduler samples the cluster),
+        and up to as many others, which only a tolerance below 100 may choose (or none of
+        its own is feasible)."""
+        mine = self.own(feasible)
+        own = feasible[mine][:target]
+        if len(own) and self.pack_tolerance >= 100:
+            return own
+        return np.concatenate((own, feasible[~mine][:target]))
 
     def _leave_room_for_nominated(self, profile, state, pod, diag, cand: np.ndarray) -> np.ndarray:
         """Re-check the feasible rows whose nodes hold nominated pods, with those pods there."""
@@ -457,9 +486,29 @@ class Scheduler:
             total = weighed if total is None else total + weighed  # never in place: s may be shared
         if total is None:  # every scorer skipped: all nodes tie
             total = np.zeros(len(rows), dtype=np.int64)
-        best = (total == total.max()).nonzero()[0]
+        best = None
+        if profile.name in self.sliced:
+            best = self._own_slice_best(total, rows)
+        if best is None:
+            best = (total == total.max()).nonzero()[0]
         pick = best[self.rng.randrange(len(best))] if len(best) > 1 else best[0]
         return table.names[int(rows[pick])]
+
+    def own(self, rows: np.ndarray) -> np.ndarray:
+        """Which of `rows` belong to this shard's slice (crc32 of the node's name, the same
+        in every process, modulo the number of shards)."""
+        return self.table.name_hash[rows] % self.slices == self.slice_index
+
+    def _own_slice_best(self, total: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
+        """Positions (into `rows`) of the best-scored nodes of this shard's slice among those
+        within `packing.tolerance` percent of the best score; None when it has none there."""
+        top = int(total.max())
+        near = (total >= top - max(top, 0) * self.pack_tolerance // 100) & self.own(rows)
+        if not near.any():
+            return None
+        own = np.flatnonzero(near)
+        scores = total[own]
+        return own[scores == scores.max()]
 
     # --- explaining a failure -----------------------------------------------------------------
 

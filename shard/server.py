@@ -269,7 +269,8 @@ class ShardServer(Component, rpc.ShardServicer):
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.owned = DispatchedPods()
         self.binders = BinderClient(store, self.id, cfg, self.inbox, self._node, self.security)
-        self.loop = ShardLoop(cfg, store, seed=seed + index, owner=self.owned, committer=self.binders)
+        self.loop = ShardLoop(cfg, store, seed=seed + index, owner=self.owned, committer=self.binders,
+                              slice_of=(index, cfg.shards.count))
         #: Conditions and events, written off the scheduling thread.
         self.status = StatusWriter.from_config(cfg, store, f"shardsched-shard-{self.id}")
         self.refusals: dict[str, int] = {}  # pod key -> its decisions refused in a row

@@ -224,6 +224,18 @@ SCHEMA = {
         "growth": _b(False, "Quality-first profiles: grow the target with rejections and queue "
                      "length instead of shrinking it (capped at all nodes)."),
     },
+    "packing": {
+        "mode": _s("auto", "Conflict-aware packing: each shard prefers the nodes of its own slice (a "
+                   "stable hash of the node's name modulo shards.count) among those scored within "
+                   "tolerance of the best, so shards that pack do not race for the same nodes. auto: "
+                   "profiles whose NodeResourcesFit packs (MostAllocated, or a RequestedToCapacityRatio "
+                   "shape that scores fuller nodes higher); always: every profile; off.",
+                   choices=("auto", "always", "off")),
+        "tolerance": _i(100, "Percent of the best score a node of the shard's own slice may fall "
+                        "short by and still be chosen over the best (100: its own slice whenever "
+                        "one of its nodes is feasible; 0: only among nodes tied with the best).",
+                        maximum=100),
+    },
     "preemption": {
         "minCandidateNodesPercentage": _i(10, "Search at least this percent of nodes for victims.",
                                           maximum=100),
@@ -465,6 +477,12 @@ class ThresholdConfig(Section):
     growth: bool
 
 
+@_section(SCHEMA["packing"])
+class PackingConfig(Section):
+    mode: str
+    tolerance: int
+
+
 @_section(SCHEMA["preemption"])
 class PreemptionConfig(Section):
     min_candidate_nodes_percentage: int
@@ -505,6 +523,7 @@ class Config(Section):
     shards: ShardsConfig
     binders: BindersConfig
     threshold: ThresholdConfig
+    packing: PackingConfig
     preemption: PreemptionConfig
     security: SecurityConfig
     health: HealthConfig
