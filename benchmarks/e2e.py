@@ -8,6 +8,8 @@ events and records when each pod is bound. Reported:
 * throughput: pods bound in each one-second window from the first binding to the last
   (average = all bound / that span; p50/p90/p99 of the per-second samples);
 * end-to-end latency per pod, from its creation call returning to its binding being seen;
+* with `shards.qualitySamplePercent` (`bench --quality`): the placement quality the shards
+  graded off the clock (common/runtime/quality.py: regret mean and p99, optimal share);
 * conflicts (decisions a binder rejected), bound and unschedulable pods, the nodes they
   occupy (`nodes_used`, what packing minimises), per-shard counts,
   and the `verify` result over the final state of the store;
@@ -27,6 +29,7 @@ from common import config as config_mod
 from common.tools import fleet as fleet_mod
 from common.tools import top
 from common.tools.local_cluster import LocalCluster
+from common.runtime import quality
 from common.store import open_store
 from common.store.embedded import EmbeddedRedis
 from common.tools.verify import verify_store
@@ -253,6 +256,9 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
     }
     if any(m.get("kind") == "PodGroup" for m in manifests):
         doc["groups"] = groups.figures(manifests, created_at, observer.bound_at)
+    doc["packing"] = any(s.counters["packing"] for s in shard_status.values())
+    if cfg.shards.quality_sample_percent:
+        doc["quality"] = quality.summarize([dict(s.counters) for s in shard_status.values()])
     return doc
 
 

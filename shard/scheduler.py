@@ -372,7 +372,10 @@ class Scheduler:
         return ([p for p in profile.vec_filters if p.name not in skip],
                 [p for p in profile.node_filters if p.name not in skip])
 
-    def _scan(self, profile, state, pod, diag, result, queued, rows_hint, skip_before) -> np.ndarray:
+    def _scan(self, profile, state, pod, diag, result, queued, rows_hint, skip_before,
+              everywhere: bool = False) -> np.ndarray:
+        """The feasible rows the cycle scores: the threshold's number of them, or with
+        `everywhere` (grading a choice) every feasible row, unsliced."""
         table = self.table
         n = len(table)
         vec, per_node = self._filters(profile, state)
@@ -395,8 +398,12 @@ class Scheduler:
             windows = (slice(a, b) for a, b in _growing([(start, n), (0, start)]))
         found: list[np.ndarray] = []
         nfound = examined = rejected = 0
-        sliced = profile.name in self.sliced  # the threshold counts the shard's own nodes
-        target = profile.threshold.target(n, 0, 0, queued)
+        sliced = not everywhere and profile.name in self.sliced  # the threshold counts its own nodes
+
+        def target_after(examined, rejected):
+            return n if everywhere else profile.threshold.target(n, examined, rejected, queued)
+
+        target = target_after(0, 0)
         for rows in windows:
             base = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
             alive = None  # rows that passed every filter so far (None: all of them)
@@ -430,7 +437,7 @@ class Scheduler:
                 found.append(cand)
                 nfound += int(np.count_nonzero(self.own(cand))) if sliced else len(cand)
             result.evaluated = examined
-            target = profile.threshold.target(n, examined, rejected, queued)
+            target = target_after(examined, rejected)
             if nfound >= target:
                 break
         if not found:
@@ -467,6 +474,18 @@ class Scheduler:
         table = self.table
         if len(rows) == 1:
             return table.names[int(rows[0])]
+        total = self._totals(profile, state, pod, rows)
+        best = None
+        if profile.name in self.sliced:
+            best = self._own_slice_best(total, rows)
+        if best is None:
+            best = (total == total.max()).nonzero()[0]
+        pick = best[self.rng.randrange(len(best))] if len(best) > 1 else best[0]
+        return table.names[int(rows[pick])]
+
+    def _totals(self, profile, state, pod, rows: np.ndarray) -> np.ndarray:
+        """PreScore, then each rows' weighted sum of the profile's normalised scores."""
+        table = self.table
         total = None
         for p in profile.pre_score:
             st = p.pre_score(state, pod, rows)
@@ -486,13 +505,31 @@ class Scheduler:
             total = weighed if total is None else total + weighed  # never in place: s may be shared
         if total is None:  # every scorer skipped: all nodes tie
             total = np.zeros(len(rows), dtype=np.int64)
-        best = None
-        if profile.name in self.sliced:
-            best = self._own_slice_best(total, rows)
-        if best is None:
-            best = (total == total.max()).nonzero()[0]
-        pick = best[self.rng.randrange(len(best))] if len(best) > 1 else best[0]
-        return table.names[int(rows[pick])]
+        return total
+
+    def grade(self, result: ScheduleResult) -> float | None:
+        """The regret of a cycle's choice, off the clock: every feasible node of the same
+        snapshot is scored for the pod (no threshold, no slice), and the chosen node's total
+        falls short of the best by this percentage of the best (0: an optimal node). Call it
+        before the next cycle refreshes the snapshot. None for what it cannot grade fairly:
+        failures, preemption (victims change the node), pod groups and pods with claims (their
+        Reserve already changed what a rescan would see), or a node the rescan no longer finds."""
+        pod, profile = result.pod, result.profile
+        if (not result.scheduled or result.victims or claim_volumes(pod)
+                or self.groups.group_of.get(pod.key) is not None):
+            return None
+        state = CycleState()
+        diag = Diagnosis(len(self.table))
+        scratch = ScheduleResult(pod, profile, state)
+        if not self._pre_filter(profile, state, pod, diag, scratch):
+            return None
+        rows = self._scan(profile, state, pod, diag, scratch, 0, diag.kept, 0, everywhere=True)
+        at = np.flatnonzero(rows == self.table.row_of.get(result.node, -1))
+        if not len(at):
+            return None
+        total = self._totals(profile, state, pod, rows) if len(rows) > 1 else np.zeros(1, dtype=np.int64)
+        best = int(total.max())
+        return 0.0 if best <= 0 else 100.0 * (best - int(total[at[0]])) / best
 
     def own(self, rows: np.ndarray) -> np.ndarray:
         """Which of `rows` belong to this shard's slice (crc32 of the node's name, the same

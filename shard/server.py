@@ -26,6 +26,7 @@ from proto import shardsched_pb2_grpc as rpc
 
 from .intake import DispatchedPods
 from .loop import ShardLoop
+from .quality import QualitySampler
 
 log = logging.getLogger(__name__)
 
@@ -271,6 +272,8 @@ class ShardServer(Component, rpc.ShardServicer):
         self.binders = BinderClient(store, self.id, cfg, self.inbox, self._node, self.security)
         self.loop = ShardLoop(cfg, store, seed=seed + index, owner=self.owned, committer=self.binders,
                               slice_of=(index, cfg.shards.count))
+        #: A sample of the cycles' choices graded off the clock (shards.qualitySamplePercent).
+        self.quality = QualitySampler(cfg.shards.quality_sample_percent, seed + index)
         #: Conditions and events, written off the scheduling thread.
         self.status = StatusWriter.from_config(cfg, store, f"shardsched-shard-{self.id}")
         self.refusals: dict[str, int] = {}  # pod key -> its decisions refused in a row
@@ -312,7 +315,8 @@ class ShardServer(Component, rpc.ShardServicer):
         recent = sorted(self.cycle_times)
         p99 = recent[min(len(recent) - 1, int(len(recent) * 0.99))] if recent else 0.0
         return {"threshold": self.loop.scheduler.threshold.last, "cycle_p99_us": int(p99 * 1e6),
-                "skipped_objects": self.loop.informer.skipped, **self.status.counters}
+                "skipped_objects": self.loop.informer.skipped, "packing": int(bool(self.loop.scheduler.sliced)),
+                **self.status.counters, **self.quality.counts}
 
     # --- the dispatcher's stream ------------------------------------------------------------
 
@@ -469,6 +473,8 @@ class ShardServer(Component, rpc.ShardServicer):
             took = result.snapshot_s + sum(result.phases.values())
             self.cycle_times.append(took)
             self.metrics.cycle(result, took)
+            if result.scheduled and self.quality.due():
+                self.quality.record(loop.scheduler.grade(result))  # before the next refresh
             if not result.scheduled:
                 self.counters["unschedulable"] += 1
                 self.status.unschedulable(result.pod.key, result.pod.uid, loop.messages.get(result.pod.key, ""))

@@ -176,6 +176,10 @@ SCHEMA = {
         "podMaxBackoffSeconds": _f(10, "Longest backoff (doubles each attempt up to this).", minimum=0),
         "unschedulableMaxSeconds": _f(300, "An unschedulable pod is retried at least this often.",
                                       minimum=1),
+        "qualitySamplePercent": _f(0, "Percent of successful cycles whose choice is graded off the "
+                                   "clock: every feasible node scored for the pod, the chosen node's "
+                                   "regret counted in the shard's Status (bench --quality; 0 = off).",
+                                   minimum=0, maximum=100),
         # Each optimisation can be switched off, for ablations and to rule it out when
         # debugging; placements stay kube-scheduler's either way.
         "optimizations": {
@@ -451,6 +455,7 @@ class ShardsConfig(Section):
     pod_initial_backoff_seconds: float
     pod_max_backoff_seconds: float
     unschedulable_max_seconds: float
+    quality_sample_percent: float
     optimizations: Optimizations
 
 
