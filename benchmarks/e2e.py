@@ -244,6 +244,11 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
                            for q, n in (("p50", 50), ("p90", 90), ("p99", 99), ("p999", 99.9))},
         "processes": processes.figures(ready, mem_ready, mem_end, empty_fleet, running_pods, gc_end),
         "conflicts": sum(s["conflicts"] for s in per_shard),
+        # of which the binder's checks refused the placement (a node full, a port taken...),
+        # rather than the decision waiting too long for an answer (withdrawn, then bound by
+        # its first sending: AlreadyBound) on an overloaded machine
+        "conflicts_refused": sum(int(s.counters["conflicts"] - s.counters["conflicts_withdrawn"]
+                                     - s.counters["conflicts_already_bound"]) for s in shard_status.values()),
         # how many nodes the bound pods occupy: what a packing profile minimises
         "nodes_used": len(set(observer.nodes.values())),
         "scheduled": len(bound_times),

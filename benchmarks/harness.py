@@ -122,7 +122,8 @@ def print_bench(doc: dict) -> None:
                         ("e2e latency p50/p90/p99/p99.9 ms",
                          f"{lat['p50']} / {lat['p90']} / {lat['p99']} / {lat.get('p999')}"),
                         ("scheduled", doc["scheduled"]), ("unschedulable", doc["unschedulable"]),
-                        ("conflicts", doc["conflicts"]), ("nodes used", doc.get("nodes_used", "-")),
+                        ("conflicts (refused by the binder's checks)", f"{doc['conflicts']} ({doc.get('conflicts_refused', '-')})"),
+                        ("nodes used", doc.get("nodes_used", "-")),
                         ("verify", "ok" if doc["verify"]["ok"] else
                                                           f"{len(doc['verify']['violations'])} violation(s)")):
         t.add_row(name, str(value))

@@ -25,7 +25,7 @@ def markdown(doc: dict) -> str:
         *([f"| running pods before the clock started | {doc['running_pods']} |"] if doc.get("running_pods") else []),
         f"| scheduled | {doc['scheduled']} |",
         f"| unschedulable | {doc['unschedulable']} |",
-        f"| conflicts | {doc['conflicts']} |",
+        f"| conflicts (refused by the binder's checks) | {doc['conflicts']} ({doc.get('conflicts_refused', '-')}) |",
         f"| nodes used | {doc.get('nodes_used', '-')} |",
         f"| verify | {'ok' if verify['ok'] else str(len(verify['violations'])) + ' violation(s)'} |",
         *([f"| churn: heartbeats / pods marked Running | {churn_summary(doc['churn'])} |"]

@@ -20,6 +20,7 @@ import time
 
 from common.scheduling.disruption import VICTIMS_TERMINATING
 from common.model.podgroup import group_key
+from common.scheduling.pools import pool_of
 from .cache import ShardCache
 from .framework import SUCCESS
 from .intake import ProfileOwnership, ShardIntake
@@ -46,9 +47,10 @@ class ShardLoop:
         self.cache = ShardCache(shards.assume_ttl_seconds, clock)
         self.scheduler = Scheduler(cfg, self.cache, store, seed, clock=clock, **scheduler_opts)
         first = next(iter(self.scheduler.profiles.values()))
+        label = cfg.sub_clusters.label
         self.queue = SchedulingQueue(first.less, shards.pod_initial_backoff_seconds,
                                      shards.pod_max_backoff_seconds, shards.unschedulable_max_seconds,
-                                     clock)
+                                     clock, pool_of=(lambda pod: pool_of(pod, label)) if label else None)
         self.waiting = self.scheduler.waiting
         self.pdbs = self.scheduler.pdbs
         self.groups = self.scheduler.groups

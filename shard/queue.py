@@ -10,12 +10,21 @@
   them (`wake` with a hint from shard/queueing_hints.py), and after `unschedulable_max`
   seconds at the latest. The pool is a dict in arrival order, so the pods due for that
   periodic retry are found at its front.
+
+Sub-clusters (config `subClusters.label`): activeQ is one heap per pool
+(common/scheduling/pools.py; `pool_of` names a pod's), and `pop` serves the pools in turn:
+each pop takes the next pod of the next pool, in round-robin order, that has one ready, and
+QueueSort orders pods within a pool only. A pool whose pods cannot fit (a saturated GPU pool)
+thus takes at most its share of the cycles while other pools have pods ready, and its failed
+pods park in the shared backoffQ and unschedulable pool like any other (those only hold pods
+until they are due; a due pod goes back to its own pool's heap).
 """
 from __future__ import annotations
 
 import heapq
 import itertools
 import time
+from collections import Counter
 
 from sortedcontainers import SortedKeyList
 
@@ -41,9 +50,9 @@ class QueuedPod:
     """A pod in the queue with its scheduling history (attempts, backoff, last generation)."""
 
     __slots__ = ("pod", "queued_at", "attempts", "backoff_until", "unschedulable_since",
-                 "last_generation", "rejectors", "seq", "_less")
+                 "last_generation", "rejectors", "seq", "_less", "pool")
 
-    def __init__(self, pod, now: float, less):
+    def __init__(self, pod, now: float, less, pool: str = ""):
         self.pod = pod
         self.queued_at = now
         self.attempts = 0
@@ -53,6 +62,7 @@ class QueuedPod:
         self.rejectors: frozenset = frozenset()  # plugins that turned it down last time
         self.seq = 0
         self._less = less
+        self.pool = pool  # its sub-cluster pool (activeQ heap)
 
     def __lt__(self, other: "QueuedPod") -> bool:
         if self._less(self, other):
@@ -64,13 +74,18 @@ class QueuedPod:
 
 class SchedulingQueue:
     def __init__(self, less, initial_backoff: float = 1.0, max_backoff: float = 10.0,
-                 unschedulable_max: float = 300.0, clock=time.monotonic):
+                 unschedulable_max: float = 300.0, clock=time.monotonic, pool_of=None):
+        """`pool_of(pod)` names a pod's pool (default: one pool for all)."""
         self.less = less
+        self.pool_of = pool_of or (lambda pod: "")
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.unschedulable_max = unschedulable_max
         self.clock = clock
-        self._active: list[QueuedPod] = []
+        #: activeQ: one heap per pool, served in turn from `_turn` on
+        self._active: dict[str, list[QueuedPod]] = {}
+        self._turn = 0
+        self._pools: Counter = Counter()     # pool -> its pods queued anywhere here
         self._backoff = SortedKeyList(key=lambda e: (e.backoff_until, e.seq))
         self._unschedulable: dict[str, QueuedPod] = {}
         self._where: dict[str, str] = {}      # pod key -> "active" | "backoff" | "unschedulable"
@@ -87,12 +102,16 @@ class SchedulingQueue:
 
     def has_active(self) -> bool:
         """Whether activeQ may hold a pod (stale heap entries count: it is only a hint)."""
-        return bool(self._active)
+        return any(self._active.values())
 
     def lengths(self) -> dict[str, int]:
+        """Pods in activeQ, backoffQ and the unschedulable pool; with pools, also each
+        named pool's queued pods (`pool:NAME`; the cluster-wide pool's `pool:*`)."""
         counts = {"active": 0, "backoff": 0, "unschedulable": 0}
         for where in self._where.values():
             counts[where] += 1
+        if len(self._pools) > 1 or "" not in self._pools:
+            counts.update({f"pool:{name or '*'}": n for name, n in self._pools.items()})
         return counts
 
     # --- adding and removing ------------------------------------------------------------------
@@ -106,18 +125,29 @@ class SchedulingQueue:
                 # the scheduling context must not skip them on its next attempt.
                 entry.last_generation = 0
             entry.pod = pod
+            self._count(entry, -1)
+            entry.pool = self.pool_of(pod)
+            self._count(entry, 1)
             if self._where.get(pod.key) == "unschedulable":  # worth a new try
                 del self._unschedulable[pod.key]
                 self._push_active(entry)
             return
-        entry = QueuedPod(pod, self.clock(), self.less)
+        entry = QueuedPod(pod, self.clock(), self.less, self.pool_of(pod))
         self._entries[pod.key] = entry
+        self._count(entry, 1)
         self._push_active(entry)
+
+    def _count(self, entry: QueuedPod, delta: int) -> None:
+        self._pools[entry.pool] += delta
+        if self._pools[entry.pool] <= 0:
+            del self._pools[entry.pool]
 
     def delete(self, key: str) -> None:
         """Forget a pod (bound elsewhere, deleted). activeQ heap entries are dropped lazily
         on pop; the other two places let go of it at once."""
         entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._count(entry, -1)
         where = self._where.pop(key, None)
         if where == "unschedulable":
             del self._unschedulable[key]
@@ -132,13 +162,29 @@ class SchedulingQueue:
     def _push_active(self, entry: QueuedPod) -> None:
         entry.seq = next(self._seq)
         self._where[entry.pod.key] = "active"
-        heapq.heappush(self._active, entry)
+        heap = self._active.get(entry.pool)
+        if heap is None:
+            heap = self._active[entry.pool] = []
+        heapq.heappush(heap, entry)
 
     def pop(self) -> QueuedPod | None:
-        """The next pod to schedule, or None when activeQ is empty (after moving due pods)."""
+        """The next pod to schedule, or None when activeQ is empty (after moving due pods):
+        the first of the next pool in turn that has one (see the module's docstring)."""
         self.flush()
-        while self._active:
-            entry = heapq.heappop(self._active)
+        pools = list(self._active)
+        for i in range(len(pools)):
+            at = (self._turn + i) % len(pools)
+            entry = self._pop_from(self._active[pools[at]])
+            if entry is not None:
+                self._turn = at + 1
+                return entry
+        for name in [n for n, heap in self._active.items() if not heap]:
+            del self._active[name]  # pools without pods ready leave the rotation
+        return None
+
+    def _pop_from(self, heap: list) -> QueuedPod | None:
+        while heap:
+            entry = heapq.heappop(heap)
             key = entry.pod.key
             if self._entries.get(key) is entry and self._where.get(key) == "active":
                 del self._where[key]

@@ -21,6 +21,11 @@ nodes scored within `packing.tolerance` percent of the best, picks the best of i
 only when its slice has none does it take the best overall. Each shard then fills its own
 nodes, as one scheduler would fill all of them, and shards meet only once a slice is full.
 
+Sub-clusters (config `subClusters.label`): a pod of a named pool (common/scheduling/pools.py)
+is filtered only against the rows of the pool's nodes, found in one pass over the label's
+column; the others are reported as NodeAffinity's rejections, which they are (the pod's own
+selector or required affinity pins the label).
+
 Optimisations that can be switched off (for baselines and ablations): `vectorised`
 (per-node filters for everything, like kube-scheduler), `scheduling_context` (skip nodes
 unchanged since a pod's last failed attempt), `unit_locating` (honour PreFilter node-name
@@ -36,7 +41,9 @@ import numpy as np
 from common.scheduling.disruption import Budgets
 from common.config import Config, Profile as ProfileConfig
 from common.config.plugin_args import profile_args
+from common.config.plugin_names import NODE_AFFINITY
 from common.model.podgroup import GroupIndex
+from common.scheduling.pools import CLUSTER_WIDE, pool_of
 from common.scheduling.volumes import VolumeState, claim_volumes
 from .diagnosis import Diagnosis
 from .framework import (SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status,
@@ -169,6 +176,7 @@ class Scheduler:
         self.clock = clock
         self.slice_index, self.slices = slice_of[0] % max(slice_of[1], 1), max(slice_of[1], 1)
         self.pack_tolerance = cfg.packing.tolerance
+        self.pool_label = cfg.sub_clusters.label
         self.profiles = {p.scheduler_name: Profile(p, self, profile_args(cfg, i), self._threshold(cfg, p),
                                                    registry)
                          for i, p in enumerate(cfg.profiles)}
@@ -217,6 +225,8 @@ class Scheduler:
                 self._post_filter(profile, state, pod, result,
                                   result.status.code == UNSCHEDULABLE and self._preempting(profile, pod))
             return result
+        if self.pool_label:
+            self._narrow_to_pool(profile, pod, diag)
         rows_hint = diag.kept
         if n == 0:
             result.status = Status("UnschedulableAndUnresolvable", "no nodes available to schedule pods")
@@ -289,6 +299,20 @@ class Scheduler:
             result.status = out
             return False
         return True
+
+    def _narrow_to_pool(self, profile, pod, diag) -> None:
+        """Scan only the rows of the pod's pool, if it has one and the profile runs the
+        NodeAffinity filter that enforces the pin (its words explain the other rows)."""
+        pool = pool_of(pod, self.pool_label)
+        if pool == CLUSTER_WIDE:
+            return
+        affinity = next((p for p in profile.filters if p.name == NODE_AFFINITY), None)
+        if affinity is None:
+            return
+        codes, values = self.table.label_column(self.pool_label)
+        code = values.get(pool)
+        rows = np.zeros(0, dtype=np.int64) if code is None else np.flatnonzero(codes[:len(self.table)] == code)
+        diag.narrow(affinity, rows, hint=True)
 
     def _post_filter(self, profile, state, pod, result, preempting: bool) -> None:
         """Run PostFilter until one finds a node (preemption: the result gets the node and

@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 GONE = ("PodNotFound", "AlreadyBound", "UIDMismatch")
 #: The answers that mean a binder does not (or no longer) hold the node's partition.
 LOST_PARTITION = ("NotPartitionHolder", "BinderUnavailable")
+#: The reason of a decision taken back from a binder that did not answer it in time.
+WITHDRAWN = "Withdrawn"
 CYCLES_PER_PASS = 256
 #: While the binders have fewer than IDLE_BELOW decisions in hand, what a pass decided
 #: leaves every FLUSH_EVERY_S instead of at the pass's end: a pass of 256 cycles at a
@@ -135,7 +137,7 @@ class BinderClient:
             link.held.discard(key)
             by_link.setdefault(link.address, []).append(key)
             self.withdrawn.append(pb.Outcome(pod_key=key, bound=False,
-                                             reason=f"Withdrawn: from binder at {link.address}: {why}"))
+                                             reason=f"{WITHDRAWN}: from binder at {link.address}: {why}"))
         for address, ks in by_link.items():
             log.warning("withdrew %d decision(s) from binder at %s (%s); deciding them again for the "
                         "current holder", len(ks), address, why)
@@ -382,6 +384,7 @@ class ShardServer(Component, rpc.ShardServicer):
                 # take it off the queue; dropping it left it to a re-dispatch, each round
                 # dispatcher.redispatchAfterSeconds later.
                 self.counters["conflicts"] += 1
+                self.counters["conflicts_already_bound"] += 1
                 loop.finish_binding(entry, result, False, o.reason)
                 self._refused(entry.pod, refused + 1)
             elif o.reason.startswith(GONE):
@@ -390,6 +393,8 @@ class ShardServer(Component, rpc.ShardServicer):
                 loop.gone(entry, result)
             else:
                 self.counters["conflicts"] += 1
+                if o.reason.startswith(WITHDRAWN):  # no answer in time: not the placement's fault
+                    self.counters["conflicts_withdrawn"] += 1
                 log.debug("decision for %s on %s rejected: %s", o.pod_key, result.node, o.reason)
                 loop.finish_binding(entry, result, False, o.reason)
                 self._refused(entry.pod, refused + 1)

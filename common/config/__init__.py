@@ -27,7 +27,7 @@ from . import kube_config, plugin_args, profile_plugins
 from .. import plugins
 from ..model import yaml_input
 from ..runtime import identity
-from .validation import FieldError
+from .validation import FieldError, qualified_name_errors
 
 API_VERSION = "shardsched.io/v1alpha1"
 KIND = "ShardschedConfiguration"
@@ -227,6 +227,17 @@ SCHEMA = {
                          "(per decade of queued pods; 0 = not at all).", minimum=0, maximum=100),
         "growth": _b(False, "Quality-first profiles: grow the target with rejections and queue "
                      "length instead of shrinking it (capped at all nodes)."),
+    },
+    "subClusters": {
+        "label": _s("", "Node label naming a node's pool (e.g. shardsched.io/pool); \"\" = off. A pod "
+                    "belongs to the pool its nodeSelector or every term of its required node affinity "
+                    "pins this label to (In, one value), else to the cluster-wide pool. Each shard "
+                    "keeps an active queue per pool, served in turn, and a pool's pod is filtered "
+                    "only against the pool's nodes."),
+        "shardsPerPool": _i(0, "Shards each named pool's pods are dispatched to (chosen from the "
+                            "live shards by the pool's name, so a dead shard's pools move to "
+                            "others); the cluster-wide pool goes to every shard; 0 = every shard.",
+                            maximum=1024),
     },
     "packing": {
         "mode": _s("auto", "Conflict-aware packing: each shard prefers the nodes of its own slice (a "
@@ -482,6 +493,12 @@ class ThresholdConfig(Section):
     growth: bool
 
 
+@_section(SCHEMA["subClusters"])
+class SubClustersConfig(Section):
+    label: str
+    shards_per_pool: int
+
+
 @_section(SCHEMA["packing"])
 class PackingConfig(Section):
     mode: str
@@ -528,6 +545,7 @@ class Config(Section):
     shards: ShardsConfig
     binders: BindersConfig
     threshold: ThresholdConfig
+    sub_clusters: SubClustersConfig
     packing: PackingConfig
     preemption: PreemptionConfig
     security: SecurityConfig
@@ -645,6 +663,11 @@ def _cross_checks(cfg: Config) -> None:
         if name in seen:
             raise ConfigError(f"profiles[{i}].schedulerName", f"same as profiles[{seen[name]}].schedulerName {name!r}")
         seen[name] = i
+    label = cfg.sub_clusters.label
+    if label:
+        errs = qualified_name_errors(label)
+        if errs:
+            raise ConfigError("subClusters.label", f"{label!r}: not a label key: {errs[0]}")
     if cfg.shards.pod_max_backoff_seconds < cfg.shards.pod_initial_backoff_seconds:
         raise ConfigError("shards.podMaxBackoffSeconds", "must be >= podInitialBackoffSeconds")
     _check_leader_election(cfg.leader_election)
