@@ -28,6 +28,9 @@ from collections import Counter
 
 from sortedcontainers import SortedKeyList
 
+from common.config.plugin_names import (NODE_AFFINITY, NODE_NAME, NODE_PORTS, NODE_RESOURCES_FIT,
+                                        NODE_UNSCHEDULABLE, TAINT_TOLERATION)
+
 
 _NOT_SCHEDULING = ("resourceVersion", "generation", "managedFields", "finalizers")
 
@@ -44,6 +47,22 @@ def _changed(old, new) -> bool:
         return d.get("spec"), {k: v for k, v in meta.items() if k not in _NOT_SCHEDULING}
 
     return view(a) != view(b)
+
+
+#: Plugins whose verdict on a node depends on that node alone: a parked pod of a named pool
+#: turned down only by these can gain nothing from an event on a node of another pool (its
+#: own requirements keep it off those nodes).
+NODE_LOCAL = frozenset((NODE_UNSCHEDULABLE, NODE_NAME, TAINT_TOLERATION, NODE_AFFINITY, NODE_PORTS,
+                        NODE_RESOURCES_FIT))
+
+
+def _node_local(entry: "QueuedPod") -> bool:
+    """Whether only events on its own pool's nodes can help this parked pod: it has no
+    constraints across nodes (affinity, spread), no claims, and only node-local plugins
+    turned it down (none known: any event may help)."""
+    pod = entry.pod
+    return (bool(entry.rejectors) and entry.rejectors <= NODE_LOCAL
+            and not pod.has_cross_node_constraints() and not pod.volumes)
 
 
 class QueuedPod:
@@ -88,6 +107,7 @@ class SchedulingQueue:
         self._pools: Counter = Counter()     # pool -> its pods queued anywhere here
         self._backoff = SortedKeyList(key=lambda e: (e.backoff_until, e.seq))
         self._unschedulable: dict[str, QueuedPod] = {}
+        self._parked: dict[str, dict[str, QueuedPod]] = {}  # the same, by pool
         self._where: dict[str, str] = {}      # pod key -> "active" | "backoff" | "unschedulable"
         self._entries: dict[str, QueuedPod] = {}
         self._seq = itertools.count()
@@ -124,12 +144,14 @@ class SchedulingQueue:
                 # A changed pod (tolerations added, say) may fit nodes that did not change:
                 # the scheduling context must not skip them on its next attempt.
                 entry.last_generation = 0
+            parked = self._where.get(pod.key) == "unschedulable"
+            if parked:
+                self._unpark(pod.key)  # (under its old pool)
             entry.pod = pod
             self._count(entry, -1)
             entry.pool = self.pool_of(pod)
             self._count(entry, 1)
-            if self._where.get(pod.key) == "unschedulable":  # worth a new try
-                del self._unschedulable[pod.key]
+            if parked:  # worth a new try
                 self._push_active(entry)
             return
         entry = QueuedPod(pod, self.clock(), self.less, self.pool_of(pod))
@@ -150,7 +172,7 @@ class SchedulingQueue:
             self._count(entry, -1)
         where = self._where.pop(key, None)
         if where == "unschedulable":
-            del self._unschedulable[key]
+            self._unpark(key)
         elif where == "backoff":
             self._backoff.remove(entry)
 
@@ -221,6 +243,17 @@ class SchedulingQueue:
         entry.rejectors = rejectors
         self._where[entry.pod.key] = "unschedulable"
         self._unschedulable[entry.pod.key] = entry
+        by_pool = self._parked.get(entry.pool)
+        if by_pool is None:
+            by_pool = self._parked[entry.pool] = {}
+        by_pool[entry.pod.key] = entry
+
+    def _unpark(self, key: str) -> QueuedPod:
+        entry = self._unschedulable.pop(key)
+        by_pool = self._parked.get(entry.pool)
+        if by_pool is not None and by_pool.pop(key, None) is not None and not by_pool:
+            del self._parked[entry.pool]
+        return entry
 
     def done(self, key: str) -> None:
         """The pod was scheduled: it leaves the queue."""
@@ -228,16 +261,32 @@ class SchedulingQueue:
 
     # --- moving pods back ---------------------------------------------------------------------
 
-    def move_all_to_active(self, only=None, entries: bool = False) -> int:
+    def _candidates(self, pools):
+        """The parked pods an event may concern: all, or with `pools` (the pools of the node
+        it happened on) those of these pools, of the cluster-wide pool, and of the others
+        those whose fate may depend on a node of another pool (`_node_local`)."""
+        if pools is None or len(self._parked) <= 1:
+            return list(self._unschedulable.values())
+        out = []
+        for name, by_pool in self._parked.items():
+            if name in pools or name == "":
+                out += by_pool.values()
+            else:
+                out += [e for e in by_pool.values() if not _node_local(e)]
+        return out
+
+    def move_all_to_active(self, only=None, entries: bool = False, pools=None) -> int:
         """Move unschedulable pods back; with `only`, just those for which `only(pod)` (or
-        `only(entry)` with `entries`) is true."""
+        `only(entry)` with `entries`) is true, among those `pools` may concern (see
+        `_candidates`)."""
         if only is None:
             moved = list(self._unschedulable.values())
             self._unschedulable.clear()
+            self._parked.clear()
         else:
-            moved = [e for e in self._unschedulable.values() if only(e if entries else e.pod)]
+            moved = [e for e in self._candidates(pools) if only(e if entries else e.pod)]
             for e in moved:
-                del self._unschedulable[e.pod.key]
+                self._unpark(e.pod.key)
         now = self.clock()
         for entry in moved:
             if entry.backoff_until > now:
@@ -246,10 +295,12 @@ class SchedulingQueue:
                 self._push_active(entry)
         return len(moved)
 
-    def wake(self, hint, *event) -> int:
+    def wake(self, hint, *event, pools=None) -> int:
         """A cluster event: move the parked pods for which `hint(pod, rejectors, *event)`
-        (shard/queueing_hints.py) says it could make them fit."""
-        return self.move_all_to_active(only=lambda e: hint(e.pod, e.rejectors, *event), entries=True)
+        (shard/queueing_hints.py) says it could make them fit. `pools`: the sub-cluster pools
+        of the node the event happened on (None: any), so that an event in one pool never
+        walks the backlog of another (a saturated pool's thousands of parked pods)."""
+        return self.move_all_to_active(only=lambda e: hint(e.pod, e.rejectors, *event), entries=True, pools=pools)
 
     def activate(self, keys) -> int:
         """Move these queued pods to activeQ now, from backoff or the unschedulable pool
@@ -263,7 +314,7 @@ class SchedulingQueue:
             if where == "backoff":
                 self._backoff.remove(entry)
             else:
-                del self._unschedulable[key]
+                self._unpark(key)
             self._push_active(entry)
             moved += 1
         return moved
@@ -281,7 +332,7 @@ class SchedulingQueue:
                     continue
                 self._backoff.remove(entry)
             elif where == "unschedulable":
-                del self._unschedulable[key]
+                self._unpark(key)
             entry.backoff_until = max(entry.backoff_until, until)
             self._push_backoff(entry)  # an activeQ heap entry is dropped when popped
 
@@ -298,7 +349,7 @@ class SchedulingQueue:
                     break
                 stale.append(entry)
             for entry in stale:
-                del self._unschedulable[entry.pod.key]
+                self._unpark(entry.pod.key)
                 self._push_active(entry)
 
     def next_ready_in(self) -> float | None:

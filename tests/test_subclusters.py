@@ -88,3 +88,31 @@ def test_a_pool_pod_that_fits_nowhere_is_explained_over_every_node():
         "preemption: 0/33 nodes are available: 3 No preemption victims found for incoming pod, "
         "30 Preemption is not helpful for scheduling.")
 
+
+
+def test_an_event_in_one_pool_never_walks_another_pools_backlog():
+    """A binding on a CPU node asks the parked pods it may help: not the thousands of a
+    saturated GPU pool turned down for their own nodes' resources (it used to ask every
+    parked pod's hints on every event); a parked pod whose fate depends on other nodes
+    (pod affinity) or that nothing explains is still asked."""
+    clock = Clock(0.0)
+    q = SchedulingQueue(lambda a, b: False, clock=clock, pool_of=lambda p: pool_of(p, POOL))
+    docs = [pod(f"gpu{i}", node_selector={POOL: "gpu"}) for i in range(100)]
+    docs += [pod("affine", node_selector={POOL: "gpu"}, affinity={"podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}]}}),
+             pod("unexplained", node_selector={POOL: "gpu"}), pod("wide")]
+    for d in docs:
+        q.add(parse_pod(d))
+    while (entry := q.pop()) is not None:
+        rejectors = frozenset() if entry.pod.name == "unexplained" else frozenset({"NodeResourcesFit"})
+        q.requeue_unschedulable(entry, rejectors=rejectors)
+    asked = []
+    q.wake(lambda p, rejectors, *event: asked.append(p.name) or False, "event", pools={"cpu"})
+    assert sorted(asked) == ["affine", "unexplained", "wide"]
+    asked.clear()
+    q.wake(lambda p, rejectors, *event: asked.append(p.name) or False, "event", pools={"gpu"})
+    assert len(asked) == 103
+    asked.clear()
+    assert q.wake(lambda p, rejectors, *event: asked.append(p.name) or p.name == "gpu7", "event") == 1
+    assert len(asked) == 103 and q.lengths()["unschedulable"] == 102
