@@ -265,7 +265,7 @@ class SchedulingQueue:
         """The parked pods an event may concern: all, or with `pools` (the pools of the node
         it happened on) those of these pools, of the cluster-wide pool, and of the others
         those whose fate may depend on a node of another pool (`_node_local`)."""
-        if pools is None or len(self._parked) <= 1:
+        if pools is None:
             return list(self._unschedulable.values())
         out = []
         for name, by_pool in self._parked.items():

@@ -110,6 +110,13 @@ def test_an_event_in_one_pool_never_walks_another_pools_backlog():
     asked = []
     q.wake(lambda p, rejectors, *event: asked.append(p.name) or False, "event", pools={"cpu"})
     assert sorted(asked) == ["affine", "unexplained", "wide"]
+    q.delete("default/wide")  # the backlog's pool alone is parked: still not asked
+    asked.clear()
+    q.wake(lambda p, rejectors, *event: asked.append(p.name) or False, "event", pools={"cpu"})
+    assert sorted(asked) == ["affine", "unexplained"]
+    q.add(parse_pod(pod("wide")))
+    q.requeue_unschedulable(q.pop(), rejectors=frozenset({"NodeResourcesFit"}))
+    asked.clear()
     asked.clear()
     q.wake(lambda p, rejectors, *event: asked.append(p.name) or False, "event", pools={"gpu"})
     assert len(asked) == 103

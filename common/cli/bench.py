@@ -142,7 +142,7 @@ def _sweep(cfg, args, swept, churn) -> int:
                       quiet=args.quiet, churn_heartbeat_s=churn, running_pods=args.running_pods)
         rows.append(sweep.row(value, doc))
     harness.print_table(f"--sweep {key}: {args.workload}, {args.pods} pods on {args.nodes} {args.profile} nodes",
-                        {f"{key}={r['value']}": {k: v for k, v in r.items() if k != "value"} for r in rows})
+                        {str(r["value"]): {k: v for k, v in r.items() if k != "value"} for r in rows})
     out = {"sweep": {"key": key, "workload": args.workload, "nodes": args.nodes, "pods": args.pods,
                      "quality_sample_percent": cfg.shards.quality_sample_percent, "rows": rows}}
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
