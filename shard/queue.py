@@ -107,7 +107,8 @@ class SchedulingQueue:
         self._pools: Counter = Counter()     # pool -> its pods queued anywhere here
         self._backoff = SortedKeyList(key=lambda e: (e.backoff_until, e.seq))
         self._unschedulable: dict[str, QueuedPod] = {}
-        self._parked: dict[str, dict[str, QueuedPod]] = {}  # the same, by pool
+        #: the same by pool, node-local ones only (`_node_local`); the others under None
+        self._parked: dict[str | None, dict[str, QueuedPod]] = {}
         self._where: dict[str, str] = {}      # pod key -> "active" | "backoff" | "unschedulable"
         self._entries: dict[str, QueuedPod] = {}
         self._seq = itertools.count()
@@ -243,16 +244,20 @@ class SchedulingQueue:
         entry.rejectors = rejectors
         self._where[entry.pod.key] = "unschedulable"
         self._unschedulable[entry.pod.key] = entry
-        by_pool = self._parked.get(entry.pool)
+        where = entry.pool if _node_local(entry) else None  # None: any event may concern it
+        by_pool = self._parked.get(where)
         if by_pool is None:
-            by_pool = self._parked[entry.pool] = {}
+            by_pool = self._parked[where] = {}
         by_pool[entry.pod.key] = entry
 
     def _unpark(self, key: str) -> QueuedPod:
         entry = self._unschedulable.pop(key)
-        by_pool = self._parked.get(entry.pool)
-        if by_pool is not None and by_pool.pop(key, None) is not None and not by_pool:
-            del self._parked[entry.pool]
+        for where in (entry.pool, None):
+            by_pool = self._parked.get(where)
+            if by_pool is not None and by_pool.pop(key, None) is not None:
+                if not by_pool:
+                    del self._parked[where]
+                break
         return entry
 
     def done(self, key: str) -> None:
@@ -268,11 +273,10 @@ class SchedulingQueue:
         if pools is None:
             return list(self._unschedulable.values())
         out = []
-        for name, by_pool in self._parked.items():
-            if name in pools or name == "":
+        for name in {None, "", *pools}:
+            by_pool = self._parked.get(name)
+            if by_pool:
                 out += by_pool.values()
-            else:
-                out += [e for e in by_pool.values() if not _node_local(e)]
         return out
 
     def move_all_to_active(self, only=None, entries: bool = False, pools=None) -> int:

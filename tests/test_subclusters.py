@@ -123,3 +123,13 @@ def test_an_event_in_one_pool_never_walks_another_pools_backlog():
     asked.clear()
     assert q.wake(lambda p, rejectors, *event: asked.append(p.name) or p.name == "gpu7", "event") == 1
     assert len(asked) == 103 and q.lengths()["unschedulable"] == 102
+
+
+def test_an_event_on_a_node_without_the_label_wakes_each_pod_once():
+    clock = Clock(0.0)
+    q = SchedulingQueue(lambda a, b: False, clock=clock, pool_of=lambda p: pool_of(p, POOL))
+    q.add(parse_pod(pod("wide")))
+    q.requeue_unschedulable(q.pop(), rejectors=frozenset({"NodeResourcesFit"}))
+    assert q.wake(lambda p, rejectors, *event: True, "event", pools={""}) == 1
+    clock.now += 60  # its backoff over
+    assert q.pop().pod.name == "wide" and q.pop() is None
