@@ -141,18 +141,24 @@ class SchedulingQueue:
         """A new pending pod, or a newer version of one already queued."""
         entry = self._entries.get(pod.key)
         if entry is not None:
-            if _changed(entry.pod, pod):
+            changed = _changed(entry.pod, pod)
+            if changed:
                 # A changed pod (tolerations added, say) may fit nodes that did not change:
                 # the scheduling context must not skip them on its next attempt.
                 entry.last_generation = 0
+            # Parked, it is worth a new try only if what scheduling reads changed: not after
+            # a status update (the PodScheduled condition this shard writes after a failure).
             parked = self._where.get(pod.key) == "unschedulable"
+            if parked and not changed:
+                entry.pod = pod
+                return
             if parked:
                 self._unpark(pod.key)  # (under its old pool)
             entry.pod = pod
             self._count(entry, -1)
             entry.pool = self.pool_of(pod)
             self._count(entry, 1)
-            if parked:  # worth a new try
+            if parked:
                 self._push_active(entry)
             return
         entry = QueuedPod(pod, self.clock(), self.less, self.pool_of(pod))
