@@ -49,7 +49,7 @@ def _changed(old, new) -> bool:
     return view(a) != view(b)
 
 
-#: Plugins whose verdict on a node depends on that node alone: a parked pod of a named pool
+#: Plugins whose verdict on a node depends on that node alone (the README lists them): a parked pod of a named pool
 #: turned down only by these can gain nothing from an event on a node of another pool (its
 #: own requirements keep it off those nodes).
 NODE_LOCAL = frozenset((NODE_UNSCHEDULABLE, NODE_NAME, TAINT_TOLERATION, NODE_AFFINITY, NODE_PORTS,
