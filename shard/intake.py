@@ -133,7 +133,7 @@ class ShardIntake:
         label = self.scheduler.pool_label
         return {n.labels.get(label, "") for n in nodes} if label else None
 
-    def _pools_on(self, node_name: str | None):
+    def pools_on(self, node_name: str | None):
         node = self._node(node_name) if node_name else None
         return self._pools(node) if node is not None else None
 
@@ -179,7 +179,7 @@ class ShardIntake:
             self.queue.delete(key)
             self.cache.remove_pod(key)
             if gone is not None:
-                self.queue.wake(hints.pod_left, gone, pools=self._pools_on(gone.node_name))
+                self.queue.wake(hints.pod_left, gone, pools=self.pools_on(gone.node_name))
             elif nominated:
                 self.queue.wake(hints.preemption_changed)
             return
@@ -214,9 +214,9 @@ class ShardIntake:
             self.cache.set_pod(pod)
             if counted is not None and self.cache.counted(key) is None:
                 # it finished: its room is free
-                self.queue.wake(hints.pod_left, counted, pools=self._pools_on(counted.node_name))
+                self.queue.wake(hints.pod_left, counted, pools=self.pools_on(counted.node_name))
             elif known is None or not known.node_name or known.labels != pod.labels:
-                self.queue.wake(hints.pod_arrived, pod, pools=self._pools_on(pod.node_name))
+                self.queue.wake(hints.pod_arrived, pod, pools=self.pools_on(pod.node_name))
         elif self.cache.is_assumed(key):
             pass  # our binding is in flight; the watch will bring the bound version
         elif self.owner.owns(pod) and not pod.deleting:

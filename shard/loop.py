@@ -21,6 +21,7 @@ import time
 from common.scheduling.disruption import VICTIMS_TERMINATING
 from common.model.podgroup import group_key
 from common.scheduling.pools import pool_of
+from . import queueing_hints as hints
 from .cache import ShardCache
 from .framework import SUCCESS
 from .intake import ProfileOwnership, ShardIntake
@@ -82,7 +83,9 @@ class ShardLoop:
             entry = self.queue.pop()
         if entry is None:
             return None
-        self.cache.expire()
+        if self.cache.expire():
+            # assumptions no answer came for: their room is free again for whoever waits
+            self.queue.move_all_to_active()
         t = time.perf_counter()
         cloned = self.scheduler.refresh()
         snapshot_s = time.perf_counter() - t
@@ -290,14 +293,23 @@ class ShardLoop:
         for p in reversed(result.profile.unreserve):
             p.unreserve(result.state, entry.pod, result.node)
         self._release_claims(entry.pod.key, evicted=False)
-        self.cache.forget(entry.pod.key)
+        self._forget(entry.pod.key)
         self.drop(entry.pod.key)
+
+    def _forget(self, key: str) -> None:
+        """Stop counting an assumed pod whose decision failed, and wake the parked pods its
+        room may help, as kube-scheduler moves them on the assigned pod's deletion (they
+        used to be sent round again only by the next update of their own status)."""
+        counted = self.cache.counted(key) if self.cache.is_assumed(key) else None
+        self.cache.forget(key)
+        if counted is not None:
+            self.queue.wake(hints.pod_left, counted, pools=self.intake.pools_on(counted.node_name))
 
     def _undo(self, entry, prof, state, node: str, why: str) -> None:
         for p in reversed(prof.unreserve):
             p.unreserve(state, entry.pod, node)
         self._release_claims(entry.pod.key, evicted=False)
-        self.cache.forget(entry.pod.key)
+        self._forget(entry.pod.key)
         self.messages[entry.pod.key] = why
         self.queue.requeue_backoff(entry)
         unit = self._unit(entry.pod, prof)
