@@ -8,7 +8,10 @@ events and records when each pod is bound. Reported:
 * throughput: pods bound in each one-second window from the first binding to the last
   (average = all bound / that span; p50/p90/p99 of the per-second samples);
 * end-to-end latency per pod, from its creation call returning to its binding being seen;
-* conflicts (decisions a binder rejected), bound and unschedulable pods, per-shard counts,
+* with `shards.qualitySamplePercent` (`bench --quality`): the placement quality the shards
+  graded off the clock (common/runtime/quality.py: regret mean and p99, optimal share);
+* conflicts (decisions a binder rejected), bound and unschedulable pods, the nodes they
+  occupy (`nodes_used`, what packing minimises), per-shard counts,
   and the `verify` result over the final state of the store;
 * with pod groups (`gang`): groups placed per second, the time to place them (those of 64
   pods apart) and the groups left partial (benchmarks/groups.py);
@@ -27,6 +30,7 @@ from common import config as config_mod
 from common.tools import fleet as fleet_mod
 from common.tools import top
 from common.tools.local_cluster import LocalCluster
+from common.runtime import quality
 from common.store import open_store
 from common.store.embedded import EmbeddedRedis
 from common.tools.verify import verify_store
@@ -247,6 +251,13 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
                                        cpu_s, len(bound_times)),
         "cpu": processes.cpu_figures(cpu_s, cores, len(bound_times)),
         "conflicts": sum(s["conflicts"] for s in per_shard),
+        # of which the binder's checks refused the placement (a node full, a port taken...),
+        # rather than the decision waiting too long for an answer (withdrawn, then bound by
+        # its first sending: AlreadyBound) on an overloaded machine
+        "conflicts_refused": sum(int(s.counters["conflicts"] - s.counters["conflicts_withdrawn"]
+                                     - s.counters["conflicts_already_bound"]) for s in shard_status.values()),
+        # how many nodes the bound pods occupy: what a packing profile minimises
+        "nodes_used": len(set(observer.nodes.values())),
         "scheduled": len(bound_times),
         "unschedulable": pod_count - len(bound_times),
         "per_shard": per_shard,
@@ -257,6 +268,9 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
     }
     if any(m.get("kind") == "PodGroup" for m in manifests):
         doc["groups"] = groups.figures(manifests, created_at, observer.bound_at)
+    doc["packing"] = any(s.counters["packing"] for s in shard_status.values())
+    if cfg.shards.quality_sample_percent:
+        doc["quality"] = quality.summarize([dict(s.counters) for s in shard_status.values()])
     return doc
 
 

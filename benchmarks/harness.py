@@ -123,11 +123,19 @@ def print_bench(doc: dict) -> None:
                         ("e2e latency p50/p90/p99/p99.9 ms",
                          f"{lat['p50']} / {lat['p90']} / {lat['p99']} / {lat.get('p999')}"),
                         ("scheduled", doc["scheduled"]), ("unschedulable", doc["unschedulable"]),
-                        ("conflicts", doc["conflicts"]), ("verify", "ok" if doc["verify"]["ok"] else
+                        ("conflicts (refused by the binder's checks)", f"{doc['conflicts']} ({doc.get('conflicts_refused', '-')})"),
+                        ("nodes used", doc.get("nodes_used", "-")),
+                        ("verify", "ok" if doc["verify"]["ok"] else
                                                           f"{len(doc['verify']['violations'])} violation(s)")):
         t.add_row(name, str(value))
     if doc.get("churn"):
         t.add_row("churn: heartbeats / pods marked Running", churn_summary(doc["churn"]))
+    if doc.get("quality"):
+        t.add_row("quality: sampled / optimal share", f"{doc['quality']['sampled']} / {doc['quality']['optimal_share']}")
+        t.add_row("quality: regret mean / p99 %",
+                  f"{doc['quality']['regret_pct_mean']} / {doc['quality']['regret_pct_p99']}")
+        if "nodes_used_one_shard" in doc["quality"]:
+            t.add_row("quality: nodes used / one shard's", f"{doc['nodes_used']} / {doc['quality']['nodes_used_one_shard']}")
     if doc.get("groups"):
         g = doc["groups"]
         for name, value in (("pod groups placed / created", f"{g['placed']} / {g['groups']}"),

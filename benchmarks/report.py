@@ -25,11 +25,13 @@ def markdown(doc: dict) -> str:
         *([f"| running pods before the clock started | {doc['running_pods']} |"] if doc.get("running_pods") else []),
         f"| scheduled | {doc['scheduled']} |",
         f"| unschedulable | {doc['unschedulable']} |",
-        f"| conflicts | {doc['conflicts']} |",
+        f"| conflicts (refused by the binder's checks) | {doc['conflicts']} ({doc.get('conflicts_refused', '-')}) |",
+        f"| nodes used | {doc.get('nodes_used', '-')} |",
         f"| verify | {'ok' if verify['ok'] else str(len(verify['violations'])) + ' violation(s)'} |",
         *([f"| churn: heartbeats / pods marked Running | {churn_summary(doc['churn'])} |"]
           if doc.get("churn") else []),
         *_groups_rows(doc.get("groups")),
+        *_quality_rows(doc),
         "",
         "| shard | scheduled | conflicts | cycles | unschedulable attempts |", "|---|---:|---:|---:|---:|",
     ]
@@ -43,6 +45,17 @@ def markdown(doc: dict) -> str:
     if doc.get("ablation"):
         lines += ["", "## Ablation", "", ablation_markdown(doc["ablation"])]
     return "\n".join(lines) + "\n"
+
+
+def _quality_rows(doc: dict) -> list[str]:
+    q = doc.get("quality")
+    if not q:
+        return []
+    rows = [f"| quality: sampled / optimal share | {q['sampled']} / {q['optimal_share']} |",
+            f"| quality: regret mean / p99 (%) | {q['regret_pct_mean']} / {q['regret_pct_p99']} |"]
+    if "nodes_used_one_shard" in q:
+        rows.append(f"| quality: nodes used / one shard's | {doc['nodes_used']} / {q['nodes_used_one_shard']} |")
+    return rows
 
 
 def _groups_rows(g: dict | None) -> list[str]:

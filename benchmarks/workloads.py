@@ -119,4 +119,37 @@ def gang(pods: int, seed: int, nodes: int) -> list[dict]:
     return out
 
 
-WORKLOADS = {f.__name__: f for f in (basic, mixed, preemption, unschedulable, daemonset, spread, gang)}
+def _cpu_pods(pods: int, seed: int) -> list[dict]:
+    """Pods of the untainted pools in three shapes, none pinned (the cluster-wide pool)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(pods):
+        r = rng.random()
+        cpu, memory = ("100m", "256Mi") if r < 0.6 else ("1", "2Gi") if r < 0.85 else ("4", "16Gi")
+        out.append(pause_pod(f"cpu-{i}", cpu, memory))
+    return out
+
+
+def cpu_pool(pods: int, seed: int, nodes: int) -> list[dict]:
+    """gpu_backlog's CPU pods alone: its baseline."""
+    return _cpu_pods(pods, seed)
+
+
+def gpu_backlog(pods: int, seed: int, nodes: int) -> list[dict]:
+    """The CPU pods of cpu_pool, and one pod in five as many again pinned to the GPU pool
+    (nodeSelector on the pool label) that fit no GPU node (16 GPUs; the mixed fleet's have 8),
+    created among them: a saturated pool's backlog beside pods that flow. Only the CPU pods
+    can bind, so the report's throughput and latency are theirs."""
+    out = []
+    for i, p in enumerate(_cpu_pods(pods, seed)):
+        out.append(p)
+        if i % 5 == 4:
+            g = pause_pod(f"gpu-{i // 5}", "8", "32Gi", nodeSelector={POOL: "gpu"}, tolerations=[
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
+            g["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "16"}
+            out.append(g)
+    return out
+
+
+WORKLOADS = {f.__name__.replace("_", "-"): f for f in (basic, mixed, preemption, unschedulable, daemonset, spread,
+                                                       gang, cpu_pool, gpu_backlog)}

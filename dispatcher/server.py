@@ -7,6 +7,10 @@ What it does:
 * follows pending pods for this scheduler (spec.schedulerName of a profile; optionally
   default-scheduler too), reading only the few fields it needs from the raw objects; a pod
   with scheduling gates waits here, undispatched, until an update removes its last gate;
+* with sub-clusters (`subClusters.label`, `shardsPerPool`), sends a named pool's pods only to
+  the pool's shards (common/scheduling/pools.py: `shardsPerPool` of the live shards, picked by
+  the pool's name; a shard's death moves its pools to the next live ones), so that pools are
+  scheduled by different processes and never conflict with each other;
 * sends each pod to the live shard with the fewest pods in flight (random tie-break), and
   every pod of a pod group (label scheduling.x-k8s.io/pod-group) to the same shard, so the
   whole group is there to be placed as one unit; when that shard dies, the group's pending
@@ -39,6 +43,7 @@ from common.runtime.links import StreamLink
 from common.runtime.metrics import DispatcherMetrics, pending_age_gauge
 from common.model.objects import TERMINAL_PHASES, raw_pod_key
 from common.model.podgroup import raw_group_key
+from common.scheduling.pools import CLUSTER_WIDE, raw_pool_of, shards_for
 from common.runtime.identity import replica_identity
 from common.runtime.wire import split
 from common.store.base import ListSkip
@@ -56,11 +61,13 @@ ADOPT_WAIT_S = 3.0
 
 
 class Pending:
-    __slots__ = ("key", "uid", "rv", "group", "shard", "sent_at", "avoid", "gated", "seen_at")
+    __slots__ = ("key", "uid", "rv", "group", "shard", "sent_at", "avoid", "gated", "seen_at", "pool")
 
-    def __init__(self, key: str, uid: str, rv: str, group: str | None, gated: bool = False):
+    def __init__(self, key: str, uid: str, rv: str, group: str | None, gated: bool = False,
+                 pool: str = CLUSTER_WIDE):
         self.key, self.uid, self.rv, self.group = key, uid, rv, group
         self.seen_at = time.monotonic()  # for the age of the oldest pending pod (metrics)
+        self.pool = pool  # its sub-cluster pool (common/scheduling/pools.py)
         self.gated = gated  # has scheduling gates: no shard may schedule it yet
         self.shard: str | None = None
         self.sent_at = 0.0
@@ -110,6 +117,9 @@ class Dispatcher(Component):
         if d.also_default_scheduler:
             self.names.add("default-scheduler")
         self.batch_size = d.batch_size
+        self.pool_label = cfg.sub_clusters.label
+        self.shards_per_pool = cfg.sub_clusters.shards_per_pool
+        self.pools: Counter = Counter()          # pool -> its pending pods here
         self.redispatch_after = d.redispatch_after_seconds
         self.rng = random.Random(seed)
         self.pending: dict[str, Pending] = {}
@@ -141,6 +151,8 @@ class Dispatcher(Component):
 
     def queues(self) -> dict[str, int]:
         out = {"pending": len(self.pending), "unsent": len(self.unsent)}
+        if self.pool_label:
+            out.update({f"pool:{name or '*'}": n for name, n in self.pools.items() if n})
         for id_, link in self.shards.items():
             out[f"in_flight_shard_{id_}"] = len(link.held)
         return out
@@ -177,7 +189,9 @@ class Dispatcher(Component):
         if known is not None:
             self._forget(known, revoke=True)  # deleted and recreated under the same name
         group = raw_group_key(obj)
-        self.pending[key] = Pending(key, uid, str(meta.get("resourceVersion") or ""), group, gated)
+        pool = raw_pool_of(obj, self.pool_label)
+        self.pending[key] = Pending(key, uid, str(meta.get("resourceVersion") or ""), group, gated, pool)
+        self.pools[pool] += 1
         if not gated:
             self.unsent[key] = None
         if group is not None:
@@ -191,6 +205,9 @@ class Dispatcher(Component):
 
     def _forget(self, p: Pending, revoke: bool) -> None:
         del self.pending[p.key]
+        self.pools[p.pool] -= 1
+        if self.pools[p.pool] <= 0:
+            del self.pools[p.pool]
         if p.group is not None:
             self.group_pending[p.group] -= 1
             if self.group_pending[p.group] <= 0:  # placed, or gone: the next one may go anywhere
@@ -319,6 +336,9 @@ class Dispatcher(Component):
             link = self.shards.get(self.groups.get(p.group, ""))
             if link is not None:
                 return link
+        if self.shards_per_pool and p.pool != CLUSTER_WIDE:
+            ids = set(shards_for(p.pool, [link.id for link in live], self.shards_per_pool))
+            live = [link for link in live if link.id in ids]
         others = [link for link in live if link.id != p.avoid]
         live = others or live
         least = min(len(link.held) for link in live)

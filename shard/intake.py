@@ -133,6 +133,16 @@ class ShardIntake:
         with volumes (kube's VolumeBinding, VolumeZone and NodeVolumeLimits hints)."""
         self.queue.move_all_to_active(only=counts_volumes, event="StorageChange")
 
+    def _pools(self, *nodes):
+        """The sub-cluster pools of these nodes, for a wake that concerns only them (None:
+        sub-clusters off, every parked pod is asked)."""
+        label = self.scheduler.pool_label
+        return {n.labels.get(label, "") for n in nodes} if label else None
+
+    def pools_on(self, node_name: str | None):
+        node = self._node(node_name) if node_name else None
+        return self._pools(node) if node is not None else None
+
     def _node(self, name: str):
         info = self.cache.nodes.get(name)
         return info.node if info is not None else None
@@ -150,9 +160,9 @@ class ShardIntake:
         if node is not None:
             self.cache.set_node(node)
             if old is None:
-                self.queue.wake(hints.node_added, node)
+                self.queue.wake(hints.node_added, node, pools=self._pools(node))
             else:
-                self.queue.wake(hints.node_updated, old, node)
+                self.queue.wake(hints.node_updated, old, node, pools=self._pools(old, node))
 
     def _apply_group(self, type_: str, obj: dict) -> None:
         key = index_key_of(obj)
@@ -175,7 +185,7 @@ class ShardIntake:
             self.queue.delete(key)
             self.cache.remove_pod(key)
             if gone is not None:
-                self.queue.wake(hints.pod_left, gone)
+                self.queue.wake(hints.pod_left, gone, pools=self.pools_on(gone.node_name))
             elif nominated:
                 self.queue.wake(hints.preemption_changed)
             return
@@ -209,9 +219,10 @@ class ShardIntake:
             counted = self.cache.counted(key)
             self.cache.set_pod(pod)
             if counted is not None and self.cache.counted(key) is None:
-                self.queue.wake(hints.pod_left, counted)  # it finished: its room is free
+                # it finished: its room is free
+                self.queue.wake(hints.pod_left, counted, pools=self.pools_on(counted.node_name))
             elif known is None or not known.node_name or known.labels != pod.labels:
-                self.queue.wake(hints.pod_arrived, pod)
+                self.queue.wake(hints.pod_arrived, pod, pools=self.pools_on(pod.node_name))
         elif self.cache.is_assumed(key):
             pass  # our binding is in flight; the watch will bring the bound version
         elif self.owner.owns(pod) and not pod.deleting:

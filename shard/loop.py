@@ -20,6 +20,8 @@ import time
 
 from common.scheduling.disruption import VICTIMS_TERMINATING
 from common.model.podgroup import GANG, NATIVE_KIND, gave_up, group_key
+from common.scheduling.pools import pool_of
+from . import queueing_hints as hints
 from .cache import ShardCache
 from .framework import SUCCESS
 from .intake import ProfileOwnership, ShardIntake
@@ -46,9 +48,10 @@ class ShardLoop:
         self.cache = ShardCache(shards.assume_ttl_seconds, clock)
         self.scheduler = Scheduler(cfg, self.cache, store, seed, clock=clock, **scheduler_opts)
         first = next(iter(self.scheduler.profiles.values()))
+        label = cfg.sub_clusters.label
         self.queue = SchedulingQueue(first.less, shards.pod_initial_backoff_seconds,
                                      shards.pod_max_backoff_seconds, shards.unschedulable_max_seconds,
-                                     clock)
+                                     clock, pool_of=(lambda pod: pool_of(pod, label)) if label else None)
         self.waiting = self.scheduler.waiting
         self.pdbs = self.scheduler.pdbs
         self.groups = self.scheduler.groups
@@ -84,7 +87,10 @@ class ShardLoop:
         and did not relist). Left alone it stayed held here, and the dispatcher, seeing it
         held, never handed it to anyone else."""
         in_flight = getattr(self.committer, "in_flight", ())
-        for key in self.cache.expire():
+        expired = self.cache.expire()
+        if expired:  # their room is free again for whoever waits (kube: AssignedPodDelete)
+            self.queue.move_all_to_active(event="AssignedPodDelete")
+        for key in expired:
             known = self.pods.get(key)
             if (not self._pending_in_watch(key) or not self.owner.owns(known)
                     or key in self.queue or key in self.waiting or key in in_flight):
@@ -353,14 +359,23 @@ class ShardLoop:
         for p in reversed(result.profile.unreserve):
             p.unreserve(result.state, entry.pod, result.node)
         self._release_claims(entry.pod.key, evicted=False)
-        self.cache.forget(entry.pod.key)
+        self._forget(entry.pod.key)
         self.drop(entry.pod.key)
+
+    def _forget(self, key: str) -> None:
+        """Stop counting an assumed pod whose decision failed, and wake the parked pods its
+        room may help, as kube-scheduler moves them on the assigned pod's deletion (they
+        used to be sent round again only by the next update of their own status)."""
+        counted = self.cache.counted(key) if self.cache.is_assumed(key) else None
+        self.cache.forget(key)
+        if counted is not None:
+            self.queue.wake(hints.pod_left, counted, pools=self.intake.pools_on(counted.node_name))
 
     def _undo(self, entry, prof, state, node: str, why: str) -> None:
         for p in reversed(prof.unreserve):
             p.unreserve(state, entry.pod, node)
         self._release_claims(entry.pod.key, evicted=False)
-        self.cache.forget(entry.pod.key)
+        self._forget(entry.pod.key)
         self.messages[entry.pod.key] = why
         self.queue.requeue_backoff(entry)
         unit = self._unit(entry.pod, prof)

@@ -15,6 +15,8 @@ held at the int64 maximum: the node is full either way.
 """
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
 from common.model.resources import BASE_WIDTH, INT64_MAX, RESOURCES, padded
@@ -99,6 +101,9 @@ class NodeTable:
         self.width = BASE_WIDTH
         self.alloc = self.requested = self.free = self.nonzero = None
         self.taints = self.prefer_taints = self.unschedulable = self.generation = None
+        #: crc32 of each row's node name: stable across processes, so every shard agrees on
+        #: the slice a node belongs to (conflict-aware packing, shard/scheduler.py).
+        self.name_hash = None
         self._labels: dict[str, tuple[np.ndarray, dict]] = {}
         self._counts: dict = {}  # cache key -> RowCache (pod counts, releasable resources)
         self._sparse: dict = {}  # cache key -> SparseCounts (pod counts pushed out of _counts)
@@ -123,6 +128,7 @@ class NodeTable:
         self.prefer_taints = grown(self.prefer_taints, cap, np.uint64)
         self.unschedulable = grown(self.unschedulable, cap, np.bool_)
         self.generation = grown(self.generation, cap, np.int64)
+        self.name_hash = grown(self.name_hash, cap, np.int64)
         for key, (codes, values) in list(self._labels.items()):
             self._labels[key] = (grown(codes, cap, np.int32), values)
         for pc in self._counts.values():
@@ -167,6 +173,7 @@ class NodeTable:
             self.names.append(info.name)
             self.infos.append(info)
             self.row_of[info.name] = row
+            self.name_hash[row] = zlib.crc32(info.name.encode())
             node_changed = True
         else:
             old = self.infos[row].node
@@ -192,7 +199,7 @@ class NodeTable:
             self.infos[row] = self.infos[last]
             self.row_of[moved] = row
             for col in (self.alloc, self.requested, self.free, self.nonzero, self.taints,
-                        self.prefer_taints, self.unschedulable, self.generation):
+                        self.prefer_taints, self.unschedulable, self.generation, self.name_hash):
                 col[row] = col[last]
             for codes, _ in self._labels.values():
                 codes[row] = codes[last]
@@ -211,7 +218,7 @@ class NodeTable:
         order = np.fromiter((self.row_of[n] for n in names), dtype=np.int64, count=len(names))
         n = len(order)
         for attr in ("alloc", "requested", "free", "nonzero", "taints", "prefer_taints",
-                     "unschedulable", "generation"):
+                     "unschedulable", "generation", "name_hash"):
             col = getattr(self, attr)
             col[:n] = col[order]
         for codes, _ in self._labels.values():
@@ -388,6 +395,7 @@ class NodeTable:
             assert tuple(self.nonzero[row]) == tuple(min(x, INT64_MAX) for x in info.nonzero)
             assert (self.free[row] == self.alloc[row] - self.requested[row]).all()
             assert int(self.generation[row]) == info.generation
+            assert int(self.name_hash[row]) == zlib.crc32(name.encode())
             assert bool(self.unschedulable[row]) == bool(info.node.unschedulable)
             assert int(self.taints[row]) == self.taint_bits.mask(info.node.taints)
             assert int(self.prefer_taints[row]) == self.prefer_bits.mask(info.node.taints)

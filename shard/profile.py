@@ -54,6 +54,9 @@ class Profile:
         self.post_filter = at("post_filter")
         self.pre_score = at("pre_score")
         self.scorers = [p for p in at("score", "score_vec") if p.weight]
+        #: Whether a scorer favours fuller nodes (NodeResourcesFit's `packs`): config
+        #: `packing: auto` prefers the shard's own slice of the nodes for such profiles.
+        self.packs = any(getattr(p, "packs", False) for p in self.scorers)
         #: (plugin, has a vectorised score, has NormalizeScore), worked out once, not per cycle.
         self.score_forms = [(p, implements(p, "score_vec"), implements(p, "normalize")) for p in self.scorers]
         #: The filters split into vectorised and per-node forms (see Scheduler._filters).

@@ -10,14 +10,26 @@
   them (`wake` with a hint from shard/queueing_hints.py), and after `unschedulable_max`
   seconds at the latest. The pool is a dict in arrival order, so the pods due for that
   periodic retry are found at its front.
+
+Sub-clusters (config `subClusters.label`): activeQ is one heap per pool
+(common/scheduling/pools.py; `pool_of` names a pod's), and `pop` serves the pools in turn:
+each pop takes the next pod of the next pool, in round-robin order, that has one ready, and
+QueueSort orders pods within a pool only. A pool whose pods cannot fit (a saturated GPU pool)
+thus takes at most its share of the cycles while other pools have pods ready, and its failed
+pods park in the shared backoffQ and unschedulable pool like any other (those only hold pods
+until they are due; a due pod goes back to its own pool's heap).
 """
 from __future__ import annotations
 
 import heapq
 import itertools
 import time
+from collections import Counter
 
 from sortedcontainers import SortedKeyList
+
+from common.config.plugin_names import (NODE_AFFINITY, NODE_NAME, NODE_PORTS, NODE_RESOURCES_FIT,
+                                        NODE_UNSCHEDULABLE, TAINT_TOLERATION)
 
 
 _NOT_SCHEDULING = ("resourceVersion", "generation", "managedFields", "finalizers")
@@ -43,13 +55,29 @@ EVENT_LABELS = {"node_added": "NodeAdd", "node_updated": "NodeUpdate", "node_del
                 "preemption_changed": "PodDisruptionBudgetChange"}
 
 
+#: Plugins whose verdict on a node depends on that node alone (the README lists them): a parked pod of a named pool
+#: turned down only by these can gain nothing from an event on a node of another pool (its
+#: own requirements keep it off those nodes).
+NODE_LOCAL = frozenset((NODE_UNSCHEDULABLE, NODE_NAME, TAINT_TOLERATION, NODE_AFFINITY, NODE_PORTS,
+                        NODE_RESOURCES_FIT))
+
+
+def _node_local(entry: "QueuedPod") -> bool:
+    """Whether only events on its own pool's nodes can help this parked pod: it has no
+    constraints across nodes (affinity, spread), no claims, and only node-local plugins
+    turned it down (none known: any event may help)."""
+    pod = entry.pod
+    return (bool(entry.rejectors) and entry.rejectors <= NODE_LOCAL
+            and not pod.has_cross_node_constraints() and not pod.volumes)
+
+
 class QueuedPod:
     """A pod in the queue with its scheduling history (attempts, backoff, last generation)."""
 
     __slots__ = ("pod", "queued_at", "initial_at", "attempts", "backoff_until", "unschedulable_since",
-                 "last_generation", "rejectors", "seq", "_less")
+                 "last_generation", "rejectors", "seq", "_less", "pool")
 
-    def __init__(self, pod, now: float, less):
+    def __init__(self, pod, now: float, less, pool: str = ""):
         self.pod = pod
         self.queued_at = now
         self.initial_at = now  # first queued: the start of kube's scheduling SLI
@@ -60,6 +88,7 @@ class QueuedPod:
         self.rejectors: frozenset = frozenset()  # plugins that turned it down last time
         self.seq = 0
         self._less = less
+        self.pool = pool  # its sub-cluster pool (activeQ heap)
 
     def __lt__(self, other: "QueuedPod") -> bool:
         if self._less(self, other):
@@ -71,15 +100,22 @@ class QueuedPod:
 
 class SchedulingQueue:
     def __init__(self, less, initial_backoff: float = 1.0, max_backoff: float = 10.0,
-                 unschedulable_max: float = 300.0, clock=time.monotonic):
+                 unschedulable_max: float = 300.0, clock=time.monotonic, pool_of=None):
+        """`pool_of(pod)` names a pod's pool (default: one pool for all)."""
         self.less = less
+        self.pool_of = pool_of or (lambda pod: "")
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.unschedulable_max = unschedulable_max
         self.clock = clock
-        self._active: list[QueuedPod] = []
+        #: activeQ: one heap per pool, served in turn from `_turn` on
+        self._active: dict[str, list[QueuedPod]] = {}
+        self._turn = 0
+        self._pools: Counter = Counter()     # pool -> its pods queued anywhere here
         self._backoff = SortedKeyList(key=lambda e: (e.backoff_until, e.seq))
         self._unschedulable: dict[str, QueuedPod] = {}
+        #: the same by pool, node-local ones only (`_node_local`); the others under None
+        self._parked: dict[str | None, dict[str, QueuedPod]] = {}
         self._where: dict[str, str] = {}      # pod key -> "active" | "backoff" | "unschedulable"
         self._entries: dict[str, QueuedPod] = {}
         self._seq = itertools.count()
@@ -101,12 +137,16 @@ class SchedulingQueue:
 
     def has_active(self) -> bool:
         """Whether activeQ may hold a pod (stale heap entries count: it is only a hint)."""
-        return bool(self._active)
+        return any(self._active.values())
 
     def lengths(self) -> dict[str, int]:
+        """Pods in activeQ, backoffQ and the unschedulable pool; with pools, also each
+        named pool's queued pods (`pool:NAME`; the cluster-wide pool's `pool:*`)."""
         counts = {"active": 0, "backoff": 0, "unschedulable": 0}
         for where in self._where.values():
             counts[where] += 1
+        if len(self._pools) > 1 or "" not in self._pools:
+            counts.update({f"pool:{name or '*'}": n for name, n in self._pools.items()})
         return counts
 
     # --- adding and removing ------------------------------------------------------------------
@@ -115,28 +155,47 @@ class SchedulingQueue:
         """A new pending pod, or a newer version of one already queued."""
         entry = self._entries.get(pod.key)
         if entry is not None:
-            if _changed(entry.pod, pod):
+            changed = _changed(entry.pod, pod)
+            if changed:
                 # A changed pod (tolerations added, say) may fit nodes that did not change:
                 # the scheduling context must not skip them on its next attempt.
                 entry.last_generation = 0
+            # Parked, it is worth a new try only if what scheduling reads changed: not after
+            # a status update (the PodScheduled condition this shard writes after a failure).
+            parked = self._where.get(pod.key) == "unschedulable"
+            if parked and not changed:
+                entry.pod = pod
+                return
+            if parked:
+                self._unpark(pod.key)  # (under its old pool)
             entry.pod = pod
-            if self._where.get(pod.key) == "unschedulable":  # worth a new try
-                del self._unschedulable[pod.key]
+            self._count(entry, -1)
+            entry.pool = self.pool_of(pod)
+            self._count(entry, 1)
+            if parked:
                 self._push_active(entry)
                 self._incoming("active", "UnscheduledPodUpdate")
             return
-        entry = QueuedPod(pod, self.clock(), self.less)
+        entry = QueuedPod(pod, self.clock(), self.less, self.pool_of(pod))
         self._entries[pod.key] = entry
+        self._count(entry, 1)
         self._push_active(entry)
         self._incoming("active", "PodAdd")
+
+    def _count(self, entry: QueuedPod, delta: int) -> None:
+        self._pools[entry.pool] += delta
+        if self._pools[entry.pool] <= 0:
+            del self._pools[entry.pool]
 
     def delete(self, key: str) -> None:
         """Forget a pod (bound elsewhere, deleted). activeQ heap entries are dropped lazily
         on pop; the other two places let go of it at once."""
         entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._count(entry, -1)
         where = self._where.pop(key, None)
         if where == "unschedulable":
-            del self._unschedulable[key]
+            self._unpark(key)
         elif where == "backoff":
             self._backoff.remove(entry)
 
@@ -148,13 +207,29 @@ class SchedulingQueue:
     def _push_active(self, entry: QueuedPod) -> None:
         entry.seq = next(self._seq)
         self._where[entry.pod.key] = "active"
-        heapq.heappush(self._active, entry)
+        heap = self._active.get(entry.pool)
+        if heap is None:
+            heap = self._active[entry.pool] = []
+        heapq.heappush(heap, entry)
 
     def pop(self) -> QueuedPod | None:
-        """The next pod to schedule, or None when activeQ is empty (after moving due pods)."""
+        """The next pod to schedule, or None when activeQ is empty (after moving due pods):
+        the first of the next pool in turn that has one (see the module's docstring)."""
         self.flush()
-        while self._active:
-            entry = heapq.heappop(self._active)
+        pools = list(self._active)
+        for i in range(len(pools)):
+            at = (self._turn + i) % len(pools)
+            entry = self._pop_from(self._active[pools[at]])
+            if entry is not None:
+                self._turn = at + 1
+                return entry
+        for name in [n for n, heap in self._active.items() if not heap]:
+            del self._active[name]  # pools without pods ready leave the rotation
+        return None
+
+    def _pop_from(self, heap: list) -> QueuedPod | None:
+        while heap:
+            entry = heapq.heappop(heap)
             key = entry.pod.key
             if self._entries.get(key) is entry and self._where.get(key) == "active":
                 del self._where[key]
@@ -193,6 +268,21 @@ class SchedulingQueue:
         self._where[entry.pod.key] = "unschedulable"
         self._unschedulable[entry.pod.key] = entry
         self._incoming("unschedulable", "ScheduleAttemptFailure")
+        where = entry.pool if _node_local(entry) else None  # None: any event may concern it
+        by_pool = self._parked.get(where)
+        if by_pool is None:
+            by_pool = self._parked[where] = {}
+        by_pool[entry.pod.key] = entry
+
+    def _unpark(self, key: str) -> QueuedPod:
+        entry = self._unschedulable.pop(key)
+        for where in (entry.pool, None):
+            by_pool = self._parked.get(where)
+            if by_pool is not None and by_pool.pop(key, None) is not None:
+                if not by_pool:
+                    del self._parked[where]
+                break
+        return entry
 
     def done(self, key: str) -> None:
         """The pod was scheduled: it leaves the queue."""
@@ -210,16 +300,32 @@ class SchedulingQueue:
                 out[key] = out.get(key, 0) + 1
         return out
 
-    def move_all_to_active(self, only=None, entries: bool = False, event: str = "ForceActivate") -> int:
+    def _candidates(self, pools):
+        """The parked pods an event may concern: all, or with `pools` (the pools of the node
+        it happened on) those of these pools, of the cluster-wide pool, and of the others
+        those whose fate may depend on a node of another pool (`_node_local`)."""
+        if pools is None:
+            return list(self._unschedulable.values())
+        out = []
+        for name in {None, "", *pools}:
+            by_pool = self._parked.get(name)
+            if by_pool:
+                out += by_pool.values()
+        return out
+
+    def move_all_to_active(self, only=None, entries: bool = False, event: str = "ForceActivate",
+                           pools=None) -> int:
         """Move unschedulable pods back; with `only`, just those for which `only(pod)` (or
-        `only(entry)` with `entries`) is true. `event` is the cause's label, as kube's."""
+        `only(entry)` with `entries`) is true, among those `pools` may concern (see
+        `_candidates`). `event` is the cause's label, as kube's."""
         if only is None:
             moved = list(self._unschedulable.values())
             self._unschedulable.clear()
+            self._parked.clear()
         else:
-            moved = [e for e in self._unschedulable.values() if only(e if entries else e.pod)]
+            moved = [e for e in self._candidates(pools) if only(e if entries else e.pod)]
             for e in moved:
-                del self._unschedulable[e.pod.key]
+                self._unpark(e.pod.key)
         now = self.clock()
         to_backoff = 0
         for entry in moved:
@@ -232,11 +338,14 @@ class SchedulingQueue:
         self._incoming("active", event, len(moved) - to_backoff)
         return len(moved)
 
-    def wake(self, hint, *event) -> int:
+    def wake(self, hint, *event, pools=None) -> int:
         """A cluster event: move the parked pods for which `hint(pod, rejectors, *event)`
-        (shard/queueing_hints.py) says it could make them fit."""
+        (shard/queueing_hints.py) says it could make them fit. `pools`: the sub-cluster pools
+        of the node the event happened on (None: any), so that an event in one pool never
+        walks the backlog of another (a saturated pool's thousands of parked pods)."""
         return self.move_all_to_active(only=lambda e: hint(e.pod, e.rejectors, *event), entries=True,
-                                       event=EVENT_LABELS.get(getattr(hint, "__name__", ""), "ClusterEvent"))
+                                       event=EVENT_LABELS.get(getattr(hint, "__name__", ""), "ClusterEvent"),
+                                       pools=pools)
 
     def activate(self, keys) -> int:
         """Move these queued pods to activeQ now, from backoff or the unschedulable pool
@@ -250,7 +359,7 @@ class SchedulingQueue:
             if where == "backoff":
                 self._backoff.remove(entry)
             else:
-                del self._unschedulable[key]
+                self._unpark(key)
             self._push_active(entry)
             moved += 1
         self._incoming("active", "ForceActivate", moved)
@@ -269,7 +378,7 @@ class SchedulingQueue:
                     continue
                 self._backoff.remove(entry)
             elif where == "unschedulable":
-                del self._unschedulable[key]
+                self._unpark(key)
             entry.backoff_until = max(entry.backoff_until, until)
             self._push_backoff(entry)  # an activeQ heap entry is dropped when popped
 
@@ -289,7 +398,7 @@ class SchedulingQueue:
                     break
                 stale.append(entry)
             for entry in stale:
-                del self._unschedulable[entry.pod.key]
+                self._unpark(entry.pod.key)
                 self._push_active(entry)
             self._incoming("active", "UnschedulableTimeout", len(stale))
 

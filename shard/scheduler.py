@@ -13,6 +13,19 @@ Nominated pods (pending pods that preempted and wait for their victims to go) co
 already placed on their node for pods of lower or equal priority: such a node passes only if
 the pod fits both with and without them, as in kube-scheduler.
 
+Conflict-aware packing (config `packing`). Shards that score the same way see nearly the same
+best nodes; when the score packs (MostAllocated), every shard races for the few fullest nodes
+and the binder turns the losers into conflicts and retries. Each shard therefore owns a slice
+of the nodes (a stable hash of the node's name modulo shards.count) and, among the feasible
+nodes scored within `packing.tolerance` percent of the best, picks the best of its own slice;
+only when its slice has none does it take the best overall. Each shard then fills its own
+nodes, as one scheduler would fill all of them, and shards meet only once a slice is full.
+
+Sub-clusters (config `subClusters.label`): a pod of a named pool (common/scheduling/pools.py)
+is filtered only against the rows of the pool's nodes, found in one pass over the label's
+column; the others are reported as NodeAffinity's rejections, which they are (the pod's own
+selector or required affinity pins the label).
+
 Optimisations that can be switched off (for baselines and ablations): `vectorised`
 (per-node filters for everything, like kube-scheduler), `scheduling_context` (skip nodes
 unchanged since a pod's last failed attempt), `unit_locating` (honour PreFilter node-name
@@ -30,7 +43,9 @@ from common.scheduling.workloads import Workloads
 from common.model.workloads import Namespaces
 from common.config import Config, Profile as ProfileConfig
 from common.config.plugin_args import profile_args
+from common.config.plugin_names import NODE_AFFINITY
 from common.model.podgroup import GroupIndex
+from common.scheduling.pools import CLUSTER_WIDE, pool_of
 from common.scheduling.volumes import VolumeState, claim_volumes
 from .diagnosis import Diagnosis
 from .framework import (ERROR, SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status,
@@ -145,10 +160,11 @@ class Scheduler:
                  vectorised: bool | None = None, scheduling_context: bool | None = None,
                  unit_locating: bool | None = None, full_snapshot: bool | None = None,
                  zone_order: bool | None = None, preemption_pruning: bool | None = None,
-                 registry: dict | None = None):
+                 registry: dict | None = None, slice_of: tuple[int, int] = (0, 1)):
         """Optimisations default to `shards.optimizations` in the config; keyword arguments
         override them (benchmarks compare both settings on one cache). `registry` maps plugin
-        names to classes (default: shard.registry.REGISTRY)."""
+        names to classes (default: shard.registry.REGISTRY). `slice_of` is (this shard's
+        index, the number of shards): the slice of the nodes packing prefers (one slice: off)."""
         opts = cfg.shards.optimizations
 
         def pick(arg, default):
@@ -183,9 +199,16 @@ class Scheduler:
         self.partitioning = (cfg.binders.count, cfg.binders.partition_label)
         self.clock = clock
         self._cycles = 0  # for sampling plugin times
+        self.slice_index, self.slices = slice_of[0] % max(slice_of[1], 1), max(slice_of[1], 1)
+        self.pack_tolerance = cfg.packing.tolerance
+        self.pool_label = cfg.sub_clusters.label
         self.profiles = {p.scheduler_name: Profile(p, self, profile_args(cfg, i), self._threshold(cfg, p),
                                                    registry)
                          for i, p in enumerate(cfg.profiles)}
+        mode = cfg.packing.mode
+        #: scheduler names of the profiles whose choice prefers this shard's slice
+        self.sliced = frozenset() if self.slices == 1 or mode == "off" else frozenset(
+            name for name, prof in self.profiles.items() if mode == "always" or prof.packs)
 
     def _threshold(self, cfg: Config, profile: ProfileConfig) -> Threshold:
         """The profile's own (percentageOfNodesToScore), else the scheduler's."""
@@ -230,6 +253,8 @@ class Scheduler:
                 self._post_filter(profile, state, pod, result,
                                   result.status.code == UNSCHEDULABLE and self._preempting(profile, pod))
             return result
+        if self.pool_label:
+            self._narrow_to_pool(profile, pod, diag)
         rows_hint = diag.kept
         if n == 0:
             result.status = Status("UnschedulableAndUnresolvable", "no nodes available to schedule pods")
@@ -314,6 +339,20 @@ class Scheduler:
             result.status = rejected
             return False
         return True
+
+    def _narrow_to_pool(self, profile, pod, diag) -> None:
+        """Scan only the rows of the pod's pool, if it has one and the profile runs the
+        NodeAffinity filter that enforces the pin (its words explain the other rows)."""
+        pool = pool_of(pod, self.pool_label)
+        if pool == CLUSTER_WIDE:
+            return
+        affinity = next((p for p in profile.filters if p.name == NODE_AFFINITY), None)
+        if affinity is None:
+            return
+        codes, values = self.table.label_column(self.pool_label)
+        code = values.get(pool)
+        rows = np.zeros(0, dtype=np.int64) if code is None else np.flatnonzero(codes[:len(self.table)] == code)
+        diag.narrow(affinity, rows, hint=True)
 
     def _post_filter(self, profile, state, pod, result, preempting: bool) -> None:
         """Run PostFilter until one finds a node (preemption: the result gets the node and
@@ -404,7 +443,10 @@ class Scheduler:
         return ([p for p in profile.vec_filters if p.name not in skip],
                 [p for p in profile.node_filters if p.name not in skip])
 
-    def _scan(self, profile, state, pod, diag, result, queued, rows_hint, skip_before) -> np.ndarray:
+    def _scan(self, profile, state, pod, diag, result, queued, rows_hint, skip_before,
+              everywhere: bool = False) -> np.ndarray:
+        """The feasible rows the cycle scores: the threshold's number of them, or with
+        `everywhere` (grading a choice) every feasible row, unsliced."""
         table = self.table
         n = len(table)
         vec, per_node = self._filters(profile, state)
@@ -427,7 +469,12 @@ class Scheduler:
             windows = (slice(a, b) for a, b in _growing([(start, n), (0, start)]))
         found: list[np.ndarray] = []
         nfound = examined = rejected = 0
-        target = profile.threshold.target(n, 0, 0, queued)
+        sliced = not everywhere and profile.name in self.sliced  # the threshold counts its own nodes
+
+        def target_after(examined, rejected):
+            return n if everywhere else profile.threshold.target(n, examined, rejected, queued)
+
+        target = target_after(0, 0)
         for rows in windows:
             base = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
             alive = None  # rows that passed every filter so far (None: all of them)
@@ -459,15 +506,28 @@ class Scheduler:
             rejected += len(base) - len(cand)
             if len(cand):
                 found.append(cand)
-                nfound += len(cand)
+                nfound += int(np.count_nonzero(self.own(cand))) if sliced else len(cand)
             result.evaluated = examined
-            target = profile.threshold.target(n, examined, rejected, queued)
+            target = target_after(examined, rejected)
             if nfound >= target:
                 break
         if not found:
             return np.zeros(0, dtype=np.int64)
         feasible = np.concatenate(found)
+        if sliced:
+            return self._slice_candidates(feasible, max(target, 1))
         return feasible[:max(target, 1)]
+
+    def _slice_candidates(self, feasible: np.ndarray, target: int) -> np.ndarray:
+        """What a packing cycle scores: up to `target` nodes of its own slice (the threshold
+        counted those, so a shard samples its slice as one scheduler samples the cluster),
+        and up to as many others, which only a tolerance below 100 may choose (or none of
+        its own is feasible)."""
+        mine = self.own(feasible)
+        own = feasible[mine][:target]
+        if len(own) and self.pack_tolerance >= 100:
+            return own
+        return np.concatenate((own, feasible[~mine][:target]))
 
     def _leave_room_for_nominated(self, profile, state, pod, diag, cand: np.ndarray) -> np.ndarray:
         """Re-check the feasible rows whose nodes hold nominated pods, with those pods there."""
@@ -485,6 +545,19 @@ class Scheduler:
         table = self.table
         if len(rows) == 1:
             return table.names[int(rows[0])]
+        total = self._totals(profile, state, pod, rows, result)
+        best = None
+        if profile.name in self.sliced:
+            best = self._own_slice_best(total, rows)
+        if best is None:
+            best = (total == total.max()).nonzero()[0]
+        pick = best[self.rng.randrange(len(best))] if len(best) > 1 else best[0]
+        return table.names[int(rows[pick])]
+
+    def _totals(self, profile, state, pod, rows: np.ndarray, result: ScheduleResult) -> np.ndarray:
+        """PreScore, then each rows' weighted sum of the profile's normalised scores (the
+        plugins' times go to `result`, on a sampled cycle)."""
+        table = self.table
         total = None
         for p in profile.pre_score:
             t = time.perf_counter()
@@ -508,9 +581,47 @@ class Scheduler:
             total = weighed if total is None else total + weighed  # never in place: s may be shared
         if total is None:  # every scorer skipped: all nodes tie
             total = np.zeros(len(rows), dtype=np.int64)
-        best = (total == total.max()).nonzero()[0]
-        pick = best[self.rng.randrange(len(best))] if len(best) > 1 else best[0]
-        return table.names[int(rows[pick])]
+        return total
+
+    def grade(self, result: ScheduleResult) -> float | None:
+        """The regret of a cycle's choice, off the clock: every feasible node of the same
+        snapshot is scored for the pod (no threshold, no slice), and the chosen node's total
+        falls short of the best by this percentage of the best (0: an optimal node). Call it
+        before the next cycle refreshes the snapshot. None for what it cannot grade fairly:
+        failures, preemption (victims change the node), pod groups and pods with claims (their
+        Reserve already changed what a rescan would see), or a node the rescan no longer finds."""
+        pod, profile = result.pod, result.profile
+        if (not result.scheduled or result.victims or claim_volumes(pod)
+                or self.groups.group_of.get(pod.key) is not None):
+            return None
+        state = CycleState()
+        diag = Diagnosis(len(self.table))
+        scratch = ScheduleResult(pod, profile, state)
+        if not self._pre_filter(profile, state, pod, diag, scratch):
+            return None
+        rows = self._scan(profile, state, pod, diag, scratch, 0, diag.kept, 0, everywhere=True)
+        at = np.flatnonzero(rows == self.table.row_of.get(result.node, -1))
+        if not len(at):
+            return None
+        total = self._totals(profile, state, pod, rows, scratch) if len(rows) > 1 else np.zeros(1, dtype=np.int64)
+        best = int(total.max())
+        return 0.0 if best <= 0 else 100.0 * (best - int(total[at[0]])) / best
+
+    def own(self, rows: np.ndarray) -> np.ndarray:
+        """Which of `rows` belong to this shard's slice (crc32 of the node's name, the same
+        in every process, modulo the number of shards)."""
+        return self.table.name_hash[rows] % self.slices == self.slice_index
+
+    def _own_slice_best(self, total: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
+        """Positions (into `rows`) of the best-scored nodes of this shard's slice among those
+        within `packing.tolerance` percent of the best score; None when it has none there."""
+        top = int(total.max())
+        near = (total >= top - max(top, 0) * self.pack_tolerance // 100) & self.own(rows)
+        if not near.any():
+            return None
+        own = np.flatnonzero(near)
+        scores = total[own]
+        return own[scores == scores.max()]
 
     # --- explaining a failure -----------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from proto import shardsched_pb2_grpc as rpc
 
 from .intake import DispatchedPods
 from .loop import ShardLoop
+from .quality import QualitySampler
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,8 @@ log = logging.getLogger(__name__)
 GONE = ("PodNotFound", "AlreadyBound", "UIDMismatch")
 #: The answers that mean a binder does not (or no longer) hold the node's partition.
 LOST_PARTITION = ("NotPartitionHolder", "BinderUnavailable")
+#: The reason of a decision taken back from a binder that did not answer it in time.
+WITHDRAWN = "Withdrawn"
 CYCLES_PER_PASS = 256
 #: While the binders have fewer than IDLE_BELOW decisions in hand, what a pass decided
 #: leaves every FLUSH_EVERY_S instead of at the pass's end: a pass of 256 cycles at a
@@ -135,7 +138,7 @@ class BinderClient:
             link.held.discard(key)
             by_link.setdefault(link.address, []).append(key)
             self.withdrawn.append(pb.Outcome(pod_key=key, bound=False,
-                                             reason=f"Withdrawn: from binder at {link.address}: {why}"))
+                                             reason=f"{WITHDRAWN}: from binder at {link.address}: {why}"))
         for address, ks in by_link.items():
             log.warning("withdrew %d decision(s) from binder at %s (%s); deciding them again for the "
                         "current holder", len(ks), address, why)
@@ -149,8 +152,8 @@ class BinderClient:
             limit = self.patience.get(k, self.decision_timeout)
             if now - at > limit:
                 late.setdefault(limit, []).append(k)
-        for limit, keys in late.items():
-            self._withdraw(keys, f"no answer within {limit:g} s")
+        for limit, overdue in late.items():
+            self._withdraw(overdue, f"no answer within {limit:g} s")
         if late:
             self.refresh_holders()
         out, self.withdrawn = self.withdrawn, []
@@ -270,8 +273,11 @@ class ShardServer(Component, rpc.ShardServicer):
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.owned = DispatchedPods()
         self.binders = BinderClient(store, self.id, cfg, self.inbox, self._node, self.security)
-        self.loop = ShardLoop(cfg, store, seed=seed + index, owner=self.owned, committer=self.binders)
+        self.loop = ShardLoop(cfg, store, seed=seed + index, owner=self.owned, committer=self.binders,
+                              slice_of=(index, cfg.shards.count))
         self.loop.queue.on_incoming = self.metrics.queued
+        #: A sample of the cycles' choices graded off the clock (shards.qualitySamplePercent).
+        self.quality = QualitySampler(cfg.shards.quality_sample_percent, seed + index)
         #: Conditions and events, written off the scheduling thread.
         self.status = StatusWriter.from_config(cfg, store, f"shardsched-shard-{self.id}")
         StatusWriterCollector(self.metrics.registry, f"shard-{self.id}", self.status.counters)
@@ -314,7 +320,8 @@ class ShardServer(Component, rpc.ShardServicer):
         recent = sorted(self.cycle_times)
         p99 = recent[min(len(recent) - 1, int(len(recent) * 0.99))] if recent else 0.0
         return {"threshold": self.loop.scheduler.threshold.last, "cycle_p99_us": int(p99 * 1e6),
-                "skipped_objects": self.loop.informer.skipped, **self.status.counters}
+                "skipped_objects": self.loop.informer.skipped, "packing": int(bool(self.loop.scheduler.sliced)),
+                **self.status.counters, **self.quality.counts}
 
     # --- the dispatcher's stream ------------------------------------------------------------
 
@@ -380,6 +387,7 @@ class ShardServer(Component, rpc.ShardServicer):
                 # take it off the queue; dropping it left it to a re-dispatch, each round
                 # dispatcher.redispatchAfterSeconds later.
                 self.counters["conflicts"] += 1
+                self.counters["conflicts_already_bound"] += 1
                 loop.finish_binding(entry, result, False, o.reason)
                 self._refused(entry.pod, refused + 1)
             elif o.reason.startswith(GONE):
@@ -388,6 +396,8 @@ class ShardServer(Component, rpc.ShardServicer):
                 loop.gone(entry, result)
             else:
                 self.counters["conflicts"] += 1
+                if o.reason.startswith(WITHDRAWN):  # no answer in time: not the placement's fault
+                    self.counters["conflicts_withdrawn"] += 1
                 log.debug("decision for %s on %s rejected: %s", o.pod_key, result.node, o.reason,
                           **keys(o.pod_key, result.node))
                 loop.finish_binding(entry, result, False, o.reason)
@@ -479,6 +489,8 @@ class ShardServer(Component, rpc.ShardServicer):
             took = result.snapshot_s + sum(result.phases.values())
             self.cycle_times.append(took)
             self.metrics.cycle(result, took)
+            if result.scheduled and self.quality.due():
+                self.quality.record(loop.scheduler.grade(result))  # before the next refresh
             if not result.scheduled:
                 self.counters["unschedulable"] += 1
                 message = loop.messages.get(result.pod.key, "")

@@ -8,7 +8,8 @@ ServiceAccount (so the RBAC grants what writing events needs). On a small dedica
   and the node is no kwok node, since kwok removes such finalizers; once the test removes it
   the preemptor is bound and gets its `Scheduled`);
 * a pod that fits nowhere: `FailedScheduling` with the same text as its PodScheduled
-  condition, repeated as one events.k8s.io/v1 series rather than one object per attempt.
+  condition, repeated (a retry every unschedulableMaxSeconds, 5 s here) as one
+  events.k8s.io/v1 series rather than one object per attempt.
 """
 from __future__ import annotations
 
@@ -87,8 +88,11 @@ def test_events_are_written_as_kube_scheduler_writes_them(kube_cluster, tmp_path
             store.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                           "metadata": {"name": name}, "value": value})
         kube_vs.create_namespace(store, NS)
-        cfg = stack_config(store={"kubeconfig": str(admin)}, shards={"count": 1}, binders={"count": 1},
-                           dispatcher={"shardTimeoutSeconds": 2})
+        # A pod nothing can help is retried every unschedulableMaxSeconds (kube's flush of
+        # unschedulable pods), each failure one more FailedScheduling of its series; its own
+        # PodScheduled condition does not send it round again (status updates never do).
+        cfg = stack_config(store={"kubeconfig": str(admin)}, shards={"count": 1, "unschedulableMaxSeconds": 5},
+                           binders={"count": 1}, dispatcher={"shardTimeoutSeconds": 2})
         cluster = ServiceAccountCluster(cfg, "kube://", log_dir=str(tmp_path), kubeconfigs=kubeconfigs)
         cluster.start(timeout=60)
 

@@ -22,6 +22,7 @@ from ..errors import ObjectError
 from ..model.objects import NAMESPACED, TERMINAL_PHASES, object_key, parse_node, parse_object, parse_pod
 from ..model.podgroup import NATIVE_KIND
 from ..model.resources import CPU, MEMORY, PODS, format_amount, padded, resource_name, vadd
+from ..scheduling.pools import pool_of
 from ..store import configured_url, open_configured
 from ..store.podstatus import SCHEDULING_GATED, scheduled_condition
 from ..tools.verify import summary, verify_store
@@ -236,8 +237,10 @@ def _parsed_pods(pod_docs: list, classes: dict | None) -> list:
     return out
 
 
-def pod_rows(pods: list, wide: bool, now: float) -> tuple[list, list]:
-    header = ["NAMESPACE", "NAME", "STATUS", "NODE", "AGE"]
+def pod_rows(pods: list, wide: bool, now: float, pool_label: str = "") -> tuple[list, list]:
+    """With sub-clusters (`pool_label`), a POOL column: the pool the pod belongs to (`*`:
+    the cluster-wide pool)."""
+    header = ["NAMESPACE", "NAME", "STATUS", "NODE", "AGE"] + (["POOL"] if pool_label else [])
     if wide:
         header += ["NOMINATED NODE", "PRIORITY", "CPU", "MEMORY"]
     rows = []
@@ -247,6 +250,8 @@ def pod_rows(pods: list, wide: bool, now: float) -> tuple[list, list]:
             status = SCHEDULING_GATED  # as kubectl shows it
         row = [p.namespace, p.name, status, p.node_name or "<none>",
                age(p.raw["metadata"].get("creationTimestamp"), now)]
+        if pool_label:
+            row.append(pool_of(p, pool_label) or "*")
         if wide:
             row += [p.nominated_node or "<none>", str(p.priority),
                     format_amount("cpu", p.requests[CPU]), format_amount("memory", p.requests[MEMORY])]
@@ -262,13 +267,14 @@ def node_status(node) -> str:
     return status + (",SchedulingDisabled" if node.unschedulable else "")
 
 
-def node_rows(nodes: list, pods: list, wide: bool, now: float) -> tuple[list, list]:
-    """Resource columns read requested/allocatable, summed over non-terminal bound pods."""
+def node_rows(nodes: list, pods: list, wide: bool, now: float, pool_label: str = "") -> tuple[list, list]:
+    """Resource columns read requested/allocatable, summed over non-terminal bound pods; with
+    sub-clusters (`pool_label`), a POOL column: the node's value of the label."""
     used: dict[str, tuple] = {}
     for p in pods:
         if p.node_name and p.phase not in TERMINAL_PHASES:
             used[p.node_name] = vadd(used[p.node_name], p.requests) if p.node_name in used else p.requests
-    header = ["NAME", "STATUS", "CPU", "MEMORY", "PODS", "AGE"]
+    header = ["NAME", "STATUS", "CPU", "MEMORY", "PODS", "AGE"] + (["POOL"] if pool_label else [])
     if wide:
         header += ["ZONE", "EXTENDED", "TAINTS"]
     rows = []
@@ -279,6 +285,8 @@ def node_rows(nodes: list, pods: list, wide: bool, now: float) -> tuple[list, li
                 for i in range(width)]
         row = [n.name, node_status(n), cell[0], cell[1], cell[PODS],
                age(n.raw["metadata"].get("creationTimestamp"), now)]
+        if pool_label:
+            row.append(n.labels.get(pool_label, "<none>"))
         if wide:
             extended = [f"{resource_name(i)}={cell[i]}" for i in range(PODS + 1, width) if a[i] or u[i]]
             row += [n.labels.get("topology.kubernetes.io/zone", "<none>"), ",".join(extended) or "<none>",
@@ -344,7 +352,8 @@ def cmd_get(args) -> int:
         elif kind in RAW_TABLES:
             header, rows = RAW_TABLES[kind](items, wide, lambda d: age(d["metadata"].get("creationTimestamp"), now))
         elif kind == "Pod":
-            header, rows = pod_rows(_parsed_pods(items, stored_classes(store) if wide else None), wide, now)
+            header, rows = pod_rows(_parsed_pods(items, stored_classes(store) if wide else None), wide, now,
+                                    _pool_label(args))
         elif kind in ("PodGroup", NATIVE_KIND):
             units = {}
             if wide:  # asks the shards (gRPC): loaded only here
@@ -356,12 +365,17 @@ def cmd_get(args) -> int:
                 header[header.index("MINMEMBER")] = "MINCOUNT"
         else:
             pods = _parsed_pods(store.list("Pod")[0], None)
-            header, rows = node_rows(_parse_all(items, parse_node), pods, wide, now)
+            header, rows = node_rows(_parse_all(items, parse_node), pods, wide, now, _pool_label(args))
     if not rows:
         print("No resources found.", file=sys.stderr)
     else:
         print(table(header, rows))
     return EXIT_OK
+
+
+def _pool_label(args) -> str:
+    """The configuration's subClusters.label ("" without --config: no POOL column)."""
+    return config_mod.load(args.config).sub_clusters.label if args.config else ""
 
 
 def _parse_all(docs: list, parse) -> list:

@@ -27,7 +27,7 @@ from . import kube_config, plugin_args, profile_plugins
 from .. import plugins
 from ..model import yaml_input
 from ..runtime import identity
-from .validation import FieldError
+from .validation import FieldError, qualified_name_errors
 
 API_VERSION = "shardsched.io/v1alpha1"
 KIND = "ShardschedConfiguration"
@@ -189,6 +189,10 @@ SCHEMA = {
         "podMaxBackoffSeconds": _f(10, "Longest backoff (doubles each attempt up to this).", minimum=0),
         "unschedulableMaxSeconds": _f(300, "An unschedulable pod is retried at least this often.",
                                       minimum=1),
+        "qualitySamplePercent": _f(0, "Percent of successful cycles whose choice is graded off the "
+                                   "clock: every feasible node scored for the pod, the chosen node's "
+                                   "regret counted in the shard's Status (bench --quality; 0 = off).",
+                                   minimum=0, maximum=100),
         # Each optimisation can be switched off, for ablations and to rule it out when
         # debugging; placements stay kube-scheduler's either way.
         "optimizations": {
@@ -237,6 +241,29 @@ SCHEMA = {
                          "(per decade of queued pods; 0 = not at all).", minimum=0, maximum=100),
         "growth": _b(False, "Quality-first profiles: grow the target with rejections and queue "
                      "length instead of shrinking it (capped at all nodes)."),
+    },
+    "subClusters": {
+        "label": _s("", "Node label naming a node's pool (e.g. shardsched.io/pool); \"\" = off. A pod "
+                    "belongs to the pool its nodeSelector or every term of its required node affinity "
+                    "pins this label to (In, one value), else to the cluster-wide pool. Each shard "
+                    "keeps an active queue per pool, served in turn, and a pool's pod is filtered "
+                    "only against the pool's nodes."),
+        "shardsPerPool": _i(0, "Shards each named pool's pods are dispatched to (chosen from the "
+                            "live shards by the pool's name, so a dead shard's pools move to "
+                            "others); the cluster-wide pool goes to every shard; 0 = every shard.",
+                            maximum=1024),
+    },
+    "packing": {
+        "mode": _s("auto", "Conflict-aware packing: each shard prefers the nodes of its own slice (a "
+                   "stable hash of the node's name modulo shards.count) among those scored within "
+                   "tolerance of the best, so shards that pack do not race for the same nodes. auto: "
+                   "profiles whose NodeResourcesFit packs (MostAllocated, or a RequestedToCapacityRatio "
+                   "shape that scores fuller nodes higher); always: every profile; off.",
+                   choices=("auto", "always", "off")),
+        "tolerance": _i(100, "Percent of the best score a node of the shard's own slice may fall "
+                        "short by and still be chosen over the best (100: its own slice whenever "
+                        "one of its nodes is feasible; 0: only among nodes tied with the best).",
+                        maximum=100),
     },
     "preemption": {
         "minCandidateNodesPercentage": _i(10, "Search at least this percent of nodes for victims.",
@@ -453,6 +480,7 @@ class ShardsConfig(Section):
     pod_initial_backoff_seconds: float
     pod_max_backoff_seconds: float
     unschedulable_max_seconds: float
+    quality_sample_percent: float
     optimizations: Optimizations
 
 
@@ -477,6 +505,18 @@ class ThresholdConfig(Section):
     rejection_decay: float
     queue_decay: float
     growth: bool
+
+
+@_section(SCHEMA["subClusters"])
+class SubClustersConfig(Section):
+    label: str
+    shards_per_pool: int
+
+
+@_section(SCHEMA["packing"])
+class PackingConfig(Section):
+    mode: str
+    tolerance: int
 
 
 @_section(SCHEMA["preemption"])
@@ -519,6 +559,8 @@ class Config(Section):
     shards: ShardsConfig
     binders: BindersConfig
     threshold: ThresholdConfig
+    sub_clusters: SubClustersConfig
+    packing: PackingConfig
     preemption: PreemptionConfig
     security: SecurityConfig
     health: HealthConfig
@@ -607,7 +649,7 @@ STORE_SCHEMES = ("memory", "redis", "rediss", "unix", "kube")
 def _cross_checks(cfg: Config) -> None:
     """The checks across fields, every one: all their errors are raised together."""
     errors: list[tuple[str, str]] = []
-    for check in (_check_ports, _check_profiles, _check_leader_election):
+    for check in (_check_ports, _check_profiles, _check_leader_election, _check_sub_clusters):
         if check is _check_profiles and any(path.startswith("preemption.") for path, _ in errors):
             continue  # the profiles' DefaultPreemption args come from that section: said once
         try:
@@ -658,6 +700,14 @@ def _check_profiles(cfg: Config) -> None:
         seen.setdefault(name, i)
     if errors:
         raise ConfigError.of(errors)
+
+
+def _check_sub_clusters(cfg: Config) -> None:
+    label = cfg.sub_clusters.label
+    if label:
+        errs = qualified_name_errors(label)
+        if errs:
+            raise ConfigError("subClusters.label", f"{label!r}: not a label key: {errs[0]}")
 
 
 #: client-go's leader election jitters its retries by this factor.

@@ -3,8 +3,9 @@
 The processes are found through the dispatcher (its Status lists the shards and binders it
 knows) or, without `--dispatcher`, through the leases in the store. Rates are computed from
 the difference between two consecutive Status counters, so the first refresh shows none.
-Under the processes, the pod groups the shards are placing: members, and how many are
-bound, assumed by the shard and waiting at Permit for the rest of their group.
+Under the processes, the sub-cluster pools the shards queue (config `subClusters`: each
+pool's queued pods per shard), and the pod groups the shards are placing: members, and how
+many are bound, assumed by the shard and waiting at Permit for the rest of their group.
 """
 from __future__ import annotations
 
@@ -52,6 +53,7 @@ def table(rows: list[tuple[str, str, str]], previous: dict, elapsed: float, secu
     for c in COLUMNS:
         t.add_column(c, justify="left" if c == "process" else "right")
     units = {}
+    pools: dict[str, dict[str, int]] = {}  # pool -> shard id -> its pods queued there
     for role, id_, address in rows:
         name = f"{role} {id_}"
         try:
@@ -62,6 +64,9 @@ def table(rows: list[tuple[str, str, str]], previous: dict, elapsed: float, secu
             continue
         units.update((u.group, (id_, u)) for u in s.groups)
         c, q = s.counters, s.queues
+        for key, n in q.items():
+            if key.startswith("pool:"):
+                pools.setdefault(key[len("pool:"):], {})[id_] = n
         bound = c.get("bound", 0)
         before = previous.get(name)
         rate = f"{(bound - before) / elapsed:,.0f}" if before is not None and elapsed > 0 else ""
@@ -73,7 +78,19 @@ def table(rows: list[tuple[str, str, str]], previous: dict, elapsed: float, secu
                   str(attempts), str(bound), str(conflicts), str(c.get("threshold", "")),
                   f"{c['cycle_p99_us'] / 1000:.2f}" if "cycle_p99_us" in c else "",
                   f"{s.uptime_seconds:.0f}")
-    return Group(t, units_table(units)) if units else t
+    parts = [t] + ([pools_table(pools)] if pools else []) + ([units_table(units)] if units else [])
+    return Group(*parts) if len(parts) > 1 else t
+
+
+def pools_table(pools: dict) -> Table:
+    """Sub-cluster pools: pool -> {shard id: pods queued}; `*` is the cluster-wide pool."""
+    t = Table(title="pools (pods queued per shard)")
+    t.add_column("pool")
+    t.add_column("shards", justify="right")
+    t.add_column("queued", justify="right")
+    for pool, by_shard in sorted(pools.items()):
+        t.add_row(pool, " ".join(f"{i}:{n}" for i, n in sorted(by_shard.items())), str(sum(by_shard.values())))
+    return t
 
 
 def units_table(units: dict) -> Table:

@@ -76,6 +76,10 @@ class NodeResourcesFit(Plugin, node_resources_fit.NodeResourcesFit):
         #: broken-linear function, so interpolation truncates exactly as kube-scheduler's does).
         self.shape_lut = np.array([broken_linear(points, u) for u in range(101)], dtype=np.int64) if points else None
         self.ignored = IgnoredResources(self.args["ignoredResources"], self.args["ignoredResourceGroups"])
+        #: Whether the score favours fuller nodes (bin-packing): shards that pack converge on
+        #: the same nodes, so the scheduler spreads them over slices (config `packing`).
+        self.packs = self.strategy == "MostAllocated" or (
+            self.shape_lut is not None and int(self.shape_lut[100]) > int(self.shape_lut[0]))
 
     def pre_filter(self, state, pod):
         fs = FitState(pod)

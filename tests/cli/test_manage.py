@@ -600,3 +600,23 @@ def test_output_piped_into_head_ends_quietly(url, store):
     proc.wait(timeout=120)
     assert first.split()[:2] == [b"NAMESPACE", b"NAME"]
     assert proc.returncode == 141 and err == b"", err.decode()
+
+
+def test_get_shows_pools_when_sub_clusters_are_configured(capsys, url, store, tmp_path):
+    """With subClusters.label in --config, `get nodes` shows each node's pool and `get pods`
+    the pool each pod belongs to (`*`: the cluster-wide pool)."""
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({"store": {"url": url}, "subClusters": {"label": "shardsched.io/pool"}}))
+    gpu_node = node("g1")
+    gpu_node["metadata"]["labels"] = {"shardsched.io/pool": "gpu"}
+    gpu_pod = pod("train")
+    gpu_pod["spec"]["nodeSelector"] = {"shardsched.io/pool": "gpu"}
+    assert run(capsys, "create", "-f", write_yaml(tmp_path / "a.yaml", gpu_node, node("c1"), gpu_pod, pod("web")),
+               "--store", url)[0] == 0
+    code, out, _ = run(capsys, "get", "nodes", "--config", str(cfg))
+    table = rows(out)
+    assert code == 0 and table[0][-1] == "POOL" and [(r[0], r[-1]) for r in table[1:]] == [("c1", "<none>"), ("g1", "gpu")]
+    code, out, _ = run(capsys, "get", "pods", "--config", str(cfg))
+    table = rows(out)
+    assert code == 0 and table[0][-1] == "POOL" and [(r[1], r[-1]) for r in table[1:]] == [("train", "gpu"), ("web", "*")]
+    assert "POOL" not in run(capsys, "get", "pods", "--store", url)[1]  # no configuration: no column

@@ -296,3 +296,27 @@ def test_the_dispatchers_initial_list_passes_over_bound_pods_but_pod_group_membe
     assert sorted(name for kind, name in seen if kind == "Pod") == ["member", "waiting"]
     assert set(d.pending) == {"ns/waiting"}
     assert set(d.group_status.index.members["ns/g"]) == {"ns/member"}
+
+
+def test_a_pool_goes_only_to_its_shards_and_moves_when_one_dies():
+    """subClusters.shardsPerPool: a named pool's pods go to that many shards (the least
+    loaded of them); the cluster-wide pool to every shard; a dead shard's pools move."""
+    cfg = config.validate({"subClusters": {"label": "shardsched.io/pool", "shardsPerPool": 1}})
+    d = Dispatcher(cfg, MemoryStore(), port=0, seed=1)
+    d.shards = {i: FakeLink(i) for i in ("0", "1", "2")}
+    for i in range(12):
+        gpu = pending(f"gpu{i}")
+        gpu["spec"]["nodeSelector"] = {"shardsched.io/pool": "gpu"}
+        d.apply("ADDED", "Pod", gpu)
+        d.apply("ADDED", "Pod", pending(f"cpu{i}"))
+    d._dispatch()
+    gpu_on = {link.id for link in d.shards.values() for k in link.sent if "gpu" in k}
+    cpu_on = {link.id for link in d.shards.values() for k in link.sent if "cpu" in k}
+    # the cluster-wide pool may go anywhere: to the least loaded, here the two without the gpu pool
+    assert len(gpu_on) == 1 and cpu_on == {"0", "1", "2"} - gpu_on
+    assert d.queues()["pool:gpu"] == 12 and d.queues()["pool:*"] == 12
+    (first,) = gpu_on
+    d._shard_down(d.shards[first])
+    d._dispatch()
+    moved = {link.id for link in d.shards.values() for k in link.sent if "gpu" in k}
+    assert len(moved) == 1 and first not in moved

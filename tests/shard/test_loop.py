@@ -353,3 +353,29 @@ def test_a_decision_in_flight_longer_than_the_assume_ttl_is_not_scheduled_again(
     loop.sync()
     again = loop.schedule_next()
     assert again is not None and again.pod.key == "default/p"
+
+
+def test_a_refused_decision_wakes_the_pods_its_room_may_take():
+    """A parked pod that did not fit only because of another pod's assumption is tried again
+    once that decision is refused and its room freed (kube moves pods on the assigned pod's
+    deletion); it used to wait for an update of its own status to send it round."""
+    from shard.loop import ShardLoop
+
+    store = MemoryStore()
+    store.create(node("n1", cpu="2"))
+    store.create(pod("first", "2"))
+    sent = []
+
+    class Recorder:  # a committer that keeps the decision, as the shard server's does
+        def commit(self, entry, result, budgets):
+            sent.append((entry, result))
+
+    loop = ShardLoop(make_config("all"), store, committer=Recorder())
+    loop.start()
+    assert loop.schedule_next().node == "n1"
+    store.create(pod("second", "2"))
+    loop.sync()
+    assert not loop.schedule_next().scheduled  # n1 is taken by first's assumption
+    entry, result = sent[0]
+    loop.finish_binding(entry, result, False, "NodeResourcesFit: Insufficient cpu")
+    assert loop.queue.lengths()["unschedulable"] == 0  # second was woken (into backoff or active)

@@ -162,15 +162,19 @@ def test_requeued_pod_counts_as_a_new_arrival(queue, clock):
 
 def test_changed_pod_forgets_its_scheduling_context(queue):
     """A pod whose spec changed while parked (a toleration added) must be checked against
-    every node again: its last generation is cleared. A status-only update keeps it."""
+    every node again: its last generation is cleared, and it is tried again at once. A
+    status-only update (the PodScheduled condition the shard itself writes after a failure)
+    neither: the pod stays parked, as kube-scheduler's queue keeps it (isPodUpdated ignores
+    status); it used to be tried again after every such write."""
     original = pod("a")
     queue.add(parse_pod(original))
     queue.requeue_unschedulable(queue.pop(), generation=42)
     status_only = dict(original, status={"phase": "Pending", "conditions": [{"type": "PodScheduled"}]},
                        metadata={**original["metadata"], "resourceVersion": "9"})
     queue.add(parse_pod(status_only))
-    assert queue.pop().last_generation == 42
-    queue.requeue_unschedulable(queue._entries["default/a"], generation=43)
+    assert queue.pop() is None and queue.lengths()["unschedulable"] == 1
+    assert queue._entries["default/a"].last_generation == 42
+    assert queue._entries["default/a"].pod.raw["metadata"]["resourceVersion"] == "9"  # the newest version kept
     tolerant = pod("a", tolerations=[{"operator": "Exists"}])
     queue.add(parse_pod(tolerant))
     assert queue.pop().last_generation == 0

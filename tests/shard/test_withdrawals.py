@@ -123,3 +123,29 @@ def test_a_decision_waiting_for_its_volumes_is_given_the_binding_timeout_too():
     c.sent["default/claims"] = (at - 30, link, p)
     (withdrawn,) = c.overdue()
     assert withdrawn.pod_key == "default/claims" and "no answer within 31 s" in withdrawn.reason
+
+
+def test_conflicts_are_counted_by_kind():
+    """Every refused decision counts as a conflict; those withdrawn for want of an answer and
+    those the binder calls AlreadyBound are counted apart too, so a benchmark can tell the
+    placements the binder's checks refused from an overloaded binder's slowness."""
+    from builders import node, pod
+    from shard.server import ShardServer
+
+    store = MemoryStore()
+    store.create(node("n1"))
+    server = ShardServer(make_config(), store, 0)
+    server.loop.start()
+    reasons = ["Withdrawn: from binder at a:1: no answer within 20 s",
+               "AlreadyBound: default/p2 is bound to n1", "NodeResourcesFit: Insufficient cpu"]
+    for i, reason in enumerate(reasons):
+        created = store.create(pod(f"p{i}"))
+        meta = created["metadata"]
+        server._take(pb.PodBatch(pods=[pb.PendingPod(key=f"default/p{i}", uid=meta["uid"],
+                                                     resource_version=meta["resourceVersion"])]))
+        server.loop.sync()
+        assert server.loop.schedule_next().scheduled
+        server.binders.outgoing = {}  # (not sent: no binder here)
+        server._outcomes([pb.Outcome(pod_key=f"default/p{i}", node="n1", bound=False, reason=reason)])
+    c = server.counters
+    assert (c["conflicts"], c["conflicts_withdrawn"], c["conflicts_already_bound"]) == (3, 1, 1)
