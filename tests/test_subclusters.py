@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from builders import Clock, Cluster, expr, make_config, node, node_affinity, pod, toleration
+from builders import Clock, Cluster, expr, make_config, node, node_affinity, pod, running, toleration
 from common.model.objects import parse_pod
 from common.scheduling.pools import CLUSTER_WIDE, pool_of, raw_pool_of, shards_for
 from shard.queue import SchedulingQueue
@@ -64,11 +64,11 @@ def test_each_pool_takes_its_turn_however_long_another_pools_queue():
     assert q.lengths()["pool:gpu"] == 45 and "pool:*" not in q.lengths()
 
 
-def _pools_cluster(label=POOL):
+def _pools_cluster(label=POOL, pods=()):
     nodes = [node(f"gpu{i}", cpu="8", labels={POOL: "gpu"}, taints=["nvidia.com/gpu=present:NoSchedule"])
              for i in range(3)]
     nodes += [node(f"cpu{i}", cpu="8", labels={POOL: "cpu"}) for i in range(30)]
-    return Cluster(nodes, cfg=make_config("all", subClusters={"label": label}))
+    return Cluster(nodes, pods, cfg=make_config("all", subClusters={"label": label}))
 
 
 def test_a_pool_pod_is_filtered_against_its_pool_only():
@@ -83,7 +83,16 @@ def test_a_pool_pod_is_filtered_against_its_pool_only():
 def test_a_pool_pod_that_fits_nowhere_is_explained_over_every_node():
     pools, off = _pools_cluster(), _pools_cluster(label="")
     huge = pod("h", cpu="16", node_selector={POOL: "gpu"}, tolerations=[toleration("nvidia.com/gpu")])
+    # (16 cpu is more than a gpu node's whole 8: kube v1.37 makes that unresolvable, so
+    # preemption is not helpful there either)
     assert pools.explain(huge) == off.explain(huge) == (
+        "0/33 nodes are available: 3 Insufficient cpu, 30 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/33 nodes are available: 33 Preemption is not helpful for scheduling.")
+    # a pod that would fit an empty gpu node: preemption might help there, not elsewhere
+    busy = _pools_cluster(pods=[running(f"r{i}", f"gpu{i}", "6", 0) for i in range(3)])
+    busy_off = _pools_cluster(label="", pods=[running(f"r{i}", f"gpu{i}", "6", 0) for i in range(3)])
+    big = pod("b", cpu="4", node_selector={POOL: "gpu"}, tolerations=[toleration("nvidia.com/gpu")])
+    assert busy.explain(big) == busy_off.explain(big) == (
         "0/33 nodes are available: 3 Insufficient cpu, 30 node(s) didn't match Pod's node affinity/selector. "
         "preemption: 0/33 nodes are available: 3 No preemption victims found for incoming pod, "
         "30 Preemption is not helpful for scheduling.")
