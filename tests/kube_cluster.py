@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from common.tools.local_cluster import LocalCluster
 from common.store.kube_store import KubeStore
 from builders import stack_config
 
-__all__ = ["kube_cluster", "control_plane", "kwok_nodes", "free_port", "print_logs", "write_kubeconfig", "ServiceAccountCluster",
+__all__ = ["kube_cluster", "control_plane", "kwok_nodes", "wait_for", "free_port", "print_logs", "write_kubeconfig", "ServiceAccountCluster",
            "service_account_kubeconfigs", "shardsched_on", "running"]
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,6 +44,18 @@ def kube_cluster(tmp_path_factory):
     """One control plane for the session; tests isolate themselves (namespaces, cleanup)."""
     with control_plane(tmp_path_factory.mktemp("kube")) as cluster:
         yield cluster
+
+
+def wait_for(what, done, timeout: float):
+    """`done()`'s first truthy value, polled until `timeout` seconds; else fail with `what`
+    (or what `what()` says then)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = done()
+        if out:
+            return out
+        assert time.monotonic() < deadline, what() if callable(what) else what
+        time.sleep(0.25)
 
 
 def kwok_nodes(store, count: int, prefix: str) -> None:

@@ -23,7 +23,7 @@ import pytest
 from builders import PAUSE, native_group_pod, native_pod_group
 from common.store.kube_store import KubeStore
 from common.tools.verify import summary, verify_store
-from kube_cluster import control_plane, kwok_nodes, print_logs, shardsched_on
+from kube_cluster import control_plane, kwok_nodes, print_logs, shardsched_on, wait_for
 
 from benchmarks import kube_vs
 from benchmarks.kube_cluster import GENERIC_WORKLOAD
@@ -49,15 +49,8 @@ def _gang(group: str, ns: str, size: int, cpu: str) -> list[dict]:
             for i in range(size)]
 
 
-def _wait(what: str, done, timeout: float = TIMEOUT_S):
-    deadline = time.monotonic() + timeout
-    while True:
-        out = done()
-        if out:
-            return out
-        assert time.monotonic() < deadline, what() if callable(what) else what
-        time.sleep(0.3)
-
+def _wait(what, done, timeout: float = TIMEOUT_S):
+    return wait_for(what, done, timeout)
 
 def _state(store, key: str) -> tuple:
     """(node, PodScheduled status, reason, message) of a pod, as the API server has it."""

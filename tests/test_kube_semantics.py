@@ -19,7 +19,6 @@ both schedulers alike. Without it, both would wait in PreBind for bindTimeoutSec
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 
@@ -27,7 +26,7 @@ from builders import PAUSE, claim_volume, pod, priority_class, pvc, storage_clas
 from shard.provisioner import Provisioner
 from common.store.kube_store import KubeStore
 from common.tools.verify import summary, verify_store
-from kube_cluster import kwok_nodes, print_logs, shardsched_on
+from kube_cluster import kwok_nodes, print_logs, shardsched_on, wait_for
 
 from benchmarks import kube_vs
 
@@ -49,15 +48,8 @@ def _claim(name: str, ns: str, modes=("ReadWriteOnce",)) -> dict:
     return pvc(name, CLASS, ns=ns, uid=None, modes=modes)
 
 
-def _wait(what: str, done, timeout: float = TIMEOUT_S):
-    deadline = time.monotonic() + timeout
-    while True:
-        out = done()
-        if out:
-            return out
-        assert time.monotonic() < deadline, what
-        time.sleep(0.2)
-
+def _wait(what, done, timeout: float = TIMEOUT_S):
+    return wait_for(what, done, timeout)
 
 def _condition(store, key: str) -> dict | None:
     obj = store.get("Pod", key) or {}
