@@ -37,6 +37,14 @@ def parse_time(value, f: Field) -> float:
     return t
 
 
+def object_field(d, kind: str, namespaced: bool) -> Field:
+    """The Field naming an object in errors ("Kind ns/name" or "Kind name"), read leniently:
+    the checks of its metadata come after it and name it with this."""
+    meta = d.get("metadata") if isinstance(d.get("metadata"), dict) else {}
+    name = meta.get("name") if isinstance(meta.get("name"), str) else "<unnamed>"
+    return Field(f"{kind} {meta.get('namespace') or 'default'}/{name}" if namespaced else f"{kind} {name}")
+
+
 def parse_metadata(d: dict, f: Field, namespaced: bool):
     """(metadata, namespace ("" for a cluster-scoped kind), name, labels), checked."""
     meta = f.get_dict(d, "metadata", required=True)

@@ -8,6 +8,7 @@ object written by hand into the memory or Redis store means what it means on a c
 """
 from __future__ import annotations
 
+from .parsing import object_field
 from .resources import parse_amount
 from .selectors import Field, parse_label_selector, parse_node_selector_term
 
@@ -53,12 +54,6 @@ def _identity(obj, meta: dict, d: dict) -> None:
     obj.annotations = meta.get("annotations") or {}
     obj.resource_version = str(meta.get("resourceVersion") or "")
     obj.raw = d
-
-
-def _describe(d, kind: str, namespaced: bool) -> Field:
-    meta = d.get("metadata") if isinstance(d.get("metadata"), dict) else {}
-    name = meta.get("name") if isinstance(meta.get("name"), str) else "<unnamed>"
-    return Field(f"{kind} {meta.get('namespace') or 'default'}/{name}" if namespaced else f"{kind} {name}")
 
 
 def _storage(value, f: Field) -> int:
@@ -125,7 +120,7 @@ class PersistentVolumeClaim:
 
 
 def parse_pvc(d: dict) -> PersistentVolumeClaim:
-    f = _describe(d, "PersistentVolumeClaim", True)
+    f = object_field(d, "PersistentVolumeClaim", True)
     meta, ns, name = _meta(d, f, True)
     spec = f.get_dict(d, "spec")
     sf = f.at("spec")
@@ -177,7 +172,7 @@ class PersistentVolume:
 
 
 def parse_pv(d: dict) -> PersistentVolume:
-    f = _describe(d, "PersistentVolume", False)
+    f = object_field(d, "PersistentVolume", False)
     meta, _, name = _meta(d, f, False)
     spec = f.get_dict(d, "spec")
     sf = f.at("spec")
@@ -236,7 +231,7 @@ class StorageClass:
 
 
 def parse_storage_class(d: dict) -> StorageClass:
-    f = _describe(d, "StorageClass", False)
+    f = object_field(d, "StorageClass", False)
     meta, _, name = _meta(d, f, False)
     sc = StorageClass()
     sc.name = sc.key = name
@@ -272,7 +267,7 @@ class CSINode:
 
 
 def parse_csi_node(d: dict) -> CSINode:
-    f = _describe(d, "CSINode", False)
+    f = object_field(d, "CSINode", False)
     meta, _, name = _meta(d, f, False)
     spec = f.get_dict(d, "spec")
     df = f.at("spec.drivers")

@@ -11,6 +11,7 @@ its template's labels.
 """
 from __future__ import annotations
 
+from .parsing import object_field
 from .selectors import Field, LabelSelector, parse_label_selector
 
 #: The label the API server sets on every Namespace (its name).
@@ -18,12 +19,6 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 #: The controllers whose selector a pod's default spreading takes, by kind -> apiVersion
 #: (kube matches the controller reference's group, version and kind).
 CONTROLLER_KINDS = {"ReplicaSet": "apps/v1", "StatefulSet": "apps/v1", "ReplicationController": "v1"}
-
-
-def _who(d, kind: str, namespaced: bool) -> Field:
-    meta = d.get("metadata") if isinstance(d.get("metadata"), dict) else {}
-    name = meta.get("name") if isinstance(meta.get("name"), str) else "<unnamed>"
-    return Field(f"{kind} {meta.get('namespace') or 'default'}/{name}" if namespaced else f"{kind} {name}")
 
 
 def _meta(d: dict, f: Field, namespaced: bool) -> tuple[dict, str, str]:
@@ -43,7 +38,7 @@ class Namespace:
 
 
 def parse_namespace(d: dict) -> Namespace:
-    f = _who(d, "Namespace", False)
+    f = object_field(d, "Namespace", False)
     meta, _, name = _meta(d, f, False)
     n = Namespace()
     n.name = n.key = name
@@ -90,7 +85,7 @@ class Service:
 
 
 def parse_service(d: dict) -> Service:
-    f = _who(d, "Service", True)
+    f = object_field(d, "Service", True)
     meta, ns, name = _meta(d, f, True)
     spec = f.at("spec").dict(d.get("spec"))
     s = Service()
@@ -112,7 +107,7 @@ class Controller:
 
 
 def _controller(d: dict, kind: str) -> Controller:
-    f = _who(d, kind, True)
+    f = object_field(d, kind, True)
     meta, ns, name = _meta(d, f, True)
     spec = f.at("spec").dict(d.get("spec"), required=True)
     c = Controller()
