@@ -37,7 +37,7 @@ from common.tools.verify import verify_store
 
 from . import groups, harness, processes, running
 from .churn import ChurnProcess
-from .workloads import WORKLOADS
+from .workloads import STANDING, WORKLOADS
 
 CREATE_BATCH = 500
 #: Longest wait between two creation calls when pacing a rate.
@@ -122,6 +122,28 @@ def create_pods(store, pods: list[dict], rate: float, created_at: dict, progress
         progress(len(batch))
 
 
+def settle_standing(store, cluster, leases: dict, pods: list[dict], timeout_s: float, quiet: bool) -> dict:
+    """Creates pods that cannot be placed (a saturated pool's backlog) and waits until the
+    shards have tried them all once (their `unschedulable` counters add up to as many), so
+    that the clock starts on a backlog already standing. Raises if they are not tried in
+    time: a run measured on a half-settled backlog would mean nothing."""
+    t = time.monotonic()
+    store.create_many(pods)
+    deadline = t + timeout_s + len(pods) / 100
+    tried = 0
+    while tried < len(pods):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the standing backlog of {len(pods)} pods was tried {tried} times "
+                               f"in {time.monotonic() - t:.0f} s")
+        time.sleep(0.5)
+        tried = sum(int(cluster.status("shard", a).counters["unschedulable"])
+                    for a in leases["shard"].values())
+    settle_s = round(time.monotonic() - t, 1)
+    if not quiet:
+        print(f"standing backlog: {len(pods)} pods tried in {settle_s} s")
+    return {"pods": len(pods), "settle_s": settle_s}
+
+
 def head_rv(store) -> str:
     """The store's newest resourceVersion, for a watch from now on. On the embedded Redis the
     rv of any list is the head of the one event stream every kind shares, so listing the
@@ -184,6 +206,9 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
         try:
             leases, ready = processes.start_timed(cluster, start_timeout)
             mem_ready = processes.sample(cluster)
+            standing = (settle_standing(store, cluster, leases, STANDING[workload](pods, seed, nodes),
+                                        start_timeout, quiet)
+                        if workload in STANDING else None)
             rv = head_rv(store)
             observer = Observer(open_store(server.url), rv)
             observer.thread.start()
@@ -245,6 +270,7 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
         "throughput_pods_per_s": throughput(bound_times),
         "running_pods": filled["running_pods"] if filled else 0,
         "running_pods_fill": filled,
+        "standing": standing,
         "e2e_latency_ms": {q: round(harness.percentile(latencies, n), 1) if latencies else None
                            for q, n in (("p50", 50), ("p90", 90), ("p99", 99), ("p999", 99.9))},
         "processes": processes.figures(ready, mem_ready, mem_end, empty_fleet, running_pods, gc_end,

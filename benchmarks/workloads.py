@@ -135,21 +135,36 @@ def cpu_pool(pods: int, seed: int, nodes: int) -> list[dict]:
     return _cpu_pods(pods, seed)
 
 
+def _gpu_pod(i: int) -> dict:
+    """A pod pinned to the GPU pool (nodeSelector on the pool label) that fits no GPU node (16
+    GPUs; the mixed fleet's have 8)."""
+    g = pause_pod(f"gpu-{i}", "8", "32Gi", nodeSelector={POOL: "gpu"}, tolerations=[
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
+    g["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "16"}
+    return g
+
+
 def gpu_backlog(pods: int, seed: int, nodes: int) -> list[dict]:
-    """The CPU pods of cpu_pool, and one pod in five as many again pinned to the GPU pool
-    (nodeSelector on the pool label) that fit no GPU node (16 GPUs; the mixed fleet's have 8),
-    created among them: a saturated pool's backlog beside pods that flow. Only the CPU pods
-    can bind, so the report's throughput and latency are theirs."""
+    """The CPU pods of cpu_pool, and one GPU pod that cannot fit (`_gpu_pod`) per five of them,
+    created among them: a pool's backlog growing beside pods that flow. Only the CPU pods can
+    bind, so the report's throughput and latency are theirs."""
     out = []
     for i, p in enumerate(_cpu_pods(pods, seed)):
         out.append(p)
         if i % 5 == 4:
-            g = pause_pod(f"gpu-{i // 5}", "8", "32Gi", nodeSelector={POOL: "gpu"}, tolerations=[
-                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
-            g["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "16"}
-            out.append(g)
+            out.append(_gpu_pod(i // 5))
     return out
 
 
+def gpu_saturated(pods: int, seed: int, nodes: int) -> list[dict]:
+    """The CPU pods of cpu_pool, flowing while the GPU pool is already saturated: its backlog
+    (`STANDING`) is created and tried once before the clock starts."""
+    return _cpu_pods(pods, seed)
+
+
 WORKLOADS = {f.__name__.replace("_", "-"): f for f in (basic, mixed, preemption, unschedulable, daemonset, spread,
-                                                       gang, cpu_pool, gpu_backlog)}
+                                                       gang, cpu_pool, gpu_backlog, gpu_saturated)}
+
+#: Pods a workload needs in the store, each tried by a shard, before the clock starts:
+#: `gpu-saturated`'s standing GPU backlog, one pod that cannot fit per five that flow.
+STANDING = {"gpu-saturated": lambda pods, seed, nodes: [_gpu_pod(i) for i in range(pods // 5)]}

@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--pods", type=int, default=50000)
     b.add_argument("--workload", type=_workload, default="basic",
                    help="a workload of benchmarks/workloads.py: basic (default), mixed, preemption, "
-                        "unschedulable, daemonset, spread, gang, cpu-pool, gpu-backlog")
+                        "unschedulable, daemonset, spread, gang, cpu-pool, gpu-backlog, gpu-saturated")
     b.add_argument("--shards", type=int, default=2)
     b.add_argument("--binders", type=int)
     b.add_argument("--rate", type=float, default=0.0, help="pods created per second (0 = as fast as possible)")

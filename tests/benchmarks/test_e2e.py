@@ -2,7 +2,10 @@
 smoothly, not in bursts of CREATE_BATCH."""
 from __future__ import annotations
 
+import json
+
 from benchmarks.e2e import CREATE_BATCH, PACE_S, paced
+from common.cli import main
 from builders import Clock
 
 
@@ -33,3 +36,17 @@ def test_pods_are_created_at_the_rate_a_few_at_a_time():
 
 def test_rate_zero_creates_as_fast_as_the_store_takes_them():
     assert list(paced(1200, 0)) == [(0, CREATE_BATCH), (CREATE_BATCH, 2 * CREATE_BATCH), (2 * CREATE_BATCH, 1200)]
+
+
+def test_gpu_saturated_tries_its_standing_backlog_before_the_clock(tmp_path):
+    """`--workload gpu-saturated`: the GPU pods that cannot fit are created and each tried
+    before the clock starts; only the CPU pods are counted, and they all bind."""
+    out = tmp_path / "b.json"
+    assert main(["bench", "--nodes", "40", "--profile", "mixed", "--pods", "50", "--shards", "2",
+                 "--workload", "gpu-saturated", "--config", "benchmarks/configs/pools.yaml",
+                 "--quiet", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["standing"]["pods"] == 10
+    assert doc["pods"] == 50 and doc["scheduled"] == 50 and doc["verify"]["ok"]
+    # the standing pods were all tried before the CPU pods (at least once each, in all)
+    assert sum(s["unschedulable_attempts"] for s in doc["per_shard"]) >= 10
