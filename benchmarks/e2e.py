@@ -37,6 +37,7 @@ from common.tools.verify import verify_store
 
 from . import groups, harness, processes, running
 from .churn import ChurnProcess
+from .kill import ShardKiller
 from .workloads import STANDING, WORKLOADS
 
 CREATE_BATCH = 500
@@ -175,12 +176,15 @@ def throughput(times: list[float]) -> dict:
 
 def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: str, rate: float, seed: int,
         settle_s: float = 10.0, timeout_s: float = 1800.0, quiet: bool = False,
-        live: bool = False, churn_heartbeat_s: float | None = None, running_pods: int = 0) -> dict:
+        live: bool = False, churn_heartbeat_s: float | None = None, running_pods: int = 0,
+        kill_shard_at: float | None = None) -> dict:
     """One measured run; returns the report (the JSON document). With `churn_heartbeat_s`,
     a kubelet's writes run beside it (benchmarks/churn.py): node heartbeats at that period
     and bound pods marked Running. With `running_pods`, the fleet holds that many bound,
     Running pods before the processes start (benchmarks/running.py), and each process's
-    memory is measured on the fleet alone first (benchmarks/processes.py)."""
+    memory is measured on the fleet alone first (benchmarks/processes.py). With
+    `kill_shard_at`, shard 0 is killed with -9 that many seconds into the run and restarted
+    (benchmarks/kill.py)."""
     with EmbeddedRedis(password=True) as server:
         store = open_store(server.url)
         t = time.monotonic()
@@ -219,6 +223,9 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
             meter = processes.CpuMeter({**processes.pids(cluster), "store": server.pid, "bench": os.getpid(),
                                         **({"churn": noise.pid} if noise is not None else {})})
             meter.start()
+            killer = ShardKiller(cluster, kill_shard_at) if kill_shard_at is not None else None
+            if killer is not None:
+                killer.start()
             manifests = WORKLOADS[workload](pods, seed, nodes)
             pod_count = sum(1 for m in manifests if m.get("kind", "Pod") == "Pod")  # (gang: PodGroups too)
             created_at: dict[str, float] = {}
@@ -245,6 +252,9 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
                         break
             elapsed_s = time.monotonic() - started
             cores, cpu_s = meter.stop()
+            killed = killer.stop() if killer is not None else None
+            if killed is not None and killed["killed"]:
+                leases = cluster.wait_ready(60.0)  # the restarted shard's new address
             observer.stop.set()
             observer.thread.join()
             churned = noise.stop() if noise is not None else None
@@ -271,6 +281,7 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
         "running_pods": filled["running_pods"] if filled else 0,
         "running_pods_fill": filled,
         "standing": standing,
+        "kill": killed,
         "e2e_latency_ms": {q: round(harness.percentile(latencies, n), 1) if latencies else None
                            for q, n in (("p50", 50), ("p90", 90), ("p99", 99), ("p999", 99.9))},
         "processes": processes.figures(ready, mem_ready, mem_end, empty_fleet, running_pods, gc_end,

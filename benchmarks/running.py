@@ -55,7 +55,7 @@ class Deployment:
     __slots__ = ("namespace", "app", "rs", "rs_uid", "replicas", "priority", "containers", "cpu_m",
                  "mem_mi", "labels", "anti_affinity", "spread")
 
-    def __init__(self, index: int, replicas: int, rng: random.Random, ring_size: int):
+    def __init__(self, index: int, replicas: int, rng: random.Random, ring_size: int, zoned: bool = True):
         self.namespace = f"team-{index % NAMESPACES}"
         self.app = f"app-{index}"
         template_hash = f"{rng.getrandbits(40):010x}"[:10]
@@ -90,7 +90,9 @@ class Deployment:
         selector = {"matchLabels": {"app": self.app}}
         self.anti_affinity = (rng.random() < ANTI_AFFINITY_SHARE and replicas <= ring_size) and {"podAntiAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": selector, "topologyKey": HOSTNAME}]}}
-        self.spread = rng.random() < SPREAD_SHARE and [
+        # (a fleet without zones, the uniform profile, gets no zone spread: every node would
+        # be missing the key, and verify would call each such pod a violation)
+        self.spread = rng.random() < SPREAD_SHARE and zoned and [
             {"maxSkew": 1, "topologyKey": ZONE_LABEL, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector}]
 
     def pod(self, i: int, serial: int, node: str, host_ip: str, now: str) -> dict:
@@ -146,7 +148,7 @@ def deployment_count(n: int) -> int:
     return max(1, min(MAX_DEPLOYMENTS, n // PODS_PER_DEPLOYMENT))
 
 
-def deployments(n: int, seed: int, ring_size: int) -> list[Deployment]:
+def deployments(n: int, seed: int, ring_size: int, zoned: bool = True) -> list[Deployment]:
     """Deployments of `n` replicas in all, long-tailed sizes (a Pareto draw), at least one each."""
     rng = random.Random(seed)
     count = deployment_count(n)
@@ -159,7 +161,7 @@ def deployments(n: int, seed: int, ring_size: int) -> list[Deployment]:
         small = min(range(count), key=sizes.__getitem__)
         sizes[big] -= 1 - sizes[small]
         sizes[small] = 1
-    return [Deployment(i, size, rng, ring_size) for i, size in enumerate(sizes)]
+    return [Deployment(i, size, rng, ring_size, zoned) for i, size in enumerate(sizes)]
 
 
 def generate(n: int, nodes: list[dict], seed: int = 0) -> Iterator[list[dict]]:
@@ -177,7 +179,8 @@ def generate(n: int, nodes: list[dict], seed: int = 0) -> Iterator[list[dict]]:
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     chunk: list[dict] = []
     serial = cursor = 0
-    for dep in deployments(n, seed, size):
+    zoned = all(ZONE_LABEL in d["metadata"].get("labels", {}) for d in ring)
+    for dep in deployments(n, seed, size, zoned):
         for i in range(dep.replicas):
             at = cursor % size
             if free_pods[at] < 1 or free_cpu[at] < dep.cpu_m or free_mem[at] < dep.mem_mi:

@@ -40,6 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="fill the fleet with N bound, Running pods (Deployments' pods of many shapes, "
                         "benchmarks/running.py) before the processes start and the clock runs, and "
                         "report each process's memory per running pod")
+    b.add_argument("--kill-shard-at", type=_positive_float, metavar="SECONDS",
+                   help="kill shard 0 with -9 this many seconds after the clock starts and start it "
+                        "again at once; the report's kill: {shard, at_s, killed, ready_s, scheduling_s} "
+                        "times its return (from the kill) and verify checks nothing was lost or doubled")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--config", help="configuration file (default: built-in defaults)")
     b.add_argument("--json", default="bench.json",
@@ -101,7 +105,7 @@ def cmd_bench(args) -> int:
     def measure(c):
         return e2e.run(c, args.nodes, args.profile, args.pods, args.workload, args.rate, args.seed,
                        quiet=args.quiet, live=args.live, churn_heartbeat_s=churn,
-                       running_pods=args.running_pods)
+                       running_pods=args.running_pods, kill_shard_at=args.kill_shard_at)
 
     doc = measure(cfg)
     if args.quality and doc["packing"] and cfg.shards.count > 1:

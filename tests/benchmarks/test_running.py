@@ -32,6 +32,14 @@ def test_the_running_pods_are_a_valid_placement_of_many_deployments():
     assert not any(p.node_name in tainted for p in parsed)
 
 
+def test_running_pods_on_a_fleet_without_zones_are_a_valid_placement_too():
+    nodes = fleet_mod.generate(30, "uniform", 0)
+    parsed = [parse_pod(p) for chunk in running.generate(300, nodes, 0) for p in chunk]
+    report = verify([parse_node(n) for n in nodes], parsed)
+    assert report["ok"], report["violations"][:5]
+    assert report["bound"] == 300
+
+
 def test_a_fill_that_does_not_fit_says_so():
     nodes = fleet_mod.generate(4, "uniform", 0)
     try:
@@ -82,3 +90,16 @@ def test_without_running_pods_processes_are_reported_and_nothing_per_pod(tmp_pat
     assert doc["running_pods"] == 0 and doc["verify"]["ok"]
     assert set(doc["processes"]) == {"dispatcher-0", "shard-0", "binder-0"}
     assert all(r["bytes_per_running_pod"] is None and r["peak_rss_mb"] > 0 for r in doc["processes"].values())
+
+
+def test_a_shard_killed_in_the_middle_comes_back_and_nothing_is_lost(tmp_path):
+    """`--kill-shard-at`: shard 0 is killed with -9 while pods flow and started again; the
+    new process takes its lease and schedules, and every pod is bound once, verify ok."""
+    out = tmp_path / "b.json"
+    assert main(["bench", "--nodes", "30", "--profile", "uniform", "--running-pods", "300", "--pods", "300",
+                 "--rate", "50", "--shards", "2", "--kill-shard-at", "2", "--quiet", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    kill = doc["kill"]
+    assert kill["killed"] and kill["error"] is None and kill["old_pid"] != kill["new_pid"]
+    assert 0 < kill["ready_s"] <= kill["scheduling_s"]
+    assert doc["scheduled"] == 300 and doc["verify"]["ok"]

@@ -1,0 +1,84 @@
+"""`bench --kill-shard-at S`: one shard killed with -9 in the middle of a run, restarted at
+once (as a kubelet restarts a container that died), and timed until it schedules again.
+
+Issue 31's target is about a large cluster: a restarted shard must list every running pod
+before it holds its lease, so the time back is the time to relist. What the run shows besides:
+the other shards keep binding meanwhile (the dispatcher moves the dead shard's pods to them
+when its lease expires), and nothing is lost or bound twice (the report's `verify` and
+`scheduled`, checked over the final store).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import grpc
+
+from common.store import open_store
+
+
+class ShardKiller:
+    """A thread that kills shard `index` `at_s` seconds after `start()`, starts it again and
+    records when the new process holds the shard's lease (`ready_s`) and has run its first
+    scheduling cycle (`scheduling_s`), both counted from the kill."""
+
+    def __init__(self, cluster, at_s: float, index: int = 0, timeout_s: float = 600.0):
+        self.cluster = cluster
+        self.at_s = at_s
+        self.index = index
+        self.timeout_s = timeout_s
+        self.report: dict = {"shard": str(index), "at_s": at_s, "killed": False,
+                             "ready_s": None, "scheduling_s": None, "error": None}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="shard-killer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> dict:
+        self._stop.set()
+        self._thread.join()
+        return self.report
+
+    def _run(self) -> None:
+        if self._stop.wait(self.at_s):
+            return
+        try:
+            self._kill_and_time()
+        except Exception as e:  # reported, and the run goes on: its verify still counts
+            self.report["error"] = f"{type(e).__name__}: {e}"
+
+    def _kill_and_time(self) -> None:
+        old = self.cluster.procs[("shard", self.index)].pid
+        killed_at = time.monotonic()
+        self.cluster.kill("shard", self.index)
+        self.report["killed"] = True
+        self.cluster.start_one("shard", self.index)
+        store = open_store(self.cluster.url)
+        try:
+            while not self._stop.is_set() and time.monotonic() - killed_at < self.timeout_s:
+                since = time.monotonic() - killed_at
+                reply = self._new_process_status(store, since)
+                if reply is not None:
+                    if self.report["ready_s"] is None:
+                        self.report["ready_s"] = round(since, 2)
+                    if reply.counters["cycles"] > 0:
+                        self.report["scheduling_s"] = round(since, 2)
+                        break
+                time.sleep(0.2)
+        finally:
+            store.close()
+        self.report["old_pid"], self.report["new_pid"] = old, self.cluster.procs[("shard", self.index)].pid
+
+    def _new_process_status(self, store, since_kill: float):
+        """The Status of the process holding the shard's lease, if it is the new one (its
+        uptime is shorter than the time since the kill; the dead one's lease lingers until it
+        expires, naming an address nobody answers on)."""
+        address = store.list_leases("shard").get(str(self.index))
+        if not address:
+            return None
+        try:
+            reply = self.cluster.status("shard", address)
+        except grpc.RpcError:
+            return None
+        return reply if reply.uptime_seconds < since_kill else None
