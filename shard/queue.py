@@ -30,6 +30,7 @@ from sortedcontainers import SortedKeyList
 
 from common.config.plugin_names import (NODE_AFFINITY, NODE_NAME, NODE_PORTS, NODE_RESOURCES_FIT,
                                         NODE_UNSCHEDULABLE, TAINT_TOLERATION)
+from .queueing_hints import registered
 
 
 _NOT_SCHEDULING = ("resourceVersion", "generation", "managedFields", "finalizers")
@@ -117,6 +118,8 @@ class SchedulingQueue:
         #: the same by pool, node-local ones only (`_node_local`); the others under None
         self._parked: dict[str | None, dict[str, QueuedPod]] = {}
         self._where: dict[str, str] = {}      # pod key -> "active" | "backoff" | "unschedulable"
+        #: the parked pods' rejector sets, with how many pods have each (few distinct ones)
+        self._rejector_sets: Counter = Counter()
         self._entries: dict[str, QueuedPod] = {}
         self._seq = itertools.count()
         #: Called (queue, event) for each pod put in a queue, with kube's queue names and
@@ -265,6 +268,7 @@ class SchedulingQueue:
         entry.unschedulable_since = now
         entry.last_generation = generation
         entry.rejectors = rejectors
+        self._rejector_sets[rejectors] += 1
         self._where[entry.pod.key] = "unschedulable"
         self._unschedulable[entry.pod.key] = entry
         self._incoming("unschedulable", "ScheduleAttemptFailure")
@@ -276,6 +280,9 @@ class SchedulingQueue:
 
     def _unpark(self, key: str) -> QueuedPod:
         entry = self._unschedulable.pop(key)
+        self._rejector_sets[entry.rejectors] -= 1
+        if self._rejector_sets[entry.rejectors] <= 0:
+            del self._rejector_sets[entry.rejectors]
         for where in (entry.pool, None):
             by_pool = self._parked.get(where)
             if by_pool is not None and by_pool.pop(key, None) is not None:
@@ -322,6 +329,7 @@ class SchedulingQueue:
             moved = list(self._unschedulable.values())
             self._unschedulable.clear()
             self._parked.clear()
+            self._rejector_sets.clear()
         else:
             moved = [e for e in self._candidates(pools) if only(e if entries else e.pod)]
             for e in moved:
@@ -343,8 +351,16 @@ class SchedulingQueue:
         (shard/queueing_hints.py) says it could make them fit. `pools`: the sub-cluster pools
         of the node the event happened on (None: any), so that an event in one pool never
         walks the backlog of another (a saturated pool's thousands of parked pods)."""
-        return self.move_all_to_active(only=lambda e: hint(e.pod, e.rejectors, *event), entries=True,
-                                       event=EVENT_LABELS.get(getattr(hint, "__name__", ""), "ClusterEvent"),
+        name = getattr(hint, "__name__", "")
+        # the rejector sets with a plugin that registered this event (all, for an event
+        # without a name of its own): the other parked pods are not asked
+        woken = {r for r in self._rejector_sets if name not in EVENT_LABELS or registered(r, name)}
+        if not woken:
+            return 0
+
+        def only(e) -> bool:
+            return e.rejectors in woken and hint(e.pod, e.rejectors, *event)
+        return self.move_all_to_active(only=only, entries=True, event=EVENT_LABELS.get(name, "ClusterEvent"),
                                        pools=pools)
 
     def activate(self, keys) -> int:

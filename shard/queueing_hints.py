@@ -21,7 +21,10 @@ Every hint takes the parked pod and its rejectors first; what follows describes 
 """
 from __future__ import annotations
 
+import functools
+
 from common.plugins import SPECS
+from common.plugins.spec import never
 
 #: plugin name -> its QueueingHints, for the plugins that have them.
 HINTS = {name: spec.queueing_hints for name, spec in SPECS.items() if spec.queueing_hints is not None}
@@ -31,6 +34,16 @@ KNOWN = frozenset(HINTS)
 
 def _unknown(rejectors) -> bool:
     return not rejectors or not rejectors <= KNOWN
+
+
+@functools.lru_cache(maxsize=4096)
+def registered(rejectors: frozenset, event: str) -> bool:
+    """Whether any of `rejectors` has a hint for `event` (a hint's name: "pod_arrived", ...),
+    kube's check of an event against the plugins that registered it, before any hint runs: a
+    pod turned down only by plugins that ignore the event stays parked without being asked
+    (the queue skips such pods by their rejector set, so that a binding costs nothing per pod
+    of a backlog rejected for its size)."""
+    return _unknown(rejectors) or any(getattr(HINTS[r], event) is not never for r in rejectors)
 
 
 def node_added(pod, rejectors, node) -> bool:

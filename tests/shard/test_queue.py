@@ -204,3 +204,30 @@ def test_a_pod_deleted_in_backoff_leaves_it_at_once(queue, clock):
     assert queue.next_ready_in() == pytest.approx(4.0)
     queue.delete("default/stays")
     assert queue.next_ready_in() is None and queue.lengths() == {"active": 0, "backoff": 0, "unschedulable": 0}
+
+
+def test_an_event_no_rejector_registered_asks_no_parked_pod(queue, clock):
+    """kube checks an event against the plugins that registered it before any hint: a
+    backlog turned down for its size is not walked for a pod arriving elsewhere (with
+    thousands parked, each binding asked every one of them), while pods rejected by a plugin
+    that registered the event are still asked."""
+    from shard import queueing_hints as hints
+    asked = []
+
+    def pod_arrived(pod, rejectors, other):  # the hint, spied on (its name is the event's)
+        asked.append(pod.name)
+        return hints.pod_arrived(pod, rejectors, other)
+
+    for i in range(50):
+        queue.add(p(f"big-{i}"))
+    queue.add(p("anti"))
+    for entry in iter(queue.pop, None):
+        rejectors = {"InterPodAffinity"} if entry.pod.name == "anti" else {"NodeResourcesFit", "NodeAffinity"}
+        queue.requeue_unschedulable(entry, 0, frozenset(rejectors))
+    other = p("elsewhere", node_name="n1")
+    assert queue.wake(pod_arrived, other) == 1
+    assert asked == ["anti"]
+    asked.clear()
+    assert queue.wake(pod_arrived, other) == 0 and asked == []  # nobody left who registered it
+    # an event the size rejection registered still asks (and wakes) them all
+    assert queue.wake(hints.pod_left, other) == 50
