@@ -73,11 +73,13 @@ class BinderServer(Component, rpc.BinderServicer):
     section = "binders"
 
     def __init__(self, cfg, store, index: int | str, port: int | None = None,
-                 metrics_port: int | None = None):
+                 metrics_port: int | None = None, tracer=None):
         binders = cfg.binders
         number = int(index) if str(index).isdigit() else 0
         self.metrics = BinderMetrics(str(index))
-        super().__init__(cfg, store, number, port, metrics_port, self.metrics.registry)
+        super().__init__(cfg, store, number, port, metrics_port, self.metrics.registry, tracer)
+        #: With tracing on: pod key -> (its decision's traceparent, when the decision arrived)
+        self.traces: dict[str, tuple[str, float]] = {}
         self.id = str(index)
         names = {p.scheduler_name for p in cfg.profiles}
         if cfg.dispatcher.also_default_scheduler:
@@ -217,6 +219,9 @@ class BinderServer(Component, rpc.BinderServicer):
         refused, passed = [], []
         for gd in units:
             self.counters["decisions"] += len(gd.members)
+            for d in gd.members:
+                if d.traceparent:
+                    self.traces.setdefault(d.pod_key, (d.traceparent, time.monotonic()))
             verdict = judge_unit(gd, lambda d, may_wait: self._judge(d, may_wait, unit_size=None),
                                  self.view, self.group_rules, may_wait=not last)
             if verdict is None:
@@ -235,6 +240,8 @@ class BinderServer(Component, rpc.BinderServicer):
         refused, passed = [], []
         for d in decisions:
             self.counters["decisions"] += 1
+            if d.traceparent:  # (a decision waiting for the watch keeps its first arrival)
+                self.traces.setdefault(d.pod_key, (d.traceparent, time.monotonic()))
             last, deadline = waited.get(d.pod_key, (False, None))
             verdict = self._judge(d, may_wait=not last)
             if verdict is None:
@@ -304,10 +311,14 @@ class BinderServer(Component, rpc.BinderServicer):
         if log.isEnabledFor(logging.DEBUG):
             log.debug("decision for %s on %s refused: %s", d.pod_key, d.node, reason,
                       **keys(d.pod_key, d.node, plugin_of(reason)))
-        self._record(reason, shard)
-        return pb.Outcome(pod_key=d.pod_key, node=d.node, bound=False, reason=reason)
+        outcome = pb.Outcome(pod_key=d.pod_key, node=d.node, bound=False, reason=reason)
+        self._record(outcome, shard)
+        return outcome
 
-    def _record(self, reason: str, shard: str) -> None:
+    def _record(self, outcome, shard: str) -> None:
+        reason = outcome.reason
+        if self.traces:
+            self._trace_commit(outcome, shard)
         name = "Bound" if not reason else reason.split(":", 1)[0].split(" ", 1)[0]
         self.metrics.outcomes.labels(name, shard, self.id).inc()
         if reason:
@@ -315,6 +326,15 @@ class BinderServer(Component, rpc.BinderServicer):
             self.counters["rejected_" + name] += 1
         else:
             self.counters["bound"] += 1
+
+    def _trace_commit(self, outcome, shard: str) -> None:
+        """The commit's span, from the decision's arrival to its outcome, a child of the
+        shard's cycle that decided it."""
+        parent = self.traces.pop(outcome.pod_key, None)
+        if parent is not None:
+            self.tracer.span("commit", parent[0], parent[1], time.monotonic(), {
+                "pod": outcome.pod_key, "node": outcome.node, "shard": shard, "binder": self.id,
+                "result": "bound" if outcome.bound else outcome.reason.split(":", 1)[0]})
 
     def _settle(self, settled: list) -> None:
         """End the reservations of a committed chunk; one outcome batch per stream."""
@@ -326,7 +346,7 @@ class BinderServer(Component, rpc.BinderServicer):
             if not outcome.bound:
                 log.debug("decision for %s on %s not committed: %s", outcome.pod_key, outcome.node, outcome.reason,
                           **keys(outcome.pod_key, outcome.node, plugin_of(outcome.reason)))
-            self._record(outcome.reason, it.shard)
+            self._record(outcome, it.shard)
             replies.setdefault(it.reply, []).append(outcome)
         for stream, outcomes in replies.items():
             stream.reply(outcomes)

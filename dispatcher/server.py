@@ -102,11 +102,11 @@ class Dispatcher(Component):
     port_key, metrics_port_key = "port", "metrics_port"
 
     def __init__(self, cfg, store, index: int | str = 0, port: int | None = None, seed: int = 0,
-                 metrics_port: int | None = None):
+                 metrics_port: int | None = None, tracer=None):
         d = cfg.dispatcher
         self.metrics = DispatcherMetrics(cfg.leader_election.resource_name)
         super().__init__(cfg, store, int(index) if str(index).isdigit() else 0, port, metrics_port,
-                         self.metrics.registry)
+                         self.metrics.registry, tracer)
         self.id = str(index)
         self.cfg = cfg
         #: Created once the server listens; None = no election.
@@ -360,7 +360,9 @@ class Dispatcher(Component):
                 p.shard, p.sent_at = link.id, now
                 self.sent[key] = None
                 link.held.add(key)
-                batches.setdefault(link.id, []).append(pb.PendingPod(key=key, uid=p.uid, resource_version=p.rv))
+                trace = self.tracer.span("dispatch", "", p.seen_at, now, {"pod": key, "shard": link.id})
+                batches.setdefault(link.id, []).append(pb.PendingPod(key=key, uid=p.uid, resource_version=p.rv,
+                                                                     traceparent=trace))
                 sent += 1
         for id_, pods in batches.items():
             self.metrics.dispatched.labels(id_).inc(len(pods))

@@ -66,7 +66,9 @@ class BinderClient:
     later through the inbox. Who holds which partition comes from the partition leases,
     looked up again when a partition has no known holder or a binder says it lost one."""
 
-    def __init__(self, store, shard_id: str, cfg, inbox, node_of, security):
+    def __init__(self, store, shard_id: str, cfg, inbox, node_of, security, trace_of=lambda key: ""):
+        """`trace_of(pod key)`: the traceparent of the cycle that decided the pod ("": none)."""
+        self.trace_of = trace_of
         """`node_of(name)`: the node as the shard knows it (None if it does not);
         `security` (common.runtime.security) makes the channels to the binders."""
         self.store = store
@@ -191,6 +193,8 @@ class BinderClient:
                                       reason=f"BinderUnavailable: partition {partition} has no binder")
                            for d in decisions + [m for g in groups for m in g.members]]
             else:
+                for d in decisions + [m for g in groups for m in g.members]:
+                    d.traceparent = self.trace_of(d.pod_key)  # (its cycle's span is recorded by now)
                 batch = by_address.setdefault(address, ([], []))
                 batch[0].extend(decisions)
                 batch[1].extend(groups)
@@ -267,12 +271,17 @@ class ShardServer(Component, rpc.ShardServicer):
     section = "shards"
 
     def __init__(self, cfg, store, index: int, port: int | None = None, seed: int = 0,
-                 metrics_port: int | None = None):
+                 metrics_port: int | None = None, tracer=None):
         self.metrics = ShardMetrics(str(index))
-        super().__init__(cfg, store, index, port, metrics_port, self.metrics.registry)
+        super().__init__(cfg, store, index, port, metrics_port, self.metrics.registry, tracer)
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.owned = DispatchedPods()
-        self.binders = BinderClient(store, self.id, cfg, self.inbox, self._node, self.security)
+        #: With tracing on: pod key -> the traceparent of its dispatch, and of the cycle that
+        #: placed it (until its decision is sent)
+        self.traces: dict[str, str] = {}
+        self.decided: dict[str, str] = {}
+        self.binders = BinderClient(store, self.id, cfg, self.inbox, self._node, self.security,
+                                    lambda key: self.decided.pop(key, ""))
         self.loop = ShardLoop(cfg, store, seed=seed + index, owner=self.owned, committer=self.binders,
                               slice_of=(index, cfg.shards.count))
         self.loop.queue.on_incoming = self.metrics.queued
@@ -353,6 +362,9 @@ class ShardServer(Component, rpc.ShardServicer):
             self.loop.drop(key)
             self.refusals.pop(key, None)
             self.waiting_for_watch.pop(key, None)
+            self.traces.pop(key, None)
+        if self.tracer.enabled:
+            self.traces.update((p.key, p.traceparent) for p in batch.pods if p.traceparent)
         self._take_pods([(p.key, p.uid, p.resource_version) for p in batch.pods])
 
     def _take_pods(self, pods) -> None:
@@ -375,6 +387,8 @@ class ShardServer(Component, rpc.ShardServicer):
         loop = self.loop
         for entry, result, o in self.binders.settle(outcomes, link):
             refused = self.refusals.pop(o.pod_key, 0)
+            if o.bound or o.reason.startswith(GONE):
+                self.traces.pop(o.pod_key, None)
             if o.bound:
                 self.counters["bound"] += 1
                 self.metrics.bound(entry.attempts, loop.queue.clock() - entry.initial_at)
@@ -462,6 +476,18 @@ class ShardServer(Component, rpc.ShardServicer):
         group_of = self.loop.groups.group_of
         self.units = self.loop.units({group_of[k] for k in self.owned.keys if k in group_of})
 
+    def _trace_cycle(self, result, took: float) -> None:
+        """The cycle's span, a child of the pod's dispatch; a placement's is the parent of
+        the binder's commit (sent in the Decision)."""
+        end = time.monotonic()
+        attributes = {"pod": result.pod.key, "shard": self.id,
+                      "result": "scheduled" if result.scheduled else "unschedulable"}
+        if result.node:
+            attributes["node"] = result.node
+        trace = self.tracer.span("schedule", self.traces[result.pod.key], end - took, end, attributes)
+        if result.scheduled and trace:
+            self.decided[result.pod.key] = trace
+
     def _holding(self) -> list[str]:
         """The dispatched pods this shard is really working on (see ShardReport.holding)."""
         loop, in_flight, waiting = self.loop, self.binders.in_flight, self.waiting_for_watch
@@ -483,10 +509,12 @@ class ShardServer(Component, rpc.ShardServicer):
             if result is None:
                 break
             cycles += 1
+            took = result.snapshot_s + sum(result.phases.values())
+            if result.pod.key in self.traces:
+                self._trace_cycle(result, took)  # before its decision may be sent
             if time.monotonic() - flushed_at >= FLUSH_EVERY_S and self.binders.idle():
                 self._outcomes(self.binders.flush())
                 flushed_at = time.monotonic()
-            took = result.snapshot_s + sum(result.phases.values())
             self.cycle_times.append(took)
             self.metrics.cycle(result, took)
             if result.scheduled and self.quality.due():

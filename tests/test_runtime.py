@@ -473,3 +473,32 @@ def test_a_standby_dispatcher_takes_over_when_the_leader_is_killed(cluster_env):
     assert after.counters["leader"] == 1 and after.counters["adopted"] >= 20
     assert bound == 3000, "a pod was bound twice, or one went unbound"
     assert took_over[0] < cfg.leader_election.lease_duration_seconds + 3
+
+
+def test_each_pods_trip_is_one_trace_across_the_processes(cluster_env, tmp_path):
+    """tracing.enabled (every pod sampled, spans appended to a file by every process): each
+    bound pod has a dispatch span (the dispatcher), a scheduling cycle that placed it, its
+    child (a shard), and the commit that bound it, the cycle's child (the binder)."""
+    import json
+
+    url, store, start = cluster_env
+    spans_file = tmp_path / "spans.jsonl"
+    cluster = start(runtime_config(tracing={"enabled": True, "exporter": "file", "file": str(spans_file),
+                                            "samplingRatePerMillion": 1000000}))
+    assert not store.create_many([pod(i) for i in range(30)])
+    wait_bound(store, 30)
+    cluster.stop()  # each process exports what it buffered as it stops
+    spans = [json.loads(line) for line in spans_file.read_text().splitlines() if line.strip()]
+    by_id = {s["context"]["span_id"]: s for s in spans}
+    services = {s["resource"]["attributes"]["service.name"] for s in spans}
+    assert services == {"shardsched-dispatcher", "shardsched-shard", "shardsched-binder"}
+    commits = [s for s in spans if s["name"] == "commit" and s["attributes"]["result"] == "bound"]
+    assert {s["attributes"]["pod"] for s in commits} == {f"default/p-{i}" for i in range(30)}
+    for commit in commits:
+        cycle = by_id[commit["parent_id"]]
+        dispatch = by_id[cycle["parent_id"]]
+        assert (cycle["name"], dispatch["name"]) == ("schedule", "dispatch")
+        assert cycle["attributes"]["result"] == "scheduled"
+        assert cycle["attributes"]["node"] == commit["attributes"]["node"]
+        assert dispatch["parent_id"] is None
+        assert commit["context"]["trace_id"] == cycle["context"]["trace_id"] == dispatch["context"]["trace_id"]

@@ -295,6 +295,17 @@ SCHEMA = {
                   "(a background writer; scheduling never waits for it).", minimum=0.1),
         "burst": _i(100, "Writes allowed at once after a quiet period.", minimum=1),
     },
+    "tracing": {
+        "enabled": _b(False, "Record each pod's trip (dispatch, scheduling cycles, commit) as an "
+                      "OpenTelemetry trace (needs the `tracing` extra: opentelemetry-sdk)."),
+        "exporter": _s("otlp", "Where spans go: otlp (OTLP over HTTP to endpoint) or file (one JSON span "
+                       "per line appended to file).", choices=("otlp", "file")),
+        "endpoint": _s("http://localhost:4318/v1/traces", "otlp: the collector's OTLP/HTTP traces URL."),
+        "file": _s("", "file: the file every process appends its spans to."),
+        "samplingRatePerMillion": _i(10000, "Pods traced per million, decided by the dispatcher "
+                                     "(kube's TracingConfiguration name); the shard and binder follow it.",
+                                     maximum=1000000),
+    },
     "profiles": ListOf(PROFILE, [{"schedulerName": "shardsched"}], "Scheduling profiles.",
                        ("schedulerName",), min_items=1),
 }
@@ -547,6 +558,15 @@ class EventsConfig(Section):
     burst: int
 
 
+@_section(SCHEMA["tracing"])
+class TracingConfig(Section):
+    enabled: bool
+    exporter: str
+    endpoint: str
+    file: str
+    sampling_rate_per_million: int
+
+
 @_section(SCHEMA)
 class Config(Section):
     """The whole configuration, as every process receives it."""
@@ -565,6 +585,7 @@ class Config(Section):
     security: SecurityConfig
     health: HealthConfig
     events: EventsConfig
+    tracing: TracingConfig
     profiles: tuple[Profile, ...]
 
 
@@ -649,7 +670,7 @@ STORE_SCHEMES = ("memory", "redis", "rediss", "unix", "kube")
 def _cross_checks(cfg: Config) -> None:
     """The checks across fields, every one: all their errors are raised together."""
     errors: list[tuple[str, str]] = []
-    for check in (_check_ports, _check_profiles, _check_leader_election, _check_sub_clusters):
+    for check in (_check_ports, _check_profiles, _check_leader_election, _check_sub_clusters, _check_tracing):
         if check is _check_profiles and any(path.startswith("preemption.") for path, _ in errors):
             continue  # the profiles' DefaultPreemption args come from that section: said once
         try:
@@ -658,6 +679,11 @@ def _cross_checks(cfg: Config) -> None:
             errors += e.errors
     if errors:
         raise ConfigError.of(errors)
+
+
+def _check_tracing(cfg: Config) -> None:
+    if cfg.tracing.enabled and cfg.tracing.exporter == "file" and not cfg.tracing.file:
+        raise ConfigError("tracing.file", "must name a file when tracing.exporter is file")
 
 
 def _check_ports(cfg: Config) -> None:

@@ -25,6 +25,7 @@ from ..config import Config
 from ..errors import StoreUnavailable
 from .logs import ErrorLog
 from .security import SERVER_OPTIONS, Security
+from .tracing import Tracer
 from .version import VERSION
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ class Component(rpc.ComponentServicer):
     port_key, metrics_port_key = "base_port", "metrics_base_port"
 
     def __init__(self, cfg: Config, store, index: int, port: int | None = None,
-                 metrics_port: int | None = None, registry=None):
+                 metrics_port: int | None = None, registry=None, tracer: Tracer | None = None):
         gcstats.install()  # from the start: the initial list's collections count too
         own = getattr(cfg, self.section)
         self.id = str(index)
@@ -78,6 +79,8 @@ class Component(rpc.ComponentServicer):
         #: Port for Prometheus metrics: None = off, 0 = any free port.
         self.metrics_port = metrics_port_for(getattr(own, self.metrics_port_key), index, metrics_port)
         self.registry = registry
+        #: Records the pods' trips as traces (common/runtime/tracing.py); off by default.
+        self.tracer = tracer or Tracer.from_config(cfg.tracing, f"shardsched-{self.role}", str(index))
         self.metrics_address = ""
         self.started = time.monotonic()
         self.counters: Counter = Counter()
@@ -211,6 +214,7 @@ class Component(rpc.ComponentServicer):
             self.store.drop_lease(self.role, self.id, self.address)
         except Exception as e:
             log.warning("could not drop the lease (it expires by itself): %s", e)
+        self.tracer.shutdown()
 
 
 def settle_heap() -> None:
