@@ -29,6 +29,9 @@ _CHUNK = 1000            # objects per script call: bounds how long one call blo
 _CHUNKS_PER_PIPELINE = 8  # script calls per pipeline: bounds client-side buffering
 _LIST_PAGE = 2000        # objects per read of a paged list (list_iter)
 _BLOCK_S = 2.0           # longest single XREAD BLOCK; must stay well under the socket timeout
+#: how often a reader polling without waiting has an empty read checked for a trimmed or
+#: rolled back history (RedisStore._follow)
+_RECHECK_S = 0.5
 _RV = re.compile(r"^\d+-\d+$")
 _EVENT_TYPES = frozenset((b"ADDED", b"MODIFIED", b"DELETED"))
 _KIND_NAMES = frozenset(k.encode() for k in KINDS)
@@ -133,7 +136,9 @@ class RedisStore(ClusterStore):
             **({"max_connections": max_in_flight + 8} if max_in_flight else {}))
         # Stream entries stay flat lists (read by position in _read), not a dict each.
         self._r.set_response_callback("XRANGE", lambda response, **options: response)
+        self._r.set_response_callback("XREAD", lambda response, **options: response)
         self._history = history
+        self._checked_at = float("-inf")  # when _follow last checked an empty read in full
         self._stream = f"{prefix}events"
         self._prefix = prefix
         self._put = self._r.register_script(redis_scripts.PUT)
@@ -252,16 +257,7 @@ class RedisStore(ClusterStore):
         since = "0-0" if since_rv == "0" else since_rv
         if not _RV.match(since):
             raise ValueError(f"not a redis resourceVersion: {since_rv!r}")
-        deadline = time.monotonic() + timeout
-        while True:
-            entries = self._entries_after(since, max_events)
-            if entries is None:
-                raise ResourceVersionTooOld(f"resourceVersion {since_rv} is too old: the event stream was trimmed past it")
-            remaining = deadline - time.monotonic()
-            if entries or remaining <= 0:
-                break
-            # Only wait here; the next read does the (atomic) too-old check.
-            self._r.xread({self._stream: since}, count=1, block=max(1, int(min(remaining, _BLOCK_S) * 1000)))
+        entries = self._follow(since, timeout, max_events)
         events = []
         wanted = None if kinds is None else {k.encode() for k in kinds}
         for id_, flat in entries:
@@ -273,6 +269,37 @@ class RedisStore(ClusterStore):
             if ev is not None:
                 events.append(ev)
         return events, (entries[-1][0].decode() if entries else None)
+
+    def _follow(self, since: str, timeout: float, count: int) -> list:
+        """The raw stream entries after `since`, waiting up to `timeout` seconds for the first.
+
+        One XREAD (blocking when there is time to wait) per call in the usual case: every
+        entry names its predecessor (prev), so a first entry whose prev is `since` follows
+        it with nothing missing, and the entries after it in one read are contiguous (trimming
+        only takes from the stream's head). A paced rate brings a few events per poll, so the
+        poll's fixed cost is most of what a process pays per event: one round trip instead of
+        a MULTI of three ranges and a separate wait. Anything else (the first entry follows
+        another id, or no entry came: the history may have been trimmed or rolled back) goes
+        through the exact check of _entries_after. A reader that polls without waiting, over
+        and over while it is busy, has its empty reads checked so at most every _RECHECK_S."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            block = ("BLOCK", max(1, int(min(remaining, _BLOCK_S) * 1000))) if remaining > 0 else ()
+            reply = self._r.execute_command("XREAD", "COUNT", count, *block, "STREAMS", self._stream, since)
+            # {stream: entries} (redis-py's parser makes the reply's one pair a dict)
+            entries = [] if not reply else next(iter(reply.values())) if isinstance(reply, dict) else reply[0][1]
+            if entries and _prev(entries[0]) == since:
+                return entries
+            now = time.monotonic()
+            if not entries and not block and now - self._checked_at < _RECHECK_S:
+                return entries
+            self._checked_at = now
+            entries = self._entries_after(since, count)
+            if entries is None:
+                raise ResourceVersionTooOld(f"resourceVersion {since} is too old: the event stream was trimmed past it")
+            if entries or deadline - time.monotonic() <= 0:
+                return entries
 
     def _entries_after(self, since: str, count: int) -> list | None:
         """The raw stream entries after `since`, or None if any of them was trimmed; raises

@@ -120,3 +120,35 @@ def test_a_paged_list_leaves_out_what_was_written_after_its_snapshot_and_the_wat
     events = store.poll(rv, timeout=0.5)
     assert [(e.type, e.obj["metadata"]["name"]) for e in events] == [("MODIFIED", "d"), ("DELETED", "e")]
     assert events[0].obj["spec"]["nodeName"] == "n1"
+
+
+def commands(r) -> dict[str, int]:
+    """The server's calls per command since the last CONFIG RESETSTAT ("xread" -> calls)."""
+    return {name.removeprefix("cmdstat_"): stats["calls"] for name, stats in r.info("commandstats").items()}
+
+
+def test_a_poll_that_finds_its_events_is_one_read(store, r):
+    """At a paced rate every poll brings a few events, so its fixed cost is most of what a
+    process pays per event: events that follow the reader's position (each entry names its
+    predecessor) come in one XREAD, whether they were waiting or arrive while it waits."""
+    store.create(pod("a"))
+    since = last_rv(store, r)
+    store.create(pod("b"))
+    store.create(pod("c"))
+    r.config_resetstat()
+    events = store.poll(since, timeout=1.0)
+    calls = commands(r)
+    assert [e.obj["metadata"]["name"] for e in events] == ["b", "c"]
+    assert calls.pop("xread") == 1 and "xrange" not in calls and "multi" not in calls, calls
+
+
+def test_an_empty_poll_still_notices_a_history_rolled_back(store, r):
+    """A reader that finds nothing new, waiting or not, is still told when its position is
+    gone (the fast path's chain check needs an entry to look at)."""
+    store.create(pod("a"))
+    since = last_rv(store, r)
+    r.xdel(store._stream, since)
+    with pytest.raises(ResourceVersionTooOld, match="rolled back"):
+        store.poll(since, timeout=0)
+    with pytest.raises(ResourceVersionTooOld, match="rolled back"):
+        store.poll(since, timeout=0.1)
