@@ -87,11 +87,11 @@ def _merged(o: bytes, patch: dict | None, rv: str) -> dict:
     return obj
 
 
-def _event(id_: bytes, flat: list, wanted) -> WatchEvent | None:
-    """The event of one stream entry (None when its kind is not `wanted`). The fields are
-    prev, t, k, n, o[, p] in this order (redis_scripts._EMIT) and read by position, since
-    every process reads every event; an entry that does not follow that layout raises one
-    of _MALFORMED."""
+def _event(id_: bytes, flat: list, wanted, skip=None) -> WatchEvent | None:
+    """The event of one stream entry (None when its kind is not `wanted`, or `skip`, a
+    reader's common.store.base.EventSkip, passes over it). The fields are prev, t, k, n,
+    o[, p] in this order (redis_scripts._EMIT) and read by position, since every process
+    reads every event; an entry that does not follow that layout raises one of _MALFORMED."""
     if len(flat) < 10 or flat[2] != b"t" or flat[4] != b"k" or flat[8] != b"o":
         raise ValueError("not an event entry (fields prev, t, k, n, o)")
     type_, kind = flat[3], flat[5]
@@ -101,9 +101,21 @@ def _event(id_: bytes, flat: list, wanted) -> WatchEvent | None:
         raise ValueError(f"unknown event type {type_[:40]!r}")
     if wanted is not None and kind not in wanted:
         return None
+    patch = flat[11] if len(flat) > 10 else None
+    if skip is not None and skip(kind.decode(), type_.decode(), flat[7].decode(), _bound(flat[9], patch), flat[9]):
+        return None
     rv = id_.decode()
-    patch = orjson.loads(flat[11]) if len(flat) > 10 else None
-    return WatchEvent(type_.decode(), kind.decode(), _merged(flat[9], patch, rv), rv)
+    return WatchEvent(type_.decode(), kind.decode(), _merged(flat[9], orjson.loads(patch) if patch is not None else None, rv), rv)
+
+
+def _bound(o: bytes, patch: bytes | None) -> bool:
+    """Whether a pod event's record shows it bound, undecoded: the binding script's patch
+    names the node (cjson's "node":"n1"), and a whole document written since has its
+    spec.nodeName. (A label or annotation written as "nodeName":"x" would read as bound
+    too: the skips that use it also require that the reader does not hold the pod.)"""
+    if patch is not None and b'"node":"' in patch and b'"node":""' not in patch:
+        return True
+    return b'"nodeName":"' in o and b'"nodeName":""' not in o
 
 
 def _prev(entry) -> str | None:
@@ -252,8 +264,10 @@ class RedisStore(ClusterStore):
         self.skipped_records += 1
         log.warning("skipping %s: not a record shardsched can read (%s: %s)", what, type(e).__name__, e)
 
+    skips_unread = True
+
     @_translated
-    def _read(self, since_rv, timeout, max_events, kinds, positions=None):
+    def _read(self, since_rv, timeout, max_events, kinds, positions=None, skip=None):
         since = "0-0" if since_rv == "0" else since_rv
         if not _RV.match(since):
             raise ValueError(f"not a redis resourceVersion: {since_rv!r}")
@@ -262,7 +276,7 @@ class RedisStore(ClusterStore):
         wanted = None if kinds is None else {k.encode() for k in kinds}
         for id_, flat in entries:
             try:
-                ev = _event(id_, flat, wanted)
+                ev = _event(id_, flat, wanted, skip)
             except _MALFORMED as e:
                 self._skip(f"event stream entry {id_.decode()}", e)
                 continue

@@ -152,3 +152,30 @@ def test_an_empty_poll_still_notices_a_history_rolled_back(store, r):
         store.poll(since, timeout=0)
     with pytest.raises(ResourceVersionTooOld, match="rolled back"):
         store.poll(since, timeout=0.1)
+
+
+def test_a_reader_passes_over_events_undecoded_and_moves_past_them(store, r):
+    """`read(skip=...)` asks the reader about every event of its kinds before decoding it,
+    with the object's key and whether the event shows the pod bound (the binding's patch, or
+    a whole document with spec.nodeName); what it passes over is never decoded (a record
+    that would not decode is not even counted) and the read position moves past it."""
+    store.create(pod("a"))
+    since = last_rv(store, r)
+    store.bind("default/a", "n1")
+    running = store.get("Pod", "default/a")
+    running["status"] = {"phase": "Running"}
+    store.update_status(running)
+    store.create(pod("b"))
+    r.xadd(store._stream, {"prev": last_rv(store, r), "t": "MODIFIED", "k": "Pod", "n": "default/junk",
+                           "o": '{"spec":{"nodeName":"n1"}, not json'})
+    asked = []
+
+    def skip(kind, type_, key, bound, data):
+        asked.append((type_, key, bound))
+        return bound
+
+    events, read_to = store.read(since, timeout=0.5, kinds=("Pod",), skip=skip)
+    assert asked == [("MODIFIED", "default/a", True), ("MODIFIED", "default/a", True),
+                     ("ADDED", "default/b", False), ("MODIFIED", "default/junk", True)]
+    assert [(e.type, e.obj["metadata"]["name"]) for e in events] == [("ADDED", "b")]
+    assert read_to == last_rv(store, r) and store.skipped_records == 0
