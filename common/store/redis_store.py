@@ -29,6 +29,8 @@ _CHUNK = 1000            # objects per script call: bounds how long one call blo
 _CHUNKS_PER_PIPELINE = 8  # script calls per pipeline: bounds client-side buffering
 _LIST_PAGE = 2000        # objects per read of a paged list (list_iter)
 _BLOCK_S = 2.0           # longest single XREAD BLOCK; must stay well under the socket timeout
+#: how often write_events looks for Events older than EVENT_TTL_S, in seconds
+_EXPIRE_EVERY_S = 10.0
 #: how often a reader polling without waiting has an empty read checked for a trimmed or
 #: rolled back history (RedisStore._follow)
 _RECHECK_S = 0.5
@@ -151,6 +153,7 @@ class RedisStore(ClusterStore):
         self._r.set_response_callback("XREAD", lambda response, **options: response)
         self._history = history
         self._checked_at = float("-inf")  # when _follow last checked an empty read in full
+        self._expired_at = float("-inf")  # when write_events last looked for expired Events
         self._stream = f"{prefix}events"
         self._prefix = prefix
         self._put = self._r.register_script(redis_scripts.PUT)
@@ -508,9 +511,13 @@ class RedisStore(ClusterStore):
         for ev in events:
             key = f"{ev['metadata']['namespace']}/{ev['metadata']['name']}"
             pipe.hset(objects, key, orjson.dumps(ev)).zadd(times, {key: now})
-        expired = self._r.zrangebyscore(times, "-inf", now - EVENT_TTL_S)
-        if expired:
-            pipe.hdel(objects, *expired).zrem(times, *expired)
+        # Expired ones are looked for at most every _EXPIRE_EVERY_S (a second round trip;
+        # a binder writes a batch of Scheduled events for every few decisions).
+        if now - self._expired_at >= _EXPIRE_EVERY_S:
+            self._expired_at = now
+            expired = self._r.zrangebyscore(times, "-inf", now - EVENT_TTL_S)
+            if expired:
+                pipe.hdel(objects, *expired).zrem(times, *expired)
         pipe.execute()
         return [None] * len(events)
 

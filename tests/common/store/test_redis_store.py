@@ -179,3 +179,23 @@ def test_a_reader_passes_over_events_undecoded_and_moves_past_them(store, r):
                      ("ADDED", "default/b", False), ("MODIFIED", "default/junk", True)]
     assert [(e.type, e.obj["metadata"]["name"]) for e in events] == [("ADDED", "b")]
     assert read_to == last_rv(store, r) and store.skipped_records == 0
+
+
+def test_writing_events_is_one_round_trip_and_expired_ones_still_go(store, r):
+    """A binder writes a batch of Scheduled events every few decisions: a batch is one
+    pipeline; expired Events are looked for in a second round trip at most every 10 s."""
+    import time as time_mod
+
+    def ev(name):
+        return {"apiVersion": "events.k8s.io/v1", "kind": "Event", "reason": "Scheduled",
+                "metadata": {"namespace": "default", "name": name}}
+
+    old_key = f"{store._prefix}events:time"
+    r.zadd(old_key, {"default/stale": time_mod.time() - 7200})
+    r.hset(f"{store._prefix}events:obj", "default/stale", "{}")
+    store.write_events([ev("a")])  # the first batch looks for expired ones
+    assert r.hget(f"{store._prefix}events:obj", "default/stale") is None
+    r.config_resetstat()
+    store.write_events([ev("b"), ev("c")])
+    assert "zrangebyscore" not in commands(r)
+    assert {e["metadata"]["name"] for e in store.list_events()} == {"a", "b", "c"}
