@@ -127,17 +127,27 @@ class Churn:
     def _mark_running(self, store) -> None:
         """Each pod event that shows a pod bound and not yet started gets kwok's Running status."""
         serial = 0
+        marked: set[str] = set()
+
+        def passes_over(kind: str, type_: str, key: str, bound: bool, data: bytes) -> bool:
+            # undecoded (the store's EventSkip): what binds no pod, and its own writes
+            return not bound or type_ == "DELETED" or key in marked
+
         while not self._stop.is_set():
-            batch = []
-            for ev in store.poll(self._rv, timeout=0.2, kinds=("Pod",)):
-                self._rv = ev.rv
+            batch, keys = [], []
+            events, read_to = store.read(self._rv, timeout=0.2, kinds=("Pod",), skip=passes_over)
+            self._rv = read_to or self._rv
+            for ev in events:
                 pod = ev.obj
                 if ev.type == "DELETED" or not pod["spec"].get("nodeName") or started(pod):
                     continue
                 serial += 1
                 batch.append(running(pod, now_rfc3339(), f"10.{serial >> 16 & 255}.{serial >> 8 & 255}.{serial & 255}"))
-            for reason in store.update_status_many(batch) if batch else ():
+                keys.append(f"{pod['metadata'].get('namespace') or 'default'}/{pod['metadata']['name']}")
+            for key, reason in zip(keys, store.update_status_many(batch) if batch else ()):
                 self.counts["running" if reason is None else "conflicts"] += 1
+                if reason is None:
+                    marked.add(key)
 
 
 class ChurnProcess:

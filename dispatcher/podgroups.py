@@ -25,6 +25,10 @@ log = logging.getLogger(__name__)
 WRITE_EVERY_S = 0.5
 
 
+#: what a member pod's stored document holds (common.model.podgroup.raw_group_key reads them)
+_MEMBER_MARKERS = (f'"{POD_GROUP_LABEL}"'.encode(), b'"schedulingGroup"')
+
+
 class GroupStatus:
     def __init__(self, store, errors, clock=time.monotonic):
         """`errors`: the component's ErrorLog (a failing write is logged once, retried)."""
@@ -36,11 +40,18 @@ class GroupStatus:
         self._written_at = 0.0
         #: what it keeps of each kind (common.runtime.intake), among the dispatcher's declarations
         self.kinds = [Kind("PodGroup", handle=self._apply_group), Kind(NATIVE_KIND, handle=self._apply_group),
-                      Kind("Pod", handle=self._apply_pod, skip_listed=ListSkip((POD_GROUP_LABEL,)))]
+                      Kind("Pod", handle=self._apply_pod, skip_listed=ListSkip((POD_GROUP_LABEL,)),
+                           skip_event=self._passes_over)]
 
     def _apply_group(self, type_: str, obj: dict) -> None:
         self.index.apply_group(type_, obj)
         self.dirty.add(index_key_of(obj))
+
+    def _passes_over(self, type_: str, key: str, bound: bool, data: bytes) -> bool:
+        """A pod event that cannot concern a group (the store's EventSkip, undecoded): the pod
+        is no member now and its document names neither a pod-group label nor a native
+        scheduling group."""
+        return key not in self.index.group_of and not any(m in data for m in _MEMBER_MARKERS)
 
     def _apply_pod(self, type_: str, obj: dict) -> None:
         group = self.index.apply_pod(type_, raw_pod_key(obj), obj)

@@ -136,7 +136,8 @@ class Dispatcher(Component):
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         # Pending pods only: the initial list passes over bound pods unread (but for the
         # pod groups' members, which the PodGroups' status counts).
-        self.intake = Intake([*self.group_status.kinds, Kind("Pod", handle=self._apply_pod, skip_listed=ListSkip())])
+        self.intake = Intake([*self.group_status.kinds, Kind("Pod", handle=self._apply_pod, skip_listed=ListSkip(),
+                                                                skip_event=self._passes_over)])
         self.apply = self.intake.apply
         self.informer = self.intake.informer(store, self._relist)
         self._membership_at = 0.0
@@ -163,6 +164,14 @@ class Dispatcher(Component):
                 for id_, address in sorted(self.store.list_leases(role).items())]
 
     # --- following pending pods -------------------------------------------------------------
+
+    def _passes_over(self, type_: str, key: str, bound: bool, data: bytes) -> bool:
+        """A pod event that cannot concern pending pods (the store's EventSkip, undecoded): a
+        bound or deleted pod this dispatcher does not hold. Every pod brings it two or three
+        of them (bound, then Running), and nearly all bound pods are none of its business.
+        A new pod (ADDED) is always read: "bound" is judged on the document's bytes, where a
+        label named nodeName would read as bound too."""
+        return type_ != "ADDED" and (bound or type_ == "DELETED") and key not in self.pending
 
     def _apply_pod(self, type_: str, obj: dict) -> None:
         """A pod event (after the PodGroups' status saw it): pending pods of this scheduler

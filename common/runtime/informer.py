@@ -32,14 +32,20 @@ class Informer:
     """
 
     def __init__(self, store, kinds: Iterable[str], on_event: Callable[[str, str, dict], None],
-                 on_relist: Callable[[], None] | None = None, skips: dict | None = None):
+                 on_relist: Callable[[], None] | None = None, skips: dict | None = None,
+                 event_skip=None):
         """`skips`: kind -> common.store.base.ListSkip, what the owner's lists may pass over
-        unread (a dispatcher's bound pods)."""
+        unread (a dispatcher's bound pods); `event_skip`: the watch events it may pass over
+        (common.store.base.EventSkip), on a store that can skip them unread."""
         self.store = store
         self.kinds = tuple(kinds)
         self.skips = dict(skips or {})
         self.on_event = on_event
         self.on_relist = on_relist
+        #: one history for all kinds, read as bytes (Redis): the informer moves past every
+        #: event it read, those of kinds it does not watch and those event_skip passed over
+        self.reads_ahead = getattr(store, "skips_unread", False)
+        self.event_skip = event_skip
         self.rv: str | None = None
         #: kind -> the resourceVersion up to which this kind's events have been applied.
         #: Not `rv`: a store that watches each kind apart (the API server) may deliver an
@@ -95,8 +101,12 @@ class Informer:
     def sync(self, timeout: float = 0.0, max_events: int = 10000) -> int:
         """Apply the events since the last sync (waiting up to `timeout` for the first)."""
         try:
-            events = self.store.poll(self.rv, timeout=timeout, max_events=max_events,
-                                     kinds=self.kinds, positions=self.kind_rv)
+            if self.reads_ahead:
+                events, read_to = self.store.read(self.rv, timeout, max_events, self.kinds, self.kind_rv,
+                                                  self.event_skip)
+            else:
+                events, read_to = self.store.poll(self.rv, timeout=timeout, max_events=max_events,
+                                                  kinds=self.kinds, positions=self.kind_rv), None
         except ResourceVersionTooOld as e:
             log.warning("watch history after %s is gone (%s): relisting %s", self.rv, e, ", ".join(self.kinds))
             if self.on_relist is not None:
@@ -106,6 +116,11 @@ class Informer:
         for ev in events:
             self._deliver(ev.type, ev.kind, ev.obj, ev.rv)
             self.rv = self.kind_rv[ev.kind] = ev.rv
+        if read_to is not None:
+            # past what it passed over too
+            self.rv = read_to
+            for kind in self.kind_rv:
+                self.kind_rv[kind] = read_to
         return len(events)
 
     def seen(self, kind: str, rv: str) -> bool:

@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import Conflict, ObjectError
 from ..model.limits import check_object
@@ -42,6 +42,10 @@ class WatchEvent:
         meta = self.obj.get("metadata") or {}
         name = f"{meta['namespace']}/{meta.get('name')}" if meta.get("namespace") else meta.get("name")
         return f"WatchEvent({self.type} {self.kind} {name} @{self.rv})"
+
+
+#: A reader's `skip` for ClusterStore.read: (kind, type_, key, bound, data) -> pass it over.
+EventSkip = Callable[[str, str, str, bool, bytes], bool]
 
 
 def rv_order(rv: str) -> tuple[int, int]:
@@ -200,18 +204,41 @@ class ClusterStore(ABC):
         that watches each kind apart; one history for all kinds ignores it.
         """
 
+    #: whether `read` can pass over the events its `skip` names before decoding them
+    skips_unread = False
+
     def poll(self, since_rv: str, timeout: float = 1.0, max_events: int = 10000,
              kinds: Iterable[str] | None = None, positions: dict[str, str] | None = None) -> list[WatchEvent]:
         """Events strictly after `since_rv`, or [] once `timeout` seconds pass without any.
         `positions`: how far the reader has seen each kind (see _read); an informer passes
         its lists' versions, which on the API server differ per kind."""
+        return self.read(since_rv, timeout, max_events, kinds, positions)[0]
+
+    def read(self, since_rv: str, timeout: float = 1.0, max_events: int = 10000,
+             kinds: Iterable[str] | None = None, positions: dict[str, str] | None = None,
+             skip: "EventSkip | None" = None) -> tuple[list[WatchEvent], str | None]:
+        """`poll`, and the rv it read up to (None when it read nothing), from which the reader
+        continues: with `skip`, a poll may read only events it passes over.
+
+        `skip(kind, type_, key, bound, data) -> bool` names the events the reader does not
+        need, judged without decoding them: a store that keeps events as bytes
+        (`skips_unread`: Redis) asks it of every event of `kinds`, with the object's key,
+        whether the event shows a pod bound to a node (from the store's own bookkeeping:
+        exact for the writes the stores make) and the stored document's bytes (to search
+        for a label's name), and leaves out those it answers True for. Every process reads
+        every event, and at a paced rate most of a process's time on the store goes to
+        decoding events it then ignores. Other stores deliver every event: `skip` is a
+        hint, and a reader still ignores what it does not need itself."""
         wanted = frozenset(kinds) if kinds is not None else None
+        extra = {"skip": skip} if skip is not None and self.skips_unread else {}
         deadline = time.monotonic() + timeout
+        read_to = None
         while True:
             events, last = self._read(since_rv, max(0.0, deadline - time.monotonic()), max_events, wanted,
-                                      positions)
+                                      positions, **extra)
+            read_to = last or read_to
             if events or last is None or time.monotonic() >= deadline:
-                return events
+                return events, read_to
             since_rv, positions = last, None  # only other kinds changed: keep waiting past them
 
     def watch(self, since_rv: str, kinds: Iterable[str] | None = None,

@@ -29,6 +29,11 @@ _CHUNK = 1000            # objects per script call: bounds how long one call blo
 _CHUNKS_PER_PIPELINE = 8  # script calls per pipeline: bounds client-side buffering
 _LIST_PAGE = 2000        # objects per read of a paged list (list_iter)
 _BLOCK_S = 2.0           # longest single XREAD BLOCK; must stay well under the socket timeout
+#: how often write_events looks for Events older than EVENT_TTL_S, in seconds
+_EXPIRE_EVERY_S = 10.0
+#: how often a reader polling without waiting has an empty read checked for a trimmed or
+#: rolled back history (RedisStore._follow)
+_RECHECK_S = 0.5
 _RV = re.compile(r"^\d+-\d+$")
 _EVENT_TYPES = frozenset((b"ADDED", b"MODIFIED", b"DELETED"))
 _KIND_NAMES = frozenset(k.encode() for k in KINDS)
@@ -84,11 +89,11 @@ def _merged(o: bytes, patch: dict | None, rv: str) -> dict:
     return obj
 
 
-def _event(id_: bytes, flat: list, wanted) -> WatchEvent | None:
-    """The event of one stream entry (None when its kind is not `wanted`). The fields are
-    prev, t, k, n, o[, p] in this order (redis_scripts._EMIT) and read by position, since
-    every process reads every event; an entry that does not follow that layout raises one
-    of _MALFORMED."""
+def _event(id_: bytes, flat: list, wanted, skip=None) -> WatchEvent | None:
+    """The event of one stream entry (None when its kind is not `wanted`, or `skip`, a
+    reader's common.store.base.EventSkip, passes over it). The fields are prev, t, k, n,
+    o[, p] in this order (redis_scripts._EMIT) and read by position, since every process
+    reads every event; an entry that does not follow that layout raises one of _MALFORMED."""
     if len(flat) < 10 or flat[2] != b"t" or flat[4] != b"k" or flat[8] != b"o":
         raise ValueError("not an event entry (fields prev, t, k, n, o)")
     type_, kind = flat[3], flat[5]
@@ -98,9 +103,21 @@ def _event(id_: bytes, flat: list, wanted) -> WatchEvent | None:
         raise ValueError(f"unknown event type {type_[:40]!r}")
     if wanted is not None and kind not in wanted:
         return None
+    patch = flat[11] if len(flat) > 10 else None
+    if skip is not None and skip(kind.decode(), type_.decode(), flat[7].decode(), _bound(flat[9], patch), flat[9]):
+        return None
     rv = id_.decode()
-    patch = orjson.loads(flat[11]) if len(flat) > 10 else None
-    return WatchEvent(type_.decode(), kind.decode(), _merged(flat[9], patch, rv), rv)
+    return WatchEvent(type_.decode(), kind.decode(), _merged(flat[9], orjson.loads(patch) if patch is not None else None, rv), rv)
+
+
+def _bound(o: bytes, patch: bytes | None) -> bool:
+    """Whether a pod event's record shows it bound, undecoded: the binding script's patch
+    names the node (cjson's "node":"n1"), and a whole document written since has its
+    spec.nodeName. (A label or annotation written as "nodeName":"x" would read as bound
+    too: the skips that use it also require that the reader does not hold the pod.)"""
+    if patch is not None and b'"node":"' in patch and b'"node":""' not in patch:
+        return True
+    return b'"nodeName":"' in o and b'"nodeName":""' not in o
 
 
 def _prev(entry) -> str | None:
@@ -133,7 +150,10 @@ class RedisStore(ClusterStore):
             **({"max_connections": max_in_flight + 8} if max_in_flight else {}))
         # Stream entries stay flat lists (read by position in _read), not a dict each.
         self._r.set_response_callback("XRANGE", lambda response, **options: response)
+        self._r.set_response_callback("XREAD", lambda response, **options: response)
         self._history = history
+        self._checked_at = float("-inf")  # when _follow last checked an empty read in full
+        self._expired_at = float("-inf")  # when write_events last looked for expired Events
         self._stream = f"{prefix}events"
         self._prefix = prefix
         self._put = self._r.register_script(redis_scripts.PUT)
@@ -247,32 +267,56 @@ class RedisStore(ClusterStore):
         self.skipped_records += 1
         log.warning("skipping %s: not a record shardsched can read (%s: %s)", what, type(e).__name__, e)
 
+    skips_unread = True
+
     @_translated
-    def _read(self, since_rv, timeout, max_events, kinds, positions=None):
+    def _read(self, since_rv, timeout, max_events, kinds, positions=None, skip=None):
         since = "0-0" if since_rv == "0" else since_rv
         if not _RV.match(since):
             raise ValueError(f"not a redis resourceVersion: {since_rv!r}")
-        deadline = time.monotonic() + timeout
-        while True:
-            entries = self._entries_after(since, max_events)
-            if entries is None:
-                raise ResourceVersionTooOld(f"resourceVersion {since_rv} is too old: the event stream was trimmed past it")
-            remaining = deadline - time.monotonic()
-            if entries or remaining <= 0:
-                break
-            # Only wait here; the next read does the (atomic) too-old check.
-            self._r.xread({self._stream: since}, count=1, block=max(1, int(min(remaining, _BLOCK_S) * 1000)))
+        entries = self._follow(since, timeout, max_events)
         events = []
         wanted = None if kinds is None else {k.encode() for k in kinds}
         for id_, flat in entries:
             try:
-                ev = _event(id_, flat, wanted)
+                ev = _event(id_, flat, wanted, skip)
             except _MALFORMED as e:
                 self._skip(f"event stream entry {id_.decode()}", e)
                 continue
             if ev is not None:
                 events.append(ev)
         return events, (entries[-1][0].decode() if entries else None)
+
+    def _follow(self, since: str, timeout: float, count: int) -> list:
+        """The raw stream entries after `since`, waiting up to `timeout` seconds for the first.
+
+        One XREAD (blocking when there is time to wait) per call in the usual case: every
+        entry names its predecessor (prev), so a first entry whose prev is `since` follows
+        it with nothing missing, and the entries after it in one read are contiguous (trimming
+        only takes from the stream's head). A paced rate brings a few events per poll, so the
+        poll's fixed cost is most of what a process pays per event: one round trip instead of
+        a MULTI of three ranges and a separate wait. Anything else (the first entry follows
+        another id, or no entry came: the history may have been trimmed or rolled back) goes
+        through the exact check of _entries_after. A reader that polls without waiting, over
+        and over while it is busy, has its empty reads checked so at most every _RECHECK_S."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            block = ("BLOCK", max(1, int(min(remaining, _BLOCK_S) * 1000))) if remaining > 0 else ()
+            reply = self._r.execute_command("XREAD", "COUNT", count, *block, "STREAMS", self._stream, since)
+            # {stream: entries} (redis-py's parser makes the reply's one pair a dict)
+            entries = [] if not reply else next(iter(reply.values())) if isinstance(reply, dict) else reply[0][1]
+            if entries and _prev(entries[0]) == since:
+                return entries
+            now = time.monotonic()
+            if not entries and not block and now - self._checked_at < _RECHECK_S:
+                return entries
+            self._checked_at = now
+            entries = self._entries_after(since, count)
+            if entries is None:
+                raise ResourceVersionTooOld(f"resourceVersion {since} is too old: the event stream was trimmed past it")
+            if entries or deadline - time.monotonic() <= 0:
+                return entries
 
     def _entries_after(self, since: str, count: int) -> list | None:
         """The raw stream entries after `since`, or None if any of them was trimmed; raises
@@ -467,9 +511,13 @@ class RedisStore(ClusterStore):
         for ev in events:
             key = f"{ev['metadata']['namespace']}/{ev['metadata']['name']}"
             pipe.hset(objects, key, orjson.dumps(ev)).zadd(times, {key: now})
-        expired = self._r.zrangebyscore(times, "-inf", now - EVENT_TTL_S)
-        if expired:
-            pipe.hdel(objects, *expired).zrem(times, *expired)
+        # Expired ones are looked for at most every _EXPIRE_EVERY_S (a second round trip;
+        # a binder writes a batch of Scheduled events for every few decisions).
+        if now - self._expired_at >= _EXPIRE_EVERY_S:
+            self._expired_at = now
+            expired = self._r.zrangebyscore(times, "-inf", now - EVENT_TTL_S)
+            if expired:
+                pipe.hdel(objects, *expired).zrem(times, *expired)
         pipe.execute()
         return [None] * len(events)
 

@@ -320,3 +320,39 @@ def test_a_pool_goes_only_to_its_shards_and_moves_when_one_dies():
     d._dispatch()
     moved = {link.id for link in d.shards.values() for k in link.sent if "gpu" in k}
     assert len(moved) == 1 and first not in moved
+
+
+def test_the_dispatchers_watch_passes_over_bound_pods_it_does_not_hold(redis_url):
+    """On Redis the events of bound pods that are neither pending here nor pod-group members
+    are never decoded nor delivered (every pod brings two or three: bound, then Running);
+    its own pending pods' bindings and a group member's are, and the watch moves past what
+    it passed over."""
+    import uuid
+    from common.store.redis_store import RedisStore
+
+    store = RedisStore(redis_url, prefix=f"test-{uuid.uuid4().hex[:12]}:")
+    store.create(pod_group("g", 2, ns="ns"))
+    d = Dispatcher(config.defaults(), store, port=0, seed=1)
+    seen = []
+    apply = d.informer.on_event
+    d.informer.on_event = lambda type_, kind, obj: (
+        kind == "Pod" and seen.append((type_, obj["metadata"]["name"])), apply(type_, kind, obj))
+    d.informer.start()
+    store.create(pending("mine"))
+    store.create(pending("member", group="g"))
+    store.create(pending("theirs", scheduler="default-scheduler"))
+    d.informer.sync()
+    for name in ("mine", "member", "theirs"):
+        store.bind(f"ns/{name}", "n1")
+    d.informer.sync()
+    for name in ("mine", "member", "theirs"):  # the kubelet's Running, on the whole document
+        running = store.get("Pod", f"ns/{name}")
+        running["status"] = {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}
+        store.update_status(running)
+    store.delete("Pod", "ns/theirs")
+    d.informer.sync()
+    assert seen == [("ADDED", "mine"), ("ADDED", "member"), ("ADDED", "theirs"),
+                    ("MODIFIED", "mine"), ("MODIFIED", "member"), ("MODIFIED", "member")]
+    assert not d.pending and set(d.group_status.index.members["ns/g"]) == {"ns/member"}
+    assert d.informer.rv == store.list("Pod")[1]  # the stream's head: nothing left to read again
+    store.close()

@@ -120,3 +120,82 @@ def test_a_paged_list_leaves_out_what_was_written_after_its_snapshot_and_the_wat
     events = store.poll(rv, timeout=0.5)
     assert [(e.type, e.obj["metadata"]["name"]) for e in events] == [("MODIFIED", "d"), ("DELETED", "e")]
     assert events[0].obj["spec"]["nodeName"] == "n1"
+
+
+def commands(r) -> dict[str, int]:
+    """The server's calls per command since the last CONFIG RESETSTAT ("xread" -> calls)."""
+    return {name.removeprefix("cmdstat_"): stats["calls"] for name, stats in r.info("commandstats").items()}
+
+
+def test_a_poll_that_finds_its_events_is_one_read(store, r):
+    """At a paced rate every poll brings a few events, so its fixed cost is most of what a
+    process pays per event: events that follow the reader's position (each entry names its
+    predecessor) come in one XREAD, whether they were waiting or arrive while it waits."""
+    store.create(pod("a"))
+    since = last_rv(store, r)
+    store.create(pod("b"))
+    store.create(pod("c"))
+    r.config_resetstat()
+    events = store.poll(since, timeout=1.0)
+    calls = commands(r)
+    assert [e.obj["metadata"]["name"] for e in events] == ["b", "c"]
+    assert calls.pop("xread") == 1 and "xrange" not in calls and "multi" not in calls, calls
+
+
+def test_an_empty_poll_still_notices_a_history_rolled_back(store, r):
+    """A reader that finds nothing new, waiting or not, is still told when its position is
+    gone (the fast path's chain check needs an entry to look at)."""
+    store.create(pod("a"))
+    since = last_rv(store, r)
+    r.xdel(store._stream, since)
+    with pytest.raises(ResourceVersionTooOld, match="rolled back"):
+        store.poll(since, timeout=0)
+    with pytest.raises(ResourceVersionTooOld, match="rolled back"):
+        store.poll(since, timeout=0.1)
+
+
+def test_a_reader_passes_over_events_undecoded_and_moves_past_them(store, r):
+    """`read(skip=...)` asks the reader about every event of its kinds before decoding it,
+    with the object's key and whether the event shows the pod bound (the binding's patch, or
+    a whole document with spec.nodeName); what it passes over is never decoded (a record
+    that would not decode is not even counted) and the read position moves past it."""
+    store.create(pod("a"))
+    since = last_rv(store, r)
+    store.bind("default/a", "n1")
+    running = store.get("Pod", "default/a")
+    running["status"] = {"phase": "Running"}
+    store.update_status(running)
+    store.create(pod("b"))
+    r.xadd(store._stream, {"prev": last_rv(store, r), "t": "MODIFIED", "k": "Pod", "n": "default/junk",
+                           "o": '{"spec":{"nodeName":"n1"}, not json'})
+    asked = []
+
+    def skip(kind, type_, key, bound, data):
+        asked.append((type_, key, bound))
+        return bound
+
+    events, read_to = store.read(since, timeout=0.5, kinds=("Pod",), skip=skip)
+    assert asked == [("MODIFIED", "default/a", True), ("MODIFIED", "default/a", True),
+                     ("ADDED", "default/b", False), ("MODIFIED", "default/junk", True)]
+    assert [(e.type, e.obj["metadata"]["name"]) for e in events] == [("ADDED", "b")]
+    assert read_to == last_rv(store, r) and store.skipped_records == 0
+
+
+def test_writing_events_is_one_round_trip_and_expired_ones_still_go(store, r):
+    """A binder writes a batch of Scheduled events every few decisions: a batch is one
+    pipeline; expired Events are looked for in a second round trip at most every 10 s."""
+    import time as time_mod
+
+    def ev(name):
+        return {"apiVersion": "events.k8s.io/v1", "kind": "Event", "reason": "Scheduled",
+                "metadata": {"namespace": "default", "name": name}}
+
+    old_key = f"{store._prefix}events:time"
+    r.zadd(old_key, {"default/stale": time_mod.time() - 7200})
+    r.hset(f"{store._prefix}events:obj", "default/stale", "{}")
+    store.write_events([ev("a")])  # the first batch looks for expired ones
+    assert r.hget(f"{store._prefix}events:obj", "default/stale") is None
+    r.config_resetstat()
+    store.write_events([ev("b"), ev("c")])
+    assert "zrangebyscore" not in commands(r)
+    assert {e["metadata"]["name"] for e in store.list_events()} == {"a", "b", "c"}
