@@ -1,10 +1,10 @@
-"""`kube://`: a real Kubernetes API server as the cluster store, through the official
-`kubernetes` client.
+"""`kube://`: a real Kubernetes API server as the cluster store.
 
-Every call goes through `ApiClient.call_api(..., _preload_content=False)` and the raw JSON is
-parsed with orjson: the client's generated model classes cost milliseconds per object, far too
-much for 20,000 nodes, and its generated binding method raises on the server's own successful
-response. Every request carries a timeout, so a dead connection never hangs a process.
+Every call goes through common/store/kube_http.py (urllib3 on one pool of keep-alive
+connections, bodies in and out through orjson): the `kubernetes` client's generated model
+classes cost milliseconds per object, far too much for 20,000 nodes, and importing the client
+alone costs each process most of a second of CPU at start. Every request carries a timeout,
+so a dead connection never hangs a process.
 
 URLs: `kube://` (in-cluster config, else ~/.kube/config, else `store.kubeconfig`) or
 `kube:///path/to/kubeconfig`.
@@ -56,6 +56,7 @@ from ..runtime.leader_election import ELECTION_ROLE
 from ..model.objects import KINDS, NAMESPACED, document_kind
 from ..model.podgroup import NATIVE_API_VERSION, NATIVE_KIND
 from ..runtime.rate_limit import TokenBucket
+from .kube_http import HttpError, KubeconfigError, KubeHttp, endpoint
 from .base import (ClusterStore, WatchEvent, already_exists, check_kind, check_update, prepare,
                    prepare_many)
 from .podstatus import (apply_patch, nominated_already, now_rfc3339,
@@ -96,6 +97,7 @@ EVENTS = "/apis/events.k8s.io/v1"
 LEASE_LABEL = "shardsched.io/role"
 _WATCH_S = 240          # server-side watch timeout; the stream is resumed after it
 _WORKERS = 16           # concurrent requests of one bulk write, by default
+_THREADS = 32           # ... and at most (see KubeStore.__init__)
 _CURSORS = 4096         # cursors remembered (each reader only ever needs its latest)
 _WRITTEN: dict[str, int] = {}
 _WRITTEN_LOCK = threading.Lock()
@@ -294,38 +296,27 @@ class KubeStore(ClusterStore):
         at once; the HTTP connection pool is sized to match. `qps` > 0 paces every request
         but the watches to that many per second on average, `burst` at once (client-go's
         clientConnection.qps and burst)."""
-        from kubernetes import client, config
-
         self.timeout = float(request_timeout)
         self.history = history
         self._limiter = TokenBucket(qps, burst) if qps > 0 else None
-        cfg = client.Configuration()
-        namespace = None
-        if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-            config.load_incluster_config(client_configuration=cfg)
-            try:
-                with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace") as f:
-                    namespace = f.read().strip()
-            except OSError:
-                pass
-        else:
-            try:
-                config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
-                _, active = config.list_kube_config_contexts(config_file=kubeconfig)
-                namespace = (active.get("context") or {}).get("namespace")
-            except Exception as e:
-                raise StoreUnavailable(f"cannot load kubeconfig {kubeconfig or '~/.kube/config'}: {e}") from None
-        cfg.connection_pool_maxsize = max(64, max_in_flight + 16)  # + the watches and reads
-        self._where = cfg.host
-        self.lease_namespace = lease_namespace or namespace or "default"
-        self._api = client.ApiClient(cfg)
+        try:
+            ep = endpoint(kubeconfig)
+        except KubeconfigError as e:
+            raise StoreUnavailable(f"cannot load kubeconfig {kubeconfig or '~/.kube/config'}: {e}") from None
+        self._where = ep.server
+        self.lease_namespace = lease_namespace or ep.namespace or "default"
+        workers = max(1, min(max_in_flight, _THREADS))
+        # requests: as many connections as threads may send at once, and a few for the
+        # process's own reads; the watches, which hold theirs for minutes, have their own pool
+        self._http = KubeHttp(ep, self.timeout, workers + 8)
+        self._watch_http = KubeHttp(ep, self.timeout, len(RESOURCES), bounded=False)
         self._cond = threading.Condition()
         self._watches: dict[str, _KindWatch] = {}
         self._cursors: OrderedDict[str, dict[str, int]] = OrderedDict()
         #: writes whose answer carries no resourceVersion (bindings, evictions): (kind, key)
         #: -> (what the watch must show: "bound" or "deleted", until when to wait for it)
         self._awaiting: dict[tuple[str, str], tuple[str, float]] = {}
-        self._pool = ThreadPoolExecutor(max_in_flight, thread_name_prefix="kube-store")
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="kube-store")
         self._unserved: set[str] = set()
         self._call("GET", "/version")
 
@@ -333,40 +324,16 @@ class KubeStore(ClusterStore):
 
     def _call(self, method: str, path: str, body=None, query: list | None = None, stream: bool = False,
               content_type: str = "application/json", timeout=None):
-        """One request; returns the parsed JSON (or the open response when `stream`)."""
-        from kubernetes.client.exceptions import ApiException
-
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+        """One request; returns the parsed JSON (or the open response when `stream`, from the
+        watches' own pool)."""
         if self._limiter is not None and not stream:
             self._limiter.wait()
         try:
-            if hasattr(self._api, "param_serialize"):  # clients generated by openapi-generator 7
-                request = self._api.param_serialize(method, path, query_params=query or [], body=body,
-                                                    auth_settings=["BearerToken"], header_params=headers)
-                resp = self._api.call_api(*request, _request_timeout=timeout or self.timeout).response
-            else:  # older clients: the same request through their call_api
-                resp = self._api.call_api(path, method, query_params=query or [], header_params=headers, body=body,
-                                          auth_settings=["BearerToken"], _preload_content=False,
-                                          _return_http_data_only=True, _request_timeout=timeout or self.timeout)
-        except ApiException as e:
-            if e.status:  # older clients raise on every non-2xx answer
-                raise ApiError(e.status, e.body if isinstance(e.body, bytes) else (e.body or "").encode()) from None
-            # the client's own transport failures (status 0)
-            raise StoreUnavailable(f"cannot reach the API server at {self._where}: {e.reason}") from None
-        except Exception as e:  # urllib3's connection and timeout errors
-            raise StoreUnavailable(f"cannot reach the API server at {self._where}: {e}") from None
-        if not 200 <= resp.status < 300:
-            try:
-                raise ApiError(resp.status, resp.data)
-            finally:
-                resp.release_conn()
-        if stream:
-            return resp
-        try:
-            data = resp.data
-        finally:
-            resp.release_conn()
-        return orjson.loads(data) if data else {}
+            if stream:
+                return self._watch_http.open(method, path, body, query, content_type, timeout, stream=True)
+            return self._http.call(method, path, body, query, content_type, timeout)
+        except HttpError as e:
+            raise ApiError(e.status, e.body) from None
 
     def close(self) -> None:
         with self._cond:
@@ -375,7 +342,8 @@ class KubeStore(ClusterStore):
         for w in watches:
             w.stop()
         self._pool.shutdown(wait=False)
-        self._api.close()
+        self._http.close()
+        self._watch_http.close()
 
     # --- reads ----------------------------------------------------------------------------
 
