@@ -33,7 +33,9 @@ as in the other backends. Graceful deletions (a kubelet or kwok finishing them) 
 
 Read-your-writes: the watch is asynchronous, so a reader that polls right after a write in
 the same process could miss it. Every write records its resourceVersion per kind
-(`_WRITTEN`, process-wide) and `_read` first lets each watch catch up to that.
+(`_WRITTEN`, process-wide) and `_read` first lets each watch catch up to that; a binding or
+eviction, whose answer has no resourceVersion, is waited for by its key, by the reads that
+begin after it was answered (never by those already waiting: see `_answered`).
 """
 from __future__ import annotations
 
@@ -314,8 +316,10 @@ class KubeStore(ClusterStore):
         self._watches: dict[str, _KindWatch] = {}
         self._cursors: OrderedDict[str, dict[str, int]] = OrderedDict()
         #: writes whose answer carries no resourceVersion (bindings, evictions): (kind, key)
-        #: -> (what the watch must show: "bound" or "deleted", until when to wait for it)
-        self._awaiting: dict[tuple[str, str], tuple[str, float]] = {}
+        #: -> [what the watch must show: "bound" or "deleted", until when a reader waits for
+        #: it, the number of its answer (None while the request is on its way)]
+        self._awaiting: dict[tuple[str, str], list] = {}
+        self._answers = 0
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="kube-store")
         self._unserved: set[str] = set()
         self._call("GET", "/version")
@@ -425,13 +429,15 @@ class KubeStore(ClusterStore):
             pos = {k: (known or {}).get(k, base) for k in wanted}
             with _WRITTEN_LOCK:
                 written = {k: _WRITTEN.get(k, 0) for k in wanted}
+            answered = self._answers
             while True:
                 watches = {k: self._watch(k, pos[k]) for k in wanted}
                 for k, w in watches.items():
                     if pos[k] < w.start:
                         raise ResourceVersionTooOld(f"resourceVersion {pos[k]} is too old: this client kept the "
                                                     f"last {self.history} {k} events, from {w.start} on")
-                behind = any(w.progress < written[k] for k, w in watches.items()) or self._awaited(wanted)
+                behind = (any(w.progress < written[k] for k, w in watches.items())
+                          or self._awaited(wanted, answered))
                 ready = [(k, w, bisect.bisect_right(w.rvs, pos[k])) for k, w in watches.items()]
                 if any(i < len(w.rvs) for _, w, i in ready) and not behind:
                     break
@@ -457,8 +463,20 @@ class KubeStore(ClusterStore):
         return events, last
 
     def _await(self, kind: str, key: str, what: str) -> None:
+        """A write without a resourceVersion in its answer is about to be sent: from now on
+        its event is looked out for (it may arrive before the answer does)."""
         with self._cond:
-            self._awaiting[(kind, key)] = (what, time.monotonic() + min(self.timeout, 3.0))
+            self._awaiting[(kind, key)] = [what, 0.0, None]
+
+    def _answered(self, kind: str, key: str) -> None:
+        """The write was done: readers that start from now on wait for its event (for a
+        few seconds at most). Readers already waiting do not: a binder always has bindings
+        on their way, and a read waiting for those too would wait for ever newer ones."""
+        with self._cond:
+            entry = self._awaiting.get((kind, key))
+            if entry is not None:
+                self._answers += 1
+                entry[1], entry[2] = time.monotonic() + min(self.timeout, 3.0), self._answers
 
     def _forget(self, kind: str, key: str) -> None:
         with self._cond:
@@ -473,15 +491,17 @@ class KubeStore(ClusterStore):
                                   else bool((obj.get("spec") or {}).get("nodeName"))):
             del self._awaiting[(kind, key)]
 
-    def _awaited(self, kinds) -> bool:
-        """Whether a write of this client to one of `kinds` has not shown in its watch yet
-        (lock held; entries past their deadline are dropped)."""
+    def _awaited(self, kinds, answered: int) -> bool:
+        """Whether a write of this client to one of `kinds`, answered by the `answered`th
+        answer or earlier, has not shown in its watch yet (lock held; entries past their
+        deadline are dropped)."""
         if not self._awaiting:
             return False
         now = time.monotonic()
-        for k in [k for k, (_, until) in self._awaiting.items() if until <= now]:
+        for k in [k for k, (_, until, n) in self._awaiting.items() if n is not None and until <= now]:
             del self._awaiting[k]
-        return any(kind in kinds for kind, _ in self._awaiting)
+        return any(n is not None and n <= answered and kind in kinds
+                   for (kind, _), (_, _, n) in self._awaiting.items())
 
     # --- generic writes -------------------------------------------------------------------
 
@@ -601,6 +621,10 @@ class KubeStore(ClusterStore):
             if reason is None:
                 raise
             return reason(e) if callable(reason) else reason
+        except BaseException:
+            self._forget("Pod", key)
+            raise
+        self._answered("Pod", key)
         return None
 
     def _in_parallel(self, fn, rows: list[tuple]) -> list:

@@ -4,6 +4,7 @@ refusing an eviction, Leases as real coordination.k8s.io objects, a dead server.
 (The behaviour every backend shares is tests/common/store/test_store_contract.py.)"""
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -67,6 +68,43 @@ def test_watch_resumes_when_the_server_ends_the_stream(store, monkeypatch):
         rv = events[-1].rv
         seen += [e.obj["metadata"]["name"] for e in events]
     assert seen == [f"r{i}" for i in range(6)]
+
+
+def test_bindings_still_on_their_way_do_not_hold_back_a_reader(kube_cluster, store, monkeypatch):
+    """Read-your-writes waits for the writes answered before a read began; a binder always
+    has bindings on their way (the read waited for each, up to the request timeout, and
+    new ones kept coming: a binder's view froze). Here a binding is always in flight, each
+    slowed down on its way, while another client creates a pod: the read returns it."""
+    reader = KubeStore(str(kube_cluster.kubeconfig), request_timeout=600)
+    _, rv = reader.list("Pod")
+    call, stop = reader._call, threading.Event()
+
+    def slow(method, path, *args, **kwargs):
+        if path.endswith("/binding"):
+            time.sleep(0.5)
+        return call(method, path, *args, **kwargs)
+    monkeypatch.setattr(reader, "_call", slow)
+
+    def bind_forever():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            reader.bind_many([(f"default/ghost-{i}", "nowhere", None)])
+    binding = threading.Thread(target=bind_forever, daemon=True)
+    binding.start()
+    got = []
+    polling = threading.Thread(target=lambda: got.extend(reader.poll(rv, timeout=60, kinds=["Pod"])), daemon=True)
+    try:
+        time.sleep(1)
+        polling.start()
+        store.create(pod("created-meanwhile"))
+        polling.join(180)
+        assert not polling.is_alive(), "the read waited for bindings still on their way"
+        assert [e.obj["metadata"]["name"] for e in got] == ["created-meanwhile"]
+    finally:
+        stop.set()
+        binding.join(30)
+        reader.close()
 
 
 def test_an_eviction_refused_by_a_disruption_budget_is_an_outcome(store):
