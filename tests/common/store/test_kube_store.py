@@ -107,6 +107,24 @@ def test_bindings_still_on_their_way_do_not_hold_back_a_reader(kube_cluster, sto
         reader.close()
 
 
+def test_a_list_read_page_by_page_misses_and_repeats_nothing(store, monkeypatch):
+    """list_iter reads pages of _LIST_PAGE objects as the reader reaches them (here 2 at a
+    time), all of one list at the first page's resourceVersion: a pod created between pages
+    is not listed but comes through the watch from that version."""
+    monkeypatch.setattr(kube_store, "_LIST_PAGE", 2)
+    for i in range(5):
+        store.create(pod(f"paged-{i}"))
+    for cached in (False, True):
+        objs, rv = store.list_iter("Pod", cached=cached)
+        names = [next(objs)["metadata"]["name"]]
+        store.create(pod(f"between-{int(cached)}"))
+        names += [o["metadata"]["name"] for o in objs]
+        assert sorted(n for n in names if n.startswith("paged-")) == [f"paged-{i}" for i in range(5)]
+        assert f"between-{int(cached)}" not in names and len(names) == len(set(names))
+        later = [e.obj["metadata"]["name"] for e in store.poll(rv, timeout=5, kinds=["Pod"])]
+        assert f"between-{int(cached)}" in later
+
+
 def test_an_eviction_refused_by_a_disruption_budget_is_an_outcome(store):
     uid = store.create(pod("guarded", {"app": "guarded"}))["metadata"]["uid"]
     store.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
