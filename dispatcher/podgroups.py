@@ -18,11 +18,15 @@ from common.errors import Conflict
 from common.runtime.intake import Kind
 from common.model.objects import raw_pod_key
 from common.model.podgroup import KIND, NATIVE_KIND, POD_GROUP_LABEL, GroupIndex, index_key_of, status_differs, status_of
-from common.store.base import ListSkip
+from common.store.base import BOUND_MARK, ListSkip
 
 log = logging.getLogger(__name__)
 
 WRITE_EVERY_S = 0.5
+
+
+#: what a pod in a group has in its JSON: the pod-group label's name, or kube's schedulingGroup
+_GROUP_MARKS = (f'"{POD_GROUP_LABEL}"'.encode(), b'"schedulingGroup"')
 
 
 class GroupStatus:
@@ -36,7 +40,8 @@ class GroupStatus:
         self._written_at = 0.0
         #: what it keeps of each kind (common.runtime.intake), among the dispatcher's declarations
         self.kinds = [Kind("PodGroup", handle=self._apply_group), Kind(NATIVE_KIND, handle=self._apply_group),
-                      Kind("Pod", handle=self._apply_pod, skip_listed=ListSkip((POD_GROUP_LABEL,)))]
+                      Kind("Pod", handle=self._apply_pod, skip_listed=ListSkip((POD_GROUP_LABEL,)),
+                           skip_watched=self._no_member)]
 
     def _apply_group(self, type_: str, obj: dict) -> None:
         self.index.apply_group(type_, obj)
@@ -46,6 +51,11 @@ class GroupStatus:
         group = self.index.apply_pod(type_, raw_pod_key(obj), obj)
         if group is not None:
             self.dirty.add(group)
+
+    def _no_member(self, key: str, raw: bytes) -> bool:
+        """A bound pod's watch event (still undecoded) that names no group (neither the label
+        nor kube's schedulingGroup appear in it) of a pod that is in none."""
+        return BOUND_MARK in raw and key not in self.index.group_of and not any(m in raw for m in _GROUP_MARKS)
 
     def relist(self) -> None:
         self.index = GroupIndex()

@@ -46,7 +46,7 @@ from common.model.podgroup import raw_group_key
 from common.scheduling.pools import CLUSTER_WIDE, raw_pool_of, shards_for
 from common.runtime.identity import replica_identity
 from common.runtime.wire import split
-from common.store.base import ListSkip
+from common.store.base import BOUND_MARK, ListSkip
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
@@ -136,7 +136,8 @@ class Dispatcher(Component):
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         # Pending pods only: the initial list passes over bound pods unread (but for the
         # pod groups' members, which the PodGroups' status counts).
-        self.intake = Intake([*self.group_status.kinds, Kind("Pod", handle=self._apply_pod, skip_listed=ListSkip())])
+        self.intake = Intake([*self.group_status.kinds, Kind("Pod", handle=self._apply_pod, skip_listed=ListSkip(),
+                                                             skip_watched=self._not_pending)])
         self.apply = self.intake.apply
         self.informer = self.intake.informer(store, self._relist)
         self._membership_at = 0.0
@@ -196,6 +197,12 @@ class Dispatcher(Component):
             self.unsent[key] = None
         if group is not None:
             self.group_pending[group] += 1
+
+    def _not_pending(self, key: str, raw: bytes) -> bool:
+        """A bound pod's watch event (still undecoded) that is not one of the pending pods
+        held here: nothing for this dispatcher to do (kwok's or a kubelet's Running, the
+        pods of other schedulers, deletions of running pods)."""
+        return BOUND_MARK in raw and key not in self.pending
 
     def _oldest_pending_age(self) -> float:
         """Seconds since the oldest ungated pending pod was first seen (0 with none); runs in

@@ -32,12 +32,15 @@ class Informer:
     """
 
     def __init__(self, store, kinds: Iterable[str], on_event: Callable[[str, str, dict], None],
-                 on_relist: Callable[[], None] | None = None, skips: dict | None = None):
+                 on_relist: Callable[[], None] | None = None, skips: dict | None = None,
+                 watch_skips: dict | None = None):
         """`skips`: kind -> common.store.base.ListSkip, what the owner's lists may pass over
-        unread (a dispatcher's bound pods)."""
+        unread (a dispatcher's bound pods); `watch_skips`: kind -> `skip(key, raw)`, which
+        events a store hands over undecoded (they have `raw` bytes) the owner passes over."""
         self.store = store
         self.kinds = tuple(kinds)
         self.skips = dict(skips or {})
+        self.watch_skips = dict(watch_skips or {})
         self.on_event = on_event
         self.on_relist = on_relist
         self.rv: str | None = None
@@ -104,7 +107,10 @@ class Informer:
             self.start()
             return 0
         for ev in events:
-            self._deliver(ev.type, ev.kind, ev.obj, ev.rv)
+            raw = getattr(ev, "raw", None)
+            skip = self.watch_skips.get(ev.kind) if raw is not None else None
+            if skip is None or not skip(ev.key, raw):
+                self._deliver(ev.type, ev.kind, ev.obj, ev.rv)
             self.rv = self.kind_rv[ev.kind] = ev.rv
         return len(events)
 

@@ -20,7 +20,9 @@ A declaration applies its kind in one of three ways:
 
 A declaration may also say what its kind's initial list may pass over unread (`skip_listed`,
 a common.store.base.ListSkip: the dispatcher, which needs pending pods only, skips bound
-ones); the list skips a pod only when every declaration of the kind allows it.
+ones); the list skips a pod only when every declaration of the kind allows it. Likewise
+`skip_watched` for the pod events a store hands over undecoded (kube://'s watch): the
+dispatcher passes over a bound pod's events unless it holds the pod, without decoding them.
 
 and may add `then()`, called after each event `keep` or `put`/`drop` applied (what to wake
 up), `parse` (the kind's parse function; common.model.objects.parse_object by default), and
@@ -63,6 +65,10 @@ class Kind:
     #: what the initial list may pass over unread (common.store.base.ListSkip; kind Pod):
     #: used only when every declaration of the kind allows it, as what all of them skip
     skip_listed: Any = None
+    #: `skip_watched(key, raw)`: whether a pod's watch event, still the server's bytes `raw`
+    #: (a store that keeps them: kube://), may be passed over undecoded; used only when
+    #: every declaration of the kind says so
+    skip_watched: Callable[[str, bytes], bool] | None = None
 
     def __post_init__(self):
         ways = [self.keep is not None, self.put is not None or self.drop is not None, self.handle is not None]
@@ -74,8 +80,8 @@ class Kind:
             raise ValueError(f"{self.kind}: a handler parses and wakes what it needs itself")
         if (self.current is None) != (self.unchanged is None):
             raise ValueError(f"{self.kind}: current and unchanged go together")
-        if self.skip_listed is not None and self.kind != "Pod":
-            raise ValueError(f"{self.kind}: only a Pod list can skip what it does not need")
+        if (self.skip_listed is not None or self.skip_watched is not None) and self.kind != "Pod":
+            raise ValueError(f"{self.kind}: only a Pod list or watch can skip what it does not need")
 
 
 #: the kinds a common.scheduling.volumes.VolumeState keeps
@@ -122,6 +128,12 @@ def status_update(known, obj: dict):
         return None
 
 
+def _all_skip(skips: list[Callable[[str, bytes], bool]]) -> Callable[[str, bytes], bool]:
+    if len(skips) == 1:
+        return skips[0]
+    return lambda key, raw: all(skip(key, raw) for skip in skips)
+
+
 class Intake:
     """Routes a store's events to the declarations of their kind.
 
@@ -151,6 +163,9 @@ class Intake:
                 for d in decls[1:]:
                     skip = skip | d.skip_listed
                 self.skips[kind] = skip
+        #: kind -> whether a raw watch event may be passed over (every declaration agreeing)
+        self.watch_skips = {kind: _all_skip([d.skip_watched for d in decls]) for kind, decls in by_kind.items()
+                            if all(d.skip_watched is not None for d in decls)}
         self._routes: dict[str, Callable[[str, dict], None]] = {
             kind: self._route(kind, decls) for kind, decls in by_kind.items()}
 
@@ -166,7 +181,7 @@ class Intake:
                  apply: Callable[[str, str, dict], None] | None = None) -> Informer:
         """An informer over the declared kinds that feeds `apply` (a role that applies under a
         lock passes its own, which calls this intake's)."""
-        return Informer(store, self.kinds, apply or self.apply, on_relist, self.skips)
+        return Informer(store, self.kinds, apply or self.apply, on_relist, self.skips, self.watch_skips)
 
     def parse(self, obj: dict, parse: Callable[[dict], Any] | None = None):
         """`obj` parsed (by `parse`, else common.model.objects.parse_object against the kept

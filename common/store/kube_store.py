@@ -43,6 +43,7 @@ import bisect
 import heapq
 import logging
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -246,39 +247,55 @@ class _KindWatch:
                 if b"\n" not in pending:
                     continue
                 *lines, pending = pending.split(b"\n")
-                self._deliver([orjson.loads(line) for line in lines if line.strip()])
+                self._deliver([line for line in lines if line.strip()])
         finally:
             self.response = None
             resp.release_conn()
 
-    def _deliver(self, frames: list[dict]) -> None:
+    def _deliver(self, lines: list[bytes]) -> None:
         cond = self.store._cond
         with cond:
-            for frame in frames:
-                type_, obj = frame.get("type"), frame.get("object") or {}
-                if type_ == "ERROR":
-                    if obj.get("code") == 410:
-                        self.gone = obj.get("message") or "410 Gone"
-                        cond.notify_all()
-                        return
-                    raise ApiError(obj.get("code") or 500, orjson.dumps(obj))
-                rv = _rv_int(obj["metadata"]["resourceVersion"])
-                if type_ == "BOOKMARK":
-                    self.progress = max(self.progress, rv)
-                    continue
-                if rv <= self.progress:  # replayed after a resume
-                    continue
-                meta = obj["metadata"]
-                if type_ == "MODIFIED" and meta.get("deletionTimestamp") and meta.get("deletionGracePeriodSeconds") == 0:
-                    # The server's first step of a deletion with grace period 0 (the second,
-                    # DELETED, follows at once): one deletion, one event, as in the other stores.
-                    self.progress = rv
-                    continue
+            for line in lines:
+                head = _POD_HEAD.match(line) if self.kind == "Pod" else None
+                if head is not None and not (head[1] == b"MODIFIED" and b'"deletionTimestamp":"' in line):
+                    # a pod's event as the server writes it: kept undecoded until a reader
+                    # wants it (a reader may pass it over unread: see PodEvent)
+                    type_, rv = head[1].decode(), int(head[4])
+                    key, bound = f"{head[3].decode()}/{head[2].decode()}", b'"nodeName":"' in line
+                    if rv <= self.progress:  # replayed after a resume
+                        continue
+                    event = PodEvent(type_, line, str(rv), key)
+                else:
+                    frame = orjson.loads(line)
+                    type_, obj = frame.get("type"), frame.get("object") or {}
+                    if type_ == "ERROR":
+                        if obj.get("code") == 410:
+                            self.gone = obj.get("message") or "410 Gone"
+                            cond.notify_all()
+                            return
+                        raise ApiError(obj.get("code") or 500, orjson.dumps(obj))
+                    rv = _rv_int(obj["metadata"]["resourceVersion"])
+                    if type_ == "BOOKMARK":
+                        self.progress = max(self.progress, rv)
+                        continue
+                    if rv <= self.progress:  # replayed after a resume
+                        continue
+                    meta = obj["metadata"]
+                    if (type_ == "MODIFIED" and meta.get("deletionTimestamp")
+                            and meta.get("deletionGracePeriodSeconds") == 0):
+                        # The server's first step of a deletion with grace period 0 (the second,
+                        # DELETED, follows at once): one deletion, one event, as in the other stores.
+                        self.progress = rv
+                        continue
+                    event = WatchEvent(type_, self.kind, _typed(self.kind, obj), str(rv))
+                    key = (f"{meta.get('namespace')}/{meta['name']}" if self.kind in NAMESPACED
+                           else meta["name"])
+                    bound = bool((obj.get("spec") or {}).get("nodeName"))
                 self.rvs.append(rv)
-                self.events.append(WatchEvent(type_, self.kind, _typed(self.kind, obj), str(rv)))
+                self.events.append(event)
                 self.progress = rv
                 if self.store._awaiting:
-                    self.store._arrived(self.kind, type_, obj)
+                    self.store._arrived(self.kind, type_, key, bound)
             history = self.store.history
             if len(self.events) > history + history // 4:
                 drop = len(self.events) - history
@@ -286,6 +303,32 @@ class _KindWatch:
                 self.trimmed = True
                 del self.rvs[:drop], self.events[:drop]
             cond.notify_all()
+
+
+#: The start of a pod's watch event as the API server writes it (Go's field order: type, then
+#: the object's kind, apiVersion, and metadata's name, generateName, namespace, selfLink, uid,
+#: resourceVersion). An event that does not start so is decoded at once.
+_POD_HEAD = re.compile(rb'\{"type":"(ADDED|MODIFIED|DELETED)","object":\{"kind":"Pod","apiVersion":"v1",'
+                       rb'"metadata":\{"name":"([^"\\]+)",(?:"generateName":"[^"\\]*",)?"namespace":"([^"\\]+)",'
+                       rb'(?:"selfLink":"[^"\\]*",)?"uid":"[^"\\]*","resourceVersion":"(\d+)"')
+
+
+class PodEvent(WatchEvent):
+    """A pod's watch event kept as the server's line until its `obj` is first read: a
+    reader that passes it over by its `raw` bytes and `key` (common.runtime.intake's
+    `skip_watched`) never decodes it; the first reader that wants it decodes it for all."""
+
+    __slots__ = ("raw", "key", "_obj")
+
+    def __init__(self, type_: str, raw: bytes, rv: str, key: str):
+        self.type, self.kind, self.rv, self.raw, self.key, self._obj = type_, "Pod", rv, raw, key, None
+
+    @property
+    def obj(self) -> dict:
+        if self._obj is None:
+            self._obj = _typed("Pod", orjson.loads(self.raw)["object"])
+            self.raw = None  # decoded once per process; the bytes are not needed again
+        return self._obj
 
 
 class KubeStore(ClusterStore):
@@ -514,13 +557,10 @@ class KubeStore(ClusterStore):
         with self._cond:
             self._awaiting.pop((kind, key), None)
 
-    def _arrived(self, kind: str, type_: str, obj: dict) -> None:
+    def _arrived(self, kind: str, type_: str, key: str, bound: bool) -> None:
         """Called by a watch (lock held) for each event while writes are awaited."""
-        meta = obj["metadata"]
-        key = f"{meta.get('namespace')}/{meta['name']}" if kind in NAMESPACED else meta["name"]
         entry = self._awaiting.get((kind, key))
-        if entry is not None and (type_ == "DELETED" if entry[0] == "deleted"
-                                  else bool((obj.get("spec") or {}).get("nodeName"))):
+        if entry is not None and (type_ == "DELETED" if entry[0] == "deleted" else bound):
             del self._awaiting[(kind, key)]
 
     def _awaited(self, kinds, answered: int) -> bool:
