@@ -287,9 +287,11 @@ class KubeHttp:
         return resp
 
     def call(self, method: str, path: str, body=None, query: list | None = None,
-             content_type: str = "application/json", timeout=None) -> dict:
-        """One request; the answer decoded ({} when empty)."""
+             content_type: str = "application/json", timeout=None, trim=None) -> dict:
+        """One request; the answer decoded ({} when empty), `trim(bytes) -> bytes` first."""
         data = self.open(method, path, body, query, content_type, timeout).data
+        if trim is not None:
+            data = trim(data)
         return orjson.loads(data) if data else {}
 
     def close(self) -> None:

@@ -125,6 +125,21 @@ def test_a_list_read_page_by_page_misses_and_repeats_nothing(store, monkeypatch)
         assert f"between-{int(cached)}" in later
 
 
+def test_watched_and_listed_pods_come_without_managed_fields_and_otherwise_whole(store):
+    """No role reads managedFields, half of what decoding a pod cost: the watch and the
+    informers' paged lists cut them out before decoding; everything else is as `get` has it."""
+    _, rv = store.list("Pod")
+    store.create(pod("lean", labels={"app": "x"}))
+    whole = store.get("Pod", "default/lean")
+    assert whole["metadata"]["managedFields"]
+    expected = dict(whole, metadata={k: v for k, v in whole["metadata"].items() if k != "managedFields"})
+    [event] = [e for e in store.poll(rv, timeout=5, kinds=["Pod"]) if e.obj["metadata"]["name"] == "lean"]
+    listed = [o for o in store.list_iter("Pod")[0] if o["metadata"]["name"] == "lean"]
+    assert event.obj == expected and listed == [expected]
+    node = store.list_iter("Node")[0]
+    assert all("managedFields" not in n["metadata"] for n in node)
+
+
 def test_an_eviction_refused_by_a_disruption_budget_is_an_outcome(store):
     uid = store.create(pod("guarded", {"app": "guarded"}))["metadata"]["uid"]
     store.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
