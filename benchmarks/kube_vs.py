@@ -1,7 +1,8 @@
 """shardsched against kube-scheduler, and both against the API server's ceiling.
 
     python -m benchmarks.kube_vs [--mode backlog|stream] [--nodes 5000] [--pods N] [--shards N]
-                                 [--sides ceiling,shardsched,kube_scheduler] [--rate R] [--json FILE]
+                                 [--sides ceiling,shardsched,kube_scheduler] [--rate R]
+                                 [--running-pods N] [--json FILE]
 
 One control plane from benchmarks/kube_cluster.py (etcd, kube-apiserver, kwok; `make kube-bins`
 builds them), one fresh kwok fleet (`shardsched fleet --nodes N --profile P -o yaml |
@@ -25,7 +26,12 @@ For each side: pods/s and its fraction of the ceiling's, latency p50/p90/p99 (ba
 the side's start to each binding; stream: from each pod's creation call returning to its
 binding), pods bound, `verify`'s result, the CPU of the side's own processes per bound pod
 (all shards, binders and the dispatcher together; kube-scheduler's one process) and the API
-server's; then `ratio` = shardsched's pods/s over kube-scheduler's.
+server's, and each of its processes' peak RSS; then `ratio` = shardsched's pods/s over
+kube-scheduler's.
+
+`--running-pods N`: before any side starts, N pods of benchmarks/running.py's mix are written
+bound to the fleet and kwok marks them Running, so every side lists and follows a cluster
+that is not empty (and its RSS shows what they cost it).
 """
 from __future__ import annotations
 
@@ -42,7 +48,7 @@ from common.tools import fleet as fleet_mod
 from common.store.kube_store import KubeStore
 from common.tools.verify import verify_store
 
-from . import e2e, harness, kube_cluster, processes
+from . import e2e, harness, kube_cluster, processes, running
 from .workloads import WORKLOADS
 
 #: Create calls in flight at once.
@@ -199,6 +205,7 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
             pending_created = creator.submit(create_all, store, pods, args.rate)
         missing = observer.wait_bound(keys, args.timeout, _progress(side.name, len(pods)), args.settle)
         cores, seconds = meter.stop()
+        peak = {name: processes.memory(pid) for name, pid in own.items()}
         if args.mode == "stream":
             created_at = pending_created.result()
             creator.shutdown()
@@ -212,6 +219,7 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
     out["apiserver_cpu_ms_per_pod"] = (round(1000 * seconds["kube-apiserver"] / out["bound"], 3)
                                        if out["bound"] else None)
     out["cpu_cores"] = cores
+    out["peak_rss_mb"] = {name: round(m["VmHWM"] / processes.MB, 1) for name, m in peak.items() if m}
     out["missing"] = len(missing)
     report = verify_store(store)
     out["verify_ok"] = report["ok"] and not report["unparsable"]
@@ -219,6 +227,31 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
           f"{out['last_bound_s']} s, {out['cpu_ms_per_pod']} ms cpu per pod; deleting the pods", flush=True)
     clear_pods(store, ns)
     return out
+
+
+def fill_running(store: KubeStore, n: int, nodes: list[dict], seed: int = 0, timeout: float = 1800.0) -> dict:
+    """`--running-pods`: `n` of benchmarks/running.py's pods written bound to `nodes` (the
+    fleet's manifests), then waited for until kwok has marked each Running (as a kubelet
+    would), before any side starts: every side lists and watches them, and what they cost
+    shows in its RSS. Returns running.fill's figures and `running_s`, how long kwok took."""
+    existing = {ns["metadata"]["name"] for ns in store.list("Namespace")[0]}
+    for i in range(running.NAMESPACES):
+        if f"team-{i}" not in existing:
+            create_namespace(store, f"team-{i}")
+    print(f"writing {n} running pods", flush=True)
+    filled = running.fill(store, n, nodes, seed)
+    t = time.monotonic()
+    while True:
+        waiting = sum(1 for p in store._call("GET", "/api/v1/pods", query=[("fieldSelector", "status.phase!=Running")])
+                      .get("items") or [] if p["metadata"]["namespace"].startswith("team-"))
+        if not waiting:
+            break
+        assert time.monotonic() - t < timeout, f"kwok left {waiting} running pods not Running after {timeout} s"
+        time.sleep(1.0)
+    filled["running_s"] = round(time.monotonic() - t, 1)
+    print(f"{filled['running_pods']} running pods written in {filled['write_s']} s, all Running "
+          f"{filled['running_s']} s later", flush=True)
+    return filled
 
 
 def _progress(side: str, total: int):
@@ -269,6 +302,8 @@ def summary(doc: dict) -> dict:
         rows[key] = {side: doc[side].get(key, "") for side in SIDES if side in doc}
     for q in ("p50", "p90", "p99"):
         rows[f"latency {q} s"] = {side: doc[side]["latency_s"][q] for side in SIDES if side in doc}
+    for name in sorted({n for side in SIDES if side in doc for n in doc[side].get("peak_rss_mb", {})}):
+        rows[f"peak RSS MB: {name}"] = {side: doc[side]["peak_rss_mb"].get(name, "") for side in SIDES if side in doc}
     for name in sorted({n for side in SIDES if side in doc for n in doc[side]["cpu_cores"]}):
         rows[f"cpu cores: {name}"] = {side: doc[side]["cpu_cores"].get(name, "") for side in SIDES if side in doc}
     return rows
@@ -287,6 +322,8 @@ def main(argv=None) -> int:
     p.add_argument("--binders", type=int, default=1)
     p.add_argument("--rate", type=float, default=0.0,
                    help="stream mode: pods created per second (0 = as fast as the API server takes them)")
+    p.add_argument("--running-pods", type=int, default=0,
+                   help="bound pods (benchmarks/running.py's mix) written and Running before any side starts")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for one side's bindings")
     p.add_argument("--settle", type=float, default=60.0,
                    help="stop waiting once no pod was bound for this many seconds")
@@ -309,10 +346,13 @@ def main(argv=None) -> int:
                   flush=True)
             store = KubeStore(str(cluster.kubeconfig))
             create_namespace(store, "vs-warm-up")
+            filled = (fill_running(store, args.running_pods, fleet_mod.generate(args.nodes, args.profile), args.seed)
+                      if args.running_pods else None)
             control_plane = {name: proc.pid for name, proc in cluster.procs.items()}
             doc = {"mode": args.mode, "nodes": args.nodes, "profile": args.profile, "workload": args.workload,
                    "pods": args.pods, "rate": args.rate, "shards": args.shards, "binders": args.binders,
-                   "fleet_s": round(fleet_s, 1), "kwok": kube_cluster.KWOK_HEARTBEATS}
+                   "fleet_s": round(fleet_s, 1), "kwok": kube_cluster.KWOK_HEARTBEATS,
+                   "running_pods": args.running_pods, "running_pods_fill": filled}
             for name in sides:
                 doc[name] = measure(store, Side(name, cluster, args, work), args, control_plane)
         except BaseException:

@@ -14,7 +14,7 @@ from typing import Callable, Iterable
 
 from ..errors import ResourceVersionTooOld, StoreUnavailable
 from .logs import ErrorLog
-from ..store.base import rv_order
+from ..store.base import BOUND_MARK, rv_order
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,8 @@ class Informer:
                  event_skip=None):
         """`skips`: kind -> common.store.base.ListSkip, what the owner's lists may pass over
         unread (a dispatcher's bound pods); `event_skip`: the watch events it may pass over
-        (common.store.base.EventSkip), on a store that can skip them unread."""
+        (common.store.base.EventSkip), on a store that can skip them unread (Redis, in its
+        read) or hands them over undecoded (kube://, here)."""
         self.store = store
         self.kinds = tuple(kinds)
         self.skips = dict(skips or {})
@@ -113,8 +114,12 @@ class Informer:
                 self.on_relist()
             self.start()
             return 0
+        skip = self.event_skip
         for ev in events:
-            self._deliver(ev.type, ev.kind, ev.obj, ev.rv)
+            # an event still the server's bytes (kube://'s watch) may be passed over undecoded
+            raw = getattr(ev, "raw", None) if skip is not None else None
+            if raw is None or not skip(ev.kind, ev.type, ev.key, BOUND_MARK in raw, raw):
+                self._deliver(ev.type, ev.kind, ev.obj, ev.rv)
             self.rv = self.kind_rv[ev.kind] = ev.rv
         if read_to is not None:
             # past what it passed over too

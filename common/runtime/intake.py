@@ -81,8 +81,8 @@ class Kind:
             raise ValueError(f"{self.kind}: a handler parses and wakes what it needs itself")
         if (self.current is None) != (self.unchanged is None):
             raise ValueError(f"{self.kind}: current and unchanged go together")
-        if self.skip_listed is not None and self.kind != "Pod":
-            raise ValueError(f"{self.kind}: only a Pod list can skip what it does not need")
+        if (self.skip_listed is not None or self.skip_event is not None) and self.kind != "Pod":
+            raise ValueError(f"{self.kind}: only a Pod list or watch can skip what it does not need")
 
 
 #: the kinds a common.scheduling.volumes.VolumeState keeps

@@ -54,6 +54,11 @@ def rv_order(rv: str) -> tuple[int, int]:
     return int(ms), int(seq or 0)
 
 
+#: The bytes of a bound pod's JSON that an unbound one lacks (spec.nodeName; the same key
+#: inside a string value would have its quotes escaped, and the API server omits an empty one).
+BOUND_MARK = b'"nodeName":"'
+
+
 class ListSkip:
     """What a reader's initial list may pass over unread: pods bound to a node, unless they
     carry one of the labels `unless` (e.g. the pod-group label, for a reader that counts a

@@ -1,10 +1,10 @@
-"""`kube://`: a real Kubernetes API server as the cluster store, through the official
-`kubernetes` client.
+"""`kube://`: a real Kubernetes API server as the cluster store.
 
-Every call goes through `ApiClient.call_api(..., _preload_content=False)` and the raw JSON is
-parsed with orjson: the client's generated model classes cost milliseconds per object, far too
-much for 20,000 nodes, and its generated binding method raises on the server's own successful
-response. Every request carries a timeout, so a dead connection never hangs a process.
+Every call goes through common/store/kube_http.py (urllib3 on one pool of keep-alive
+connections, bodies in and out through orjson): the `kubernetes` client's generated model
+classes cost milliseconds per object, far too much for 20,000 nodes, and importing the client
+alone costs each process most of a second of CPU at start. Every request carries a timeout,
+so a dead connection never hangs a process.
 
 URLs: `kube://` (in-cluster config, else ~/.kube/config, else `store.kubeconfig`) or
 `kube:///path/to/kubeconfig`.
@@ -33,7 +33,9 @@ as in the other backends. Graceful deletions (a kubelet or kwok finishing them) 
 
 Read-your-writes: the watch is asynchronous, so a reader that polls right after a write in
 the same process could miss it. Every write records its resourceVersion per kind
-(`_WRITTEN`, process-wide) and `_read` first lets each watch catch up to that.
+(`_WRITTEN`, process-wide) and `_read` first lets each watch catch up to that; a binding or
+eviction, whose answer has no resourceVersion, is waited for by its key, by the reads that
+begin after it was answered (never by those already waiting: see `_answered`).
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ import bisect
 import heapq
 import logging
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -56,6 +59,7 @@ from ..runtime.leader_election import ELECTION_ROLE
 from ..model.objects import KINDS, NAMESPACED, document_kind
 from ..model.podgroup import NATIVE_API_VERSION, NATIVE_KIND
 from ..runtime.rate_limit import TokenBucket
+from .kube_http import HttpError, KubeconfigError, KubeHttp, endpoint
 from .base import (ClusterStore, WatchEvent, already_exists, check_kind, check_update, prepare,
                    prepare_many)
 from .podstatus import (apply_patch, nominated_already, now_rfc3339,
@@ -96,6 +100,8 @@ EVENTS = "/apis/events.k8s.io/v1"
 LEASE_LABEL = "shardsched.io/role"
 _WATCH_S = 240          # server-side watch timeout; the stream is resumed after it
 _WORKERS = 16           # concurrent requests of one bulk write, by default
+_THREADS = 32           # ... and at most (see KubeStore.__init__)
+_LIST_PAGE = 500        # objects per page of list_iter (client-go's informers page by 500)
 _CURSORS = 4096         # cursors remembered (each reader only ever needs its latest)
 _WRITTEN: dict[str, int] = {}
 _WRITTEN_LOCK = threading.Lock()
@@ -241,39 +247,55 @@ class _KindWatch:
                 if b"\n" not in pending:
                     continue
                 *lines, pending = pending.split(b"\n")
-                self._deliver([orjson.loads(line) for line in lines if line.strip()])
+                self._deliver([line for line in lines if line.strip()])
         finally:
             self.response = None
             resp.release_conn()
 
-    def _deliver(self, frames: list[dict]) -> None:
+    def _deliver(self, lines: list[bytes]) -> None:
         cond = self.store._cond
         with cond:
-            for frame in frames:
-                type_, obj = frame.get("type"), frame.get("object") or {}
-                if type_ == "ERROR":
-                    if obj.get("code") == 410:
-                        self.gone = obj.get("message") or "410 Gone"
-                        cond.notify_all()
-                        return
-                    raise ApiError(obj.get("code") or 500, orjson.dumps(obj))
-                rv = _rv_int(obj["metadata"]["resourceVersion"])
-                if type_ == "BOOKMARK":
-                    self.progress = max(self.progress, rv)
-                    continue
-                if rv <= self.progress:  # replayed after a resume
-                    continue
-                meta = obj["metadata"]
-                if type_ == "MODIFIED" and meta.get("deletionTimestamp") and meta.get("deletionGracePeriodSeconds") == 0:
-                    # The server's first step of a deletion with grace period 0 (the second,
-                    # DELETED, follows at once): one deletion, one event, as in the other stores.
-                    self.progress = rv
-                    continue
+            for line in lines:
+                head = _POD_HEAD.match(line) if self.kind == "Pod" else None
+                if head is not None and not (head[1] == b"MODIFIED" and b'"deletionTimestamp":"' in line):
+                    # a pod's event as the server writes it: kept undecoded until a reader
+                    # wants it (a reader may pass it over unread: see PodEvent)
+                    type_, rv = head[1].decode(), int(head[4])
+                    key, bound = f"{head[3].decode()}/{head[2].decode()}", b'"nodeName":"' in line
+                    if rv <= self.progress:  # replayed after a resume
+                        continue
+                    event = PodEvent(type_, line, str(rv), key)
+                else:
+                    frame = orjson.loads(_without_managed_fields(line) if self.kind in _LEAN_KINDS else line)
+                    type_, obj = frame.get("type"), frame.get("object") or {}
+                    if type_ == "ERROR":
+                        if obj.get("code") == 410:
+                            self.gone = obj.get("message") or "410 Gone"
+                            cond.notify_all()
+                            return
+                        raise ApiError(obj.get("code") or 500, orjson.dumps(obj))
+                    rv = _rv_int(obj["metadata"]["resourceVersion"])
+                    if type_ == "BOOKMARK":
+                        self.progress = max(self.progress, rv)
+                        continue
+                    if rv <= self.progress:  # replayed after a resume
+                        continue
+                    meta = obj["metadata"]
+                    if (type_ == "MODIFIED" and meta.get("deletionTimestamp")
+                            and meta.get("deletionGracePeriodSeconds") == 0):
+                        # The server's first step of a deletion with grace period 0 (the second,
+                        # DELETED, follows at once): one deletion, one event, as in the other stores.
+                        self.progress = rv
+                        continue
+                    event = WatchEvent(type_, self.kind, _typed(self.kind, obj), str(rv))
+                    key = (f"{meta.get('namespace')}/{meta['name']}" if self.kind in NAMESPACED
+                           else meta["name"])
+                    bound = bool((obj.get("spec") or {}).get("nodeName"))
                 self.rvs.append(rv)
-                self.events.append(WatchEvent(type_, self.kind, _typed(self.kind, obj), str(rv)))
+                self.events.append(event)
                 self.progress = rv
                 if self.store._awaiting:
-                    self.store._arrived(self.kind, type_, obj)
+                    self.store._arrived(self.kind, type_, key, bound)
             history = self.store.history
             if len(self.events) > history + history // 4:
                 drop = len(self.events) - history
@@ -281,6 +303,59 @@ class _KindWatch:
                 self.trimmed = True
                 del self.rvs[:drop], self.events[:drop]
             cond.notify_all()
+
+
+#: The start of a pod's watch event as the API server writes it (Go's field order: type, then
+#: the object's kind, apiVersion, and metadata's name, generateName, namespace, selfLink, uid,
+#: resourceVersion). An event that does not start so is decoded at once.
+_POD_HEAD = re.compile(rb'\{"type":"(ADDED|MODIFIED|DELETED)","object":\{"kind":"Pod","apiVersion":"v1",'
+                       rb'"metadata":\{"name":"([^"\\]+)",(?:"generateName":"[^"\\]*",)?"namespace":"([^"\\]+)",'
+                       rb'(?:"selfLink":"[^"\\]*",)?"uid":"[^"\\]*","resourceVersion":"(\d+)"')
+
+
+#: Kinds whose JSON, as the API server writes it (Go's field order), has metadata.managedFields
+#: last in metadata and spec right after it.
+_LEAN_KINDS = ("Pod", "Node")
+_MANAGED, _SPEC = b',"managedFields":[', b']},"spec":{'
+
+
+def _without_managed_fields(data: bytes) -> bytes:
+    """`data` (a watch line, or a page of a list, of a _LEAN_KINDS kind) without any object's
+    metadata.managedFields, cut out before decoding: no role reads them, and they were half
+    of what decoding a pod cost (1.4 of its 3.5 KB, and many small objects). The field
+    ends where that object's metadata does, right before its spec (managedFields' own keys
+    are "f:..." and "k:...", never "spec"); a field whose end is not found so is kept."""
+    start = data.find(_MANAGED)
+    if start < 0:
+        return data
+    parts, at = [], 0
+    while start >= 0:
+        end = data.find(_SPEC, start)
+        if end < 0:
+            break
+        parts.append(data[at:start])
+        at = end + 1  # from metadata's closing brace on
+        start = data.find(_MANAGED, at)
+    parts.append(data[at:])
+    return b"".join(parts)
+
+
+class PodEvent(WatchEvent):
+    """A pod's watch event kept as the server's line until its `obj` is first read: a
+    reader that passes it over by its `raw` bytes and `key` (common.runtime.intake's
+    `skip_event`) never decodes it; the first reader that wants it decodes it for all."""
+
+    __slots__ = ("raw", "key", "_obj")
+
+    def __init__(self, type_: str, raw: bytes, rv: str, key: str):
+        self.type, self.kind, self.rv, self.raw, self.key, self._obj = type_, "Pod", rv, raw, key, None
+
+    @property
+    def obj(self) -> dict:
+        if self._obj is None:
+            self._obj = _typed("Pod", orjson.loads(_without_managed_fields(self.raw))["object"])
+            self.raw = None  # decoded once per process; the bytes are not needed again
+        return self._obj
 
 
 class KubeStore(ClusterStore):
@@ -294,79 +369,46 @@ class KubeStore(ClusterStore):
         at once; the HTTP connection pool is sized to match. `qps` > 0 paces every request
         but the watches to that many per second on average, `burst` at once (client-go's
         clientConnection.qps and burst)."""
-        from kubernetes import client, config
-
         self.timeout = float(request_timeout)
         self.history = history
         self._limiter = TokenBucket(qps, burst) if qps > 0 else None
-        cfg = client.Configuration()
-        namespace = None
-        if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-            config.load_incluster_config(client_configuration=cfg)
-            try:
-                with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace") as f:
-                    namespace = f.read().strip()
-            except OSError:
-                pass
-        else:
-            try:
-                config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
-                _, active = config.list_kube_config_contexts(config_file=kubeconfig)
-                namespace = (active.get("context") or {}).get("namespace")
-            except Exception as e:
-                raise StoreUnavailable(f"cannot load kubeconfig {kubeconfig or '~/.kube/config'}: {e}") from None
-        cfg.connection_pool_maxsize = max(64, max_in_flight + 16)  # + the watches and reads
-        self._where = cfg.host
-        self.lease_namespace = lease_namespace or namespace or "default"
-        self._api = client.ApiClient(cfg)
+        try:
+            ep = endpoint(kubeconfig)
+        except KubeconfigError as e:
+            raise StoreUnavailable(f"cannot load kubeconfig {kubeconfig or '~/.kube/config'}: {e}") from None
+        self._where = ep.server
+        self.lease_namespace = lease_namespace or ep.namespace or "default"
+        workers = max(1, min(max_in_flight, _THREADS))
+        # requests: as many connections as threads may send at once, and a few for the
+        # process's own reads; the watches, which hold theirs for minutes, have their own pool
+        self._http = KubeHttp(ep, self.timeout, workers + 8)
+        self._watch_http = KubeHttp(ep, self.timeout, len(RESOURCES), bounded=False)
         self._cond = threading.Condition()
         self._watches: dict[str, _KindWatch] = {}
         self._cursors: OrderedDict[str, dict[str, int]] = OrderedDict()
         #: writes whose answer carries no resourceVersion (bindings, evictions): (kind, key)
-        #: -> (what the watch must show: "bound" or "deleted", until when to wait for it)
-        self._awaiting: dict[tuple[str, str], tuple[str, float]] = {}
-        self._pool = ThreadPoolExecutor(max_in_flight, thread_name_prefix="kube-store")
+        #: -> [what the watch must show: "bound" or "deleted", until when a reader waits for
+        #: it, the number of its answer (None while the request is on its way)]
+        self._awaiting: dict[tuple[str, str], list] = {}
+        self._answers = 0
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="kube-store")
         self._unserved: set[str] = set()
         self._call("GET", "/version")
 
     # --- HTTP -----------------------------------------------------------------------------
 
     def _call(self, method: str, path: str, body=None, query: list | None = None, stream: bool = False,
-              content_type: str = "application/json", timeout=None):
-        """One request; returns the parsed JSON (or the open response when `stream`)."""
-        from kubernetes.client.exceptions import ApiException
-
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+              content_type: str = "application/json", timeout=None, trim=None):
+        """One request; returns the parsed JSON (or the open response when `stream`, from the
+        watches' own pool); `trim` cuts what is not needed from the bytes before decoding."""
         if self._limiter is not None and not stream:
             self._limiter.wait()
         try:
-            if hasattr(self._api, "param_serialize"):  # clients generated by openapi-generator 7
-                request = self._api.param_serialize(method, path, query_params=query or [], body=body,
-                                                    auth_settings=["BearerToken"], header_params=headers)
-                resp = self._api.call_api(*request, _request_timeout=timeout or self.timeout).response
-            else:  # older clients: the same request through their call_api
-                resp = self._api.call_api(path, method, query_params=query or [], header_params=headers, body=body,
-                                          auth_settings=["BearerToken"], _preload_content=False,
-                                          _return_http_data_only=True, _request_timeout=timeout or self.timeout)
-        except ApiException as e:
-            if e.status:  # older clients raise on every non-2xx answer
-                raise ApiError(e.status, e.body if isinstance(e.body, bytes) else (e.body or "").encode()) from None
-            # the client's own transport failures (status 0)
-            raise StoreUnavailable(f"cannot reach the API server at {self._where}: {e.reason}") from None
-        except Exception as e:  # urllib3's connection and timeout errors
-            raise StoreUnavailable(f"cannot reach the API server at {self._where}: {e}") from None
-        if not 200 <= resp.status < 300:
-            try:
-                raise ApiError(resp.status, resp.data)
-            finally:
-                resp.release_conn()
-        if stream:
-            return resp
-        try:
-            data = resp.data
-        finally:
-            resp.release_conn()
-        return orjson.loads(data) if data else {}
+            if stream:
+                return self._watch_http.open(method, path, body, query, content_type, timeout, stream=True)
+            return self._http.call(method, path, body, query, content_type, timeout, trim)
+        except HttpError as e:
+            raise ApiError(e.status, e.body) from None
 
     def close(self) -> None:
         with self._cond:
@@ -375,32 +417,66 @@ class KubeStore(ClusterStore):
         for w in watches:
             w.stop()
         self._pool.shutdown(wait=False)
-        self._api.close()
+        self._http.close()
+        self._watch_http.close()
 
     # --- reads ----------------------------------------------------------------------------
 
-    def list(self, kind: str, cached: bool = False) -> tuple[list[dict], str]:
-        """A consistent (quorum) list, paged by 5,000; the rv is the first page's (every
-        page of one list is served at it). `cached`: resourceVersion=0, served whole from
-        the API server's watch cache as client-go's informers list (a third of the server's
-        CPU for 5,000 pods, and no etcd read), possibly a moment behind."""
+    def _pages(self, kind: str, cached: bool, limit: int, lean: bool = False):
+        """The list of `kind` page by page: (objects, the list's rv), each page decoded when
+        it is reached. Paged by `limit` with continue tokens (every page of one list is
+        served at the first page's rv). `cached`: resourceVersion=0, served from the API
+        server's watch cache as client-go's informers list (a third of the server's CPU for
+        5,000 pods, and no etcd read), possibly a moment behind; a server that serves such
+        a list whole ignores the limit. `lean`: without managedFields (_without_managed_fields)."""
         check_kind(kind)
-        items, cont, rv = [], None, None
+        trim = _without_managed_fields if lean and kind in _LEAN_KINDS else None
+        cont, rv = None, None
         while True:
-            query = ([("resourceVersion", "0")] if cached else
-                     [("limit", "5000")] + ([("continue", cont)] if cont else []))
+            query = [("limit", str(limit))] + ([("continue", cont)] if cont else
+                                               [("resourceVersion", "0")] if cached else [])
             try:
-                page = self._call("GET", _path(kind), query=query)
+                page = self._call("GET", _path(kind), query=query, trim=trim)
             except ApiError as e:
-                if e.status != 404 or kind not in OPTIONAL_KINDS:
+                if e.status != 404 or kind not in OPTIONAL_KINDS or cont:
                     raise
-                return [], self._not_served(kind)
-            items += [_typed(kind, o) for o in page.get("items") or []]
+                yield [], self._not_served(kind)
+                return
             meta = page.get("metadata") or {}
             rv = rv or meta["resourceVersion"]
             cont = meta.get("continue")
+            yield page.get("items") or [], rv
             if not cont:
-                return items, rv
+                return
+
+    def list(self, kind: str, cached: bool = False) -> tuple[list[dict], str]:
+        """A consistent (quorum) list, paged by 5,000 (see `_pages`)."""
+        items, rv = [], None
+        for page, rv in self._pages(kind, cached, 5000):
+            items += [_typed(kind, o) for o in page]
+        return items, rv
+
+    def list_iter(self, kind: str, cached: bool = False, skip=None):
+        """`list` one page of _LIST_PAGE at a time: the first is read now (its rv is the
+        list's), each next one when the reader has taken the last object of the one before,
+        so a large list is never held whole, decoded or not; pods and nodes come without
+        their managedFields, as the watch's do."""
+        pages = self._pages(kind, cached, _LIST_PAGE, lean=True)
+        first, rv = next(pages)
+
+        def each():
+            page = first
+            while True:
+                page.reverse()
+                while page:
+                    obj = page.pop()
+                    if skip is None or not skip.skips(obj):
+                        yield _typed(kind, obj)
+                nxt = next(pages, None)
+                if nxt is None:
+                    return
+                page = nxt[0]
+        return each(), rv
 
     def _not_served(self, kind: str) -> str:
         """A kind the API server does not serve (a CRD not installed, an API group not
@@ -457,13 +533,15 @@ class KubeStore(ClusterStore):
             pos = {k: (known or {}).get(k, base) for k in wanted}
             with _WRITTEN_LOCK:
                 written = {k: _WRITTEN.get(k, 0) for k in wanted}
+            answered = self._answers
             while True:
                 watches = {k: self._watch(k, pos[k]) for k in wanted}
                 for k, w in watches.items():
                     if pos[k] < w.start:
                         raise ResourceVersionTooOld(f"resourceVersion {pos[k]} is too old: this client kept the "
                                                     f"last {self.history} {k} events, from {w.start} on")
-                behind = any(w.progress < written[k] for k, w in watches.items()) or self._awaited(wanted)
+                behind = (any(w.progress < written[k] for k, w in watches.items())
+                          or self._awaited(wanted, answered))
                 ready = [(k, w, bisect.bisect_right(w.rvs, pos[k])) for k, w in watches.items()]
                 if any(i < len(w.rvs) for _, w, i in ready) and not behind:
                     break
@@ -489,31 +567,42 @@ class KubeStore(ClusterStore):
         return events, last
 
     def _await(self, kind: str, key: str, what: str) -> None:
+        """A write without a resourceVersion in its answer is about to be sent: from now on
+        its event is looked out for (it may arrive before the answer does)."""
         with self._cond:
-            self._awaiting[(kind, key)] = (what, time.monotonic() + min(self.timeout, 3.0))
+            self._awaiting[(kind, key)] = [what, 0.0, None]
+
+    def _answered(self, kind: str, key: str) -> None:
+        """The write was done: readers that start from now on wait for its event (for a
+        few seconds at most). Readers already waiting do not: a binder always has bindings
+        on their way, and a read waiting for those too would wait for ever newer ones."""
+        with self._cond:
+            entry = self._awaiting.get((kind, key))
+            if entry is not None:
+                self._answers += 1
+                entry[1], entry[2] = time.monotonic() + min(self.timeout, 3.0), self._answers
 
     def _forget(self, kind: str, key: str) -> None:
         with self._cond:
             self._awaiting.pop((kind, key), None)
 
-    def _arrived(self, kind: str, type_: str, obj: dict) -> None:
+    def _arrived(self, kind: str, type_: str, key: str, bound: bool) -> None:
         """Called by a watch (lock held) for each event while writes are awaited."""
-        meta = obj["metadata"]
-        key = f"{meta.get('namespace')}/{meta['name']}" if kind in NAMESPACED else meta["name"]
         entry = self._awaiting.get((kind, key))
-        if entry is not None and (type_ == "DELETED" if entry[0] == "deleted"
-                                  else bool((obj.get("spec") or {}).get("nodeName"))):
+        if entry is not None and (type_ == "DELETED" if entry[0] == "deleted" else bound):
             del self._awaiting[(kind, key)]
 
-    def _awaited(self, kinds) -> bool:
-        """Whether a write of this client to one of `kinds` has not shown in its watch yet
-        (lock held; entries past their deadline are dropped)."""
+    def _awaited(self, kinds, answered: int) -> bool:
+        """Whether a write of this client to one of `kinds`, answered by the `answered`th
+        answer or earlier, has not shown in its watch yet (lock held; entries past their
+        deadline are dropped)."""
         if not self._awaiting:
             return False
         now = time.monotonic()
-        for k in [k for k, (_, until) in self._awaiting.items() if until <= now]:
+        for k in [k for k, (_, until, n) in self._awaiting.items() if n is not None and until <= now]:
             del self._awaiting[k]
-        return any(kind in kinds for kind, _ in self._awaiting)
+        return any(n is not None and n <= answered and kind in kinds
+                   for (kind, _), (_, _, n) in self._awaiting.items())
 
     # --- generic writes -------------------------------------------------------------------
 
@@ -633,6 +722,10 @@ class KubeStore(ClusterStore):
             if reason is None:
                 raise
             return reason(e) if callable(reason) else reason
+        except BaseException:
+            self._forget("Pod", key)
+            raise
+        self._answered("Pod", key)
         return None
 
     def _in_parallel(self, fn, rows: list[tuple]) -> list:

@@ -160,3 +160,39 @@ def test_a_declaration_says_one_way_to_apply_its_kind(declaration):
 def test_a_kind_the_stores_do_not_hold_is_refused():
     with pytest.raises(ValueError, match="Widget"):
         Intake([Kind("Widget", keep={})])
+
+
+def test_watched_pods_a_role_does_not_need_are_passed_over_undecoded(kube_cluster):
+    """On kube:// a pod's watch event stays the server's bytes until read: a declaration's
+    skip_event passes over bound pods it does not hold (the dispatcher's rule), and only
+    when every declaration of the kind agrees; the others are decoded and applied."""
+    from common.store.kube_store import KubeStore
+
+    store = KubeStore(str(kube_cluster.kubeconfig))
+    seen, both = [], []
+    held = {"default/held"}
+
+    def not_held(type_, key, bound, raw):
+        return bound and key not in held
+    alone = Intake([Kind("Pod", handle=lambda t, o: seen.append((t, o["metadata"]["name"])), skip_event=not_held)])
+    with_other = Intake([Kind("Pod", handle=lambda t, o: both.append(o["metadata"]["name"]), skip_event=not_held),
+                         Kind("Pod", handle=lambda t, o: None)])
+    informers = [alone.informer(store), with_other.informer(store)]
+    try:
+        for inf in informers:
+            inf.start()
+        for name in ("held", "other"):
+            store.create(api_pod(name))
+        store.bind_many([("default/held", "n1", None), ("default/other", "n1", None)])
+        store.create(api_pod("pending"))
+        for inf in informers:
+            rounds = 0
+            while inf.sync(timeout=2.0) or rounds < 3:  # until 2 s pass without any (3 rounds at least)
+                rounds += 1
+        names = [n for _, n in seen]
+        assert names.count("held") == 2 and names.count("other") == 1 and "pending" in names
+        assert both.count("other") == 2  # another declaration of Pod needs every event
+    finally:
+        for name in ("held", "other", "pending"):
+            store.delete("Pod", f"default/{name}")
+        store.close()

@@ -4,6 +4,7 @@ refusing an eviction, Leases as real coordination.k8s.io objects, a dead server.
 (The behaviour every backend shares is tests/common/store/test_store_contract.py.)"""
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -67,6 +68,76 @@ def test_watch_resumes_when_the_server_ends_the_stream(store, monkeypatch):
         rv = events[-1].rv
         seen += [e.obj["metadata"]["name"] for e in events]
     assert seen == [f"r{i}" for i in range(6)]
+
+
+def test_bindings_still_on_their_way_do_not_hold_back_a_reader(kube_cluster, store, monkeypatch):
+    """Read-your-writes waits for the writes answered before a read began; a binder always
+    has bindings on their way (the read waited for each, up to the request timeout, and
+    new ones kept coming: a binder's view froze). Here a binding is always in flight, each
+    slowed down on its way, while another client creates a pod: the read returns it."""
+    reader = KubeStore(str(kube_cluster.kubeconfig), request_timeout=600)
+    _, rv = reader.list("Pod")
+    call, stop = reader._call, threading.Event()
+
+    def slow(method, path, *args, **kwargs):
+        if path.endswith("/binding"):
+            time.sleep(0.5)
+        return call(method, path, *args, **kwargs)
+    monkeypatch.setattr(reader, "_call", slow)
+
+    def bind_forever():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            reader.bind_many([(f"default/ghost-{i}", "nowhere", None)])
+    binding = threading.Thread(target=bind_forever, daemon=True)
+    binding.start()
+    got = []
+    polling = threading.Thread(target=lambda: got.extend(reader.poll(rv, timeout=60, kinds=["Pod"])), daemon=True)
+    try:
+        time.sleep(1)
+        polling.start()
+        store.create(pod("created-meanwhile"))
+        polling.join(180)
+        assert not polling.is_alive(), "the read waited for bindings still on their way"
+        assert [e.obj["metadata"]["name"] for e in got] == ["created-meanwhile"]
+    finally:
+        stop.set()
+        binding.join(30)
+        reader.close()
+
+
+def test_a_list_read_page_by_page_misses_and_repeats_nothing(store, monkeypatch):
+    """list_iter reads pages of _LIST_PAGE objects as the reader reaches them (here 2 at a
+    time), all of one list at the first page's resourceVersion: a pod created between pages
+    is not listed but comes through the watch from that version."""
+    monkeypatch.setattr(kube_store, "_LIST_PAGE", 2)
+    for i in range(5):
+        store.create(pod(f"paged-{i}"))
+    for cached in (False, True):
+        objs, rv = store.list_iter("Pod", cached=cached)
+        names = [next(objs)["metadata"]["name"]]
+        store.create(pod(f"between-{int(cached)}"))
+        names += [o["metadata"]["name"] for o in objs]
+        assert sorted(n for n in names if n.startswith("paged-")) == [f"paged-{i}" for i in range(5)]
+        assert f"between-{int(cached)}" not in names and len(names) == len(set(names))
+        later = [e.obj["metadata"]["name"] for e in store.poll(rv, timeout=5, kinds=["Pod"])]
+        assert f"between-{int(cached)}" in later
+
+
+def test_watched_and_listed_pods_come_without_managed_fields_and_otherwise_whole(store):
+    """No role reads managedFields, half of what decoding a pod cost: the watch and the
+    informers' paged lists cut them out before decoding; everything else is as `get` has it."""
+    _, rv = store.list("Pod")
+    store.create(pod("lean", labels={"app": "x"}))
+    whole = store.get("Pod", "default/lean")
+    assert whole["metadata"]["managedFields"]
+    expected = dict(whole, metadata={k: v for k, v in whole["metadata"].items() if k != "managedFields"})
+    [event] = [e for e in store.poll(rv, timeout=5, kinds=["Pod"]) if e.obj["metadata"]["name"] == "lean"]
+    listed = [o for o in store.list_iter("Pod")[0] if o["metadata"]["name"] == "lean"]
+    assert event.obj == expected and listed == [expected]
+    node = store.list_iter("Node")[0]
+    assert all("managedFields" not in n["metadata"] for n in node)
 
 
 def test_an_eviction_refused_by_a_disruption_budget_is_an_outcome(store):

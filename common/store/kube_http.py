@@ -1,0 +1,300 @@
+"""The kube:// store's HTTP: urllib3 straight to the API server, one connection pool per
+store, bodies encoded and decoded with orjson.
+
+Why not the `kubernetes` client: importing it costs 0.4-1 s of CPU in every process (its
+hundreds of generated model modules load with the package), which four processes starting
+at once on two cores pay before their first list; and each of its calls serialises the body
+through its generic sanitiser and builds its own response wrapper. Here a request is one
+`urlopen` on a keep-alive connection of a bounded pool, and the answer is the raw bytes.
+
+Where the connection settings come from, as client-go reads them: inside a cluster (no
+kubeconfig given and KUBERNETES_SERVICE_HOST set) the ServiceAccount's token (re-read every
+minute: bound tokens rotate) and CA; else one kubeconfig file (the given path, the single file
+$KUBECONFIG names, or ~/.kube/config): the current context's server, certificate authority,
+client certificate and key, token or tokenFile, insecure-skip-tls-verify, tls-server-name and
+proxy-url, each as a path or inline data. What a kubeconfig can say beyond that (exec plugins,
+auth providers, user names and passwords, several files merged) is left to the `kubernetes`
+client's loader, whose settings are then used the same way (`_from_client`).
+"""
+from __future__ import annotations
+
+import base64
+import os
+import ssl
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+from urllib.parse import urlencode, urlsplit
+
+import orjson
+import urllib3
+
+from ..errors import StoreUnavailable
+
+IN_CLUSTER = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+#: how long a token read from a file is used before it is read again (client-go: 1 minute)
+TOKEN_REREAD_S = 60.0
+#: user fields this module reads itself; any other makes the kubernetes client load the file
+_OWN_USER_FIELDS = {"token", "tokenFile", "client-certificate", "client-certificate-data",
+                    "client-key", "client-key-data"}
+
+
+class KubeconfigError(Exception):
+    """A kubeconfig that names no usable server or credentials (the message says which field)."""
+
+
+@dataclass
+class Endpoint:
+    """Where the API server is and how to prove who we are."""
+
+    server: str
+    ssl_context: ssl.SSLContext | None = None
+    server_hostname: str | None = None
+    proxy: str | None = None
+    namespace: str | None = None
+    #: the Authorization header's value now (None: none), e.g. "Bearer abc"
+    authorization: Callable[[], str | None] = field(default=lambda: None)
+
+
+class _TokenFile:
+    """A bearer token kept in a file, re-read every TOKEN_REREAD_S (a projected ServiceAccount
+    token is replaced before it expires)."""
+
+    def __init__(self, path: str):
+        self.path, self._token, self._read_at = path, "", -TOKEN_REREAD_S
+        self._lock = threading.Lock()
+
+    def __call__(self) -> str:
+        now = time.monotonic()
+        if now - self._read_at >= TOKEN_REREAD_S:
+            with self._lock:
+                self._token = Path(self.path).read_text().strip()
+                self._read_at = now
+        return f"Bearer {self._token}"
+
+
+def _tls(ca_file: str | None, ca_data: bytes | None, cert: bytes | None, key: bytes | None,
+         insecure: bool) -> ssl.SSLContext:
+    """A client TLS context: the CA to trust (the system's when none), a client certificate."""
+    ctx = ssl.create_default_context()
+    if insecure:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    elif ca_file or ca_data:
+        ctx.load_verify_locations(cafile=ca_file, cadata=ca_data.decode() if ca_data else None)
+    if cert is not None:
+        # load_cert_chain reads files only: the PEM goes through a private temporary file,
+        # removed as soon as it is loaded
+        with tempfile.TemporaryDirectory(prefix="shardsched-tls-") as d:
+            cert_path, key_path = Path(d, "cert.pem"), Path(d, "key.pem")
+            cert_path.write_bytes(cert)
+            key_path.write_bytes(key or b"")
+            os.chmod(key_path, 0o600)
+            ctx.load_cert_chain(str(cert_path), str(key_path) if key else None)
+    return ctx
+
+
+def in_cluster() -> Endpoint:
+    """The ServiceAccount's view of the cluster it runs in."""
+    host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    host = f"[{host}]" if ":" in host else host
+    try:
+        namespace = (IN_CLUSTER / "namespace").read_text().strip()
+    except OSError:
+        namespace = None
+    token = _TokenFile(str(IN_CLUSTER / "token"))
+    try:
+        token()
+        ctx = _tls(str(IN_CLUSTER / "ca.crt"), None, None, None, False)
+    except OSError as e:
+        raise KubeconfigError(f"in-cluster configuration: {e}") from None
+    return Endpoint(f"https://{host}:{port}", ctx, namespace=namespace, authorization=token)
+
+
+def _inline_or_file(section: dict, name: str, base: Path, where: str) -> tuple[str | None, bytes | None]:
+    """A kubeconfig's `name` (a path, relative to the file) or `name-data` (base64): (path, data)."""
+    data = section.get(f"{name}-data")
+    if data:
+        try:
+            return None, base64.b64decode(data)
+        except ValueError as e:
+            raise KubeconfigError(f"{where}.{name}-data: not base64 ({e})") from None
+    path = section.get(name)
+    if not path:
+        return None, None
+    return str(base / Path(os.path.expanduser(path))), None
+
+
+def _read(path: str | None, data: bytes | None, where: str) -> bytes | None:
+    if data is not None or path is None:
+        return data
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise KubeconfigError(f"{where}: {e}") from None
+
+
+def from_kubeconfig(path: str | None) -> Endpoint:
+    """The current context of one kubeconfig file (see the module doc for what is read here
+    and what is left to the kubernetes client)."""
+    import yaml
+
+    if path is None:
+        env = os.environ.get("KUBECONFIG", "")
+        if os.pathsep in env.strip(os.pathsep):  # several files to merge: the client's job
+            return _from_client(None)
+        path = env.strip(os.pathsep) or os.path.expanduser("~/.kube/config")
+    try:
+        doc = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise KubeconfigError(str(e)) from None
+    if not isinstance(doc, dict):
+        raise KubeconfigError(f"{path}: not a kubeconfig (a mapping)")
+
+    def named(section: str, name: str | None) -> dict:
+        for entry in doc.get(section) or []:
+            if isinstance(entry, dict) and entry.get("name") == name:
+                return entry.get(section[:-1]) or {}
+        raise KubeconfigError(f"{path}: {section} has no entry named {name!r}")
+
+    current = doc.get("current-context")
+    if not current:
+        raise KubeconfigError(f"{path}: current-context is not set")
+    context = named("contexts", current)
+    user = named("users", context.get("user")) if context.get("user") else {}
+    if set(user) - _OWN_USER_FIELDS:
+        return _from_client(path)
+    cluster = named("clusters", context.get("cluster"))
+    server = cluster.get("server")
+    if not server:
+        raise KubeconfigError(f"{path}: clusters[{context.get('cluster')}].cluster.server is not set")
+    base = Path(path).resolve().parent
+    where = f"{path}: clusters[{context.get('cluster')}].cluster"
+    ctx = None
+    if server.startswith("https://"):
+        ca_file, ca_data = _inline_or_file(cluster, "certificate-authority", base, where)
+        uwhere = f"{path}: users[{context.get('user')}].user"
+        cert = _read(*_inline_or_file(user, "client-certificate", base, uwhere), f"{uwhere}.client-certificate")
+        key = _read(*_inline_or_file(user, "client-key", base, uwhere), f"{uwhere}.client-key")
+        try:
+            ctx = _tls(ca_file, ca_data, cert, key, bool(cluster.get("insecure-skip-tls-verify")))
+        except (OSError, ssl.SSLError) as e:
+            raise KubeconfigError(f"{where}: {e}") from None
+    if user.get("token"):
+        header = f"Bearer {user['token']}"
+        authorization = lambda: header  # noqa: E731
+    elif user.get("tokenFile"):
+        authorization = _TokenFile(str(base / os.path.expanduser(user["tokenFile"])))
+    else:
+        authorization = lambda: None  # noqa: E731
+    return Endpoint(server, ctx, cluster.get("tls-server-name"), cluster.get("proxy-url"),
+                    context.get("namespace"), authorization)
+
+
+def _from_client(path: str | None) -> Endpoint:
+    """What the kubernetes client's loader makes of a kubeconfig this module does not read
+    itself (exec plugins, auth providers, merged files); its token hook refreshes as before."""
+    from kubernetes import client, config
+
+    cfg = client.Configuration()
+    try:
+        config.load_kube_config(config_file=path, client_configuration=cfg)
+        _, active = config.list_kube_config_contexts(config_file=path)
+    except Exception as e:
+        raise KubeconfigError(str(e)) from None
+    ctx = None
+    if cfg.host.startswith("https://"):
+        def pem(p):
+            return Path(p).read_bytes() if p else None
+        ctx = _tls(cfg.ssl_ca_cert, None, pem(cfg.cert_file), pem(cfg.key_file), not cfg.verify_ssl)
+
+    def authorization():
+        return cfg.get_api_key_with_prefix("BearerToken", alias="authorization") or (
+            cfg.get_basic_auth_token() if cfg.username else None)
+    return Endpoint(cfg.host, ctx, cfg.tls_server_name, cfg.proxy, (active.get("context") or {}).get("namespace"),
+                    authorization)
+
+
+def endpoint(kubeconfig: str | None) -> Endpoint:
+    """In-cluster settings when no kubeconfig is given inside a pod, else the kubeconfig's."""
+    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return in_cluster()
+    return from_kubeconfig(kubeconfig)
+
+
+class HttpError(Exception):
+    """A non-2xx answer: its status and body (a Status object, usually)."""
+
+    def __init__(self, status: int, body: bytes):
+        self.status, self.body = status, body
+        super().__init__(f"HTTP {status}")
+
+
+class KubeHttp:
+    """Requests to one API server over one pool of keep-alive connections.
+
+    `connections`: how many the pool keeps open; with `bounded`, a caller beyond that waits
+    for one to be free rather than opening more (requests), else one more is opened for the
+    while (watches, which hold theirs for minutes: one of a kind being replaced must never
+    wait for its predecessor)."""
+
+    def __init__(self, ep: Endpoint, timeout: float, connections: int, bounded: bool = True):
+        self.endpoint, self.timeout = ep, timeout
+        parts = urlsplit(ep.server)
+        self.prefix = parts.path.rstrip("/")
+        kw = {"maxsize": connections, "block": bounded, "retries": urllib3.Retry(3, redirect=0)}
+        if parts.scheme == "https":
+            kw["ssl_context"] = ep.ssl_context
+            if ep.server_hostname:
+                kw["server_hostname"] = ep.server_hostname
+        base = f"{parts.scheme}://{parts.netloc}"
+        if ep.proxy:
+            self._manager = urllib3.ProxyManager(ep.proxy, **kw)
+            self.pool = self._manager.connection_from_url(base)
+        else:
+            self._manager = None
+            self.pool = urllib3.connection_from_url(base, **kw)
+
+    def _headers(self, content_type: str | None) -> dict:
+        h = {"Accept": "application/json", "User-Agent": "shardsched"}
+        if content_type:
+            h["Content-Type"] = content_type
+        auth = self.endpoint.authorization()
+        if auth:
+            h["Authorization"] = auth
+        return h
+
+    def open(self, method: str, path: str, body=None, query: list | None = None,
+             content_type: str = "application/json", timeout=None, stream: bool = False):
+        """Send one request; the urllib3 response (read in full unless `stream`). A non-2xx
+        answer raises HttpError, a transport failure StoreUnavailable."""
+        url = self.prefix + path + ("?" + urlencode(query) if query else "")
+        data = orjson.dumps(body) if body is not None else None
+        t = timeout if timeout is not None else self.timeout
+        try:
+            resp = self.pool.urlopen(method, url, body=data, headers=self._headers(content_type if data else None),
+                                     timeout=urllib3.Timeout(connect=t[0], read=t[1]) if isinstance(t, tuple) else t,
+                                     preload_content=not stream, release_conn=not stream)
+        except urllib3.exceptions.HTTPError as e:
+            raise StoreUnavailable(f"cannot reach the API server at {self.endpoint.server}: {e}") from None
+        if not 200 <= resp.status < 300:
+            body = resp.data
+            resp.release_conn()
+            raise HttpError(resp.status, body)
+        return resp
+
+    def call(self, method: str, path: str, body=None, query: list | None = None,
+             content_type: str = "application/json", timeout=None, trim=None) -> dict:
+        """One request; the answer decoded ({} when empty), `trim(bytes) -> bytes` first."""
+        data = self.open(method, path, body, query, content_type, timeout).data
+        if trim is not None:
+            data = trim(data)
+        return orjson.loads(data) if data else {}
+
+    def close(self) -> None:
+        self.pool.close()
+        if self._manager is not None:
+            self._manager.clear()

@@ -1,0 +1,28 @@
+"""`kube_vs --running-pods N` (benchmarks/kube_vs.py): the API server filled with bound pods
+that kwok runs before any side starts. Behaviour only, never timings."""
+from __future__ import annotations
+
+from benchmarks import kube_vs, running
+from common.store.kube_store import KubeStore
+from common.tools import fleet as fleet_mod
+
+
+def test_running_pods_are_written_bound_and_left_running_by_kwok(kube_cluster):
+    store = KubeStore(str(kube_cluster.kubeconfig))
+    nodes = fleet_mod.generate(4, "uniform", 0, prefix="fill")
+    written = []
+    try:
+        for n in nodes:
+            store.create(n)
+        filled = kube_vs.fill_running(store, 30, nodes, seed=1, timeout=600)
+        written = [p for p in store.list("Pod")[0] if p["metadata"]["namespace"].startswith("team-")]
+        assert filled["running_pods"] == len(written) == 30
+        assert {p["spec"]["nodeName"] for p in written} <= {n["metadata"]["name"] for n in nodes}
+        assert all(p["status"]["phase"] == "Running" for p in written)
+        assert {p["metadata"]["namespace"] for p in written} <= {f"team-{i}" for i in range(running.NAMESPACES)}
+    finally:
+        assert store.evict_many([(f"{p['metadata']['namespace']}/{p['metadata']['name']}", None)
+                                 for p in written], respect_budgets=False) == [None] * len(written)
+        for n in nodes:
+            store.delete("Node", n["metadata"]["name"])
+        store.close()

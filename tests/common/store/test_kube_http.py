@@ -1,0 +1,85 @@
+"""The kube:// store's own reading of kubeconfigs and its HTTP (common/store/kube_http.py):
+the settings client-go would take from a kubeconfig, the ones it leaves to the kubernetes
+client, errors naming the field, and requests to the session's real API server."""
+from __future__ import annotations
+
+import base64
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from common.store import kube_http
+from common.store.kube_store import KubeStore
+
+
+def kubeconfig(path: Path, cluster: dict, user: dict, namespace: str | None = None) -> Path:
+    context = {"cluster": "c", "user": "u", **({"namespace": namespace} if namespace else {})}
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "ctx",
+        "clusters": [{"name": "c", "cluster": cluster}], "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "ctx", "context": context}]}))
+    return path
+
+
+def client_cert(d: Path) -> tuple[bytes, bytes]:
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "k.pem", "-out",
+                    "c.pem", "-days", "1", "-subj", "/CN=shardsched-client"], cwd=d, check=True, capture_output=True)
+    return (d / "c.pem").read_bytes(), (d / "k.pem").read_bytes()
+
+
+def test_a_token_file_relative_to_the_kubeconfig_is_read_and_sent(tmp_path, kube_cluster):
+    (tmp_path / "token").write_text(kube_cluster.token + "\n")
+    ca = base64.b64encode((kube_cluster.dir / "ca.crt").read_bytes()).decode()
+    path = kubeconfig(tmp_path / "config", {"server": kube_cluster.server, "certificate-authority-data": ca},
+                      {"tokenFile": "token"}, namespace="elsewhere")
+    ep = kube_http.endpoint(str(path))
+    assert ep.authorization() == f"Bearer {kube_cluster.token}"
+    store = KubeStore(str(path))
+    try:
+        assert store.lease_namespace == "elsewhere"
+        store.list("Node")  # authenticated and trusted: the CA came inline
+    finally:
+        store.close()
+
+
+def test_a_client_certificate_inline_or_by_path_is_loaded(tmp_path):
+    cert, key = client_cert(tmp_path)
+    inline = kubeconfig(tmp_path / "inline", {"server": "https://127.0.0.1:1"},
+                        {"client-certificate-data": base64.b64encode(cert).decode(),
+                         "client-key-data": base64.b64encode(key).decode()})
+    by_path = kubeconfig(tmp_path / "by-path", {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True},
+                         {"client-certificate": "c.pem", "client-key": "k.pem"})
+    for path in (inline, by_path):
+        ep = kube_http.endpoint(str(path))
+        assert ep.ssl_context is not None and ep.authorization() is None
+
+
+def test_what_the_kubeconfig_lacks_is_named(tmp_path):
+    path = kubeconfig(tmp_path / "config", {"certificate-authority": "ca.crt"}, {"token": "t"})
+    with pytest.raises(kube_http.KubeconfigError, match=r"clusters\[c\]\.cluster\.server is not set"):
+        kube_http.endpoint(str(path))
+    path = kubeconfig(tmp_path / "config", {"server": "https://127.0.0.1:1"}, {"client-certificate": "missing.pem"})
+    with pytest.raises(kube_http.KubeconfigError, match=r"users\[u\]\.user\.client-certificate"):
+        kube_http.endpoint(str(path))
+
+
+def test_an_exec_plugin_is_left_to_the_kubernetes_client(tmp_path):
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text('print(\'{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", '
+                      '"status": {"token": "from-exec"}}\')\n')
+    path = kubeconfig(tmp_path / "config", {"server": "http://127.0.0.1:1"},
+                      {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": sys.executable,
+                                "args": [str(plugin)], "interactiveMode": "Never"}})
+    assert kube_http.endpoint(str(path)).authorization() == "Bearer from-exec"
+
+
+def test_the_store_never_imports_the_kubernetes_client(kube_cluster):
+    """Start-up cost: a process on a plain kubeconfig pays no import of the client."""
+    code = (f"import sys; from common.store import open_store; s = open_store('kube://{kube_cluster.kubeconfig}'); "
+            "s.list('Node'); s.close(); print('kubernetes' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[3])
+    assert out.stdout.strip() == "False"
