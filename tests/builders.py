@@ -831,11 +831,15 @@ class Clock:
         return self.now
 
 
+#: TestExtender refuses every node to a pod carrying this label with the value "all".
+REFUSE_LABEL = "test-extender/refuse"
+
+
 class TestExtender:
     """A small scheduler extender over HTTP (kube's extender/v1 documents) for the tests of
     the client, the shard and the binder, and for kube-scheduler beside shardsched: filter
     refuses nodes whose names contain `reject` (message `message`; those containing
-    `unresolvable` as FailedAndUnresolvable), prioritize gives `favour`'s nodes 10 and others
+    `unresolvable` as FailedAndUnresolvable), and every node to a pod labelled REFUSE_LABEL=all, prioritize gives `favour`'s nodes 10 and others
     `base`, preempt keeps the candidates on nodes named in `preempt_keep`, bind records (and
     with `bind_store` writes) the binding. `status` answers every call with that HTTP status;
     `delay` sleeps first; `error` is put in the answers' Error. `calls` records (verb, args
@@ -911,8 +915,11 @@ class TestExtender:
         nodes = body["NodeNames"] if cache_capable else (body.get("Nodes") or {}).get("items") or []
         name = (lambda n: n) if cache_capable else (lambda n: n["metadata"]["name"])
         failed, unresolvable, kept = {}, {}, []
+        refuse_all = ((body.get("Pod") or {}).get("metadata", {}).get("labels") or {}).get(REFUSE_LABEL) == "all"
         for n in nodes:
-            if self.unresolvable and self.unresolvable in name(n):
+            if refuse_all:
+                failed[name(n)] = self.message
+            elif self.unresolvable and self.unresolvable in name(n):
                 unresolvable[name(n)] = self.message
             elif self.reject and self.reject in name(n):
                 failed[name(n)] = self.message
