@@ -144,8 +144,8 @@ EXTENDER_TLS = {
 MANAGED_RESOURCE = {
     "name": _s("", "Extended resource name (example.com/gpu): pods requesting it (requests or limits, "
                "containers or init containers) are the ones the extender is called for."),
-    "ignoredByScheduler": _b(False, "Accepted as kube does; shardsched's NodeResourcesFit still counts "
-                             "the resource (list it in the profile's NodeResourcesFit ignoredResources)."),
+    "ignoredByScheduler": _b(False, "NodeResourcesFit leaves the resource out (in shards and binders): "
+                             "these names replace its ignoredResources in every profile, as in kube."),
 }
 
 EXTENDER = {

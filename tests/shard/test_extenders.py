@@ -97,3 +97,12 @@ def test_preempt_keeps_the_candidates_the_extender_chooses():
         assert c.explain(high).endswith("preemption: no candidate node for preemption")
     finally:
         server.close()
+
+
+def test_resources_ignored_by_the_scheduler_are_left_to_the_extender(ext):
+    gpu = pod("gpu", cpu="1", extra={"example.com/gpu": "1"})
+    managed = {"managedResources": [{"name": "example.com/gpu", "ignoredByScheduler": True}]}
+    c = Cluster(NODES, cfg=cfg_with(extender(ext, **managed)))
+    assert c.schedule(gpu).node == "n-c"  # NodeResourcesFit does not count it; the extender decides
+    counted = Cluster(NODES, cfg=cfg_with(extender(ext, managedResources=[{"name": "example.com/gpu"}])))
+    assert counted.explain(gpu).startswith("0/3 nodes are available: 3 Insufficient example.com/gpu.")
