@@ -36,6 +36,10 @@ class ShardExtenders:
     def __bool__(self) -> bool:
         return bool(self.clients)
 
+    def consulted(self, pod) -> bool:
+        """Whether an extender will filter or score the pod's nodes."""
+        return any((ext.filters or ext.prioritizes) and ext.is_interested(pod.raw) for ext in self.clients)
+
     def filtering(self, pod) -> bool:
         """Whether an extender will filter the pod's nodes."""
         return any(ext.filters and ext.is_interested(pod.raw) for ext in self.clients)

@@ -607,9 +607,10 @@ class Scheduler:
         falls short of the best by this percentage of the best (0: an optimal node). Call it
         before the next cycle refreshes the snapshot. None for what it cannot grade fairly:
         failures, preemption (victims change the node), pod groups and pods with claims (their
-        Reserve already changed what a rescan would see), or a node the rescan no longer finds."""
+        Reserve already changed what a rescan would see), pods an extender filters or scores
+        (grading would call it again), or a node the rescan no longer finds."""
         pod, profile = result.pod, result.profile
-        if (not result.scheduled or result.victims or claim_volumes(pod)
+        if (not result.scheduled or result.victims or claim_volumes(pod) or self.extenders.consulted(pod)
                 or self.groups.group_of.get(pod.key) is not None):
             return None
         state = CycleState()

@@ -32,7 +32,10 @@ def extender(server, **fields) -> dict:
 def test_the_extender_filters_and_its_scores_decide(ext, cache_capable):
     c = Cluster(NODES, cfg=cfg_with(extender(ext, nodeCacheCapable=cache_capable)))
     for i in range(5):
-        assert c.schedule(pod(f"web-{i}", cpu="100m")).node == "n-c"
+        result = c.schedule(pod(f"web-{i}", cpu="100m"))
+        assert result.node == "n-c"
+    calls = len(ext.calls)
+    assert c.sched.grade(result) is None and len(ext.calls) == calls  # not graded: no second call
     filters = [args for verb, args in ext.calls if verb == "filter"]
     sent = filters[0]["NodeNames"] if cache_capable else [n["metadata"]["name"] for n in filters[0]["Nodes"]["items"]]
     assert sorted(sent) == ["n-a", "n-bad", "n-c"]
