@@ -648,8 +648,8 @@ class Scheduler:
         """kube-scheduler's unschedulable message for a failed cycle (full scan if needed);
         without PostFilter's words when `post_filter` is false (a gang's member: kube's
         pod-group cycle runs no per-pod PostFilter)."""
-        if result._message is not None and post_filter:
-            return result._message
+        if result._message is not None and (post_filter or result.status.code == ERROR):
+            return result._message  # (an extender's error is the whole message, as kube's)
         pod = result.pod
         if result.diagnosis is None:
             redo = self.schedule(pod, profile=result.profile, post_filter=False)
