@@ -285,15 +285,16 @@ class KubeCluster:
             assert time.monotonic() < deadline, f"kwok holds only {len(held & names)}/{nodes} node leases"
             time.sleep(0.5)
 
-    def start_kube_scheduler(self, workdir: Path, qps: int = 5000) -> subprocess.Popen:
-        """kube-scheduler (built from the same release) with its client limits raised."""
+    def start_kube_scheduler(self, workdir: Path, qps: int = 5000, extra_config: str = "") -> subprocess.Popen:
+        """kube-scheduler (built from the same release) with its client limits raised;
+        `extra_config`: more top-level fields of its KubeSchedulerConfiguration (YAML)."""
         cfg = workdir / "kube-scheduler.yaml"
         cfg.write_text(f"""apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 # the defaults (50 qps, burst 100) would make the client, not the scheduler, the limit
 clientConnection: {{kubeconfig: "{self.kubeconfig}", qps: {qps}, burst: {qps}}}
 leaderElection: {{leaderElect: false}}
-""")
+""" + extra_config)
         log = (workdir / "kube-scheduler.log").open("wb")
         return subprocess.Popen([str(self.bin / "kube-scheduler"), "--config", str(cfg), "--secure-port", "0",
                                  *self.gates], stdout=log, stderr=subprocess.STDOUT)

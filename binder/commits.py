@@ -9,6 +9,8 @@ another shard's batch, or for the next batch of the same shard.
 
 A pod group's unit is committed by one worker as a whole: the victims of all its members,
 then the group commit of common/scheduling/group_commit.py (all members bound or none).
+A pod the binding extender (bindVerb) is interested in is bound by it instead of the store,
+after the same checks and fencing; a pod group's unit is always bound by the group commit.
 A decision whose pod has claims to bind (VolumeBinding's PreBind) has the volume bindings
 written after its victims are gone; it then waits, off the pipeline, until the claims are
 bound (binder/volume_waits.py), and comes back to be bound (`resume`) or is refused
@@ -25,6 +27,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from common.scheduling.disruption import VICTIMS_TERMINATING, eviction_failures
+from common.scheduling.extenders import ExtenderError
 from common.runtime.events import NORMAL, PREEMPTED, SCHEDULED, pod_ref
 from common.runtime.logs import ErrorLog
 from common.config.plugin_names import VOLUME_BINDING
@@ -58,15 +61,17 @@ class Pending:
 
 class Commits:
     def __init__(self, store, settle, holds, workers: int, stop: threading.Event, count, groups, status,
-                 wait_for_volumes=None):
+                 wait_for_volumes=None, extender=None):
         """`settle([(pending, outcome, how)])` ends reservations and sends their outcomes;
         `holds(partition)` says whether we may still commit for it; `count(name, n)` bumps a
         counter; `groups` (common.scheduling.group_commit.GroupCommit) binds a unit all or nothing;
         `status` (common.runtime.events.StatusWriter) takes the Scheduled and Preempted events of
         what was committed; `wait_for_volumes(items)` takes decisions whose volume bindings
         were written until their claims are bound (they come back through `resume` or
-        `finish`)."""
+        `finish`); `extender` (common.scheduling.extenders.Extender, the one with bindVerb, or
+        None) binds the pods it is interested in instead of the store."""
         self.store = store
+        self.extender = extender
         self.status = status
         self.settle = settle
         self.holds = holds
@@ -243,6 +248,8 @@ class Commits:
         # the fencing check: a binder frozen since the check above (SIGSTOP, a VM stall) may
         # wake after its lease expired and another binder took the partition
         to_bind = self._fenced(chunk, to_bind, done)
+        if self.extender is not None:
+            to_bind = self._bind_through_extender(chunk, to_bind, done)
         if not to_bind:
             return
         results = self.store.bind_many([(chunk[i].reservation.pod.key, chunk[i].reservation.node,
@@ -254,6 +261,28 @@ class Commits:
                 self._scheduled(r)
             else:
                 done[i] = (self._outcome(chunk[i], False, self._explained(chunk[i], reason)), "refused")
+
+    def _bind_through_extender(self, chunk: list[Pending], indices: list[int], done: dict) -> list[int]:
+        """kube's extender Bind: the pods the binding extender is interested in are bound by
+        it, one call each, after every check and the fencing; the others' indices are
+        returned for the store. A failed call leaves its pod in doubt (the extender may have
+        bound it before failing): the watch tells, and the shard tries the pod again."""
+        ext, rest = self.extender, []
+        for i in indices:
+            r = chunk[i].reservation
+            if not ext.is_interested(r.pod.raw):
+                rest.append(i)
+                continue
+            try:
+                ext.bind(r.pod.namespace, r.pod.name, r.pod.uid or "", r.node)
+            except ExtenderError as e:
+                self.count("extender_bind_errors", 1)
+                log.warning("binding %s to %s through extender %s failed: %s", r.pod.key, r.node, ext.name, e)
+                done[i] = (self._outcome(chunk[i], False, f"ExtenderBindError: {e}"), "doubt")
+                continue
+            done[i] = (self._outcome(chunk[i], True, evicted=[k for k, _ in r.victims]), "bound")
+            self._scheduled(r)
+        return rest
 
     def _fenced(self, chunk: list[Pending], indices: list[int], done: dict) -> list[int]:
         """The indices whose partition we still hold, checked right before the store call;

@@ -26,7 +26,8 @@ from common.runtime.component import Component
 from common.scheduling.disruption import Budgets, breaking
 from common.runtime.events import StatusWriter
 from common.runtime.logs import keys
-from common.runtime.metrics import BinderMetrics, StatusWriterCollector, partition_gauges
+from common.runtime.metrics import BinderMetrics, StatusWriterCollector, extender_observer, partition_gauges
+from common.scheduling.extenders import Extender
 from common.scheduling.partition import partition_of
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
@@ -102,7 +103,8 @@ class BinderServer(Component, rpc.BinderServicer):
         self.volume_waits = VolumeWaits(cfg, lambda p: self.partitions.holds(p))
         self.commits = Commits(store, self._settle, lambda p: self.partitions.holds(p),
                                max(1, min(COMMIT_WORKERS, binders.max_in_flight)), self.stop_event,
-                               self._count, self.group_commit, self.status, self.volume_waits.add)
+                               self._count, self.group_commit, self.status, self.volume_waits.add,
+                               self._binding_extender(cfg))
         self.recovery = IntentRecovery(store, self.group_commit, self.view, self.lock, self.checks_for,
                                        self.commits.groups_busy, grace_s=3 * cfg.store.request_timeout_seconds)
         self.partitions = PartitionLeases(store, binders.count, number, binders.lease_duration_seconds,
@@ -119,6 +121,13 @@ class BinderServer(Component, rpc.BinderServicer):
 
     def feed_forever(self) -> None:
         self.commits.feed_forever(lambda: self.health.beat("commits"))
+
+    def _binding_extender(self, cfg) -> Extender | None:
+        """The extender with bindVerb (validation allows one), timed into the metrics."""
+        for ext in cfg.extenders:
+            if ext.bind_verb:
+                return Extender(ext, extender_observer(self.metrics.extender_duration))
+        return None
 
     def _count(self, name: str, n: int) -> None:
         self.counters[name] += n

@@ -97,6 +97,11 @@ class Handle:
 
     # --- running this profile's plugins on one node -----------------------------------------
 
+    def preempt_through_extenders(self, pod, victims: dict) -> dict:
+        """kube's callExtenders: the candidates (node name -> (victim Pods, PDB violations))
+        the extenders with a preemptVerb keep; raises common.scheduling.extenders.ExtenderError."""
+        return self._sched.extenders.preempt(pod, victims, self._sched.snapshot.table)
+
     def filter_with_nominated(self, state, pod, info):
         """Every filter of the profile on `info`, counting the pods nominated there that
         `pod` must leave room for; None when the node fits, else the first failure."""

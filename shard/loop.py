@@ -23,7 +23,7 @@ from common.model.podgroup import GANG, NATIVE_KIND, gave_up, group_key
 from common.scheduling.pools import pool_of
 from . import queueing_hints as hints
 from .cache import ShardCache
-from .framework import SUCCESS
+from .framework import ERROR, SUCCESS
 from .intake import ProfileOwnership, ShardIntake
 from .queue import SchedulingQueue
 from .scheduler import Scheduler
@@ -121,6 +121,9 @@ class ShardLoop:
         else:
             gang = self._native_gang(pod, result.profile)
             self.messages[pod.key] = self.scheduler.explain(result, post_filter=gang is None)
+            if result.status.code == ERROR:  # an extender failed: retried after a backoff, as kube
+                self.queue.requeue_backoff(entry)
+                return result
             # Nodes the scheduling context skipped were turned down by last time's rejectors.
             rejectors = result.rejectors | (entry.rejectors if result.skipped_by_context else frozenset())
             self.queue.requeue_unschedulable(entry, self.cache.nodes.generation if result.context_safe else 0,

@@ -47,7 +47,9 @@ from common.config.plugin_names import NODE_AFFINITY
 from common.model.podgroup import GroupIndex
 from common.scheduling.pools import CLUSTER_WIDE, pool_of
 from common.scheduling.volumes import VolumeState, claim_volumes
+from common.scheduling.extenders import ExtenderError, build as build_extenders
 from .diagnosis import Diagnosis
+from .extenders import ShardExtenders
 from .framework import (ERROR, SKIP, SUCCESS, UNSCHEDULABLE, CycleState, PreFilterResult, Status,
                         unresolvable)
 from .plugins.inter_pod_affinity import FILTER_STATE as INTER_POD_FILTER_STATE
@@ -160,11 +162,14 @@ class Scheduler:
                  vectorised: bool | None = None, scheduling_context: bool | None = None,
                  unit_locating: bool | None = None, full_snapshot: bool | None = None,
                  zone_order: bool | None = None, preemption_pruning: bool | None = None,
-                 registry: dict | None = None, slice_of: tuple[int, int] = (0, 1)):
+                 registry: dict | None = None, slice_of: tuple[int, int] = (0, 1),
+                 extenders: ShardExtenders | None = None):
         """Optimisations default to `shards.optimizations` in the config; keyword arguments
         override them (benchmarks compare both settings on one cache). `registry` maps plugin
         names to classes (default: shard.registry.REGISTRY). `slice_of` is (this shard's
-        index, the number of shards): the slice of the nodes packing prefers (one slice: off)."""
+        index, the number of shards): the slice of the nodes packing prefers (one slice: off).
+        `extenders`: the clients of the configured extenders (default: `cfg.extenders`'
+        without metrics; the shard server passes them timed)."""
         opts = cfg.shards.optimizations
 
         def pick(arg, default):
@@ -179,6 +184,7 @@ class Scheduler:
         self.snapshot = Snapshot(full=pick(full_snapshot, not opts.incremental_snapshot),
                                  zone_order=pick(zone_order, not opts.swap_delete_node_list))
         self.preemption_pruning = pick(preemption_pruning, cfg.preemption.pruning)
+        self.extenders = extenders if extenders is not None else ShardExtenders(build_extenders(cfg.extenders))
         self.threshold = Threshold(cfg.threshold)
         #: node name -> {pod key: Pod}: pending pods nominated to the node (kept by the loop).
         self.nominated: dict[str, dict] = {}
@@ -263,11 +269,19 @@ class Scheduler:
         # A pod mounting claims depends on objects that are not nodes (claims, volumes, other
         # pods' ReadWriteOncePod claims): no node may be skipped as unchanged.
         result.context_safe = not (pod.has_cross_node_constraints() or _existing_anti_affinity_beyond_node(state)
-                                   or state.get(SPREAD_FILTER_STATE) or claim_volumes(pod))
+                                   or state.get(SPREAD_FILTER_STATE) or claim_volumes(pod)
+                                   or self.extenders.filtering(pod))
         skip_unchanged = self.scheduling_context and last_generation > 0 and result.context_safe
         t1 = time.perf_counter()
         feasible = self._scan(profile, state, pod, diag, result, queued, rows_hint,
                               last_generation if skip_unchanged else 0)
+        if len(feasible) and self.extenders:
+            try:
+                feasible = self.extenders.filter(pod, feasible, self.table, diag)
+            except ExtenderError as e:  # kube: the cycle fails with the error; the pod backs off
+                result.status, result._message = Status(ERROR, str(e)), str(e)
+                result.rejectors, result.context_safe = frozenset(("",)), False
+                return result
         t2 = time.perf_counter()
         result.phases["PreFilter"], result.phases["Filter"] = t1 - t0, t2 - t1
         result.threshold = profile.threshold.last
@@ -579,6 +593,10 @@ class Scheduler:
             result.timed(p.name, "Score", t, None)
             weighed = s if p.weight == 1 else s * p.weight
             total = weighed if total is None else total + weighed  # never in place: s may be shared
+        if self.extenders:
+            extra = self.extenders.scores(pod, rows, table)
+            if extra is not None:
+                total = extra if total is None else total + extra
         if total is None:  # every scorer skipped: all nodes tie
             total = np.zeros(len(rows), dtype=np.int64)
         return total
@@ -589,9 +607,10 @@ class Scheduler:
         falls short of the best by this percentage of the best (0: an optimal node). Call it
         before the next cycle refreshes the snapshot. None for what it cannot grade fairly:
         failures, preemption (victims change the node), pod groups and pods with claims (their
-        Reserve already changed what a rescan would see), or a node the rescan no longer finds."""
+        Reserve already changed what a rescan would see), pods an extender filters or scores
+        (grading would call it again), or a node the rescan no longer finds."""
         pod, profile = result.pod, result.profile
-        if (not result.scheduled or result.victims or claim_volumes(pod)
+        if (not result.scheduled or result.victims or claim_volumes(pod) or self.extenders.consulted(pod)
                 or self.groups.group_of.get(pod.key) is not None):
             return None
         state = CycleState()
@@ -629,8 +648,8 @@ class Scheduler:
         """kube-scheduler's unschedulable message for a failed cycle (full scan if needed);
         without PostFilter's words when `post_filter` is false (a gang's member: kube's
         pod-group cycle runs no per-pod PostFilter)."""
-        if result._message is not None and post_filter:
-            return result._message
+        if result._message is not None and (post_filter or result.status.code == ERROR):
+            return result._message  # (an extender's error is the whole message, as kube's)
         pod = result.pod
         if result.diagnosis is None:
             redo = self.schedule(pod, profile=result.profile, post_filter=False)

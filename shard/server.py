@@ -18,13 +18,15 @@ from common.runtime.component import Component
 from common.runtime.events import FAILED_SCHEDULING, WARNING, StatusWriter, pod_ref
 from common.runtime.links import StreamLink
 from common.runtime.logs import DETAIL, keys
-from common.runtime.metrics import ShardMetrics, StatusWriterCollector
+from common.runtime.metrics import ShardMetrics, StatusWriterCollector, extender_observer
+from common.scheduling.extenders import build as build_extenders
 from common.scheduling.partition import PARTITION_ROLE, partition_of
 from common.scheduling.volume_binding import BIND_TIMEOUT_S, bind_timeout
 from common.runtime.wire import MAX_REQUEST, size_of, split
 from proto import shardsched_pb2 as pb
 from proto import shardsched_pb2_grpc as rpc
 
+from .extenders import ShardExtenders
 from .intake import DispatchedPods
 from .loop import ShardLoop
 from .quality import QualitySampler
@@ -282,8 +284,9 @@ class ShardServer(Component, rpc.ShardServicer):
         self.decided: dict[str, str] = {}
         self.binders = BinderClient(store, self.id, cfg, self.inbox, self._node, self.security,
                                     lambda key: self.decided.pop(key, ""))
+        extenders = ShardExtenders(build_extenders(cfg.extenders, extender_observer(self.metrics.extender_duration)))
         self.loop = ShardLoop(cfg, store, seed=seed + index, owner=self.owned, committer=self.binders,
-                              slice_of=(index, cfg.shards.count))
+                              slice_of=(index, cfg.shards.count), extenders=extenders)
         self.loop.queue.on_incoming = self.metrics.queued
         #: A sample of the cycles' choices graded off the clock (shards.qualitySamplePercent).
         self.quality = QualitySampler(cfg.shards.quality_sample_percent, seed + index)

@@ -829,3 +829,106 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+#: TestExtender refuses every node to a pod carrying this label with the value "all".
+REFUSE_LABEL = "test-extender/refuse"
+
+
+class TestExtender:
+    """A small scheduler extender over HTTP (kube's extender/v1 documents) for the tests of
+    the client, the shard and the binder, and for kube-scheduler beside shardsched: filter
+    refuses nodes whose names contain `reject` (message `message`; those containing
+    `unresolvable` as FailedAndUnresolvable), and every node to a pod labelled REFUSE_LABEL=all, prioritize gives `favour`'s nodes 10 and others
+    `base`, preempt keeps the candidates on nodes named in `preempt_keep`, bind records (and
+    with `bind_store` writes) the binding. `status` answers every call with that HTTP status;
+    `delay` sleeps first; `error` is put in the answers' Error. `calls` records (verb, args
+    document); with `tls` (certificate and key files) it serves HTTPS."""
+
+    __test__ = False  # not a test class for pytest
+
+    def __init__(self, reject: str = "", favour: str = "", base: int = 0, message: str = "rejected by the test extender",
+                 unresolvable: str = "", preempt_keep=(), bind_store=None, tls: tuple | None = None):
+        import http.server
+        import json
+        import threading
+        self.reject, self.favour, self.base, self.message = reject, favour, base, message
+        self.unresolvable, self.preempt_keep, self.bind_store = unresolvable, tuple(preempt_keep), bind_store
+        self.status, self.delay, self.error = 200, 0.0, ""
+        self.calls: list[tuple[str, dict]] = []
+        self.bound: list[tuple[str, str]] = []
+        ext = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                verb = self.path.rstrip("/").rsplit("/", 1)[-1]
+                ext.calls.append((verb, body))
+                if ext.delay:
+                    import time
+                    time.sleep(ext.delay)
+                answer = json.dumps(ext.answer(verb, body)).encode()
+                self.send_response(ext.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        scheme = "http"
+        if tls is not None:  # (certificate file, key file): serve HTTPS
+            import ssl
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}/scheduler"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def verbs(self) -> list[str]:
+        return [verb for verb, _ in self.calls]
+
+    def answer(self, verb: str, body: dict):
+        if verb == "filter":
+            return self._filter(body)
+        if verb == "prioritize":
+            names = body.get("NodeNames") or [n["metadata"]["name"] for n in (body.get("Nodes") or {}).get("items") or ()]
+            return [{"Host": n, "Score": 10 if self.favour and self.favour in n else self.base} for n in names]
+        if verb == "preempt":
+            got = body.get("NodeNameToMetaVictims") or {
+                node: {"Pods": [{"UID": p["metadata"]["uid"]} for p in v["Pods"]], "NumPDBViolations": v["NumPDBViolations"]}
+                for node, v in (body.get("NodeNameToVictims") or {}).items()}
+            return {"NodeNameToMetaVictims": {n: v for n, v in got.items() if n in self.preempt_keep}}
+        if verb == "bind":
+            self.bound.append((f"{body['PodNamespace']}/{body['PodName']}", body["Node"]))
+            if self.bind_store is not None:
+                self.bind_store(body)
+            return {"Error": self.error}
+        return {}
+
+    def _filter(self, body: dict) -> dict:
+        cache_capable = "NodeNames" in body and body["NodeNames"] is not None
+        nodes = body["NodeNames"] if cache_capable else (body.get("Nodes") or {}).get("items") or []
+        name = (lambda n: n) if cache_capable else (lambda n: n["metadata"]["name"])
+        failed, unresolvable, kept = {}, {}, []
+        refuse_all = ((body.get("Pod") or {}).get("metadata", {}).get("labels") or {}).get(REFUSE_LABEL) == "all"
+        for n in nodes:
+            if refuse_all:
+                failed[name(n)] = self.message
+            elif self.unresolvable and self.unresolvable in name(n):
+                unresolvable[name(n)] = self.message
+            elif self.reject and self.reject in name(n):
+                failed[name(n)] = self.message
+            else:
+                kept.append(n)
+        out = {"FailedNodes": failed, "FailedAndUnresolvableNodes": unresolvable, "Error": self.error}
+        out["NodeNames" if cache_capable else "Nodes"] = kept if cache_capable else {"items": kept}
+        return out
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

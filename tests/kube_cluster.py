@@ -96,16 +96,17 @@ def service_account_kubeconfigs(kube_cluster, store: KubeStore, workdir: Path) -
     return out
 
 
-def shardsched_on(kube_cluster, store: KubeStore, workdir: Path, shards: int, **dispatcher) -> ServiceAccountCluster:
+def shardsched_on(kube_cluster, store: KubeStore, workdir: Path, shards: int, sections: dict | None = None,
+                  **dispatcher) -> ServiceAccountCluster:
     """A dispatcher, `shards` shards and a binder for the test API server, each to run as its
     deploy/ ServiceAccount (`start()` them, or use `running`); `dispatcher` overrides
-    dispatcher settings (as the file writes them)."""
+    dispatcher settings, `sections` other top-level fields (as the file writes them)."""
     kubeconfigs = service_account_kubeconfigs(kube_cluster, store, workdir)
     admin = workdir / "admin.kubeconfig"  # for LocalCluster's own lease checks
     write_kubeconfig(admin, kube_cluster.server, kube_cluster.dir / "ca.crt", kube_cluster.token,
                      namespace="shardsched")
     cfg = stack_config(store={"kubeconfig": str(admin)}, shards={"count": shards}, binders={"count": 1},
-                       dispatcher=dispatcher)
+                       dispatcher=dispatcher, **(sections or {}))
     return ServiceAccountCluster(cfg, "kube://", log_dir=str(workdir), kubeconfigs=kubeconfigs)
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from . import kube_config, plugin_args, profile_plugins
+from . import extenders, kube_config, plugin_args, profile_plugins
 from .. import plugins
 from ..model import yaml_input
 from ..runtime import identity
@@ -128,6 +128,45 @@ PROFILE = {
         "disabled": ListOf(DISABLED_ENTRY, [], "Default plugins switched off.", ("name",)),
     },
     "pluginConfig": ListOf(PLUGIN_CONFIG_ENTRY, [], "Per-plugin arguments.", ("name",)),
+}
+
+EXTENDER_TLS = {
+    "insecure": _b(False, "Do not verify the extender's certificate."),
+    "serverName": _s("", "Name the extender's certificate must carry (\"\" = the urlPrefix's host)."),
+    "certFile": _s("", "Client certificate (PEM file) presented to the extender."),
+    "keyFile": _s("", "Its private key (PEM file)."),
+    "caFile": _s("", "CA certificate (PEM file) the extender's certificate must be signed by."),
+    "certData": _s("", "certFile's content instead, base64 (kube's []byte); wins over certFile."),
+    "keyData": _s("", "keyFile's content instead, base64; wins over keyFile."),
+    "caData": _s("", "caFile's content instead, base64; wins over caFile."),
+}
+
+MANAGED_RESOURCE = {
+    "name": _s("", "Extended resource name (example.com/gpu): pods requesting it (requests or limits, "
+               "containers or init containers) are the ones the extender is called for."),
+    "ignoredByScheduler": _b(False, "NodeResourcesFit leaves the resource out (in shards and binders): "
+                             "these names replace its ignoredResources in every profile, as in kube."),
+}
+
+EXTENDER = {
+    "urlPrefix": _s("", "The extender's URL; a verb is appended after a '/' (http://host:port/prefix)."),
+    "filterVerb": _s("", "Filter: called after the shard's Filter plugins with the feasible nodes; "
+                     "\"\" = not called."),
+    "preemptVerb": _s("", "Preempt: DefaultPreemption's candidates and victims, as kube sends them."),
+    "prioritizeVerb": _s("", "Prioritize: scores 0-10 times weight times 10 added to each node's total."),
+    "weight": _i(0, "Multiplier of the prioritize scores; > 0 when prioritizeVerb is set.",
+                 minimum=-2**63, maximum=2**63 - 1),
+    "bindVerb": _s("", "Bind: the binder, after its checks, binds the extender's pods through it "
+                   "instead of writing the binding (one extender at most)."),
+    "enableHTTPS": _b(False, "Use TLS; without caFile/caData the certificate is not verified (as kube)."),
+    "tlsConfig": EXTENDER_TLS,
+    "httpTimeoutSeconds": _f(30, "Timeout of each call. A filter, preempt or bind timeout fails the pod's "
+                             "attempt (unless ignorable); a prioritize failure only drops its scores.",
+                             minimum=0.001, maximum=3600),
+    "nodeCacheCapable": _b(False, "Send node names only (the extender caches nodes) instead of whole Nodes."),
+    "managedResources": ListOf(MANAGED_RESOURCE, [], "Call the extender only for pods requesting one of "
+                               "these; [] = every pod.", ("name",)),
+    "ignorable": _b(False, "Errors and timeouts skip the extender instead of failing the pod's attempt."),
 }
 
 SCHEMA = {
@@ -308,6 +347,9 @@ SCHEMA = {
     },
     "profiles": ListOf(PROFILE, [{"schedulerName": "shardsched"}], "Scheduling profiles.",
                        ("schedulerName",), min_items=1),
+    "extenders": ListOf(EXTENDER, [], "Scheduler extenders (kube-scheduler's `extenders`), called by the "
+                        "shards for every profile, in order; the one with bindVerb by the binders.",
+                        ("urlPrefix",)),
 }
 
 
@@ -439,6 +481,40 @@ class Profile(Section):
     percentage_of_nodes_to_score: int | None
     plugins: ProfilePlugins
     plugin_config: tuple[PluginConfigEntry, ...]
+
+
+@_section(EXTENDER_TLS)
+class ExtenderTLSConfig(Section):
+    insecure: bool
+    server_name: str
+    cert_file: str
+    key_file: str
+    ca_file: str
+    cert_data: str
+    key_data: str
+    ca_data: str
+
+
+@_section(MANAGED_RESOURCE)
+class ManagedResource(Section):
+    name: str
+    ignored_by_scheduler: bool
+
+
+@_section(EXTENDER)
+class ExtenderConfig(Section):
+    url_prefix: str
+    filter_verb: str
+    preempt_verb: str
+    prioritize_verb: str
+    weight: int
+    bind_verb: str
+    enable_https: bool
+    tls_config: ExtenderTLSConfig
+    http_timeout_seconds: float
+    node_cache_capable: bool
+    managed_resources: tuple[ManagedResource, ...]
+    ignorable: bool
 
 
 @_section(SCHEMA["store"])
@@ -587,6 +663,7 @@ class Config(Section):
     events: EventsConfig
     tracing: TracingConfig
     profiles: tuple[Profile, ...]
+    extenders: tuple[ExtenderConfig, ...]
 
 
 def _defaults(schema) -> Any:
@@ -670,7 +747,8 @@ STORE_SCHEMES = ("memory", "redis", "rediss", "unix", "kube")
 def _cross_checks(cfg: Config) -> None:
     """The checks across fields, every one: all their errors are raised together."""
     errors: list[tuple[str, str]] = []
-    for check in (_check_ports, _check_profiles, _check_leader_election, _check_sub_clusters, _check_tracing):
+    for check in (_check_ports, _check_profiles, _check_leader_election, _check_sub_clusters, _check_extenders,
+                  _check_tracing):
         if check is _check_profiles and any(path.startswith("preemption.") for path, _ in errors):
             continue  # the profiles' DefaultPreemption args come from that section: said once
         try:
@@ -726,6 +804,13 @@ def _check_profiles(cfg: Config) -> None:
         seen.setdefault(name, i)
     if errors:
         raise ConfigError.of(errors)
+
+
+def _check_extenders(cfg: Config) -> None:
+    """kube's rules for extenders (common.config.extenders), with its messages."""
+    errors = extenders.check([e.to_dict() for e in cfg.extenders])
+    if errors:
+        raise ConfigError.of([(one.path, one.body) for one in errors])
 
 
 def _check_sub_clusters(cfg: Config) -> None:

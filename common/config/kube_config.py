@@ -13,6 +13,7 @@ messages and field paths), then mapped onto shardsched's own configuration:
     leaderElection                 leaderElection (durations in seconds; resourceName, except
                                    kube's default `kube-scheduler`, kube-scheduler's own Lease)
     clientConnection               store.kubeconfig, store.qps, store.burst (kube:// requests)
+    extenders                      extenders (httpTimeout as httpTimeoutSeconds; 0 = kube's 30s)
     shardsched                     the extension: any of shardsched's own sections (store,
                                    dispatcher, shards, binders, threshold, ...), as in a
                                    ShardschedConfiguration
@@ -29,7 +30,7 @@ import copy
 
 from . import plugin_names as names
 from ..plugins import EXTENSION_POINTS, KNOWN, PAIRED_POINTS, POINTS
-from . import plugin_args
+from . import extenders, plugin_args
 from .validation import (ANY, Bool, Int, List, Num, Obj, Str, Verbatim, collecting, decode_object, duplicate,
                          forbidden, format_duration, invalid, not_supported, parse_duration, raise_all, required)
 
@@ -75,6 +76,14 @@ _PROFILE = {"schedulerName": Str(None), "percentageOfNodesToScore": Int(None), "
 _LEADER_ELECTION = {"leaderElect": Bool(True), "leaseDuration": Str("15s"), "renewDeadline": Str("10s"),
                     "retryPeriod": Str("2s"), "resourceLock": Str("leases"), "resourceName": Str("kube-scheduler"),
                     "resourceNamespace": Str("kube-system")}
+_EXTENDER = {
+    "urlPrefix": Str(), "filterVerb": Str(), "preemptVerb": Str(), "prioritizeVerb": Str(), "weight": Int(0, bits=64),
+    "bindVerb": Str(), "enableHTTPS": Bool(False),
+    "tlsConfig": Obj(insecure=Bool(False), serverName=Str(), certFile=Str(), keyFile=Str(), caFile=Str(),
+                     certData=Str(), keyData=Str(), caData=Str()),
+    "httpTimeout": Str("0s"), "nodeCacheCapable": Bool(False),
+    "managedResources": List(Obj(name=Str(), ignoredByScheduler=Bool(False))), "ignorable": Bool(False),
+}
 _CLIENT_CONNECTION = {"kubeconfig": Str(), "acceptContentTypes": Str(),
                       "contentType": Str("application/vnd.kubernetes.protobuf"), "qps": Num(0), "burst": Int(0)}
 #: The top-level fields of a KubeSchedulerConfiguration v1 (kube's defaults).
@@ -82,7 +91,7 @@ FIELDS = {
     "apiVersion": Str(), "kind": Str(), "parallelism": Int(16), "leaderElection": ANY,
     "clientConnection": ANY, "enableProfiling": Bool(True), "enableContentionProfiling": Bool(True),
     "percentageOfNodesToScore": Int(None), "podInitialBackoffSeconds": Int(1, bits=64),
-    "podMaxBackoffSeconds": Int(10, bits=64), "profiles": List(ANY), "extenders": List(ANY),
+    "podMaxBackoffSeconds": Int(10, bits=64), "profiles": List(ANY), "extenders": ANY,
     "delayCacheUntilActive": Bool(False), EXTENSION: ANY,
 }
 
@@ -119,7 +128,7 @@ class _Conversion:
         steps = ((self._type_meta,), (self._extension, self.top[EXTENSION]),
                  (self._client_connection, self.top["clientConnection"]),
                  (self._leader_election, self.top["leaderElection"]), (self._parallelism,), (self._profiles,),
-                 (self._scheduling,), (self._unsupported,))
+                 (self._scheduling,), (self._extenders, self.top["extenders"]), (self._unsupported,))
         for fn, *args in steps:
             collecting(self.errors, fn, *args)
 
@@ -176,14 +185,40 @@ class _Conversion:
     def _unsupported(self) -> None:
         """kube's fields shardsched has no counterpart for: kube's default value only."""
         t = self.top
-        if t["extenders"]:
-            self.errors.append(forbidden("extenders", "shardsched calls no scheduler extenders"))
         if t["delayCacheUntilActive"]:
             self.errors.append(invalid("delayCacheUntilActive", True, "not supported by shardsched: only the "
                                        "dispatcher elects a leader, and shards and binders keep their caches warm"))
         for key in ("enableProfiling", "enableContentionProfiling"):
             if t[key] and key in self.explicit:  # kube's default left out is no news
                 self.notes.append(f"{key}: shardsched serves no profiling endpoints")
+
+    def _extenders(self, raw) -> None:
+        """kube's extenders, checked by kube's rules; httpTimeout becomes seconds."""
+        if raw is None:
+            return
+        if not isinstance(raw, list):
+            raise invalid("extenders", raw, "must be a list")
+        errs, out = [], []
+        for i, item in enumerate(raw):
+            p = f"extenders[{i}]"
+            e = decode_object(_EXTENDER, item, p, errs)
+            seconds = parse_duration(e.pop("httpTimeout"))
+            if seconds is None or seconds < 0:
+                errs.append(invalid(f"{p}.httpTimeout", item.get("httpTimeout") if isinstance(item, dict) else None,
+                                    'must be a duration such as "30s"'))
+                seconds = 0
+            e["httpTimeoutSeconds"] = seconds or extenders.DEFAULT_TIMEOUT_SECONDS
+            e["tlsConfig"] = e["tlsConfig"] or {}
+            self.origins[f"extenders[{i}].httpTimeoutSeconds"] = f"{p}.httpTimeout"
+            out.append(e)
+        errs += extenders.check(out)
+        self.errors += errs
+        if errs:
+            return
+        if "extenders" in self.native:
+            raise invalid(f"{EXTENSION}.extenders", "...", "also set by extenders: set it in one place")
+        self.native["extenders"] = out
+        self.origins.setdefault("extenders", "extenders")
 
     def _scheduling(self) -> None:
         t = self.top

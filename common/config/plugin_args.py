@@ -84,4 +84,9 @@ def profile_args(cfg, index: int) -> dict[str, dict]:
     out = {name: collecting(errors, resolve, name, *given.get(name, ({}, f"profiles[{index}].pluginConfig")),
                             base.get(name)) for name in KINDS}
     raise_all(errors)
+    ignored = [r.name for e in cfg.extenders for r in e.managed_resources if r.ignored_by_scheduler]
+    if ignored and out.get(names.NODE_RESOURCES_FIT) is not None:
+        # kube-scheduler: the extenders' resources ignoredByScheduler replace NodeResourcesFit's
+        # ignoredResources in every profile (the extenders take precedence over pluginConfig)
+        out[names.NODE_RESOURCES_FIT] = {**out[names.NODE_RESOURCES_FIT], "ignoredResources": ignored}
     return out

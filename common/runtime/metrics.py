@@ -51,6 +51,24 @@ def new_registry() -> CollectorRegistry:
     return r
 
 
+#: Extender calls: from 1 ms to about 33 s (httpTimeout defaults to 30 s).
+EXTENDER_BUCKETS = exponential_buckets(0.001, 2, 16)
+
+
+def extender_duration(registry: CollectorRegistry) -> Histogram:
+    """shardsched_extender_duration_seconds (kube-scheduler has no extender metric): each call
+    to an extender, by its urlPrefix, the verb (filter, prioritize, preempt, bind) and the result
+    (success, error); shards and binders both call them."""
+    return Histogram("shardsched_extender_duration_seconds",
+                     "One call to a scheduler extender, by extender (its urlPrefix), verb and result.",
+                     ["extender", "verb", "result"], buckets=EXTENDER_BUCKETS, registry=registry)
+
+
+def extender_observer(histogram: Histogram):
+    """The `observe(extender, verb, result, seconds)` an extender client reports its calls to."""
+    return lambda extender, verb, result, seconds: histogram.labels(extender, verb, result).observe(seconds)
+
+
 class ShardMetrics:
     def __init__(self, shard: str, registry: CollectorRegistry | None = None):
         r = self.registry = registry or new_registry()
@@ -112,6 +130,7 @@ class ShardMetrics:
         self.pruned = Counter("shardsched_preemption_nodes_pruned_total",
                               "Nodes preemption skipped by the priority prefix sums.", ["shard"],
                               registry=r)
+        self.extender_duration = extender_duration(r)
 
     def _series(self, metric, *labels):
         """metric.labels(*labels), kept: prometheus_client takes a lock and re-checks the
@@ -177,6 +196,7 @@ class BinderMetrics:
         self.outcomes = Counter("shardsched_binder_outcomes_total",
                                 "Decisions answered, by outcome reason (Bound or the conflict).",
                                 ["reason", "shard", "binder"], registry=r)
+        self.extender_duration = extender_duration(r)
         self.binder = binder
 
 

@@ -42,13 +42,15 @@ from common.plugins import default_preemption
 from common.model.podgroup import victims_break_group
 from common.scheduling.predicates import PORTS_IN_USE, host_ports_conflict, insufficient
 from common.model.resources import PODS
+from common.scheduling.extenders import ExtenderError
 from ..diagnosis import fit_message
-from ..framework import Plugin, PostFilterResult, unschedulable
+from ..framework import ERROR, Plugin, PostFilterResult, Status, unschedulable
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NEVER = "not eligible due to preemptionPolicy=Never."
 TERMINATING = "not eligible due to a terminating pod on the nominated node."
+NO_CANDIDATE = "no candidate node for preemption"
 #: kube's DefaultPreemption prefixes every message it returns with this.
 PREFIX = "preemption: "
 
@@ -103,8 +105,8 @@ class DefaultPreemption(Plugin, default_preemption.DefaultPreemption):
         return out
 
     def _search(self, state, pod, rows, out: PostFilterResult, tried: Counter) -> bool:
-        """Dry runs from a random offset until enough candidates are found; True when `out`
-        got a node. Otherwise `tried` counts the reasons of every node tried (pruned ones
+        """Dry runs from a random offset until enough candidates are found, then the
+        extenders' say on them; True when `out` got a node, or the extenders' verdict. Otherwise `tried` counts the reasons of every node tried (pruned ones
         included, with the reason their dry run would have given)."""
         handle = self.handle
         table = handle.table
@@ -138,9 +140,29 @@ class DefaultPreemption(Plugin, default_preemption.DefaultPreemption):
             if pruned is not None:
                 self._explain_pruned(state, pod, pruned, room, budgets, tried)
             return False
+        candidates = self._through_extenders(pod, candidates, out)
+        if not candidates:  # the extenders kept none, or one failed (out.status says which)
+            return True
         best = min(candidates, key=Candidate.rank)
         out.node, out.victims = best.node, best.victims
         return True
+
+    def _through_extenders(self, pod, candidates: list, out: PostFilterResult) -> list:
+        """The candidates the preempting extenders keep, with the victims they chose (kube's
+        callExtenders); none left sets kube's "no candidate node for preemption", an
+        extender's error sets that error, on `out`."""
+        try:
+            kept = self.handle.preempt_through_extenders(
+                pod, {c.node: (c.victims, c.pdb_violations) for c in candidates})
+        except ExtenderError as e:
+            out.status = Status(ERROR, PREFIX + str(e))
+            return []
+        if not kept:
+            out.status = unschedulable(PREFIX + NO_CANDIDATE)
+            return []
+        return [c if (c.victims, c.pdb_violations) == kept[c.node] else
+                Candidate(c.node, sorted(kept[c.node][0], key=lambda p: (-p.priority, p.start_time)),
+                          kept[c.node][1]) for c in candidates if c.node in kept]
 
     def _explain_pruned(self, state, pod, pruned: np.ndarray, room: "Room", budgets, tried: Counter) -> None:
         """What the dry runs pruning skipped (`pruned`, a mask over the rows) would have said

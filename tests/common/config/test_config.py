@@ -196,3 +196,17 @@ def test_whatever_validates_builds_in_every_role(disabled, enabled):
     assert profile_checks(cfg)["a"]
     cluster = Cluster([node("n1", cpu="1"), node("n2", taints=["t=x:NoSchedule"])], [pod("old", node_name="n1")], cfg=cfg)
     assert cluster.schedule(pod("p", cpu="2", scheduler="a", priority=10)).status is not None
+
+
+def test_native_extenders_follow_kubes_rules():
+    with pytest.raises(config.ConfigError) as e:
+        config.validate({"extenders": [{"urlPrefix": "http://a", "prioritizeVerb": "prioritize"},
+                                       {"urlPrefix": "http://b", "httpTimeoutSeconds": 0}]})
+    assert str(e.value).splitlines() == ["config: extenders[1].httpTimeoutSeconds: must be >= 0.001, got 0"]
+    with pytest.raises(config.ConfigError) as e:
+        config.validate({"extenders": [{"urlPrefix": "http://a", "prioritizeVerb": "prioritize"}]})
+    assert str(e.value) == "config: extenders[0].weight: Invalid value: 0: must have a positive weight applied to it"
+    with pytest.raises(config.ConfigError) as e:
+        config.validate({"extenders": [{"filterVerb": "filter"}]})
+    assert str(e.value) == "config: extenders[0].urlPrefix: is required"
+    assert config.validate({}).extenders == ()

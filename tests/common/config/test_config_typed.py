@@ -60,6 +60,8 @@ def test_the_typed_defaults_are_the_schemas_defaults_and_round_trip():
         value = _attribute_path(cfg, path)
         if path == "profiles":
             assert value == tuple(config.Profile.of(d) for d in default)
+        elif path == "extenders":
+            assert value == tuple(config.ExtenderConfig.of(d) for d in default)
         else:
             assert value == default, path
     for path, default, _doc in config.field_docs(config.PROFILE):

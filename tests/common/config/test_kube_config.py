@@ -142,8 +142,51 @@ def test_kube_rules_with_kubes_messages(fields, expected):
     assert error_of(ksc(**fields)) == expected
 
 
+def test_extenders_are_refused_with_kubes_messages_all_at_once():
+    doc = ksc(extenders=[
+        {"urlPrefix": "http://a", "prioritizeVerb": "prioritize", "bindVerb": "bind",
+         "managedResources": [{"name": "cpu"}, {"name": "example.com/gpu"}, {"name": "example.com/gpu"},
+                              {"name": "bad name/x"}]},
+        {"urlPrefix": "http://b", "bindVerb": "bind", "httpTimeout": "soon"},
+    ])
+    with pytest.raises(config.ConfigError) as e:
+        config.validate(doc)
+    got = [f"{path}: {message}" for path, message in e.value.errors]
+    assert got[0] == 'extenders[1].httpTimeout: Invalid value: "soon": must be a duration such as "30s"'
+    assert got[1:4] == [
+        "extenders[0].weight: Invalid value: 0: must have a positive weight applied to it",
+        'extenders[0].managedResources[0].name: Invalid value: "cpu": is an invalid extended resource name',
+        'extenders[0].managedResources[2].name: Invalid value: "example.com/gpu": duplicate extender managed '
+        "resource name",
+    ]
+    assert got[4].startswith('extenders[0].managedResources[3].name: Invalid value: "bad name/x": prefix part ')
+    assert got[-1] == ('extenders: Invalid value: "found 2 extenders implementing bind": only one extender can '
+                       "implement bind")
+
+
+def test_extenders_carry_over_typed_with_kubes_defaults():
+    cfg = config.validate(ksc(extenders=[
+        {"urlPrefix": "https://gpu:8443/sched", "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 3,
+         "nodeCacheCapable": True, "managedResources": [{"name": "example.com/gpu", "ignoredByScheduler": True}],
+         "ignorable": True, "enableHTTPS": True, "tlsConfig": {"serverName": "gpu", "caData": "aGVsbG8="}},
+        {"urlPrefix": "http://licences", "bindVerb": "bind", "httpTimeout": "1m30s"},
+    ]))
+    first, second = cfg.extenders
+    assert (first.url_prefix, first.filter_verb, first.prioritize_verb, first.weight) == \
+        ("https://gpu:8443/sched", "filter", "prioritize", 3)
+    assert first.node_cache_capable and first.ignorable and first.enable_https
+    assert first.http_timeout_seconds == 30  # kube's default
+    assert first.managed_resources[0].name == "example.com/gpu" and first.managed_resources[0].ignored_by_scheduler
+    assert (first.tls_config.server_name, first.tls_config.ca_data) == ("gpu", "aGVsbG8=")
+    assert (second.bind_verb, second.http_timeout_seconds, second.filter_verb) == ("bind", 90, "")
+
+
+def test_extenders_tls_data_must_be_base64():
+    assert error_of(ksc(extenders=[{"urlPrefix": "https://x", "tlsConfig": {"certData": "not base64!"}}])) == \
+        'extenders[0].tlsConfig.certData: Invalid value: "<data>": must be base64-encoded PEM, as Go\'s []byte'
+
+
 @pytest.mark.parametrize("fields, expected", [
-    (dict(extenders=[{"urlPrefix": "http://x"}]), "extenders: Forbidden: shardsched calls no scheduler extenders"),
     (dict(delayCacheUntilActive=True), "delayCacheUntilActive: Invalid value: true: not supported by shardsched: "
      "only the dispatcher elects a leader, and shards and binders keep their caches warm"),
     (dict(leaderElection={"resourceNamespace": "scheduling"}),
