@@ -180,7 +180,7 @@ class StaticPods:
 def test_static_pods_are_valid_pods(tmp_path):
     """Each rendered manifest, for the first and the third control-plane node, is a Pod the API
     server accepts in kube-system (server-side dry run), runs on the node's network without a
-    ServiceAccount, and no placeholder is left."""
+    ServiceAccount, probes the port it serves metrics on, and no placeholder is left."""
     with control_plane(tmp_path, kwok=False) as cluster:
         for index in (0, 2):
             for role in ROLES:
@@ -188,8 +188,11 @@ def test_static_pods_are_valid_pods(tmp_path):
                 assert "SHARDSCHED_INDEX" not in json.dumps(pod)
                 assert pod["spec"]["hostNetwork"] is True and "serviceAccountName" not in pod["spec"]
                 assert pod["metadata"]["namespace"] == "kube-system"
-                argv = pod["spec"]["containers"][0]["args"]
+                (c,) = pod["spec"]["containers"]
+                argv = c["args"]
                 assert argv[argv.index("--id") + 1] == str(index)
+                metrics = int(argv[argv.index("--metrics-port") + 1])
+                assert c["readinessProbe"]["httpGet"]["port"] == c["livenessProbe"]["httpGet"]["port"] == metrics
                 cluster.kubectl("create", "--dry-run=server", "-f", "-", input=yaml.safe_dump(pod))
 
 
