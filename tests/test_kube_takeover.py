@@ -247,7 +247,7 @@ def switch(store: KubeStore, cluster, kube: KubeScheduler, static: StaticPods) -
     phases["after"] = create_pods(store, "after", 10)
     wait_bound(store, phases["after"], "shardsched")
     assert not static.exited()
-    assert holder(cluster, "shardsched", "shardsched-dispatcher")
+    assert holder(cluster, "shardsched", "shardsched-dispatcher") and holder(cluster, "shardsched", "shardsched-shard-0")
     # the way back
     static.stop()
     assert [p.returncode for p in static.procs.values()] == [0, 0, 0]
@@ -296,8 +296,10 @@ def test_take_over_from_kube_scheduler_and_back(tmp_path):
             kube.start()
             phases = switch(store, cluster, kube, static)
             assert_bound_once(cluster, phases, watch.nodes())
-            check = subprocess.run([str(ROOT / ".venv/bin/shardsched"), "verify", "--store", f"kube://{cluster.kubeconfig}"],
-                                   capture_output=True, text=True, timeout=300)
+            # as the README's step 7 checks, with the binder's kubeconfig
+            check = subprocess.run([str(ROOT / ".venv/bin/shardsched"), "verify", "--store",
+                                    f"kube://{static.etc}/shardsched-binder.conf"], capture_output=True, text=True,
+                                   timeout=300)
             assert check.returncode == 0, check.stdout + check.stderr
         except BaseException:
             print_logs(work)
