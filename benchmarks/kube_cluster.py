@@ -7,7 +7,8 @@ which Kubernetes version). Nothing is skipped: when a binary is missing it runs
 `make kube-bins`, and if that fails it raises ClusterError with the output.
 
 The API server is a private one: a throwaway CA signs its serving certificate (openssl),
-clients authenticate with a static token mapped to system:masters, RBAC is on (so the
+clients authenticate with a static token mapped to system:masters (or, for the users of
+`user_kubeconfig`, a client certificate its CA signs, as kubeadm's components do), RBAC is on (so the
 deploy/ manifests' roles can be checked against it), and API priority and fairness is off so
 that the schedulers under test are bounded by the server's work, not by a flow-control queue.
 kwok plays kubelet for nodes annotated `kwok.x-k8s.io/node: fake`: it keeps them Ready and
@@ -211,6 +212,7 @@ class KubeCluster:
             "--secure-port", str(self.port),
             "--tls-cert-file", str(d / "apiserver.crt"), "--tls-private-key-file", str(d / "apiserver.key"),
             "--token-auth-file", str(d / "tokens.csv"),
+            "--client-ca-file", str(d / "ca.crt"),  # users of client certificates (user_kubeconfig)
             "--authorization-mode", "Node,RBAC",
             "--service-account-issuer", "https://kubernetes.default.svc",
             "--service-account-key-file", str(d / "sa.pub"),
@@ -254,6 +256,32 @@ class KubeCluster:
                 last = str(e)
             time.sleep(0.3)
         raise ClusterError(f"kube-apiserver not ready after {timeout}s ({last}):\n{self.log_tail('kube-apiserver')}")
+
+    def user_kubeconfig(self, path: Path, user: str, groups: tuple[str, ...] = (), namespace: str = "default") -> Path:
+        """A kubeconfig for `user` (in `groups`) authenticated by a client certificate the
+        cluster's CA signs, as `kubeadm kubeconfig user --client-name` writes one for a
+        control-plane component (kube-scheduler's scheduler.conf is system:kube-scheduler's)."""
+        stem = path.with_suffix("")
+        key, csr, crt = (Path(f"{stem}.{ext}") for ext in ("key", "csr", "crt"))
+        subject = "".join(f"/O={g}" for g in groups) + f"/CN={user}"
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(csr), "-subj", subject,
+                 cwd=self.dir)
+        _openssl("x509", "-req", "-in", str(csr), "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                 "-out", str(crt), "-days", "2", cwd=self.dir)
+        path.write_text(f"""apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster: {{server: "{self.server}", certificate-authority: "{self.dir / 'ca.crt'}"}}
+users:
+- name: {user}
+  user: {{client-certificate: "{crt}", client-key: "{key}"}}
+contexts:
+- name: test
+  context: {{cluster: test, user: {user}, namespace: {namespace}}}
+current-context: test
+""")
+        return path
 
     def install_crds(self) -> None:
         """The PodGroup definition shardsched ships (deploy/), established before anything
