@@ -117,8 +117,9 @@ GPU_DRIVER = "gpu.example.com"
 GPU_CLASS = GPU_DRIVER
 GPU_MODEL = "example-a100"
 GPU_MEMORY = "80Gi"
-#: The attribute two-GPU claims constrain with matchAttribute: devices sharing a PCIe root.
-PCIE_ROOT = f"{GPU_DRIVER}/pcieRoot"
+#: The attribute two-GPU claims constrain with matchAttribute: devices sharing a PCIe root
+#: (Kubernetes' standard name for it, so it needs no driver's domain).
+PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
 #: A ResourceSlice holds at most 128 devices (the API's limit).
 MAX_DEVICES_PER_SLICE = 128
 
@@ -129,7 +130,7 @@ def gpu_device(index: int, per_node: int) -> dict:
     root = 0 if index < max(1, (per_node + 1) // 2) else 1
     return {"name": f"gpu-{index}",
             "attributes": {"model": {"string": GPU_MODEL}, "index": {"int": index},
-                           "pcieRoot": {"string": f"pci0000:{root:02x}"}},
+                           PCIE_ROOT: {"string": f"pci0000:{root:02x}"}},
             "capacity": {"memory": {"value": GPU_MEMORY}}}
 
 

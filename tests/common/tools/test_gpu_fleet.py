@@ -16,7 +16,7 @@ def test_each_node_gets_its_own_pool_of_gpus_on_two_pcie_roots():
     devices = slices[0]["spec"]["devices"]
     assert [d["name"] for d in devices] == [f"gpu-{i}" for i in range(8)]
     assert [d["attributes"]["index"]["int"] for d in devices] == list(range(8))
-    roots = [d["attributes"]["pcieRoot"]["string"] for d in devices]
+    roots = [d["attributes"][fleet.PCIE_ROOT]["string"] for d in devices]
     assert roots[:4] == ["pci0000:00"] * 4 and roots[4:] == ["pci0000:01"] * 4
     assert all(d["capacity"]["memory"]["value"] == fleet.GPU_MEMORY for d in devices)
     # every slice holds its own devices (a YAML dump has no anchors to share them)
