@@ -76,8 +76,9 @@ def parse_device_class(d: dict) -> DeviceClass:
 # --- ResourceSlice -----------------------------------------------------------------------------
 
 class Device:
-    """One device of a slice. `cel` is what a CEL selector sees as `device`."""
-    __slots__ = ("name", "driver", "pool", "attributes", "capacity", "cel")
+    """One device of a slice. `cel` is what a CEL selector sees as `device`; `verdicts` the
+    selectors' verdicts on it (common/scheduling/dra.py)."""
+    __slots__ = ("name", "driver", "pool", "attributes", "capacity", "cel", "verdicts")
 
     @property
     def id(self) -> tuple:
@@ -186,6 +187,7 @@ def parse_resource_slice(d: dict) -> ResourceSlice:
         dev.capacity = _capacity(raw.get("capacity") or {}, df.at("capacity"), s.driver)
         dev.cel = {"driver": s.driver, "attributes": dev.attributes, "capacity": dev.capacity,
                    "allowMultipleAllocations": False}
+        dev.verdicts = {}
         devices.append(dev)
     s.devices = tuple(devices)
     return s

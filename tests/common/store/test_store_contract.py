@@ -207,7 +207,7 @@ def test_dra_kinds_round_trip(backend):
     claim = store.get("ResourceClaim", "default/c1")
     claim["status"] = {"allocation": allocation("n1", "gpu-0"),
                        "reservedFor": [{"resource": "pods", "name": "p", "uid": "uid-p"}]}
-    store.update(claim)
+    store.update_status(claim)  # (the API server takes a claim's status through its subresource)
     got = store.get("ResourceClaim", "default/c1")["status"]
     assert got["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
     assert got["reservedFor"][0]["name"] == "p"
