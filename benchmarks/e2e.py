@@ -13,6 +13,8 @@ events and records when each pod is bound. Reported:
 * conflicts (decisions a binder rejected), bound and unschedulable pods, the nodes they
   occupy (`nodes_used`, what packing minimises), per-shard counts,
   and the `verify` result over the final state of the store;
+* with claims from templates (`dra`), the passes and writes of the ResourceClaim controller
+  run beside the stack (benchmarks/claims.py);
 * for a workload with a baseline (`dra`: claims of devices, against the same pods asking
   GPUs as an extended resource), the baseline's run on the same fleet right after, and the
   ratio of the two throughputs (`against`);
@@ -40,6 +42,7 @@ from common.tools.verify import verify_store
 
 from . import groups, harness, processes, running
 from .churn import ChurnProcess
+from .claims import ClaimsProcess
 from .workloads import FLEETS, WORKLOADS
 
 CREATE_BATCH = 500
@@ -205,10 +208,15 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
             if churn_heartbeat_s is not None:
                 noise = ChurnProcess(server.url, rv, churn_heartbeat_s, seed)
                 noise.start()
-            meter = processes.CpuMeter({**processes.pids(cluster), "store": server.pid, "bench": os.getpid(),
-                                        **({"churn": noise.pid} if noise is not None else {})})
-            meter.start()
             manifests = WORKLOADS[workload](pods, seed, nodes)
+            claims = None
+            if any(m.get("kind") == "ResourceClaimTemplate" for m in manifests):
+                claims = ClaimsProcess(server.url)
+                claims.start()
+            meter = processes.CpuMeter({**processes.pids(cluster), "store": server.pid, "bench": os.getpid(),
+                                        **({"churn": noise.pid} if noise is not None else {}),
+                                        **({"claims": claims.pid} if claims is not None else {})})
+            meter.start()
             pod_count = sum(1 for m in manifests if m.get("kind", "Pod") == "Pod")  # (gang: PodGroups too)
             created_at: dict[str, float] = {}
             peers = [(role, id_, address) for role in ("shard", "binder")
@@ -243,6 +251,7 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
             observer.stop.set()
             observer.thread.join()
             churned = noise.stop() if noise is not None else None
+            claimed = claims.stop() if claims is not None else None
             mem_end = processes.sample(cluster)
             shard_status = {id_: cluster.status("shard", a) for id_, a in sorted(leases["shard"].items())}
             gc_end = processes.gc_counters(cluster, leases)
@@ -285,6 +294,7 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
         "per_shard": per_shard,
         "verify": verified,
         "churn": churned,
+        "claims": claimed,
         "series": {"per_second": per_second(bound_times),
                    "latencies_ms": [round(x, 1) for x in latencies]},
     }

@@ -128,6 +128,9 @@ def print_bench(doc: dict) -> None:
                         ("verify", "ok" if doc["verify"]["ok"] else
                                                           f"{len(doc['verify']['violations'])} violation(s)")):
         t.add_row(name, str(value))
+    if doc.get("claims"):
+        c = doc["claims"]
+        t.add_row("claim controller: passes / writes / errors", f"{c['passes']} / {c['writes']} / {c['errors']}")
     if doc.get("baseline"):
         b = doc["baseline"]
         t.add_row(f"baseline {b['workload']}: throughput avg pods/s (p99 ms)", f"{b['throughput']} ({b['p99_ms']})")

@@ -59,3 +59,29 @@ def test_against_reports_the_baseline_and_the_throughput_ratio():
         "workload": "extended-gpu", "throughput": 400.0, "p99_ms": 9.0, "scheduled": 80, "conflicts": 2,
         "verify_ok": True, "ratio": 0.75}
     assert against(doc("dra", 300.0), doc("extended-gpu", 0.0))["ratio"] is None
+
+
+def test_the_claim_controller_process_makes_the_pods_claims_from_their_templates():
+    from benchmarks.claims import ClaimsProcess
+    from common.store import open_store
+    from common.store.embedded import EmbeddedRedis
+    from kube_cluster import wait_for
+
+    docs = workloads.dra(3, 0, 1)
+    with EmbeddedRedis() as server:
+        store = open_store(server.url)
+        try:
+            assert store.create_many(docs) == []
+            claims = ClaimsProcess(server.url)
+            claims.start()
+            try:
+                made = wait_for("no claims made", lambda: len(store.list("ResourceClaim")[0]) == 3 and all(
+                    (store.get("Pod", f"bench/dra-{i}").get("status") or {}).get("resourceClaimStatuses")
+                    for i in range(3)), 120)
+            finally:
+                counts = claims.stop()
+            assert made and counts["errors"] == 0 and counts["writes"] >= 6 and counts["passes"] >= 1
+            owners = sorted(c["metadata"]["ownerReferences"][0]["name"] for c in store.list("ResourceClaim")[0])
+            assert owners == ["dra-0", "dra-1", "dra-2"]
+        finally:
+            store.close()
