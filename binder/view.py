@@ -167,6 +167,9 @@ class BinderView:
         reserved, claimed, prefix = self.reserved, self.claimed, self.volume_prefix
         self.__init__(self.names, self.acc.assume_ttl, self.doubt_s, self.clock)
         self.reserved, self.claimed, self.volume_prefix = reserved, claimed, prefix
+        for r in reserved.values():  # their allocations are still in flight: no device given twice meanwhile
+            for claim, allocation in (r.devices[1] if r.devices is not None else ()):
+                self.devices.assume(claim, allocation)
 
     def priority_of(self, key: str) -> int | None:
         """The priority of a pod the view knows (counted on a node, or pending)."""

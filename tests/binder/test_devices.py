@@ -53,3 +53,28 @@ def test_a_pod_whose_claim_is_missing_is_refused_with_kubes_message():
     finally:
         b.close()
     assert not out.bound and out.reason == 'DynamicResources: resourceclaim.resource.k8s.io "nope" not found'
+
+
+def test_a_refused_reservation_gives_its_devices_back_and_a_bound_one_keeps_them():
+    from binder.view import Reservation
+    from builders import binder_view
+    from common.scheduling.checks import Judged, first_failure
+    from common.scheduling.checks import DEVICE_CHECKS
+
+    view = binder_view(node("n1"), device_class(), resource_slice("n1", [gpu(0)]), resource_claim("a"),
+                       resource_claim("b"), claim_pod("p", claims=["a"]), claim_pod("q", claims=["b"]))
+
+    def judge(key):
+        j = Judged(view, view.pending[key], "n1")
+        return j, first_failure(j, DEVICE_CHECKS)
+
+    j, why = judge("default/p")
+    assert why is None
+    view.reserve(Reservation(j.pod, "n1", [], set(), 0, None, j.device_plan))
+    assert judge("default/q")[1] == "DynamicResources: cannot allocate all claims"
+    view.settle("default/p", "refused")
+    j, why = judge("default/q")
+    assert why is None
+    view.reserve(Reservation(j.pod, "n1", [], set(), 0, None, j.device_plan))
+    view.settle("default/q", "bound")  # the allocation stays held until the watch shows the claim written
+    assert judge("default/p")[1] == "DynamicResources: cannot allocate all claims"
