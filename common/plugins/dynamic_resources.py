@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from ..config.validation import Str, format_duration, invalid, parse_duration
 from ..scheduling.device_state import pod_claims
-from ..scheduling.dra import AllocatorError, allocate
+from ..scheduling.dra import AllocatorError, allocate, with_config
 from .args import ArgsKind
 from .interface import (FilterPlugin, PostFilterPlugin, PreEnqueuePlugin, PreFilterPlugin, PreScorePlugin,
                         ReservePlugin, ScorePlugin)
@@ -94,6 +94,7 @@ def check(j):
             return f"DynamicResources: {e}"
         if got is None:
             return f"DynamicResources: {CANNOT_ALLOCATE}"
+        got = with_config(to_allocate, got, devices.classes)
     j.device_plan = (claims, list(zip(to_allocate, got)))
     return None
 

@@ -131,20 +131,30 @@ def _candidates(request, classes: dict, slices: list, cache: CelCache, claim_key
     cls = classes.get(request.class_name)
     if cls is None:
         raise AllocatorError(CLASS_MISSING.format(request=request.name, cls=request.class_name))
-    exprs = [(f"class {cls.name}: selector #{i}", e) for i, e in enumerate(cls.selectors)]
-    exprs += [(f"claim {claim_key}: selector #{i}", e) for i, e in enumerate(request.selectors)]
+    key = (cls.name, cls.selectors, request.selectors)  # one verdict per device for the whole set
+    exprs = None
     out = []
     for s in slices:
         for d in s.devices:
-            for where, e in exprs:
-                try:
-                    if not selected(d, e, cache):
-                        break
-                except AllocatorError as err:  # kube's words: "claim ns/name: selector #0: CEL runtime error: ..."
-                    raise AllocatorError(f"{where}: {err}") from None
-            else:
+            ok = d.verdicts.get(key)
+            if ok is None:
+                if exprs is None:
+                    exprs = [(f"class {cls.name}: selector #{i}", e) for i, e in enumerate(cls.selectors)]
+                    exprs += [(f"claim {claim_key}: selector #{i}", e) for i, e in enumerate(request.selectors)]
+                ok = d.verdicts[key] = _accepts(d, exprs, cache)
+            if ok:
                 out.append((d, s))
     return out
+
+
+def _accepts(device, exprs: list, cache: CelCache) -> bool:
+    for where, e in exprs:
+        try:
+            if not selected(device, e, cache):
+                return False
+        except AllocatorError as err:  # kube's words: "claim ns/name: selector #0: CEL runtime error: ..."
+            raise AllocatorError(f"{where}: {err}") from None
+    return True
 
 
 class _Search:
@@ -284,15 +294,22 @@ def allocate(claims, node_name: str, labels: dict, inventory: Inventory, classes
     if not search.run():
         return None
     out = []
-    for claim, results in zip(claims, search.results):
+    for results in search.results:
         allocation = {"devices": {"results": [r for r, _ in results]}}
-        config = _config(claim, classes)
-        if config:
-            allocation["devices"]["config"] = config
         selector = _node_selector(node_name, [s for _, s in results])
         if selector is not None:
             allocation["nodeSelector"] = selector
         out.append(allocation)
+    return out
+
+
+def with_config(claims, allocations: list, classes: dict) -> list:
+    """The allocations as written: each with the opaque configuration kube copies into it
+    (left out while filtering, where only the devices matter)."""
+    out = []
+    for claim, allocation in zip(claims, allocations):
+        config = _config(claim, classes)
+        out.append({**allocation, "devices": {**allocation["devices"], "config": config}} if config else allocation)
     return out
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from common.plugins import dynamic_resources as dra_spec
 from common.scheduling.device_state import pod_claims
-from common.scheduling.dra import AllocatorError, CLASS_MISSING, allocate, score
+from common.scheduling.dra import CLASS_MISSING, AllocatorError, allocate, score, with_config
 from ..framework import ERROR, SKIP, Plugin, PostFilterResult, Status, unresolvable, unschedulable
 from .scoring import default_normalize
 
@@ -23,10 +23,11 @@ STATE = "DynamicResources"
 class _State:
     """The pod's claims, those to allocate, the devices given when the cycle began, and the
     allocations found per node (kube's stateData)."""
-    __slots__ = ("claims", "to_allocate", "pinned", "allocated", "by_node", "reserved")
+    __slots__ = ("claims", "to_allocate", "pinned", "allocated", "classes", "by_node", "reserved")
 
-    def __init__(self, claims=(), to_allocate=(), pinned=(), allocated=frozenset()):
+    def __init__(self, claims=(), to_allocate=(), pinned=(), allocated=frozenset(), classes=None):
         self.claims, self.to_allocate, self.pinned, self.allocated = claims, to_allocate, pinned, allocated
+        self.classes = classes or {}
         self.by_node: dict = {}
         self.reserved: list = []
 
@@ -37,7 +38,7 @@ def planned_claims(state, node_name: str):
     s = state.get(STATE)
     if s is None or not s.claims:
         return None
-    return s.claims, list(zip(s.to_allocate, s.by_node.get(node_name, ())))
+    return s.claims, list(zip(s.to_allocate, with_config(s.to_allocate, s.by_node.get(node_name, []), s.classes)))
 
 
 class DynamicResources(Plugin, dra_spec.DynamicResources):
@@ -73,7 +74,8 @@ class DynamicResources(Plugin, dra_spec.DynamicResources):
                     state[STATE] = _State(claims)
                     return unresolvable(why)
                 to_allocate.append(claim)
-        state[STATE] = _State(claims, to_allocate, pinned, frozenset(devices.allocated()) if to_allocate else frozenset())
+        state[STATE] = _State(claims, to_allocate, pinned, frozenset(devices.allocated()) if to_allocate else frozenset(),
+                              devices.classes)
         return None
 
     def filter(self, state, pod, info):
