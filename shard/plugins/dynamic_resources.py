@@ -62,16 +62,16 @@ class DynamicResources(Plugin, dra_spec.DynamicResources):
             allocation = devices.allocation_of(claim)
             if claim.allocation is not None:
                 if not claim.can_be_reserved() and not claim.reserved_for_pod(pod.uid):
-                    state[STATE] = _State(claims)
+                    state[STATE] = _State()  # (kube records the claims only once PreFilter passes)
                     return unresolvable(dra_spec.IN_USE)
                 pinned.append(claim)
             elif allocation is not None:  # another pod of this shard is allocating it
-                state[STATE] = _State(claims)
+                state[STATE] = _State()  # (kube records the claims only once PreFilter passes)
                 return unresolvable(dra_spec.BEING_ALLOCATED.format(claim=claim.key))
             else:
                 why = _missing_class(claim, devices.classes)
                 if why is not None:
-                    state[STATE] = _State(claims)
+                    state[STATE] = _State()  # (kube records the claims only once PreFilter passes)
                     return unresolvable(why)
                 to_allocate.append(claim)
         state[STATE] = _State(claims, to_allocate, pinned, frozenset(devices.allocated()) if to_allocate else frozenset(),
