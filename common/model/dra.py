@@ -16,8 +16,6 @@ from .resources import parse_amount
 from .selectors import Field, parse_node_selector_term
 
 API_VERSION = "resource.k8s.io/v1"
-#: kube's resourceapi.Finalizer, set on a claim by whoever allocates it.
-FINALIZER = "resource.kubernetes.io/delete-protection"
 #: kube's ResourceClaimReservedForMaxSize: at most this many consumers share one claim.
 RESERVED_FOR_MAX = 256
 #: kube's FirstAvailableDeviceRequestMaxSize (scores the alternative taken).

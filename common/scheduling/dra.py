@@ -23,9 +23,28 @@ device against ~134 us for cel-python; see the README), each expression compiled
 """
 from __future__ import annotations
 
-import cel
+import glob
+import importlib.util
+import os
 
 from ..model.dra import ALL, NODE_NAME_FIELD, node_allocation_selector
+
+def _load_cel():
+    """The CEL library's compiled module alone: the package's __init__ also loads its command
+    line (typer, rich), which no component process may load (tests/test_layers.py)."""
+    package = importlib.util.find_spec("cel")
+    if package is None or package.origin is None:
+        raise ImportError("DRA's selectors need the common-expression-language package (pyproject.toml)")
+    found = glob.glob(os.path.join(os.path.dirname(package.origin), "cel.*.so"))
+    if not found:
+        raise ImportError(f"no compiled module in {os.path.dirname(package.origin)} (common-expression-language)")
+    spec = importlib.util.spec_from_file_location("cel.cel", found[0])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+cel = _load_cel()
 
 #: kube's messages (structured allocator), the ones a user sees in a pod's Error status.
 CLASS_MISSING = "request {request}: device class {cls} does not exist"
@@ -68,7 +87,9 @@ def selected(device, expression: str, cache: CelCache) -> bool:
             got = cache.program(expression).execute({"device": device.cel})
         except AllocatorError:
             raise
-        except Exception as e:  # a missing attribute, a type mismatch: the expression failed
+        except KeyError as e:  # an attribute the device lacks, said as cel-go says it
+            got = AllocatorError(f"CEL runtime error: no such key: {e.args[0] if e.args else e}")
+        except Exception as e:  # a type mismatch, a bad argument: the expression failed
             got = AllocatorError(f"CEL runtime error: {e}")
         if not isinstance(got, (bool, AllocatorError)):
             got = AllocatorError(f"expression must evaluate to a bool, got {type(got).__name__}")
@@ -110,16 +131,30 @@ def _candidates(request, classes: dict, slices: list, cache: CelCache, claim_key
     cls = classes.get(request.class_name)
     if cls is None:
         raise AllocatorError(CLASS_MISSING.format(request=request.name, cls=request.class_name))
-    exprs = cls.selectors + request.selectors
+    key = (cls.name, cls.selectors, request.selectors)  # one verdict per device for the whole set
+    exprs = None
     out = []
     for s in slices:
         for d in s.devices:
-            try:
-                if all(selected(d, e, cache) for e in exprs):
-                    out.append((d, s))
-            except AllocatorError as e:
-                raise AllocatorError(f"claim {claim_key}, request {request.name}: {e}") from None
+            ok = d.verdicts.get(key)
+            if ok is None:
+                if exprs is None:
+                    exprs = [(f"class {cls.name}: selector #{i}", e) for i, e in enumerate(cls.selectors)]
+                    exprs += [(f"claim {claim_key}: selector #{i}", e) for i, e in enumerate(request.selectors)]
+                ok = d.verdicts[key] = _accepts(d, exprs, cache)
+            if ok:
+                out.append((d, s))
     return out
+
+
+def _accepts(device, exprs: list, cache: CelCache) -> bool:
+    for where, e in exprs:
+        try:
+            if not selected(device, e, cache):
+                return False
+        except AllocatorError as err:  # kube's words: "claim ns/name: selector #0: CEL runtime error: ..."
+            raise AllocatorError(f"{where}: {err}") from None
+    return True
 
 
 class _Search:
@@ -259,15 +294,22 @@ def allocate(claims, node_name: str, labels: dict, inventory: Inventory, classes
     if not search.run():
         return None
     out = []
-    for claim, results in zip(claims, search.results):
+    for results in search.results:
         allocation = {"devices": {"results": [r for r, _ in results]}}
-        config = _config(claim, classes)
-        if config:
-            allocation["devices"]["config"] = config
         selector = _node_selector(node_name, [s for _, s in results])
         if selector is not None:
             allocation["nodeSelector"] = selector
         out.append(allocation)
+    return out
+
+
+def with_config(claims, allocations: list, classes: dict) -> list:
+    """The allocations as written: each with the opaque configuration kube copies into it
+    (left out while filtering, where only the devices matter)."""
+    out = []
+    for claim, allocation in zip(claims, allocations):
+        config = _config(claim, classes)
+        out.append({**allocation, "devices": {**allocation["devices"], "config": config}} if config else allocation)
     return out
 
 

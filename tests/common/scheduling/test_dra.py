@@ -98,8 +98,12 @@ def test_slices_for_all_nodes_or_selected_nodes():
 
 
 def test_bad_expressions_and_missing_classes_are_errors_naming_the_claim():
-    with pytest.raises(AllocatorError, match="claim default/c, request gpu: CEL runtime error"):
+    with pytest.raises(AllocatorError) as e:
         _run([resource_claim("c", device_request(selectors=['device.attributes["gpu.example.com"].nope == 1']))])
+    assert str(e.value) == "claim default/c: selector #0: CEL runtime error: no such key: nope"
+    with pytest.raises(AllocatorError, match="^class broken: selector #1: CEL runtime error: no such key: x$"):
+        _run([resource_claim("c", device_request(cls="broken"))],
+             classes=[device_class("broken", selectors=['device.attributes["gpu.example.com"].x'])])
     with pytest.raises(AllocatorError, match="compilation failed"):
         _run([resource_claim("c", device_request(selectors=["device.("]))])
     with pytest.raises(AllocatorError, match="request gpu: device class none does not exist"):
