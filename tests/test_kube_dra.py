@@ -35,6 +35,11 @@ NODES = 3
 PREFIX = "dra-node"
 LATE_NODE = f"{PREFIX}-h100"  # its slice appears midway, with the one model a pod asks for
 SCHEDULERS = {"dra-shardsched": "shardsched", "dra-kube": "default-scheduler"}
+#: Two schedulers that do not know each other's decisions in flight would give one device
+#: twice if they allocated at once (both take a node's first free device), so every
+#: allocation is made by one side after the other's is written, or from its own half of a
+#: node's devices (the pods waiting for the new slice wake together).
+HALVES = {"dra-shardsched": "< 4", "dra-kube": ">= 4"}
 TIMEOUT_S = 90
 NOT_HELPFUL = "preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
 
@@ -68,8 +73,10 @@ def _pod(name: str, ns: str, claim: str | None = None, template: str | None = No
     return d
 
 
-def _model(model: str) -> str:
-    return f'device.attributes["{fleet.GPU_DRIVER}"].model == "{model}"'
+def _model(model: str, ns: str) -> str:
+    """A selector of one model, among the devices of `ns`'s half of a node (HALVES)."""
+    attributes = f'device.attributes["{fleet.GPU_DRIVER}"]'
+    return f'{attributes}.model == "{model}" && {attributes}.index {HALVES[ns]}'
 
 
 def _condition(store, key: str) -> dict | None:
@@ -97,6 +104,15 @@ def _waiting(store, key: str) -> tuple:
     return obj["spec"].get("nodeName"), _condition(store, key)
 
 
+def _reserved(store, key: str) -> dict:
+    """The claim's status once it is allocated and reserved (written before the binding, but
+    seen here perhaps a moment after it)."""
+    def written():
+        status = (store.get("ResourceClaim", key) or {}).get("status") or {}
+        return status if status.get("allocation") and status.get("reservedFor") else None
+    return wait_for(f"{key} never allocated and reserved", written, TIMEOUT_S)
+
+
 def _gpu_nodes(store, names) -> None:
     """The nodes' ResourceSlices as fleet --gpus-per-node 8 publishes them."""
     for s in fleet.resource_slices([{"metadata": {"name": n}} for n in names], 8):
@@ -119,11 +135,12 @@ def test_devices_and_messages_as_kube_scheduler(kube_cluster, tmp_path):
         sched = kube_cluster.start_kube_scheduler(tmp_path)
 
         for ns in SCHEDULERS:
-            for obj in (_claim("nope", ns, cls="nope.example.com"), _claim("h100", ns, selector=_model("example-h100")),
+            for obj in (_claim("nope", ns, cls="nope.example.com"),
+                        _claim("h100", ns, selector=_model("example-h100", ns)),
                         _claim("nine", ns, count=9), _claim("five-on-one-root", ns, count=5, same_root=True),
                         _claim("shared", ns), _template("gpu-1", ns),
                         _pod("no-class", ns, "nope"), _pod("no-match", ns, "h100"), _pod("too-many", ns, "nine"),
-                        _pod("one-root", ns, "five-on-one-root"), _pod("first", ns, "shared"),
+                        _pod("one-root", ns, "five-on-one-root"),
                         _pod("orphan", ns, "late"), _pod("from-template", ns, template="gpu-1")):
                 store.create(obj)
 
@@ -138,10 +155,9 @@ def test_devices_and_messages_as_kube_scheduler(kube_cluster, tmp_path):
 
         # an allocated claim: written as kube writes it; a second pod sharing it goes to its node
         for ns in SCHEDULERS:
+            store.create(_pod("first", ns, "shared"))
             node = _bound_to(store, f"{ns}/first")
-            status = wait_for(f"{ns}/shared not reserved", lambda: (
-                store.get("ResourceClaim", f"{ns}/shared").get("status") or {}).get("reservedFor") and
-                store.get("ResourceClaim", f"{ns}/shared")["status"], TIMEOUT_S)
+            status = _reserved(store, f"{ns}/shared")
             results = status["allocation"]["devices"]["results"]
             assert [(r["request"], r["driver"], r["pool"]) for r in results] == [("gpu", fleet.GPU_DRIVER, node)], ns
             assert status["allocation"]["nodeSelector"] == {"nodeSelectorTerms": [{"matchFields": [
@@ -157,8 +173,8 @@ def test_devices_and_messages_as_kube_scheduler(kube_cluster, tmp_path):
         # ...until the claim exists (the claim controller's part for the template is not played)
         for ns in SCHEDULERS:
             store.create(_claim("late", ns))
-        for ns in SCHEDULERS:
             _bound_to(store, f"{ns}/orphan")
+            _reserved(store, f"{ns}/late")
         for ns in SCHEDULERS:
             assert _waiting(store, f"{ns}/from-template") == (None, None), ns
 
