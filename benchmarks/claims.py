@@ -36,7 +36,10 @@ class ClaimsProcess:
     def stop(self, timeout_s: float = 30.0) -> dict:
         """Stop it; returns {"passes", "writes", "errors"} (errors 1 and nothing else when it died)."""
         self._stop.set()
-        counts = self._counts.recv() if self._counts.poll(timeout_s) else None
+        try:
+            counts = self._counts.recv() if self._counts.poll(timeout_s) else None
+        except EOFError:  # it died before sending them
+            counts = None
         self._process.join(timeout_s)
         if counts is None:
             log.error("the claim controller process sent no counts (exit code %s)", self._process.exitcode)

@@ -213,6 +213,9 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
             if any(m.get("kind") == "ResourceClaimTemplate" for m in manifests):
                 claims = ClaimsProcess(server.url)
                 claims.start()
+                # Pods wait for the controller's claims: a pass over thousands of pods on a
+                # busy machine leaves pauses of more than 10 s between bindings.
+                settle_s = max(settle_s, 60.0)
             meter = processes.CpuMeter({**processes.pids(cluster), "store": server.pid, "bench": os.getpid(),
                                         **({"churn": noise.pid} if noise is not None else {}),
                                         **({"claims": claims.pid} if claims is not None else {})})
