@@ -13,6 +13,11 @@ events and records when each pod is bound. Reported:
 * conflicts (decisions a binder rejected), bound and unschedulable pods, the nodes they
   occupy (`nodes_used`, what packing minimises), per-shard counts,
   and the `verify` result over the final state of the store;
+* with claims from templates (`dra`), the passes and writes of the ResourceClaim controller
+  run beside the stack (benchmarks/claims.py);
+* for a workload with a baseline (`dra`: claims of devices, against the same pods asking
+  GPUs as an extended resource), the baseline's run on the same fleet right after, and the
+  ratio of the two throughputs (`against`);
 * with pod groups (`gang`): groups placed per second, the time to place them (those of 64
   pods apart) and the groups left partial (benchmarks/groups.py);
 * each process's start-to-ready time and peak RSS, and with `--running-pods N` (the fleet
@@ -37,8 +42,9 @@ from common.tools.verify import verify_store
 
 from . import groups, harness, processes, running
 from .churn import ChurnProcess
+from .claims import ClaimsProcess
 from .kill import ShardKiller
-from .workloads import STANDING, WORKLOADS
+from .workloads import FLEETS, STANDING, WORKLOADS
 
 CREATE_BATCH = 500
 #: Longest wait between two creation calls when pacing a rate.
@@ -119,10 +125,21 @@ def paced(n: int, rate: float, clock=time.monotonic, sleep=time.sleep):
             sleep(max(0.0, min(PACE_S, start + i / rate - clock())))
 
 
+class Rejected(RuntimeError):
+    """The store refused objects a benchmark built: its figures would measure something else."""
+
+
+def create_all(store, objs: list[dict]) -> None:
+    """`create_many`, raising Rejected with the first refusals when any object is refused."""
+    errors = store.create_many(objs)
+    if errors:
+        raise Rejected(f"the store refused {len(errors)} object(s): " + "; ".join(str(e) for e in errors[:3]))
+
+
 def create_pods(store, pods: list[dict], rate: float, created_at: dict, progress) -> None:
     for i, j in paced(len(pods), rate):
         batch = pods[i:j]
-        store.create_many(batch)
+        create_all(store, batch)
         now = time.monotonic()
         for d in batch:
             created_at[f"{d['metadata'].get('namespace', 'default')}/{d['metadata']['name']}"] = now
@@ -198,7 +215,7 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
         store = open_store(server.url)
         t = time.monotonic()
         fleet = fleet_mod.generate(nodes, profile, seed)
-        store.create_many(fleet)
+        create_all(store, FLEETS.get(workload, list)(fleet))
         fleet_s = time.monotonic() - t
         # A stack holding many running pods takes a while to list them (about 43 s for
         # 200,000 pods on this machine, busy): the start timeout grows with them.
@@ -229,26 +246,40 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
             if churn_heartbeat_s is not None:
                 noise = ChurnProcess(server.url, rv, churn_heartbeat_s, seed)
                 noise.start()
+            manifests = WORKLOADS[workload](pods, seed, nodes)
+            claims = None
+            if any(m.get("kind") == "ResourceClaimTemplate" for m in manifests):
+                claims = ClaimsProcess(server.url)
+                claims.start()
+                # Pods wait for the controller's claims: a pass over thousands of pods on a
+                # busy machine leaves pauses of more than 10 s between bindings.
+                settle_s = max(settle_s, 60.0)
             meter = processes.CpuMeter({**processes.pids(cluster), "store": server.pid, "bench": os.getpid(),
-                                        **({"churn": noise.pid} if noise is not None else {})})
+                                        **({"churn": noise.pid} if noise is not None else {}),
+                                        **({"claims": claims.pid} if claims is not None else {})})
             meter.start()
             killer = ShardKiller(cluster, kill_shard_at) if kill_shard_at is not None else None
             if killer is not None:
                 killer.start()
-            manifests = WORKLOADS[workload](pods, seed, nodes)
             pod_count = sum(1 for m in manifests if m.get("kind", "Pod") == "Pod")  # (gang: PodGroups too)
             created_at: dict[str, float] = {}
             peers = [(role, id_, address) for role in ("shard", "binder")
                      for id_, address in sorted(leases[role].items())]
             with harness.progress(pod_count, quiet,
                                   top.source(lambda: peers, cluster.security) if live else None) as bar:
-                creator = threading.Thread(target=create_pods, args=(
-                    store, manifests, rate, created_at, lambda n: None), daemon=True)
+                failure: list[Exception] = []
+
+                def create() -> None:
+                    try:
+                        create_pods(store, manifests, rate, created_at, lambda n: None)
+                    except Rejected as e:
+                        failure.append(e)
+                creator = threading.Thread(target=create, daemon=True)
                 creator.start()
                 started = last_change = time.monotonic()
                 last_bound = 0
                 deadline = time.monotonic() + timeout_s
-                while time.monotonic() < deadline:
+                while time.monotonic() < deadline and not failure:
                     time.sleep(0.5)
                     bound = len(observer.bound_at)
                     bar(created=min(len(created_at), pod_count), scheduled=bound)
@@ -267,9 +298,12 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
             observer.stop.set()
             observer.thread.join()
             churned = noise.stop() if noise is not None else None
+            claimed = claims.stop() if claims is not None else None
             mem_end = processes.sample(cluster)
             shard_status = {id_: cluster.status("shard", a) for id_, a in sorted(leases["shard"].items())}
             gc_end = processes.gc_counters(cluster, leases)
+            if failure:
+                raise failure[0]
         finally:
             cluster.stop()
         verified = verify_store(store)
@@ -309,6 +343,7 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
         "per_shard": per_shard,
         "verify": verified,
         "churn": churned,
+        "claims": claimed,
         "series": {"per_second": per_second(bound_times),
                    "latencies_ms": [round(x, 1) for x in latencies]},
     }
@@ -318,6 +353,15 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
     if cfg.shards.quality_sample_percent:
         doc["quality"] = quality.summarize([dict(s.counters) for s in shard_status.values()])
     return doc
+
+
+def against(doc: dict, base: dict) -> dict:
+    """The baseline's figures beside a run's, and the run's throughput as a share of the
+    baseline's (bench's `baseline` in the JSON)."""
+    tp, base_tp = doc["throughput_pods_per_s"]["average"], base["throughput_pods_per_s"]["average"]
+    return {"workload": base["workload"], "throughput": base_tp, "p99_ms": base["e2e_latency_ms"]["p99"],
+            "scheduled": base["scheduled"], "conflicts": base["conflicts"], "verify_ok": base["verify"]["ok"],
+            "ratio": round(tp / base_tp, 2) if base_tp else None}
 
 
 #: The ablation's variants: the config that switches one optimisation off.

@@ -128,6 +128,15 @@ def print_bench(doc: dict) -> None:
                         ("verify", "ok" if doc["verify"]["ok"] else
                                                           f"{len(doc['verify']['violations'])} violation(s)")):
         t.add_row(name, str(value))
+    if doc.get("claims"):
+        c = doc["claims"]
+        t.add_row("claim controller: passes / writes / errors", f"{c['passes']} / {c['writes']} / {c['errors']}")
+    if doc.get("baseline"):
+        b = doc["baseline"]
+        t.add_row(f"baseline {b['workload']}: throughput avg pods/s (p99 ms)", f"{b['throughput']} ({b['p99_ms']})")
+        t.add_row("baseline: scheduled / conflicts / verify",
+                  f"{b['scheduled']} / {b['conflicts']} / {'ok' if b['verify_ok'] else 'violations'}")
+        t.add_row("throughput / baseline's (same run)", str(b["ratio"]))
     if doc.get("churn"):
         t.add_row("churn: heartbeats / pods marked Running", churn_summary(doc["churn"]))
     if doc.get("quality"):

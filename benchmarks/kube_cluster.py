@@ -298,11 +298,14 @@ current-context: test
             raise AssertionError(f"kubectl {' '.join(args)} failed: {done.stderr or done.stdout}")
         return done
 
-    def create_fleet(self, nodes: int, profile: str = "uniform", timeout: float = 600.0) -> None:
-        """`shardsched fleet --nodes N --profile P -o yaml | kubectl create -f -`, then wait
-        until kwok has taken every node over (it holds the node's Lease)."""
+    def create_fleet(self, nodes: int, profile: str = "uniform", timeout: float = 600.0,
+                     gpus_per_node: int = 0) -> None:
+        """`shardsched fleet --nodes N --profile P [--gpus-per-node G] -o yaml | kubectl create -f -`
+        (with G, a DeviceClass and each node's ResourceSlice of G GPUs), then wait until kwok has
+        taken every node over (it holds the node's Lease)."""
         fleet = subprocess.run([str(ROOT / ".venv/bin/shardsched"), "fleet", "--nodes", str(nodes),
-                                "--profile", profile, "-o", "yaml"], capture_output=True, text=True, check=True).stdout
+                                "--profile", profile, "--gpus-per-node", str(gpus_per_node), "-o", "yaml"],
+                               capture_output=True, text=True, check=True).stdout
         self.kubectl("create", "-f", "-", input=fleet, timeout=timeout)
         names = {f"lease.coordination.k8s.io/kwok-node-{i}" for i in range(nodes)}
         deadline = time.monotonic() + timeout

@@ -187,10 +187,10 @@ def _cpu(seconds: float, scheduled: int) -> dict:
 
 
 def cpu_figures(seconds: dict[str, float], cores: dict[str, float], scheduled: int) -> dict:
-    """The report's `cpu`: what the store, the bench itself and its churn writer used while
+    """The report's `cpu`: what the store, the bench itself, its churn writer and claim controller used while
     the pods were scheduled (the scheduler's processes are in `processes`), and the whole
     machine's busy cores over that window."""
-    out = {k: _cpu(v, scheduled) for k, v in seconds.items() if k in ("store", "bench", "churn")}
+    out = {k: _cpu(v, scheduled) for k, v in seconds.items() if k in ("store", "bench", "churn", "claims")}
     out["whole_machine_cores"] = cores.get("whole machine")
     return out
 

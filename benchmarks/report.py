@@ -30,6 +30,7 @@ def markdown(doc: dict) -> str:
         f"| verify | {'ok' if verify['ok'] else str(len(verify['violations'])) + ' violation(s)'} |",
         *([f"| churn: heartbeats / pods marked Running | {churn_summary(doc['churn'])} |"]
           if doc.get("churn") else []),
+        *_baseline_rows(doc.get("baseline")),
         *_groups_rows(doc.get("groups")),
         *_quality_rows(doc),
         "",
@@ -45,6 +46,15 @@ def markdown(doc: dict) -> str:
     if doc.get("ablation"):
         lines += ["", "## Ablation", "", ablation_markdown(doc["ablation"])]
     return "\n".join(lines) + "\n"
+
+
+def _baseline_rows(b: dict | None) -> list[str]:
+    if not b:
+        return []
+    return [f"| baseline {b['workload']}: throughput average (pods/s), p99 (ms) | {b['throughput']}, {b['p99_ms']} |",
+            f"| baseline: scheduled / conflicts / verify | {b['scheduled']} / {b['conflicts']} / "
+            f"{'ok' if b['verify_ok'] else 'violations'} |",
+            f"| throughput / baseline's (same run) | {b['ratio']} |"]
 
 
 def _quality_rows(doc: dict) -> list[str]:

@@ -1,12 +1,16 @@
 """Pod manifests for `shardsched bench --workload W`, deterministic for a seed.
 
 Each workload is a function (pods, seed, nodes) -> list of Pod dicts for profile
-`shardsched` (and, for `gang`, the PodGroups before their pods). Node names follow
-`common.tools.fleet.generate` (kwok-node-<i>).
+`shardsched` (and, for `gang`, the PodGroups before their pods; for the DRA workloads, the
+ResourceClaimTemplates before theirs). Node names follow `common.tools.fleet.generate`
+(kwok-node-<i>). A workload of FLEETS needs more of the fleet than its nodes (devices, GPUs as
+extended resources); one of BASELINES is measured in the same run against another.
 """
 from __future__ import annotations
 
 import random
+
+from common.tools.fleet import GPU_CLASS, PCIE_ROOT, gpu_fleet
 
 SCHEDULER = "shardsched"
 ZONE = "topology.kubernetes.io/zone"
@@ -162,8 +166,95 @@ def gpu_saturated(pods: int, seed: int, nodes: int) -> list[dict]:
     return _cpu_pods(pods, seed)
 
 
+#: GPUs per node of the DRA workloads' fleet, as devices or as the extended resource.
+GPUS_PER_NODE = 8
+EXTENDED_GPU = "nvidia.com/gpu"
+#: Share of the pods of `dra` and `extended-gpu` that ask for two GPUs.
+PAIR_SHARE = 0.1
+#: The ResourceClaimTemplates of the DRA workloads: one GPU, or two on one PCIe root.
+ONE_GPU, TWO_GPUS = "gpu-1", "gpu-2-same-root"
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def claim_template(name: str, count: int, same_root: bool) -> dict:
+    """A ResourceClaimTemplate asking `count` GPUs of the fleet's DeviceClass (with
+    `same_root`, a matchAttribute constraint keeps them on one PCIe root)."""
+    devices: dict = {"requests": [{"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS, "count": count}}]}
+    if same_root:
+        devices["constraints"] = [{"requests": ["gpu"], "matchAttribute": PCIE_ROOT}]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": "bench"}, "spec": {"spec": {"devices": devices}}}
+
+
+def claim_pod(name: str, template: str) -> dict:
+    """A pause pod whose one container uses a claim made for it from `template`."""
+    p = pause_pod(name, tolerations=[GPU_TOLERATION])
+    p["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": template}]
+    p["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    return p
+
+
+def extended_pod(name: str, gpus: int) -> dict:
+    """The same pod asking its GPUs as the extended resource instead."""
+    p = pause_pod(name, tolerations=[GPU_TOLERATION])
+    p["spec"]["containers"][0]["resources"]["limits"] = {EXTENDED_GPU: str(gpus)}
+    return p
+
+
+def _gpu_counts(pods: int, seed: int, pair_share: float) -> list[int]:
+    """How many GPUs each pod asks for: 2 for about `pair_share` of them, else 1."""
+    rng = random.Random(seed)
+    return [2 if rng.random() < pair_share else 1 for _ in range(pods)]
+
+
+def _dra(pods: int, seed: int, pair_share: float) -> list[dict]:
+    counts = _gpu_counts(pods, seed, pair_share)
+    templates = [claim_template(ONE_GPU, 1, False)] + ([claim_template(TWO_GPUS, 2, True)] if 2 in counts else [])
+    return templates + [claim_pod(f"dra-{i}", TWO_GPUS if n == 2 else ONE_GPU) for i, n in enumerate(counts)]
+
+
+def dra(pods: int, seed: int, nodes: int) -> list[dict]:
+    """Pods whose GPUs come from claims made from templates (bench builds the fleet with 8
+    devices per node): most ask for one GPU, about one in ten for two on one PCIe root."""
+    return _dra(pods, seed, PAIR_SHARE)
+
+
+def dra_single(pods: int, seed: int, nodes: int) -> list[dict]:
+    """`dra` with every pod asking one GPU (the issue's 8,000 pods on 1,000 nodes)."""
+    return _dra(pods, seed, 0.0)
+
+
+def extended_gpu(pods: int, seed: int, nodes: int) -> list[dict]:
+    """`dra`'s baseline: the same pods asking nvidia.com/gpu (8 per node) instead of claims."""
+    return [extended_pod(f"gpu-{i}", n) for i, n in enumerate(_gpu_counts(pods, seed, PAIR_SHARE))]
+
+
+def extended_gpu_single(pods: int, seed: int, nodes: int) -> list[dict]:
+    """`dra-single`'s baseline: every pod asking one nvidia.com/gpu."""
+    return [extended_pod(f"gpu-{i}", 1) for i in range(pods)]
+
+
+def with_extended_gpus(fleet: list[dict]) -> list[dict]:
+    """The nodes with GPUS_PER_NODE nvidia.com/gpu each (allocatable and capacity)."""
+    for node in fleet:
+        for field in ("allocatable", "capacity"):
+            node["status"][field][EXTENDED_GPU] = str(GPUS_PER_NODE)
+    return fleet
+
+
+def with_devices(fleet: list[dict]) -> list[dict]:
+    """The nodes, the DeviceClass and a ResourceSlice of GPUS_PER_NODE GPUs per node."""
+    return fleet + gpu_fleet(fleet, GPUS_PER_NODE)
+
+
 WORKLOADS = {f.__name__.replace("_", "-"): f for f in (basic, mixed, preemption, unschedulable, daemonset, spread,
-                                                       gang, cpu_pool, gpu_backlog, gpu_saturated)}
+                                                       gang, cpu_pool, gpu_backlog, gpu_saturated, dra, dra_single,
+                                                       extended_gpu, extended_gpu_single)}
+#: workload -> what it needs of the fleet beyond the nodes (fleet -> fleet)
+FLEETS = {"dra": with_devices, "dra-single": with_devices,
+          "extended-gpu": with_extended_gpus, "extended-gpu-single": with_extended_gpus}
+#: workload -> the workload `bench` measures in the same run as its yardstick
+BASELINES = {"dra": "extended-gpu", "dra-single": "extended-gpu-single"}
 
 #: Pods a workload needs in the store, each tried by a shard, before the clock starts:
 #: `gpu-saturated`'s standing GPU backlog, one pod that cannot fit per five that flow.

@@ -30,7 +30,8 @@ from common.scheduling.disruption import VICTIMS_TERMINATING, eviction_failures
 from common.scheduling.extenders import ExtenderError
 from common.runtime.events import NORMAL, PREEMPTED, SCHEDULED, pod_ref
 from common.runtime.logs import ErrorLog
-from common.config.plugin_names import VOLUME_BINDING
+from common.config.plugin_names import DYNAMIC_RESOURCES, VOLUME_BINDING
+from common.scheduling.dra_binding import write_claims
 from common.scheduling.volume_binding import write_bindings
 from proto import shardsched_pb2 as pb
 
@@ -233,6 +234,8 @@ class Commits:
             refused = eviction_failures((k for k, _ in r.victims), (evicted[k] for k, _ in r.victims))
             if refused is None and (terminating := self._still_there(r.victims)):
                 refused = f"{VICTIMS_TERMINATING}: {', '.join(terminating)}"
+            if refused is None and r.devices is not None and (why := write_claims(self.store, r.pod, r.devices)):
+                refused = f"{DYNAMIC_RESOURCES}: {why}"
             if refused is None and r.volumes is not None:
                 written, why = write_bindings(self.store, r.volumes, r.node)
                 if why is not None:

@@ -301,7 +301,7 @@ class BinderServer(Component, rpc.BinderServicer):
             return why
         victims = [(v.key, v.uid) for v in judged.victims]
         return Reservation(pod, d.node, victims, self._deleted_outright(judged.victims), partition,
-                           judged.volume_plan)
+                           judged.volume_plan, judged.device_plan)
 
     def _deleted_outright(self, victims) -> set:
         """Victims whose eviction would break a PodDisruptionBudget (counting the victims of

@@ -21,10 +21,11 @@ import uuid
 
 from common.model.changes import node_unchanged
 from common.scheduling.constraints import ConstrainedAccounting, ConstraintIndex
-from common.runtime.intake import Intake, Kind, status_update, volume_kinds, workload_kinds
+from common.runtime.intake import Intake, Kind, device_kinds, status_update, volume_kinds, workload_kinds
 from common.model.objects import raw_pod_key
 from common.model.podgroup import NATIVE_KIND, GroupIndex, index_key_of
 from common.model.workloads import Namespaces
+from common.scheduling.device_state import DeviceState
 from common.scheduling.volumes import VolumeState
 from common.scheduling.workloads import Workloads
 
@@ -32,15 +33,16 @@ log = logging.getLogger(__name__)
 
 
 class Reservation:
-    __slots__ = ("pod", "node", "victims", "delete", "partition", "volumes")
+    __slots__ = ("pod", "node", "victims", "delete", "partition", "volumes", "devices")
 
-    def __init__(self, pod, node: str, victims: list, delete: set, partition: int, volumes=None):
+    def __init__(self, pod, node: str, victims: list, delete: set, partition: int, volumes=None, devices=None):
         self.pod = pod
         self.node = node
         self.victims = victims      # [(key, uid)]
         self.delete = delete        # victim keys deleted outright (their eviction breaks a PDB)
         self.partition = partition
         self.volumes = volumes      # common.scheduling.volumes.PodVolumes to bind first (PreBind), or None
+        self.devices = devices      # (claims, [(claim, allocation)]) to write first (PreBind), or None
 
 
 class BinderView:
@@ -63,6 +65,8 @@ class BinderView:
         self.groups = GroupIndex()
         #: claims, volumes, classes and CSINodes, with the volume bindings reserved laid over
         self.volumes = VolumeState()
+        #: DRA's claims, classes and slices, with the allocations reserved laid over
+        self.devices = DeviceState()
         #: NodeVolumeLimits' prefix for the volume a claim not yet bound will get
         self.volume_prefix = uuid.uuid4().hex
         #: what the view keeps of each kind (common.runtime.intake); the binder's informer feeds it
@@ -70,6 +74,7 @@ class BinderView:
             Kind("PriorityClass", keep=self.priority_classes),
             Kind("PodDisruptionBudget", keep=self.pdbs),
             *volume_kinds(self.volumes),
+            *device_kinds(self.devices),
             Kind("Namespace", put=self.namespaces.set, drop=self.namespaces.remove),
             *workload_kinds(self.workloads),
             Kind("Node", handle=self._apply_node, current=self._node, unchanged=node_unchanged),
@@ -162,6 +167,9 @@ class BinderView:
         reserved, claimed, prefix = self.reserved, self.claimed, self.volume_prefix
         self.__init__(self.names, self.acc.assume_ttl, self.doubt_s, self.clock)
         self.reserved, self.claimed, self.volume_prefix = reserved, claimed, prefix
+        for r in reserved.values():  # their allocations are still in flight: no device given twice meanwhile
+            for claim, allocation in (r.devices[1] if r.devices is not None else ()):
+                self.devices.assume(claim, allocation)
 
     def priority_of(self, key: str) -> int | None:
         """The priority of a pod the view knows (counted on a node, or pending)."""
@@ -179,6 +187,9 @@ class BinderView:
         self.reserved[r.pod.key] = r
         if r.volumes is not None:
             self.volumes.assume(r.volumes, r.node)
+        if r.devices is not None:
+            for claim, allocation in r.devices[1]:
+                self.devices.assume(claim, allocation)
         for key, _ in r.victims:
             self.claimed[key] = r.pod.key
 
@@ -194,6 +205,9 @@ class BinderView:
             self.acc.forget(key)
             if r.volumes is not None:  # (what PreBind wrote stays written, as in kube)
                 self.volumes.revert(r.volumes)
+            if r.devices is not None:  # (an allocation written stays until the claim controller frees it)
+                for claim, _ in r.devices[1]:
+                    self.devices.revert(claim.key)
         elif outcome == "doubt":
             self.acc.hold(key, self.doubt_s)
         else:

@@ -25,6 +25,12 @@ class Handle:
         return self._sched.snapshot.table
 
     @property
+    def devices(self):
+        """DRA's claims, classes and slices (common.scheduling.device_state.DeviceState), with
+        the allocations this shard assumed laid over them."""
+        return self._sched.devices
+
+    @property
     def volumes(self):
         """The claims, volumes, storage classes and CSINodes (common.scheduling.volumes.VolumeState),
         with the volume bindings this shard assumed laid over them."""

@@ -19,10 +19,14 @@ from __future__ import annotations
 import logging
 
 from common.model.changes import node_unchanged
-from common.runtime.intake import Intake, Kind, same_version, status_update, volume_kinds, workload_kinds
+from common.runtime.intake import Intake, Kind, device_kinds, same_version, status_update, volume_kinds, workload_kinds
 from common.model.objects import raw_pod_key
 from common.model.podgroup import NATIVE_KIND, index_key_of
 from common.scheduling.volumes import counts_volumes
+
+
+def _has_claims(pod) -> bool:
+    return bool(pod.resource_claims)
 from . import queueing_hints as hints
 
 log = logging.getLogger(__name__)
@@ -95,6 +99,7 @@ class ShardIntake:
             Kind("PriorityClass", keep=self.priority_classes),
             Kind("PodDisruptionBudget", keep=scheduler.pdbs, then=self._budgets_changed),
             *volume_kinds(scheduler.volumes, then=self._volumes_changed),
+            *device_kinds(scheduler.devices, then=self._devices_changed),
             *workload_kinds(scheduler.workloads),
             Kind("Namespace", put=scheduler.namespaces.set, drop=scheduler.namespaces.remove),
             Kind("Node", handle=self._apply_node, current=self._node, unchanged=node_unchanged),
@@ -120,6 +125,7 @@ class ShardIntake:
         self.groups.clear()
         self.claimed.clear()
         self.scheduler.volumes.clear()
+        self.scheduler.devices.clear()
         self.scheduler.workloads.clear()
         self.scheduler.namespaces.clear()
 
@@ -132,6 +138,17 @@ class ShardIntake:
         """A claim, volume, storage class or CSINode changed: it can only matter to pods
         with volumes (kube's VolumeBinding, VolumeZone and NodeVolumeLimits hints)."""
         self.queue.move_all_to_active(only=counts_volumes, event="StorageChange")
+
+    def _devices_changed(self) -> None:
+        """A claim, device class or slice changed: it can only matter to pods with claims
+        (kube's DynamicResources hints for ResourceClaim, DeviceClass and ResourceSlice
+        events): those PreEnqueue held back are asked again (a claim made for them), the
+        parked ones retried (a slice that appeared, a device freed)."""
+        for key in [k for k in self.gated if (p := self.pods.get(k)) is not None and p.resource_claims]:
+            pod = self.pods[key]
+            if not pod.node_name and not pod.deleting and self.owner.owns(pod):
+                self.enqueue(pod)
+        self.queue.move_all_to_active(only=_has_claims, event="DeviceChange")
 
     def _pools(self, *nodes):
         """The sub-cluster pools of these nodes, for a wake that concerns only them (None:

@@ -46,6 +46,7 @@ from common.config.plugin_args import profile_args
 from common.config.plugin_names import NODE_AFFINITY
 from common.model.podgroup import GroupIndex
 from common.scheduling.pools import CLUSTER_WIDE, pool_of
+from common.scheduling.device_state import DeviceState
 from common.scheduling.volumes import VolumeState, claim_volumes
 from common.scheduling.extenders import ExtenderError, build as build_extenders
 from .diagnosis import Diagnosis
@@ -192,6 +193,8 @@ class Scheduler:
         self.pdbs: dict = {}
         #: Claims, volumes, storage classes and CSINodes (kept by the loop).
         self.volumes = VolumeState()
+        #: DRA's claims, device classes and slices (kept by the loop).
+        self.devices = DeviceState()
         #: Services and ReplicaSets, StatefulSets, ReplicationControllers (kept by the loop),
         #: whose selectors default spreading takes.
         self.workloads = Workloads()
@@ -270,7 +273,7 @@ class Scheduler:
         # pods' ReadWriteOncePod claims): no node may be skipped as unchanged.
         result.context_safe = not (pod.has_cross_node_constraints() or _existing_anti_affinity_beyond_node(state)
                                    or state.get(SPREAD_FILTER_STATE) or claim_volumes(pod)
-                                   or self.extenders.filtering(pod))
+                                   or self.extenders.filtering(pod) or bool(pod.resource_claims))
         skip_unchanged = self.scheduling_context and last_generation > 0 and result.context_safe
         t1 = time.perf_counter()
         feasible = self._scan(profile, state, pod, diag, result, queued, rows_hint,
@@ -611,6 +614,7 @@ class Scheduler:
         (grading would call it again), or a node the rescan no longer finds."""
         pod, profile = result.pod, result.profile
         if (not result.scheduled or result.victims or claim_volumes(pod) or self.extenders.consulted(pod)
+                or pod.resource_claims
                 or self.groups.group_of.get(pod.key) is not None):
             return None
         state = CycleState()

@@ -5,13 +5,16 @@ Pods with spec.nodeName are running; the other pods are pending, queued in input
 scheduled until nothing more can change (a pass in which no pod was bound or evicted).
 PersistentVolumeClaims are bound as a cluster's controllers would bind them
 (shard.provisioner): Immediate ones before any pod is scheduled, WaitForFirstConsumer ones
-once the scheduler picked a node for their first pod. Pods
+once the scheduler picked a node for their first pod. Pods' ResourceClaims are made from their
+templates, and deallocated once their pods end, as kube-controller-manager's ResourceClaim
+controller does (common.claim_controller). Pods
 whose schedulerName is `default-scheduler` (the API's default) are scheduled too, by the first
 profile: a manifest written for any cluster should simulate without edits. Pods of any other
 scheduler are left pending, as kube-scheduler leaves them, and reported so.
 """
 from __future__ import annotations
 
+from common.claim_controller import ClaimController
 from common.model.admission import admit
 from common.config import Config
 from common.model.objects import raw_pod_key
@@ -39,8 +42,10 @@ def run(docs: list, cfg: Config, seed: int = 0) -> tuple[dict, int]:
     loop = ShardLoop(cfg, store, seed=seed, clock=clock, committer=committer,
                      owner=ProfileOwnership(cfg, accept_default=True))
     provisioner.settle()  # claims of Immediate classes are bound before any pod is scheduled
+    claims = ClaimController(store)
+    claims.step()  # pods' claims from their templates, as kube-controller-manager makes them
     loop.start()
-    _run_until_stable(loop, clock, provisioner)
+    _run_until_stable(loop, clock, provisioner, claims)
     errors = [e.as_dict() for e in rejected]
     report = _report(store, loop, committer, pods, errors)
     report["podGroups"] = _units(loop)
@@ -60,10 +65,11 @@ class _VirtualClock:
         return self.now
 
 
-def _run_until_stable(loop: ShardLoop, clock: _VirtualClock, provisioner: Provisioner) -> None:
+def _run_until_stable(loop: ShardLoop, clock: _VirtualClock, provisioner: Provisioner,
+                      claims: ClaimController) -> None:
     """Passes over the queue until one changes nothing in the store."""
     while True:
-        changed = provisioner.settle()
+        changed = provisioner.settle() + claims.step()
         while loop.schedule_next() is not None:
             loop.release_waiting()
             changed += loop.sync()

@@ -9,8 +9,10 @@ from __future__ import annotations
 from common.scheduling.disruption import breaking, eviction_failures
 from common.scheduling.group_commit import GroupCommit
 from common.model.objects import parse_object
-from common.config.plugin_names import VOLUME_BINDING
+from common.config.plugin_names import DYNAMIC_RESOURCES, VOLUME_BINDING
+from common.scheduling.dra_binding import write_claims
 from common.scheduling.volume_binding import TIMED_OUT, bindings_done, store_lookups, write_bindings
+from .plugins.dynamic_resources import planned_claims
 from .plugins.volume_binding import planned_volumes
 
 
@@ -39,6 +41,9 @@ class StoreCommitter:
             refused = self._evict([(pod, v) for v in result.victims], budgets())
             if refused is not None:
                 return f"preemption failed: {refused}"
+        claims = planned_claims(result.state, node)
+        if claims is not None and (why := write_claims(self.store, pod, claims)) is not None:
+            return f"{DYNAMIC_RESOURCES}: {why}"
         plan = planned_volumes(result.state, node)
         if plan is not None:
             why = self._bind_volumes(plan, node)

@@ -553,6 +553,115 @@ def csi_node(name: str, limits: dict) -> dict:
             "spec": {"drivers": drivers}}
 
 
+# --- Dynamic Resource Allocation (resource.k8s.io/v1) -----------------------------------------
+
+GPU_DRIVER = "gpu.example.com"
+
+
+def device_class(name: str = "gpu", driver: str | None = GPU_DRIVER, selectors=()) -> dict:
+    """A DeviceClass selecting `driver`'s devices (None: any), plus CEL `selectors`."""
+    exprs = ([f'device.driver == "{driver}"'] if driver else []) + list(selectors)
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": e}} for e in exprs]}}
+
+
+def gpu(index: int, model: str = "A100", memory: str = "80Gi", root: str | None = None, **attrs) -> dict:
+    """A device entry of a slice: gpu-<index> with model, index and a PCIe root attribute."""
+    attributes = {"model": {"string": model}, "index": {"int": index},
+                  "resource.kubernetes.io/pcieRoot": {"string": root or f"pci{index // 4}"}}
+    attributes.update({k: ({"int": v} if isinstance(v, int) and not isinstance(v, bool) else
+                           {"bool": v} if isinstance(v, bool) else {"string": v}) for k, v in attrs.items()})
+    return {"name": f"gpu-{index}", "attributes": attributes, "capacity": {"memory": {"value": memory}}}
+
+
+def resource_slice(node: str, devices=None, driver: str = GPU_DRIVER, name: str | None = None,
+                   pool: str | None = None, generation: int = 0, count: int = 1, **spec) -> dict:
+    """A node-local ResourceSlice (pool named after the node): `devices` entries (default: 2 gpus)."""
+    devices = [gpu(i) for i in range(2)] if devices is None else list(devices)
+    body = {"driver": driver, "nodeName": node, "devices": devices,
+            "pool": {"name": pool or node, "generation": generation, "resourceSliceCount": count}}
+    if spec:
+        body.pop("nodeName")
+        body.update(spec)
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": name or f"{node}-{driver}"}, "spec": body}
+
+
+def device_request(name: str = "gpu", cls: str = "gpu", count: int | None = None, mode: str | None = None,
+                   selectors=(), admin: bool = False, first_available=None) -> dict:
+    """A claim's device request: `exactly` from the arguments, or `first_available`
+    [(subrequest name, class, count)] alternatives."""
+    if first_available is not None:
+        return {"name": name, "firstAvailable": [{"name": n, "deviceClassName": c, "count": k}
+                                                 for n, c, k in first_available]}
+    exactly: dict = {"deviceClassName": cls}
+    if count is not None:
+        exactly["count"] = count
+    if mode is not None:
+        exactly["allocationMode"] = mode
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
+    if admin:
+        exactly["adminAccess"] = True
+    return {"name": name, "exactly": exactly}
+
+
+def claim_spec(*requests, match=None) -> dict:
+    """A claim spec of `requests` (default: one gpu) and `match` [(attribute, requests)]."""
+    devices: dict = {"requests": list(requests) or [device_request()]}
+    if match:
+        devices["constraints"] = [{"matchAttribute": a, **({"requests": list(r)} if r else {})} for a, r in match]
+    return {"devices": devices}
+
+
+def resource_claim(name: str, *requests, ns: str = "default", match=None, owner_pod: str | None = None,
+                   allocation: dict | None = None, reserved_for=()) -> dict:
+    """A ResourceClaim; `owner_pod` a pod name that controls it (as a template's claim);
+    `reserved_for` pod names."""
+    meta: dict = {"name": name, "namespace": ns, "uid": f"uid-claim-{ns}-{name}"}
+    if owner_pod:
+        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": owner_pod,
+                                    "uid": f"uid-{ns}-{owner_pod}", "controller": True}]
+    out = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": meta,
+           "spec": claim_spec(*requests, match=match)}
+    status: dict = {}
+    if allocation is not None:
+        status["allocation"] = allocation
+    if reserved_for:
+        status["reservedFor"] = [{"resource": "pods", "name": p, "uid": f"uid-{ns}-{p}"} for p in reserved_for]
+    if status:
+        out["status"] = status
+    return out
+
+
+def allocation(node: str, *devices, request: str = "gpu", driver: str = GPU_DRIVER) -> dict:
+    """A claim's status.allocation of `devices` (names) of the node's pool."""
+    return {"devices": {"results": [{"request": request, "driver": driver, "pool": node, "device": d}
+                                    for d in devices]},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}
+
+
+def claim_template(name: str, *requests, ns: str = "default", match=None) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": ns}, "spec": {"spec": claim_spec(*requests, match=match)}}
+
+
+def claim_pod(name: str, claims=(), templates=(), statuses: dict | None = None, **kw) -> dict:
+    """A pod whose spec.resourceClaims name `claims` (claim names; the pod's entry named
+    after it) and `templates` ((entry name, template name)); `statuses` its
+    status.resourceClaimStatuses {entry: generated claim name}."""
+    entries = [{"name": c, "resourceClaimName": c} for c in claims]
+    entries += [{"name": n, "resourceClaimTemplateName": t} for n, t in templates]
+    d = pod(name, **kw)
+    d["spec"]["resourceClaims"] = entries
+    d["spec"]["containers"][0].setdefault("resources", {})["claims"] = [{"name": e["name"]} for e in entries]
+    if statuses:
+        d.setdefault("status", {})["resourceClaimStatuses"] = [
+            {"name": k, "resourceClaimName": v} for k, v in statuses.items()]
+    return d
+
+
 # --- configuration ---------------------------------------------------------------------------
 
 def make_config(mode: str = "all", plugin_config: dict | None = None, disabled=(), enabled=(),

@@ -32,7 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--pods", type=int, default=50000)
     b.add_argument("--workload", type=_workload, default="basic",
                    help="a workload of benchmarks/workloads.py: basic (default), mixed, preemption, "
-                        "unschedulable, daemonset, spread, gang, cpu-pool, gpu-backlog, gpu-saturated")
+                        "unschedulable, daemonset, spread, gang, cpu-pool, gpu-backlog, gpu-saturated, dra, "
+                        "dra-single (each measured against extended-gpu or extended-gpu-single in the same "
+                        "run), extended-gpu, extended-gpu-single")
     b.add_argument("--shards", type=int, default=2)
     b.add_argument("--binders", type=int)
     b.add_argument("--rate", type=float, default=0.0, help="pods created per second (0 = as fast as possible)")
@@ -83,6 +85,7 @@ def _percent(text: str) -> float:
 
 def cmd_bench(args) -> int:
     from benchmarks import e2e, harness, report, sweep
+    from benchmarks.workloads import BASELINES
 
     if args.running_pods < 0:
         print("shardsched bench: --running-pods must be >= 0")
@@ -102,12 +105,18 @@ def cmd_bench(args) -> int:
     if swept:
         return _sweep(cfg, args, swept, churn)
 
-    def measure(c):
-        return e2e.run(c, args.nodes, args.profile, args.pods, args.workload, args.rate, args.seed,
+    def measure(c, workload=args.workload):
+        return e2e.run(c, args.nodes, args.profile, args.pods, workload, args.rate, args.seed,
                        quiet=args.quiet, live=args.live, churn_heartbeat_s=churn,
                        running_pods=args.running_pods, kill_shard_at=args.kill_shard_at)
 
-    doc = measure(cfg)
+    try:
+        doc = measure(cfg)
+        if args.workload in BASELINES:
+            doc["baseline"] = e2e.against(doc, measure(cfg, BASELINES[args.workload]))
+    except e2e.Rejected as e:
+        print(f"shardsched bench: --workload {args.workload}: {e}")
+        return EXIT_REJECTED
     if args.quality and doc["packing"] and cfg.shards.count > 1:
         # packing's yardstick: how many nodes one scheduler fills with the same pods
         alone = measure(cfg.replace(shards={"count": 1}))
@@ -125,7 +134,8 @@ def cmd_bench(args) -> int:
     if args.plot:
         for path in report.plot(doc, args.plot):
             print(f"wrote {path}")
-    ok = doc["verify"]["ok"] and all(r["verify_ok"] for r in doc.get("ablation", []))
+    ok = (doc["verify"]["ok"] and all(r["verify_ok"] for r in doc.get("ablation", []))
+          and doc.get("baseline", {}).get("verify_ok", True))
     return EXIT_OK if ok else EXIT_REJECTED
 
 

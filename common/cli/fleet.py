@@ -22,6 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--csi-limit", action="append", metavar="DRIVER=COUNT",
                    help="also a CSINode per node whose DRIVER attaches at most COUNT volumes (repeatable)")
+    f.add_argument("--gpus-per-node", type=int, default=0, metavar="N",
+                   help=f"also publish N GPUs per node as the DRA driver {fleet_mod.GPU_DRIVER} would: a "
+                        "ResourceSlice per node (one pool per node) and the DeviceClass selecting them")
     g = f.add_mutually_exclusive_group()
     g.add_argument("--store", help="store URL (default: an embedded redis-server)")
     g.add_argument("-o", "--output", choices=("yaml", "json"), help="print a kind: List instead")
@@ -47,10 +50,11 @@ def cmd_fleet(args) -> int:
     try:
         nodes = fleet_mod.generate(args.nodes, args.profile, args.seed)
         csi = fleet_mod.csi_nodes(nodes, fleet_mod.csi_limits(args.csi_limit))
+        gpus = fleet_mod.gpu_fleet(nodes, args.gpus_per_node)
     except ValueError as e:
         return fail(str(e))
     if args.output:
-        doc = {"apiVersion": "v1", "kind": "List", "items": nodes + csi}
+        doc = {"apiVersion": "v1", "kind": "List", "items": nodes + csi + gpus}
         if args.output == "yaml":
             sys.stdout.write(yaml.safe_dump(doc, sort_keys=False))
         else:
@@ -58,7 +62,7 @@ def cmd_fleet(args) -> int:
         return EXIT_OK
     with open_cluster(args.store) as store:
         start = time.perf_counter()
-        errors = store.create_many(nodes + csi)
+        errors = store.create_many(nodes + csi + gpus)
         write_s = time.perf_counter() - start
         start = time.perf_counter()
         listed, _ = store.list("Node")
@@ -67,4 +71,7 @@ def cmd_fleet(args) -> int:
     for e in errors:
         print(f"rejected: {e}", file=sys.stderr)
     print_fleet_summary(summary, args.profile, len(nodes), write_s, list_s)
+    if gpus:
+        print(f"devices: {args.gpus_per_node} per node from driver {fleet_mod.GPU_DRIVER} in {len(gpus) - 1} "
+              f"ResourceSlices, DeviceClass {fleet_mod.GPU_CLASS}")
     return EXIT_REJECTED if errors else EXIT_OK

@@ -29,9 +29,11 @@ from ..tools.verify import summary, verify_store
 from .errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, UsageError, fail, print_error
 from . import podgroups
 from .manifests import read_documents
-from .storage_tables import TABLES
+from . import dra_tables, storage_tables
 from .workload_tables import RAW_TABLES
 
+#: kind -> its table of parsed objects
+TABLES = {**storage_tables.TABLES, **dra_tables.TABLES}
 #: kind -> kubectl's resource name in "created"/"deleted" lines
 RESOURCE_NAMES = {
     "PriorityClass": "priorityclass.scheduling.k8s.io",
@@ -49,6 +51,10 @@ RESOURCE_NAMES = {
     "ReplicaSet": "replicaset.apps",
     "StatefulSet": "statefulset.apps",
     "ReplicationController": "replicationcontroller",
+    "ResourceClaim": "resourceclaim.resource.k8s.io",
+    "ResourceClaimTemplate": "resourceclaimtemplate.resource.k8s.io",
+    "DeviceClass": "deviceclass.resource.k8s.io",
+    "ResourceSlice": "resourceslice.resource.k8s.io",
 }
 #: Aliases `get` and `delete` take for the kinds (in the order their --help lists them) ...
 KIND_ALIASES = ("no", "node", "nodes", "po", "pod", "pods", "pg", "pgs", "podgroup", "podgroups",
@@ -56,7 +62,9 @@ KIND_ALIASES = ("no", "node", "nodes", "po", "pod", "pods", "pg", "pgs", "podgro
                 "pvc", "persistentvolumeclaim", "persistentvolumeclaims", "pv", "persistentvolume",
                 "persistentvolumes", "sc", "storageclass", "storageclasses", "csinode", "csinodes",
                 "ns", "namespace", "namespaces", "svc", "service", "services", "rs", "replicaset", "replicasets",
-                "sts", "statefulset", "statefulsets", "rc", "replicationcontroller", "replicationcontrollers")
+                "sts", "statefulset", "statefulsets", "rc", "replicationcontroller", "replicationcontrollers",
+                "resourceclaim", "resourceclaims", "resourceclaimtemplate", "resourceclaimtemplates",
+                "deviceclass", "deviceclasses", "resourceslice", "resourceslices")
 #: ... and the Events `get` lists.
 EVENT_ALIASES = ("ev", "event", "events")
 #: The kind each command-line spelling means.
@@ -76,7 +84,11 @@ ALIASES = {"pod": "Pod", "pods": "Pod", "po": "Pod", "node": "Node", "nodes": "N
            "rs": "ReplicaSet", "replicaset": "ReplicaSet", "replicasets": "ReplicaSet",
            "sts": "StatefulSet", "statefulset": "StatefulSet", "statefulsets": "StatefulSet",
            "rc": "ReplicationController", "replicationcontroller": "ReplicationController",
-           "replicationcontrollers": "ReplicationController"}
+           "replicationcontrollers": "ReplicationController",
+           "resourceclaim": "ResourceClaim", "resourceclaims": "ResourceClaim",
+           "resourceclaimtemplate": "ResourceClaimTemplate", "resourceclaimtemplates": "ResourceClaimTemplate",
+           "deviceclass": "DeviceClass", "deviceclasses": "DeviceClass",
+           "resourceslice": "ResourceSlice", "resourceslices": "ResourceSlice"}
 
 NO_STORE_HELP = ("store URL; required here (or store.url in --config): these commands act on an "
                  "existing store and never start an embedded redis-server")

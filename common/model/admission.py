@@ -18,6 +18,7 @@ import contextlib
 
 from ..errors import ObjectError
 from .limits import check_object
+from .dra import API_VERSION as DRA_API_VERSION
 from .podgroup import NATIVE_API_VERSION, NATIVE_KIND
 from .objects import CREATE_ORDER, SYSTEM_PRIORITY_CLASSES, document_kind, parse_object, parse_priority_class
 from .validation import validate
@@ -39,6 +40,10 @@ API_VERSIONS = {
     "ReplicaSet": "apps/v1",
     "StatefulSet": "apps/v1",
     "ReplicationController": "v1",
+    "DeviceClass": DRA_API_VERSION,
+    "ResourceSlice": DRA_API_VERSION,
+    "ResourceClaimTemplate": DRA_API_VERSION,
+    "ResourceClaim": DRA_API_VERSION,
 }
 
 

@@ -17,6 +17,8 @@ from ..errors import ObjectError
 # TERMINAL_PHASES (common/model/parsing.py) and POD_GROUP_LABEL (common/model/podgroup.py) are defined
 # below the object model and importable from here too, as they always were.
 from .parsing import TERMINAL_PHASES, parse_metadata, parse_resource_list, parse_time, resource_vector_at
+from .dra import (parse_claim_statuses, parse_device_class, parse_pod_claims, parse_resource_claim,
+                  parse_resource_claim_template, parse_resource_slice)
 from .podgroup import NATIVE_KIND, POD_GROUP_LABEL, is_native, parse_native_pod_group, parse_pod_group
 from .interning import shared_map, shared_refs, shared_str
 from .resources import INT64_MAX, parse_amount
@@ -32,15 +34,15 @@ from .workloads import (NAMESPACE_NAME_LABEL, parse_namespace, parse_replica_set
 #: scheduler-plugins' (document_kind, store_kind).
 KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", "PodGroup", NATIVE_KIND, "PersistentVolumeClaim",
          "PersistentVolume", "StorageClass", "CSINode", "Namespace", "Service", "ReplicaSet", "StatefulSet",
-         "ReplicationController")
+         "ReplicationController", "DeviceClass", "ResourceSlice", "ResourceClaimTemplate", "ResourceClaim")
 #: The kinds in dependency order, for creating and for listing: a pod never comes before the
 #: PriorityClass it names, the node it is pinned to, the PodGroup it joins or the claims it
 #: mounts, so no reader sees it half-defined.
-CREATE_ORDER = ("Namespace", "PriorityClass", "StorageClass", "Node", "CSINode", "PersistentVolume",
-                "PersistentVolumeClaim", "PodDisruptionBudget", "PodGroup", NATIVE_KIND, "Service",
+CREATE_ORDER = ("Namespace", "PriorityClass", "StorageClass", "DeviceClass", "Node", "CSINode", "ResourceSlice",
+                "PersistentVolume", "PersistentVolumeClaim", "ResourceClaimTemplate", "ResourceClaim", "PodDisruptionBudget", "PodGroup", NATIVE_KIND, "Service",
                 "ReplicationController", "ReplicaSet", "StatefulSet", "Pod")
 NAMESPACED = {"Pod", "PodDisruptionBudget", "PodGroup", NATIVE_KIND, "PersistentVolumeClaim", "Service",
-              "ReplicaSet", "StatefulSet", "ReplicationController"}
+              "ReplicaSet", "StatefulSet", "ReplicationController", "ResourceClaim", "ResourceClaimTemplate"}
 #: kube-apiserver's built-in classes, present on every cluster.
 SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
 
@@ -329,7 +331,8 @@ class Pod:
         "nonzero", "host_ports", "tolerations", "node_selector", "required_node_terms",
         "preferred_node_terms", "affinity", "anti_affinity", "spread_constraints", "images",
         "creation_time", "start_time", "phase", "nominated_node", "deleting", "resource_version",
-        "scheduling_gates", "scheduling_group", "volumes", "raw", "hold", "spec",
+        "scheduling_gates", "scheduling_group", "volumes", "resource_claims", "claim_statuses", "raw", "hold",
+        "spec",
     )
 
     @property
@@ -414,6 +417,7 @@ class Pod:
 
 
 EMPTY_AFFINITY = ((), ())
+_NO_CLAIM_STATUSES: dict = {}
 
 
 def _same_spec(ref: dict, new: dict) -> bool:
@@ -459,6 +463,9 @@ def parse_pod(d: dict, priority_classes: dict | None = None, lean: bool = False)
     p.scheduling_gates = _scheduling_gates(spec, sf) if spec.get("schedulingGates") else ()
     p.scheduling_group = _scheduling_group(spec, sf) if spec.get("schedulingGroup") is not None else None
     p.volumes = parse_pod_volumes(spec, sf, name) if spec.get("volumes") else ()  # names depend on the pod
+    p.resource_claims = parse_pod_claims(spec, sf) if spec.get("resourceClaims") else ()
+    p.claim_statuses = (parse_claim_statuses(status, f.at("status")) if status.get("resourceClaimStatuses")
+                        else _NO_CLAIM_STATUSES)
     if priority_classes is not None:
         resolve_priority(p, priority_classes, sf)
     elif p.priority is None:  # no classes known (e.g. store validation): lenient default
@@ -768,7 +775,9 @@ _PARSERS = {"Pod": parse_pod, "Node": parse_node, "PodDisruptionBudget": parse_p
             "PersistentVolumeClaim": parse_pvc, "PersistentVolume": parse_pv,
             "StorageClass": parse_storage_class, "CSINode": parse_csi_node, "Namespace": parse_namespace,
             "Service": parse_service, "ReplicaSet": parse_replica_set, "StatefulSet": parse_stateful_set,
-            "ReplicationController": parse_replication_controller}
+            "ReplicationController": parse_replication_controller, "DeviceClass": parse_device_class,
+            "ResourceSlice": parse_resource_slice, "ResourceClaimTemplate": parse_resource_claim_template,
+            "ResourceClaim": parse_resource_claim}
 
 
 _DOCUMENT_KINDS = tuple(dict.fromkeys(document_kind(k) for k in KINDS))

@@ -87,6 +87,8 @@ class Kind:
 
 #: the kinds a common.scheduling.volumes.VolumeState keeps
 VOLUME_KINDS = ("StorageClass", "CSINode", "PersistentVolume", "PersistentVolumeClaim")
+#: the kinds a common.scheduling.device_state.DeviceState keeps
+DEVICE_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim")
 #: the kinds a common.scheduling.workloads.Workloads keeps
 WORKLOAD_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
 
@@ -94,6 +96,11 @@ WORKLOAD_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController
 def volume_kinds(volumes, then: Callable[[], None] | None = None) -> list[Kind]:
     """The declarations of the storage kinds kept in `volumes` (a common.scheduling.volumes.VolumeState)."""
     return [Kind(k, put=volumes.set, drop=partial(volumes.remove, k), then=then) for k in VOLUME_KINDS]
+
+
+def device_kinds(devices, then: Callable[[], None] | None = None) -> list[Kind]:
+    """The declarations of DRA's kinds kept in `devices` (a common.scheduling.device_state.DeviceState)."""
+    return [Kind(k, put=devices.set, drop=partial(devices.remove, k), then=then) for k in DEVICE_KINDS]
 
 
 def workload_kinds(workloads) -> list[Kind]:

@@ -31,9 +31,10 @@ class Judged:
     """One decision as the checks see it. `view` has `nodes` (name -> node record),
     `constraints` (a ConstraintIndex), `claimed` (victim key -> claimant), `bound_to(key)`,
     `volumes` (common.scheduling.volumes.VolumeState), `claims_in_use` (claim key -> pods counted
-    mounting it) and `volume_prefix` (NodeVolumeLimits' name for unbound claims)."""
+    mounting it), `volume_prefix` (NodeVolumeLimits' name for unbound claims) and, for
+    DEVICE_CHECKS, `devices` (common.scheduling.device_state.DeviceState)."""
 
-    __slots__ = ("view", "pod", "node_name", "info", "victim_refs", "victims", "volume_plan")
+    __slots__ = ("view", "pod", "node_name", "info", "victim_refs", "victims", "volume_plan", "device_plan")
 
     def __init__(self, view, pod, node_name: str, victim_refs: list = ()):
         self.view = view
@@ -43,6 +44,7 @@ class Judged:
         self.victim_refs = victim_refs  # [(key, uid)] as the shard named them
         self.victims: list = []         # the victims' Pods, once `victims` passed
         self.volume_plan = None         # the volumes to bind, once `volume_binding` passed
+        self.device_plan = None         # (claims, [(claim, allocation)]), once DynamicResources' passed
 
     @property
     def node(self):
@@ -98,6 +100,9 @@ NODE_CHECKS = (node_exists, *_checks(names.NODE_UNSCHEDULABLE, names.TAINT_TOLER
 #: kube's volume filters, after NodeResourcesFit as in its profile; always made (switching
 #: them off could bind a pod to a node its volumes cannot reach)
 VOLUME_CHECKS = _checks(names.VOLUME_RESTRICTIONS, names.NODE_VOLUME_LIMITS, names.VOLUME_BINDING, names.VOLUME_ZONE)
+#: DynamicResources' allocation against the binder's devices, after the volumes (kube's order);
+#: never run by verify: a bound pod's devices are already its own
+DEVICE_CHECKS = _checks(names.DYNAMIC_RESOURCES)
 CROSS_NODE_CHECKS = _checks(names.INTER_POD_AFFINITY, names.POD_TOPOLOGY_SPREAD)
 #: The checks that stand for a kube filter plugin: a profile that does not run the plugin's
 #: Filter does not get the check either (node_exists and victims always run, and a plugin's
@@ -117,7 +122,7 @@ def profile_checks(cfg, cross_node: bool = True) -> dict[str, tuple]:
         runs = filters(profile)
         args = profile_args(cfg, i)
         checks = []
-        for check in NODE_CHECKS + VOLUME_CHECKS + (CROSS_NODE_CHECKS if cross_node else ()):
+        for check in NODE_CHECKS + VOLUME_CHECKS + DEVICE_CHECKS + (CROSS_NODE_CHECKS if cross_node else ()):
             plugin = CHECKED_PLUGIN.get(check)
             if plugin is not None and plugin not in runs:
                 continue

@@ -84,6 +84,10 @@ RESOURCES = {
     "ReplicationController": ("v1", "/api/v1", "replicationcontrollers"),
     "ReplicaSet": ("apps/v1", "/apis/apps/v1", "replicasets"),
     "StatefulSet": ("apps/v1", "/apis/apps/v1", "statefulsets"),
+    "DeviceClass": ("resource.k8s.io/v1", "/apis/resource.k8s.io/v1", "deviceclasses"),
+    "ResourceSlice": ("resource.k8s.io/v1", "/apis/resource.k8s.io/v1", "resourceslices"),
+    "ResourceClaimTemplate": ("resource.k8s.io/v1", "/apis/resource.k8s.io/v1", "resourceclaimtemplates"),
+    "ResourceClaim": ("resource.k8s.io/v1", "/apis/resource.k8s.io/v1", "resourceclaims"),
 }
 #: Kinds defined by a CustomResourceDefinition (deploy/crd-podgroup.yaml): a cluster without
 #: it lists none of them (and says so once) instead of failing the processes that list them.
@@ -94,7 +98,7 @@ OPTIONAL_KINDS = {**{k: f"apply {crd}" for k, crd in CUSTOM_KINDS.items()},
                   NATIVE_KIND: ("start the API server with --feature-gates=GenericWorkload=true "
                                 f"--runtime-config={NATIVE_API_VERSION}=true")}
 #: Kinds whose status is written through the status subresource.
-STATUS_SUBRESOURCE = {"PodGroup", NATIVE_KIND, "Pod"}
+STATUS_SUBRESOURCE = {"PodGroup", NATIVE_KIND, "Pod", "ResourceClaim"}
 LEASES = "/apis/coordination.k8s.io/v1"
 EVENTS = "/apis/events.k8s.io/v1"
 LEASE_LABEL = "shardsched.io/role"

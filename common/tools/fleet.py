@@ -112,6 +112,55 @@ def csi_nodes(nodes: list[dict], limits: dict[str, int]) -> list[dict]:
             for n in nodes]
 
 
+#: The DRA driver `fleet --gpus-per-node` plays: its DeviceClass has the driver's name.
+GPU_DRIVER = "gpu.example.com"
+GPU_CLASS = GPU_DRIVER
+GPU_MODEL = "example-a100"
+GPU_MEMORY = "80Gi"
+#: The attribute two-GPU claims constrain with matchAttribute: devices sharing a PCIe root
+#: (Kubernetes' standard name for it, so it needs no driver's domain).
+PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
+#: A ResourceSlice holds at most 128 devices (the API's limit).
+MAX_DEVICES_PER_SLICE = 128
+
+
+def gpu_device(index: int, per_node: int) -> dict:
+    """One GPU as a driver publishes it: the first half of a node's devices on PCIe root
+    "pci0000:00", the second half on "pci0000:01" (so a node of 8 has two roots of 4)."""
+    root = 0 if index < max(1, (per_node + 1) // 2) else 1
+    return {"name": f"gpu-{index}",
+            "attributes": {"model": {"string": GPU_MODEL}, "index": {"int": index},
+                           PCIE_ROOT: {"string": f"pci0000:{root:02x}"}},
+            "capacity": {"memory": {"value": GPU_MEMORY}}}
+
+
+def resource_slices(nodes: list[dict], per_node: int) -> list[dict]:
+    """A ResourceSlice per node holding `per_node` GPUs, in a pool named after the node (one
+    slice, generation 1), as a node-local DRA driver publishes them; none for 0."""
+    if per_node < 0 or per_node > MAX_DEVICES_PER_SLICE:
+        raise ValueError(f"--gpus-per-node must be between 0 and {MAX_DEVICES_PER_SLICE}, not {per_node}")
+    if not per_node:
+        return []
+    return [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+             "metadata": {"name": f"{n['metadata']['name']}-{GPU_DRIVER}"},
+             "spec": {"driver": GPU_DRIVER, "nodeName": n["metadata"]["name"],
+                      "pool": {"name": n["metadata"]["name"], "generation": 1, "resourceSliceCount": 1},
+                      "devices": [gpu_device(i, per_node) for i in range(per_node)]}}
+            for n in nodes]
+
+
+def device_class() -> dict:
+    """The DeviceClass selecting every device of GPU_DRIVER (what claims name)."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": GPU_CLASS},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{GPU_DRIVER}"'}}]}}
+
+
+def gpu_fleet(nodes: list[dict], per_node: int) -> list[dict]:
+    """The DeviceClass and the nodes' ResourceSlices (nothing for 0 GPUs per node)."""
+    slices = resource_slices(nodes, per_node)
+    return [device_class(), *slices] if slices else []
+
+
 def summarize(node_objs) -> dict:
     """Nodes per zone and shape, and total allocatable, from parsed Node objects."""
     from ..model.resources import ZERO, vadd, vector_to_map

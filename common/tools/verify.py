@@ -6,8 +6,10 @@ a pod bound to a node that does not exist or whose NoSchedule/NoExecute taints, 
 or required node affinity it breaks, one pod bound twice, a pod whose required pod
 affinity, anti-affinity or DoNotSchedule topology spread the final placement breaks, a
 PodGroup partly placed (some members placed, fewer than its minMember, others pending), a
-pod on a node its bound volumes' node affinity excludes, and a ReadWriteOncePod claim mounted
-by two pods. Terminal pods do not count. `verify` is a pure function over parsed objects so benchmarks and tests
+pod on a node its bound volumes' node affinity excludes, a ReadWriteOncePod claim mounted
+by two pods, a device allocated to two ResourceClaims, and a bound pod whose ResourceClaim is
+missing, unallocated, not reserved for it, or allocated devices its node cannot use.
+Terminal pods do not count. `verify` is a pure function over parsed objects so benchmarks and tests
 reuse it.
 
 The cross-node constraints are judged as kube-scheduler would judge each pod if it were
@@ -38,7 +40,8 @@ SHOWN = 20  # violations listed in the summary
 
 
 def verify(nodes, pods, settled_s: float | None = None, scheduler_names=None, now: float | None = None,
-           groups=(), volumes: VolumeState | None = None, namespaces: Namespaces | None = None) -> dict:
+           groups=(), volumes: VolumeState | None = None, namespaces: Namespaces | None = None,
+           claims=(), slices=()) -> dict:
     """{"ok", "nodes", "bound", "pending", "violations": [{"kind", "object", "message"}]}.
 
     With `settled_s`, a pending pod older than that which some node could take now (every
@@ -48,7 +51,9 @@ def verify(nodes, pods, settled_s: float | None = None, scheduler_names=None, no
     Pods of a PodGroup (`groups`, parsed) are placed as a group, which that check does not
     try; a group with some but fewer than minMember members placed while others still wait is
     a violation ("partial-group"). `volumes`: the claims, volumes, classes and CSINodes
-    (default: none)."""
+    (default: none). `claims` and `slices`: the ResourceClaims and ResourceSlices, parsed
+    (a device twice: "device-twice"; a bound pod's claim missing, unallocated or not reserved
+    for it: "claim-unallocated"; allocated where the pod is not: "claim-elsewhere")."""
     volumes = volumes if volumes is not None else VolumeState()
     by_name = {n.name: n for n in nodes}
     violations: list[dict] = []
@@ -94,6 +99,7 @@ def verify(nodes, pods, settled_s: float | None = None, scheduler_names=None, no
         if over:
             bad("overcommit", f"Node {name}", f"bound pods request more {', '.join(over)} than allocatable")
     _read_write_once_pod(pods, volumes, bad)
+    _devices(pods, by_name, claims, slices, bad)
     placed = [p for p in pods if p.node_name in by_name and p.phase not in TERMINAL_PHASES]
     constrained = [p for p in placed if p.affinity[0] or p.anti_affinity[0]
                    or any(c.hard for c in p.spread_constraints)]
@@ -174,6 +180,52 @@ def _read_write_once_pod(pods, volumes: VolumeState, bad) -> None:
                 f"ReadWriteOncePod claim mounted by {len(who)} pods: {', '.join(sorted(who))}")
 
 
+def _devices(pods, by_name: dict, claims, slices, bad) -> None:
+    """Each device in at most one claim's allocation; each bound pod's claims allocated,
+    reserved for it, and usable on its node, their devices in slices its node can use."""
+    holder: dict[tuple, str] = {}
+    for c in claims:
+        for device in c.allocation.devices() if c.allocation is not None else ():
+            if device in holder:
+                bad("device-twice", f"ResourceClaim {c.key}",
+                    f"device {'/'.join(device)} is also allocated to claim {holder[device]}")
+            else:
+                holder[device] = c.key
+    by_key = {c.key: c for c in claims}
+    where = {d.id: s for s in slices for d in s.devices}
+    for p in pods:
+        node = by_name.get(p.node_name)
+        if node is None or p.phase in TERMINAL_PHASES:
+            continue
+        for pc in p.resource_claims:
+            name = pc.claim_name or p.claim_statuses.get(pc.name)
+            claim = by_key.get(f"{p.namespace}/{name}") if name else None
+            problem = _claim_problem(p, pc, name, claim, node, where)
+            if problem is not None:
+                bad(problem[0], f"Pod {p.key}", problem[1])
+
+
+def _claim_problem(p, pc, name, claim, node, where) -> tuple[str, str] | None:
+    """(kind, message) of what is wrong with one of a bound pod's claims on `node`, or None."""
+    on = f"bound to {node.name}, but"
+    if not name:
+        return "claim-unallocated", f"{on} no claim was made for its entry {pc.name} (template {pc.template_name})"
+    if claim is None:
+        return "claim-unallocated", f"{on} its claim {name} does not exist"
+    if claim.allocation is None:
+        return "claim-unallocated", f"{on} its claim {name} is not allocated"
+    if not claim.reserved_for_pod(p.uid):
+        return "claim-unallocated", f"{on} its claim {name} is not reserved for it"
+    if not claim.allocation.allows(node.name, node.labels):
+        return "claim-elsewhere", f"{on} the allocation of its claim {name} is for other nodes"
+    for device in claim.allocation.devices():
+        pool = where.get(device)
+        if pool is None or not pool.available_on(node.name, node.labels):
+            return "claim-elsewhere", (f"{on} device {'/'.join(device)} of its claim {name} is "
+                                       + ("in no ResourceSlice" if pool is None else "not on that node"))
+    return None
+
+
 class _Bound:
     """The bound pods as the checks read a view (no reservations, no claims)."""
 
@@ -202,18 +254,22 @@ def verify_store(store, settled_s: float | None = None, scheduler_names=None) ->
     """`verify` over everything in `store`; objects that do not parse are listed as errors."""
     nodes, pods, groups, errors = [], [], [], []
     volumes, namespaces = VolumeState(), Namespaces()
+    claims, slices = [], []
     for kind, parse, add in (("Namespace", parse_object, namespaces.set),
                              ("Node", parse_node, nodes.append), ("Pod", parse_pod, pods.append),
                              ("PodGroup", parse_pod_group, groups.append),
                              ("StorageClass", parse_object, volumes.set), ("CSINode", parse_object, volumes.set),
                              ("PersistentVolume", parse_object, volumes.set),
-                             ("PersistentVolumeClaim", parse_object, volumes.set)):
+                             ("PersistentVolumeClaim", parse_object, volumes.set),
+                             ("ResourceClaim", parse_object, claims.append),
+                             ("ResourceSlice", parse_object, slices.append)):
         for d in store.list(kind)[0]:
             try:
                 add(parse(d))
             except ObjectError as e:
                 errors.append(e.as_dict())
-    report = verify(nodes, pods, settled_s, scheduler_names, groups=groups, volumes=volumes, namespaces=namespaces)
+    report = verify(nodes, pods, settled_s, scheduler_names, groups=groups, volumes=volumes, namespaces=namespaces,
+                    claims=claims, slices=slices)
     report["unparsable"] = errors
     return report
 

@@ -382,6 +382,38 @@ def test_storage_kinds_create_get_and_delete(capsys, url, store, tmp_path):
     assert (code, out) == (0, 'storageclass.storage.k8s.io "wffc" deleted\n')
 
 
+def test_dra_kinds_create_get_and_delete(capsys, url, store, tmp_path):
+    from builders import allocation, claim_template, device_class, resource_claim, resource_slice
+
+    claim = resource_claim("c", ns="team", allocation=allocation("n1", "gpu-0"), reserved_for=["p"])
+    claim["metadata"].pop("uid")
+    path = write_yaml(tmp_path / "d.yaml", claim, claim_template("t", ns="team"), resource_slice("n1"),
+                      device_class("gpu"))
+    code, out, err = run(capsys, "create", "-f", path, "--store", url)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == ["deviceclass.resource.k8s.io/gpu created",
+                                "resourceslice.resource.k8s.io/n1-gpu.example.com created",
+                                "resourceclaimtemplate.resource.k8s.io/t created",
+                                "resourceclaim.resource.k8s.io/c created"]
+    expected = {
+        "resourceclaims": [["NAMESPACE", "NAME", "STATE", "AGE"], ["team", "c", "allocated,reserved"]],
+        "resourceclaimtemplates": [["NAMESPACE", "NAME", "AGE"], ["team", "t"]],
+        "deviceclasses": [["NAME", "AGE"], ["gpu"]],
+        "resourceslices": [["NAME", "NODE", "DRIVER", "POOL", "AGE"], ["n1-gpu.example.com", "n1", "gpu.example.com", "n1"]],
+    }
+    for kind, (header, row) in expected.items():
+        code, out, _ = run(capsys, "get", kind, "--store", url)
+        table = [line.split() for line in out.splitlines()]
+        assert code == 0 and table[0] == header, kind
+        assert table[1][:-1] == row, kind  # (the last column is the age)
+    code, out, _ = run(capsys, "get", "resourceclaim", "-o", "wide", "--store", url)
+    assert out.splitlines()[1].split()[-2:] == ["gpu.example.com/n1/gpu-0", "p"]
+    code, out, _ = run(capsys, "delete", "resourceclaim", "team/c", "--store", url)
+    assert (code, out) == (0, 'resourceclaim.resource.k8s.io "c" deleted\n')
+    code, out, _ = run(capsys, "delete", "deviceclass", "gpu", "--store", url)
+    assert (code, out) == (0, 'deviceclass.resource.k8s.io "gpu" deleted\n')
+
+
 def test_workload_kinds_create_get_and_delete(capsys, url, store, tmp_path):
     """Namespaces, Services, ReplicaSets, StatefulSets and ReplicationControllers, as kubectl
     shows them; a Namespace carries the label the API server gives it."""

@@ -96,7 +96,7 @@ def test_a_pre_point_runs_with_its_main_one():
 
 def test_every_binder_check_has_its_place_in_the_binders_order():
     """A plugin's binder check (its module's) runs among the binder's checks exactly once."""
-    ordered = checks.NODE_CHECKS + checks.VOLUME_CHECKS + checks.CROSS_NODE_CHECKS
+    ordered = checks.NODE_CHECKS + checks.VOLUME_CHECKS + checks.DEVICE_CHECKS + checks.CROSS_NODE_CHECKS
     for name, spec in plugins.SPECS.items():
         if spec.binder_check is not None:
             assert ordered.count(spec.binder_check) == 1, name

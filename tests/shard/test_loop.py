@@ -379,3 +379,32 @@ def test_a_refused_decision_wakes_the_pods_its_room_may_take():
     entry, result = sent[0]
     loop.finish_binding(entry, result, False, "NodeResourcesFit: Insufficient cpu")
     assert loop.queue.lengths()["unschedulable"] == 0  # second was woken (into backoff or active)
+
+
+def test_a_pod_waiting_for_devices_is_retried_when_its_claim_and_a_slice_appear():
+    """kube's DynamicResources hints: a pod PreEnqueue held back for a missing claim is asked
+    again when the claim is made; one no node had devices for is retried when a
+    ResourceSlice appears, and then bound with its claim allocated first."""
+    from builders import Clock, claim_pod, device_class, resource_claim, resource_slice
+    from shard.loop import ShardLoop
+    from shard.store_committer import StoreCommitter
+
+    store = MemoryStore()
+    for obj in (node("n1"), device_class(), claim_pod("p", claims=["c"])):
+        store.create(obj)
+    clock = Clock(1000.0)
+    loop = ShardLoop(make_config(), store, committer=StoreCommitter(store), clock=clock)
+    loop.start()
+    assert loop.schedule_next() is None
+    assert loop.gated["default/p"] == 'resourceclaim.resource.k8s.io "c" not found'
+    store.create(resource_claim("c"))
+    loop.sync()
+    first = loop.schedule_next()
+    assert not first.scheduled and "cannot allocate all claims" in loop.messages["default/p"]
+    store.create(resource_slice("n1"))
+    loop.sync()
+    clock.now += 60  # past the backoff
+    retry = loop.schedule_next()
+    assert retry is not None and retry.node == "n1"
+    assert store.get("Pod", "default/p")["spec"]["nodeName"] == "n1"
+    assert store.get("ResourceClaim", "default/c")["status"]["reservedFor"][0]["name"] == "p"

@@ -63,7 +63,8 @@ class Backend:
         try:
             for kind in ("Pod", "PodGroup", "PodDisruptionBudget", "Node", "PriorityClass", "PersistentVolumeClaim",
                          "PersistentVolume", "StorageClass", "CSINode", "ReplicaSet", "StatefulSet",
-                         "ReplicationController", "Service"):
+                         "ReplicationController", "Service", "ResourceClaim", "ResourceClaimTemplate",
+                         "ResourceSlice", "DeviceClass"):
                 for obj in store.list(kind)[0]:
                     meta = obj["metadata"]
                     if kind == "PriorityClass" and meta["name"] in SYSTEM_PRIORITY_CLASSES:
@@ -186,6 +187,42 @@ def test_storage_kinds_round_trip(backend):
     # (in order within a kind; the kube backend's watches of different kinds may interleave)
     assert sorted(e for e in events if e[0] == "DELETED") == sorted(
         ("DELETED", k) for k in ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode"))
+
+
+def test_dra_kinds_round_trip(backend):
+    """DeviceClasses, ResourceSlices, ResourceClaimTemplates and ResourceClaims
+    (resource.k8s.io/v1): create, get, list, a claim's allocation written, delete, and their
+    events, as for every kind."""
+    from builders import allocation, claim_template, device_class, resource_claim, resource_slice
+
+    store = backend.client()
+    rv = latest_rv(store)
+    objs = [device_class("gpu"), resource_slice("n1"), claim_template("one-gpu"), resource_claim("c1")]
+    for obj in objs:
+        obj["metadata"].pop("uid", None)
+        store.create(obj)
+    assert [o["metadata"]["name"] for o in store.list("ResourceSlice")[0]] == ["n1-gpu.example.com"]
+    assert store.get("DeviceClass", "gpu")["spec"]["selectors"][0]["cel"]["expression"]
+    assert store.get("ResourceClaimTemplate", "default/one-gpu")["spec"]["spec"]["devices"]["requests"]
+    claim = store.get("ResourceClaim", "default/c1")
+    claim["status"] = {"allocation": allocation("n1", "gpu-0"),
+                       "reservedFor": [{"resource": "pods", "name": "p", "uid": "uid-p"}]}
+    store.update_status(claim)  # (the API server takes a claim's status through its subresource)
+    got = store.get("ResourceClaim", "default/c1")["status"]
+    assert got["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
+    assert got["reservedFor"][0]["name"] == "p"
+    kinds = (("ResourceClaim", "default/c1"), ("ResourceClaimTemplate", "default/one-gpu"),
+             ("ResourceSlice", "n1-gpu.example.com"), ("DeviceClass", "gpu"))
+    for kind, key in kinds:
+        assert store.delete(kind, key)
+        assert store.get(kind, key) is None
+    events, deadline = [], time.monotonic() + 10
+    while sum(1 for t, _ in events if t == "DELETED") < 4 and time.monotonic() < deadline:
+        batch = store.poll(rv, timeout=0.5)
+        events += [(e.type, e.kind) for e in batch]
+        rv = batch[-1].rv if batch else rv
+    assert ("MODIFIED", "ResourceClaim") in events
+    assert sorted(e for e in events if e[0] == "DELETED") == sorted(("DELETED", k) for k, _ in kinds)
 
 
 def test_workload_kinds_round_trip(backend):

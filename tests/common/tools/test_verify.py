@@ -8,6 +8,7 @@ from common.tools.verify import verify, verify_store
 from builders import verify_node as node
 from builders import verify_pod as pod
 from builders import pod as raw_pod
+from builders import allocation, claim_pod, device_class, gpu, resource_claim, resource_slice
 from common.model.objects import parse_object, parse_pod
 
 NO_SCHEDULE = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
@@ -133,3 +134,86 @@ def test_settled_judges_volumes_too(case, storage, stuck):
     vs = _volumes(storage_class("wffc"), *[claims[s] for s in storage])
     report = verify([node()], [_aged("p", volumes=[claim_volume("data")])], settled_s=60, now=EPOCH + 120, volumes=vs)
     assert {v["object"] for v in report["violations"] if v["kind"] == "stuck"} == stuck
+
+
+# --- devices (Dynamic Resource Allocation) --------------------------------------------------
+
+def _dra(*docs):
+    return [parse_object(d) for d in docs]
+
+
+def _gpu_pod(name: str, node_name: str | None = "n1", claims=(), templates=(), statuses=None):
+    return parse_pod(claim_pod(name, claims=claims, templates=templates, statuses=statuses,
+                               cpu="100m", node_name=node_name))
+
+
+def _gpu_nodes():
+    return [node("n1"), node("n2")]
+
+
+def _slices():
+    return _dra(resource_slice("n1", [gpu(0), gpu(1)]), resource_slice("n2", [gpu(0), gpu(1)]))
+
+
+DEVICE_CASES = {
+    "claims on their pods' nodes": (
+        [_gpu_pod("a", claims=["ca"]), _gpu_pod("b", "n2", templates=[("gpu", "t")], statuses={"gpu": "b-gpu"})],
+        [resource_claim("ca", allocation=allocation("n1", "gpu-0"), reserved_for=["a"]),
+         resource_claim("b-gpu", allocation=allocation("n2", "gpu-0"), reserved_for=["b"])], []),
+    "one device in two claims": (
+        [_gpu_pod("a", claims=["ca"]), _gpu_pod("b", claims=["cb"])],
+        [resource_claim("ca", allocation=allocation("n1", "gpu-1"), reserved_for=["a"]),
+         resource_claim("cb", allocation=allocation("n1", "gpu-1"), reserved_for=["b"])],
+        [("device-twice", "ResourceClaim default/cb",
+          "device gpu.example.com/n1/gpu-1 is also allocated to claim default/ca")]),
+    "a shared claim is one allocation": (
+        [_gpu_pod("a", claims=["shared"]), _gpu_pod("b", claims=["shared"])],
+        [resource_claim("shared", allocation=allocation("n1", "gpu-0"), reserved_for=["a", "b"])], []),
+    "claim missing": (
+        [_gpu_pod("a", claims=["gone"])], [],
+        [("claim-unallocated", "Pod default/a", "bound to n1, but its claim gone does not exist")]),
+    "claim never made from its template": (
+        [_gpu_pod("a", templates=[("gpu", "t")])], [],
+        [("claim-unallocated", "Pod default/a", "bound to n1, but no claim was made for its entry gpu (template t)")]),
+    "claim not allocated": (
+        [_gpu_pod("a", claims=["ca"])], [resource_claim("ca")],
+        [("claim-unallocated", "Pod default/a", "bound to n1, but its claim ca is not allocated")]),
+    "claim not reserved for the pod": (
+        [_gpu_pod("a", claims=["ca"])], [resource_claim("ca", allocation=allocation("n1", "gpu-0"))],
+        [("claim-unallocated", "Pod default/a", "bound to n1, but its claim ca is not reserved for it")]),
+    "claim allocated for another node": (
+        [_gpu_pod("a", claims=["ca"])],
+        [resource_claim("ca", allocation=allocation("n2", "gpu-0"), reserved_for=["a"])],
+        [("claim-elsewhere", "Pod default/a", "bound to n1, but the allocation of its claim ca is for other nodes")]),
+    "device of another node's pool": (
+        [_gpu_pod("a", claims=["ca"])],
+        [resource_claim("ca", allocation={**allocation("n2", "gpu-0"), "nodeSelector": None}, reserved_for=["a"])],
+        [("claim-elsewhere", "Pod default/a",
+          "bound to n1, but device gpu.example.com/n2/gpu-0 of its claim ca is not on that node")]),
+    "device in no slice": (
+        [_gpu_pod("a", claims=["ca"])],
+        [resource_claim("ca", allocation=allocation("n1", "gpu-7"), reserved_for=["a"])],
+        [("claim-elsewhere", "Pod default/a",
+          "bound to n1, but device gpu.example.com/n1/gpu-7 of its claim ca is in no ResourceSlice")]),
+    "pending and finished pods are not judged": (
+        [_gpu_pod("a", None, claims=["gone"]),
+         parse_pod(claim_pod("done", claims=["gone"], node_name="n1", phase="Succeeded"))], [], []),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEVICE_CASES))
+def test_device_violations(case):
+    pods, claims, expected = DEVICE_CASES[case]
+    report = verify(_gpu_nodes(), pods, claims=_dra(*claims), slices=_slices())
+    assert [(v["kind"], v["object"], v["message"]) for v in report["violations"]] == expected
+    assert report["ok"] == (not expected)
+
+
+def test_verify_store_reads_claims_and_slices():
+    store = MemoryStore()
+    for d in (resource_slice("n1", [gpu(0)]), device_class(),
+              resource_claim("ca", allocation=allocation("n1", "gpu-0"), reserved_for=["a"]),
+              resource_claim("cb", allocation=allocation("n1", "gpu-0"), reserved_for=["b"])):
+        store.create(d)
+    report = verify_store(store)
+    assert [(v["kind"], v["object"]) for v in report["violations"]] == [("device-twice", "ResourceClaim default/cb")]

@@ -1,0 +1,72 @@
+"""kube-controller-manager's ResourceClaim controller for the embedded bench.
+
+A pod whose claim comes from a ResourceClaimTemplate cannot be scheduled until a claim has
+been made for it and named in its status (kube-scheduler's PreEnqueue waits for that, and so
+does shardsched's). On a cluster the controller manager does it; the embedded Redis has none,
+so `bench --workload dra` runs the repository's stand-in (common/claim_controller.py) in a
+process of its own, as a cluster runs the controller beside the scheduler: its passes (each a
+look at every pod and claim) and writes are counted, its CPU shows as its own process, and
+the throughput measured includes the time claims take to be made, as it would on a cluster.
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+
+log = logging.getLogger(__name__)
+
+#: Pause after a pass that wrote nothing (one that wrote is followed at once by the next).
+IDLE_S = 0.05
+
+
+class ClaimsProcess:
+    def __init__(self, url: str):
+        ctx = multiprocessing.get_context("spawn")  # the bench has threads running: no fork
+        self._stop = ctx.Event()
+        self._counts, child_end = ctx.Pipe(duplex=False)
+        self._process = ctx.Process(target=_run, args=(url, self._stop, child_end), name="claims", daemon=True)
+
+    def start(self) -> None:
+        self._process.start()
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
+    def stop(self, timeout_s: float = 30.0) -> dict:
+        """Stop it; returns {"passes", "writes", "errors"} (errors 1 and nothing else when it died)."""
+        self._stop.set()
+        try:
+            counts = self._counts.recv() if self._counts.poll(timeout_s) else None
+        except EOFError:  # it died before sending them
+            counts = None
+        self._process.join(timeout_s)
+        if counts is None:
+            log.error("the claim controller process sent no counts (exit code %s)", self._process.exitcode)
+            counts = {"passes": 0, "writes": 0, "errors": 1}
+        return counts
+
+
+def _run(url: str, stop, out) -> None:
+    """Passes of the controller until told to stop; a pass that fails is logged, counted and
+    followed by the next (the store is the truth: nothing is lost by starting over)."""
+    from common.claim_controller import ClaimController
+    from common.store import open_store
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s claims %(name)s: %(message)s")
+    store = open_store(url)
+    controller = ClaimController(store)
+    counts = {"passes": 0, "writes": 0, "errors": 0}
+    while not stop.is_set():
+        try:
+            wrote = controller.step()
+        except Exception:
+            log.exception("a pass of the claim controller failed")
+            counts["errors"] += 1
+            wrote = 0
+        counts["passes"] += 1
+        counts["writes"] += wrote
+        if not wrote:
+            stop.wait(IDLE_S)
+    store.close()
+    out.send(counts)
