@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 
 import pytest
+import urllib3
 from prometheus_client import CollectorRegistry
 
 from builders import TestExtender, node, pod
@@ -124,7 +125,8 @@ def test_https_with_the_tls_config(tmp_path):
         by_file = client(server, tlsConfig={"caFile": str(tmp_path / "ca.crt"), "serverName": "shardsched"})
         assert by_file.prioritize(pod("web"), NODES[:1])[0] == {"good-1": 10}
         # kube: enableHTTPS without a CA does not verify the certificate
-        assert client(server, enableHTTPS=True).prioritize(pod("web"), NODES[:1])[0] == {"good-1": 10}
+        with pytest.warns(urllib3.exceptions.InsecureRequestWarning):
+            assert client(server, enableHTTPS=True).prioritize(pod("web"), NODES[:1])[0] == {"good-1": 10}
         with pytest.raises(ExtenderError, match="prioritize"):  # a CA that did not sign it
             client(server, tlsConfig={"caFile": str(tmp_path / "ca.crt"), "serverName": "elsewhere"}).prioritize(
                 pod("web"), NODES[:1])
