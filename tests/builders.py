@@ -715,9 +715,10 @@ def outcome(st: Status | None):
 
 class Cluster:
     def __init__(self, nodes=(), pods=(), cfg: config_mod.Config | None = None, seed: int = 0, storage=(),
-                 workloads=(), **opts):
+                 workloads=(), devices=(), **opts):
         """`storage`: claims, volumes, storage classes and CSINodes the scheduler knows;
-        `workloads`: its Namespaces, Services, ReplicaSets, StatefulSets and ReplicationControllers."""
+        `workloads`: its Namespaces, Services, ReplicaSets, StatefulSets and ReplicationControllers;
+        `devices`: its ResourceClaims, DeviceClasses and ResourceSlices."""
         self.cache = ShardCache()
         for n in nodes:
             self.cache.set_node(parse_node(n))
@@ -729,6 +730,8 @@ class Cluster:
         for obj in workloads:
             parsed = parse_object(obj)
             (self.sched.namespaces if parsed.kind == "Namespace" else self.sched.workloads).set(parsed)
+        for obj in devices:
+            self.sched.devices.set(parse_object(obj))
         self.sched.refresh()
 
     # cluster changes --------------------------------------------------------------------------

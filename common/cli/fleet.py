@@ -73,5 +73,5 @@ def cmd_fleet(args) -> int:
     print_fleet_summary(summary, args.profile, len(nodes), write_s, list_s)
     if gpus:
         print(f"devices: {args.gpus_per_node} per node from driver {fleet_mod.GPU_DRIVER} in {len(gpus) - 1} "
-              f"ResourceSlices, DeviceClass {fleet_mod.GPU_CLASS}")
+              f"ResourceSlices, DeviceClass {fleet_mod.GPU_CLASS} (written with the nodes, in the time above)")
     return EXIT_REJECTED if errors else EXIT_OK

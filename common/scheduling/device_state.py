@@ -5,11 +5,31 @@ DynamicResources plugin reads it, the binder's device check and its PreBind writ
 `allocated()` is every device some claim holds: the claims' allocations as the store has
 them, plus the allocations this process assumed and has not seen written back yet. A device
 is in it until the claim holding it is deallocated or deleted, so nothing gives it twice.
+`free_matching` counts, per node, the free devices a class and a request's selectors accept,
+kept in step with every device given or given back, so Filter can turn away the nodes
+without enough of them in one numpy pass instead of trying an allocation on each.
 `pod_claims` is kube's foreachPodResourceClaim, with its messages.
 """
 from __future__ import annotations
 
-from .dra import CelCache, Inventory, allocated_devices
+from .dra import CelCache, Inventory, allocated_devices, matching_by_node, selector_key
+
+#: Selector sets whose per-node counts are kept at once (more: all are dropped and rebuilt).
+MATCHING_LIMIT = 64
+
+
+class Matching:
+    """One selector set's devices on node-local slices: the node of each accepted device, the
+    free ones per node, and the nodes where a selector failed (their Filter is an Error)."""
+    __slots__ = ("node_of", "free", "broken")
+
+    def __init__(self, node_of: dict, total: dict, broken: set, allocated: set):
+        self.node_of, self.broken = node_of, broken
+        self.free = dict(total)
+        for d in allocated:
+            node = node_of.get(d)
+            if node is not None:
+                self.free[node] -= 1
 
 
 class DeviceState:
@@ -25,6 +45,7 @@ class DeviceState:
         self._held: dict = {}          # claim key -> device ids the store's allocation holds
         self._allocated: set = set()   # every device held, stored or assumed
         self._inventory = None
+        self._matching: dict = {}      # selector_key -> Matching (while the inventory lasts)
 
     # --- following the store -----------------------------------------------------------------
 
@@ -40,7 +61,7 @@ class DeviceState:
             self.classes[obj.name] = obj
         elif kind == "ResourceSlice":
             self.slices[obj.name] = obj
-            self._inventory = None
+            self._new_inventory()
 
     def remove(self, kind: str, key: str) -> None:
         if kind == "ResourceClaim":
@@ -51,17 +72,39 @@ class DeviceState:
             self.classes.pop(key, None)
         elif kind == "ResourceSlice":
             if self.slices.pop(key, None) is not None:
-                self._inventory = None
+                self._new_inventory()
+
+    def _new_inventory(self) -> None:
+        self._inventory = None
+        self._matching = {}
 
     def _hold(self, key: str, devices: list) -> None:
         for d in self._held.pop(key, ()):
-            self._allocated.discard(d)
+            self._drop(d)
         if devices:
             self._held[key] = devices
-            self._allocated.update(devices)
+            self._take(devices)
         assumed = self.assumed.get(key)
         if assumed is not None:  # (its devices stay held while in flight)
-            self._allocated.update(allocated_devices(assumed[1]))
+            self._take(allocated_devices(assumed[1]))
+
+    def _take(self, devices) -> None:
+        allocated = self._allocated
+        for d in devices:
+            if d not in allocated:
+                allocated.add(d)
+                for m in self._matching.values():
+                    node = m.node_of.get(d)
+                    if node is not None:
+                        m.free[node] -= 1
+
+    def _drop(self, d) -> None:
+        if d in self._allocated:
+            self._allocated.discard(d)
+            for m in self._matching.values():
+                node = m.node_of.get(d)
+                if node is not None:
+                    m.free[node] += 1
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -72,6 +115,18 @@ class DeviceState:
 
     def allocated(self) -> set:
         return self._allocated
+
+    def free_matching(self, cls, request, claim_key: str) -> Matching:
+        """The per-node counts of the free node-local devices `cls` and `request` accept
+        (`claim_key` names the claim in a selector's error), built on first use."""
+        key = selector_key(cls, request)
+        got = self._matching.get(key)
+        if got is None:
+            if len(self._matching) >= MATCHING_LIMIT:
+                self._matching = {}
+            got = self._matching[key] = Matching(*matching_by_node(self.inventory(), cls, request, self.cel, claim_key),
+                                                 self._allocated)
+        return got
 
     def allocation_of(self, claim):
         """The claim's allocation document: the store's, else the one in flight, else None."""
@@ -87,7 +142,7 @@ class DeviceState:
 
     def assume(self, claim, allocation: dict) -> None:
         self.assumed[claim.key] = (claim.uid, allocation)
-        self._allocated.update(allocated_devices(allocation))
+        self._take(allocated_devices(allocation))
 
     def revert(self, claim_key: str) -> None:
         """Forget an allocation in flight that was not written (its pod was not bound)."""
@@ -100,7 +155,7 @@ class DeviceState:
         held = set(self._held.get(key, ()))
         for d in allocated_devices(got[1]):
             if d not in held:
-                self._allocated.discard(d)
+                self._drop(d)
 
 
 def claim_name(pod, pc) -> tuple[str | None, bool, str | None]:

@@ -131,7 +131,7 @@ def _candidates(request, classes: dict, slices: list, cache: CelCache, claim_key
     cls = classes.get(request.class_name)
     if cls is None:
         raise AllocatorError(CLASS_MISSING.format(request=request.name, cls=request.class_name))
-    key = (cls.name, cls.selectors, request.selectors)  # one verdict per device for the whole set
+    key = selector_key(cls, request)  # one verdict per device for the whole set
     exprs = None
     out = []
     for s in slices:
@@ -145,6 +145,41 @@ def _candidates(request, classes: dict, slices: list, cache: CelCache, claim_key
             if ok:
                 out.append((d, s))
     return out
+
+
+def selector_key(cls, request) -> tuple:
+    """What one verdict per device stands for: the class's and the request's selectors."""
+    return (cls.name, cls.selectors, request.selectors)
+
+
+def matching_by_node(inventory: Inventory, cls, request, cache: CelCache, claim_key: str):
+    """Over the node-local slices: ({device id: node} of the devices the class's and the
+    request's selectors accept, {node: how many}, {nodes where a selector failed on some
+    device}). Verdicts are the allocator's own (kept with each device), so a node counted here
+    offers exactly the candidates `allocate` would try there; a failing selector makes the
+    node's Filter an Error, as `allocate` raises there."""
+    key = selector_key(cls, request)
+    exprs = [(f"class {cls.name}: selector #{i}", e) for i, e in enumerate(cls.selectors)]
+    exprs += [(f"claim {claim_key}: selector #{i}", e) for i, e in enumerate(request.selectors)]
+    node_of: dict = {}
+    total: dict = {}
+    broken: set = set()
+    for node_name, slices in inventory.local.items():
+        n = 0
+        for s in slices:
+            for d in s.devices:
+                ok = d.verdicts.get(key)
+                if ok is None:
+                    try:
+                        ok = d.verdicts[key] = _accepts(d, exprs, cache)
+                    except AllocatorError:
+                        broken.add(node_name)
+                        continue
+                if ok:
+                    node_of[d.id] = node_name
+                    n += 1
+        total[node_name] = n
+    return node_of, total, broken
 
 
 def _accepts(device, exprs: list, cache: CelCache) -> bool:

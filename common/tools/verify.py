@@ -23,7 +23,8 @@ from collections import Counter
 
 import time
 
-from ..scheduling.checks import CROSS_NODE_CHECKS, NODE_CHECKS, VOLUME_CHECKS, Judged, first_failure
+from ..scheduling.checks import CROSS_NODE_CHECKS, DEVICE_CHECKS, NODE_CHECKS, VOLUME_CHECKS, Judged, first_failure
+from ..scheduling.device_state import DeviceState
 from ..scheduling.constraints import (ConstrainedAccounting, inter_pod_affinity_failure,
                                       topology_spread_failure)
 from ..errors import ObjectError
@@ -41,7 +42,7 @@ SHOWN = 20  # violations listed in the summary
 
 def verify(nodes, pods, settled_s: float | None = None, scheduler_names=None, now: float | None = None,
            groups=(), volumes: VolumeState | None = None, namespaces: Namespaces | None = None,
-           claims=(), slices=()) -> dict:
+           claims=(), slices=(), classes=()) -> dict:
     """{"ok", "nodes", "bound", "pending", "violations": [{"kind", "object", "message"}]}.
 
     With `settled_s`, a pending pod older than that which some node could take now (every
@@ -51,9 +52,11 @@ def verify(nodes, pods, settled_s: float | None = None, scheduler_names=None, no
     Pods of a PodGroup (`groups`, parsed) are placed as a group, which that check does not
     try; a group with some but fewer than minMember members placed while others still wait is
     a violation ("partial-group"). `volumes`: the claims, volumes, classes and CSINodes
-    (default: none). `claims` and `slices`: the ResourceClaims and ResourceSlices, parsed
-    (a device twice: "device-twice"; a bound pod's claim missing, unallocated or not reserved
-    for it: "claim-unallocated"; allocated where the pod is not: "claim-elsewhere")."""
+    (default: none). `claims`, `slices` and `classes`: the ResourceClaims, ResourceSlices and
+    DeviceClasses, parsed (a device twice: "device-twice"; a bound pod's claim missing,
+    unallocated or not reserved for it: "claim-unallocated"; allocated where the pod is not:
+    "claim-elsewhere"); a pending pod with claims is "stuck" only if its claims could be
+    allocated on the node besides the devices already allocated."""
     volumes = volumes if volumes is not None else VolumeState()
     by_name = {n.name: n for n in nodes}
     violations: list[dict] = []
@@ -113,7 +116,10 @@ def verify(nodes, pods, settled_s: float | None = None, scheduler_names=None, no
         _cross_node(acc, constrained, bad)
         if settled_s is not None:
             in_groups = _partial_groups(groups, pods, lambda *_: None)
-            _stuck(acc, volumes, [p for p in pods if p.key not in in_groups], settled_s, scheduler_names,
+            devices = DeviceState()
+            for obj in (*classes, *slices, *claims):
+                devices.set(obj)
+            _stuck(acc, volumes, devices, [p for p in pods if p.key not in in_groups], settled_s, scheduler_names,
                    time.time() if now is None else now, bad)
     _partial_groups(groups, pods, bad)
     return {"ok": not violations, "nodes": len(by_name), "bound": bound, "pending": pending,
@@ -227,17 +233,20 @@ def _claim_problem(p, pc, name, claim, node, where) -> tuple[str, str] | None:
 
 
 class _Bound:
-    """The bound pods as the checks read a view (no reservations, no claims)."""
+    """The bound pods as the checks read a view (no reservations, no victims claimed), and
+    the devices as the store has them allocated."""
 
-    def __init__(self, acc: ConstrainedAccounting, volumes: VolumeState):
+    def __init__(self, acc: ConstrainedAccounting, volumes: VolumeState, devices: DeviceState):
         self.nodes, self.constraints, self.claimed = acc.nodes, acc.constraints, {}
         self.bound_to = acc.pod_node.get
         self.volumes, self.claims_in_use, self.volume_prefix = volumes, acc.claims_in_use, "verify"
+        self.devices = devices
 
 
-def _stuck(acc, volumes: VolumeState, pods, settled_s: float, names, now: float, bad) -> None:
-    view = _Bound(acc, volumes)
-    checks = NODE_CHECKS + VOLUME_CHECKS + CROSS_NODE_CHECKS
+def _stuck(acc, volumes: VolumeState, devices: DeviceState, pods, settled_s: float, names, now: float,
+           bad) -> None:
+    view = _Bound(acc, volumes, devices)
+    checks = NODE_CHECKS + VOLUME_CHECKS + DEVICE_CHECKS + CROSS_NODE_CHECKS
     for p in pods:
         if (p.node_name or p.deleting or p.phase in TERMINAL_PHASES or now - p.creation_time <= settled_s
                 or (names is not None and p.scheduler_name not in names)
@@ -254,7 +263,7 @@ def verify_store(store, settled_s: float | None = None, scheduler_names=None) ->
     """`verify` over everything in `store`; objects that do not parse are listed as errors."""
     nodes, pods, groups, errors = [], [], [], []
     volumes, namespaces = VolumeState(), Namespaces()
-    claims, slices = [], []
+    claims, slices, classes = [], [], []
     for kind, parse, add in (("Namespace", parse_object, namespaces.set),
                              ("Node", parse_node, nodes.append), ("Pod", parse_pod, pods.append),
                              ("PodGroup", parse_pod_group, groups.append),
@@ -262,14 +271,15 @@ def verify_store(store, settled_s: float | None = None, scheduler_names=None) ->
                              ("PersistentVolume", parse_object, volumes.set),
                              ("PersistentVolumeClaim", parse_object, volumes.set),
                              ("ResourceClaim", parse_object, claims.append),
-                             ("ResourceSlice", parse_object, slices.append)):
+                             ("ResourceSlice", parse_object, slices.append),
+                             ("DeviceClass", parse_object, classes.append)):
         for d in store.list(kind)[0]:
             try:
                 add(parse(d))
             except ObjectError as e:
                 errors.append(e.as_dict())
     report = verify(nodes, pods, settled_s, scheduler_names, groups=groups, volumes=volumes, namespaces=namespaces,
-                    claims=claims, slices=slices)
+                    claims=claims, slices=slices, classes=classes)
     report["unparsable"] = errors
     return report
 

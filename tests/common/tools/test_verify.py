@@ -217,3 +217,21 @@ def test_verify_store_reads_claims_and_slices():
         store.create(d)
     report = verify_store(store)
     assert [(v["kind"], v["object"]) for v in report["violations"]] == [("device-twice", "ResourceClaim default/cb")]
+
+
+def _aged_gpu_pod(name: str, claim: str):
+    return parse_pod(claim_pod(name, claims=[claim], cpu="100m", ns="ns", scheduler="shardsched",
+                               meta={"creationTimestamp": "2026-01-01T00:00:00Z"}))
+
+
+@pytest.mark.parametrize("case, claims, stuck", [
+    ("a free device it could take", [resource_claim("want", ns="ns")], {"Pod ns/p"}),
+    ("every device taken", [resource_claim("want", ns="ns"),
+                            resource_claim("other", ns="ns", allocation=allocation("n1", "gpu-0", "gpu-1"))], set()),
+    ("its claim not made yet", [], set()),
+])
+def test_settled_judges_a_pending_pods_claims_against_the_free_devices(case, claims, stuck):
+    report = verify([node("n1")], [_aged_gpu_pod("p", "want")], settled_s=60, scheduler_names={"shardsched"},
+                    now=EPOCH + 120, claims=_dra(*claims), slices=_dra(resource_slice("n1", [gpu(0), gpu(1)])),
+                    classes=_dra(device_class()))
+    assert {v["object"] for v in report["violations"] if v["kind"] == "stuck"} == stuck
