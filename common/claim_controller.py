@@ -38,33 +38,32 @@ class ClaimController:
         self.store = store
 
     def step(self) -> int:
-        """One pass over the pods and claims; returns the number of writes."""
+        """One pass over the pods and claims; returns the number of writes. Only the objects
+        with something to do are parsed (a glance at the raw document tells): a pass over a
+        settled cluster parses nothing."""
         # claims before pods: every pod a listed claim is reserved for is in the later list
-        claims = []
-        for d in self.store.list("ResourceClaim")[0]:
-            try:
-                claims.append(parse_object(d))
-            except ObjectError:
-                continue
+        raw_claims = self.store.list("ResourceClaim")[0]
         live, pods = set(), []
         for d in self.store.list("Pod")[0]:
             meta = d.get("metadata") or {}
             if (d.get("status") or {}).get("phase") in TERMINAL_PHASES or meta.get("deletionTimestamp"):
                 continue
             live.add(meta.get("uid"))
-            if (d.get("spec") or {}).get("resourceClaims"):  # only these are parsed
+            if _claims_to_make(d):  # only these are parsed
                 try:
                     pods.append(parse_object(d))
                 except ObjectError:
                     continue  # admission reports it; this controller has nothing to do with it
         writes = 0
-        owned = {(c.namespace, c.owner[2], c.annotations.get(POD_CLAIM_NAME)): c for c in claims
-                 if c.owner is not None and c.owner[0] == "Pod"}
+        owned = dict(_owned(d) for d in raw_claims)
         for pod in pods:
-            if any(pc.template_name for pc in pod.resource_claims):
-                writes += self._generate(pod, owned)
-        for claim in claims:
-            writes += self._release(claim, live)
+            writes += self._generate(pod, owned)
+        for d in raw_claims:
+            if _to_release(d, live):
+                try:
+                    writes += self._release(parse_object(d), live)
+                except ObjectError:
+                    continue
         return writes
 
     def _generate(self, pod, owned: dict) -> int:
@@ -74,15 +73,13 @@ class ClaimController:
         for pc in pod.resource_claims:
             if not pc.template_name or pc.name in statuses:
                 continue
-            claim = owned.get((pod.namespace, pod.uid, pc.name))
-            if claim is None:
+            name = owned.get((pod.namespace, pod.uid, pc.name))
+            if name is None:
                 template = self.store.get("ResourceClaimTemplate", f"{pod.namespace}/{pc.template_name}")
                 if template is None:
                     continue  # kube's controller waits for the template too
                 name = self._create(pod, pc.name, template)
                 writes += 1
-            else:
-                name = claim.name
             statuses[pc.name] = name
         if statuses != pod.claim_statuses:
             writes += self._write_pod_statuses(pod, statuses)
@@ -140,3 +137,41 @@ class ClaimController:
         except Conflict:
             return 0
         return 1
+
+
+def _claims_to_make(pod: dict) -> bool:
+    """Whether a pod document has a template entry its status does not name a claim for yet."""
+    entries = (pod.get("spec") or {}).get("resourceClaims") or ()
+    wanted = {e.get("name") for e in entries if isinstance(e, dict) and e.get("resourceClaimTemplateName")}
+    if not wanted:
+        return False
+    named = {s.get("name") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or () if isinstance(s, dict)}
+    return not wanted <= named
+
+
+def _controller(claim: dict) -> dict | None:
+    for r in (claim.get("metadata") or {}).get("ownerReferences") or ():
+        if isinstance(r, dict) and r.get("controller"):
+            return r
+    return None
+
+
+def _owned(claim: dict) -> tuple:
+    """((namespace, owning pod's uid, pod claim name), claim name) of a claim document."""
+    meta = claim.get("metadata") or {}
+    owner = _controller(claim) or {}
+    pod_uid = owner.get("uid") if owner.get("kind") == "Pod" else None
+    return (meta.get("namespace"), pod_uid, (meta.get("annotations") or {}).get(POD_CLAIM_NAME)), meta.get("name")
+
+
+def _to_release(claim: dict, live: set) -> bool:
+    """Whether a claim document has a consumer gone, an allocation nobody uses, or an owning
+    pod gone (what `_release` acts on)."""
+    owner = _controller(claim)
+    if owner is not None and owner.get("kind") == "Pod" and owner.get("uid") not in live:
+        return True
+    status = claim.get("status") or {}
+    reserved = status.get("reservedFor") or ()
+    if any(not isinstance(r, dict) or r.get("uid") not in live for r in reserved):
+        return True
+    return not reserved and bool(status.get("allocation"))
