@@ -196,7 +196,11 @@ class DynamicResources(Plugin, dra_spec.DynamicResources):
         if s is None:
             out.status = Status(ERROR, dra_spec.NO_STATE)
         else:
-            out.status = unschedulable(dra_spec.STILL_NOT_SCHEDULABLE) if s.claims else unschedulable()
+            # kube v1.37 words it only when an allocated claim is what keeps the pod off the
+            # nodes (nothing of its own to deallocate); a claim still to allocate that fits
+            # nowhere leaves DefaultPreemption's words alone (seen side by side with
+            # kube-scheduler: tests/test_kube_dra.py)
+            out.status = unschedulable(dra_spec.STILL_NOT_SCHEDULABLE) if s.pinned else unschedulable()
         return out
 
 

@@ -46,8 +46,8 @@ def test_no_device_is_given_twice_and_the_third_pod_waits_with_kubes_message():
     bound = [k for k, v in report.items() if v["status"] == "Bound"]
     assert len(bound) == 2
     waiting = next(v for v in report.values() if v["status"] != "Bound")
-    # as kube v1.37 words it (its PostFilter's "still not schedulable", then DefaultPreemption's)
-    assert waiting["message"] == ("0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, "
+    # as kube v1.37 words it (no "still not schedulable" for a claim still to allocate)
+    assert waiting["message"] == ("0/1 nodes are available: 1 cannot allocate all claims. "
                                   "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
 
 
