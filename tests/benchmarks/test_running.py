@@ -76,7 +76,8 @@ def test_a_small_bench_with_running_pods(tmp_path, capsys):
     assert min(procs[k]["cpu_s"] for k in ("shard-0", "shard-1")) > 0
     cpu = doc["cpu"]
     assert set(cpu) == {"store", "bench", "churn", "whole_machine_cores"}
-    assert cpu["bench"]["cpu_s"] > 0 and cpu["store"]["cpu_s"] >= 0 and cpu["whole_machine_cores"] > 0
+    # (the bench passes over the events it does not need undecoded: 200 pods may round to 0.0 s)
+    assert cpu["bench"]["cpu_s"] >= 0 and cpu["store"]["cpu_s"] >= 0 and cpu["whole_machine_cores"] > 0
     for key in ("throughput_pods_per_s", "conflicts", "per_shard", "churn", "fleet_write_s"):
         assert key in doc  # today's figures stay
     assert "p99.9" in (tmp_path / "bench.md").read_text()
