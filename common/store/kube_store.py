@@ -466,10 +466,13 @@ class KubeStore(ClusterStore):
         return items, rv
 
     def list_iter(self, kind: str, cached: bool = False, skip=None):
-        """`list` one page of _LIST_PAGE at a time: the first is read now (its rv is the
-        list's), each next one when the reader has taken the last object of the one before,
-        so a large list is never held whole, decoded or not."""
-        pages = self._pages(kind, cached, _LIST_PAGE)
+        """`list` one page of _LIST_PAGE at a time, consistent whether `cached` or not: the
+        first is read now (its rv is the list's), each next one when the reader has taken the
+        last object of the one before, so a large list is never held whole, decoded or not."""
+        # never resourceVersion=0: the API server (v1.37 too) serves such a list whole whatever
+        # the limit (25,000 pods: a 480 MB peak in a dispatcher that keeps none of them); a
+        # consistent list pages, and recent servers serve it from their watch cache as well
+        pages = self._pages(kind, False, _LIST_PAGE)
         first, rv = next(pages)
 
         def each():

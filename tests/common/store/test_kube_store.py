@@ -114,7 +114,15 @@ def test_a_list_read_page_by_page_misses_and_repeats_nothing(store, monkeypatch)
     monkeypatch.setattr(kube_store, "_LIST_PAGE", 2)
     for i in range(5):
         store.create(pod(f"paged-{i}"))
+    call, pages = store._call, []
+
+    def counted(method, path, *args, **kwargs):
+        if method == "GET" and path == "/api/v1/pods":
+            pages.append(path)
+        return call(method, path, *args, **kwargs)
+    monkeypatch.setattr(store, "_call", counted)
     for cached in (False, True):
+        pages.clear()
         objs, rv = store.list_iter("Pod", cached=cached)
         names = [next(objs)["metadata"]["name"]]
         store.create(pod(f"between-{int(cached)}"))
@@ -123,6 +131,7 @@ def test_a_list_read_page_by_page_misses_and_repeats_nothing(store, monkeypatch)
         assert f"between-{int(cached)}" not in names and len(names) == len(set(names))
         later = [e.obj["metadata"]["name"] for e in store.poll(rv, timeout=5, kinds=["Pod"])]
         assert f"between-{int(cached)}" in later
+        assert len(pages) >= 3, "a list read whole, not in pages"  # 5 pods and more, 2 a page
 
 
 def test_pods_and_nodes_come_without_managed_fields_and_otherwise_whole(store):
