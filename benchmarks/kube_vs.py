@@ -233,13 +233,33 @@ def fill_running(store: KubeStore, n: int, nodes: list[dict], seed: int = 0, tim
     """`--running-pods`: `n` of benchmarks/running.py's pods written bound to `nodes` (the
     fleet's manifests), then waited for until kwok has marked each Running (as a kubelet
     would), before any side starts: every side lists and watches them, and what they cost
-    shows in its RSS. Returns running.fill's figures and `running_s`, how long kwok took."""
+    shows in its RSS. Returns {running_pods, deployments, write_s, running_s} (how long the
+    writes and kwok's Running took)."""
     existing = {ns["metadata"]["name"] for ns in store.list("Namespace")[0]}
     for i in range(running.NAMESPACES):
         if f"team-{i}" not in existing:
             create_namespace(store, f"team-{i}")
     print(f"writing {n} running pods", flush=True)
-    filled = running.fill(store, n, nodes, seed)
+    # The API server's Priority admission takes a pod's priority from its PriorityClass only
+    # (a bare spec.priority is refused): one class per level of the mix.
+    classes = {ns["metadata"]["name"] for ns in store.list("PriorityClass")[0]}
+    for value, _ in running.PRIORITIES:
+        if value and f"running-{value}" not in classes:
+            store.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                          "metadata": {"name": f"running-{value}"}, "value": value})
+    t = time.monotonic()
+    written = 0
+    for chunk in running.generate(n, nodes, seed):
+        for pod in chunk:
+            value = pod["spec"].pop("priority", 0)
+            if value:
+                pod["spec"]["priorityClassName"] = f"running-{value}"
+        errors = store.create_many(chunk)
+        if errors:
+            raise RuntimeError(f"running pods refused by the API server: {errors[:3]}")
+        written += len(chunk)
+    filled = {"running_pods": written, "deployments": running.deployment_count(n) if n > 0 else 0,
+              "write_s": round(time.monotonic() - t, 2)}
     t = time.monotonic()
     while True:
         waiting = sum(1 for p in store._call("GET", "/api/v1/pods", query=[("fieldSelector", "status.phase!=Running")])

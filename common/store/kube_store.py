@@ -6,6 +6,9 @@ classes cost milliseconds per object, far too much for 20,000 nodes, and importi
 alone costs each process most of a second of CPU at start. Every request carries a timeout,
 so a dead connection never hangs a process.
 
+Pods and nodes come without metadata.managedFields, in every answer and event (cut from the
+bytes before decoding: see `_without_managed_fields`); no role reads them.
+
 URLs: `kube://` (in-cluster config, else ~/.kube/config, else `store.kubeconfig`) or
 `kube:///path/to/kubeconfig`.
 
@@ -344,6 +347,11 @@ def _without_managed_fields(data: bytes) -> bytes:
     return b"".join(parts)
 
 
+def _trim(kind: str):
+    """What an answer of `kind` is cut by before decoding (None: nothing)."""
+    return _without_managed_fields if kind in _LEAN_KINDS else None
+
+
 class PodEvent(WatchEvent):
     """A pod's watch event kept as the server's line until its `obj` is first read: a
     reader that passes it over by its `raw` bytes and `key` (common.runtime.intake's
@@ -426,15 +434,15 @@ class KubeStore(ClusterStore):
 
     # --- reads ----------------------------------------------------------------------------
 
-    def _pages(self, kind: str, cached: bool, limit: int, lean: bool = False):
+    def _pages(self, kind: str, cached: bool, limit: int):
         """The list of `kind` page by page: (objects, the list's rv), each page decoded when
         it is reached. Paged by `limit` with continue tokens (every page of one list is
         served at the first page's rv). `cached`: resourceVersion=0, served from the API
         server's watch cache as client-go's informers list (a third of the server's CPU for
         5,000 pods, and no etcd read), possibly a moment behind; a server that serves such
-        a list whole ignores the limit. `lean`: without managedFields (_without_managed_fields)."""
+        a list whole ignores the limit."""
         check_kind(kind)
-        trim = _without_managed_fields if lean and kind in _LEAN_KINDS else None
+        trim = _trim(kind)
         cont, rv = None, None
         while True:
             query = [("limit", str(limit))] + ([("continue", cont)] if cont else
@@ -454,18 +462,21 @@ class KubeStore(ClusterStore):
                 return
 
     def list(self, kind: str, cached: bool = False) -> tuple[list[dict], str]:
-        """A consistent (quorum) list, paged by 5,000 (see `_pages`)."""
+        """A consistent (quorum) list, paged by 5,000 (see `_pages`; pods and nodes without
+        managedFields, as everything this store hands out)."""
         items, rv = [], None
         for page, rv in self._pages(kind, cached, 5000):
             items += [_typed(kind, o) for o in page]
         return items, rv
 
     def list_iter(self, kind: str, cached: bool = False, skip=None):
-        """`list` one page of _LIST_PAGE at a time: the first is read now (its rv is the
-        list's), each next one when the reader has taken the last object of the one before,
-        so a large list is never held whole, decoded or not; pods and nodes come without
-        their managedFields, as the watch's do."""
-        pages = self._pages(kind, cached, _LIST_PAGE, lean=True)
+        """`list` one page of _LIST_PAGE at a time, consistent whether `cached` or not: the
+        first is read now (its rv is the list's), each next one when the reader has taken the
+        last object of the one before, so a large list is never held whole, decoded or not."""
+        # never resourceVersion=0: the API server (v1.37 too) serves such a list whole whatever
+        # the limit (25,000 pods: a 480 MB peak in a dispatcher that keeps none of them); a
+        # consistent list pages, and recent servers serve it from their watch cache as well
+        pages = self._pages(kind, False, _LIST_PAGE)
         first, rv = next(pages)
 
         def each():
@@ -497,7 +508,7 @@ class KubeStore(ClusterStore):
     def get(self, kind: str, key: str) -> dict | None:
         check_kind(kind)
         try:
-            return _typed(kind, self._call("GET", _path(kind, *_split(kind, key))))
+            return _typed(kind, self._call("GET", _path(kind, *_split(kind, key)), trim=_trim(kind)))
         except ApiError as e:
             if e.status == 404:
                 return None
@@ -621,7 +632,7 @@ class KubeStore(ClusterStore):
         body["apiVersion"] = RESOURCES[kind][0]
         ns, _ = _split(kind, key)
         try:
-            created = self._call("POST", _path(kind, ns), body=body)
+            created = self._call("POST", _path(kind, ns), body=body, trim=_trim(kind))
         except ApiError as e:
             if e.status == 409:
                 raise Conflict("AlreadyExists") from None
@@ -659,7 +670,7 @@ class KubeStore(ClusterStore):
         body["metadata"] = dict(obj["metadata"], resourceVersion=expected_rv or current["metadata"]["resourceVersion"])
         body["apiVersion"] = RESOURCES[kind][0]
         try:
-            updated = self._call("PUT", _path(kind, *_split(kind, key)) + subresource, body=body)
+            updated = self._call("PUT", _path(kind, *_split(kind, key)) + subresource, body=body, trim=_trim(kind))
         except ApiError as e:
             if e.status == 404:
                 raise Conflict("NotFound") from None

@@ -8,17 +8,22 @@ from common.tools import fleet as fleet_mod
 
 
 def test_running_pods_are_written_bound_and_left_running_by_kwok(kube_cluster):
+    """Their priorities too: the API server refuses a bare spec.priority (a PriorityClass of
+    each level is created and named instead)."""
     store = KubeStore(str(kube_cluster.kubeconfig))
     nodes = fleet_mod.generate(4, "uniform", 0, prefix="fill")
     written = []
     try:
         for n in nodes:
             store.create(n)
-        filled = kube_vs.fill_running(store, 30, nodes, seed=1, timeout=600)
+        filled = kube_vs.fill_running(store, 30, nodes, seed=5, timeout=600)  # seed 5: priority 1000
         written = [p for p in store.list("Pod")[0] if p["metadata"]["namespace"].startswith("team-")]
         assert filled["running_pods"] == len(written) == 30
         assert {p["spec"]["nodeName"] for p in written} <= {n["metadata"]["name"] for n in nodes}
         assert all(p["status"]["phase"] == "Running" for p in written)
+        # the API server takes a priority from a PriorityClass only
+        assert {p["spec"]["priority"] for p in written} == {1000}
+        assert {p["spec"]["priorityClassName"] for p in written} == {"running-1000"}
         assert {p["metadata"]["namespace"] for p in written} <= {f"team-{i}" for i in range(running.NAMESPACES)}
     finally:
         assert store.evict_many([(f"{p['metadata']['namespace']}/{p['metadata']['name']}", None)

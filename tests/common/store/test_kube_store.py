@@ -114,7 +114,15 @@ def test_a_list_read_page_by_page_misses_and_repeats_nothing(store, monkeypatch)
     monkeypatch.setattr(kube_store, "_LIST_PAGE", 2)
     for i in range(5):
         store.create(pod(f"paged-{i}"))
+    call, pages = store._call, []
+
+    def counted(method, path, *args, **kwargs):
+        if method == "GET" and path == "/api/v1/pods":
+            pages.append(path)
+        return call(method, path, *args, **kwargs)
+    monkeypatch.setattr(store, "_call", counted)
     for cached in (False, True):
+        pages.clear()
         objs, rv = store.list_iter("Pod", cached=cached)
         names = [next(objs)["metadata"]["name"]]
         store.create(pod(f"between-{int(cached)}"))
@@ -123,21 +131,23 @@ def test_a_list_read_page_by_page_misses_and_repeats_nothing(store, monkeypatch)
         assert f"between-{int(cached)}" not in names and len(names) == len(set(names))
         later = [e.obj["metadata"]["name"] for e in store.poll(rv, timeout=5, kinds=["Pod"])]
         assert f"between-{int(cached)}" in later
+        assert len(pages) >= 3, "a list read whole, not in pages"  # 5 pods and more, 2 a page
 
 
-def test_watched_and_listed_pods_come_without_managed_fields_and_otherwise_whole(store):
-    """No role reads managedFields, half of what decoding a pod cost: the watch and the
-    informers' paged lists cut them out before decoding; everything else is as `get` has it."""
+def test_pods_and_nodes_come_without_managed_fields_and_otherwise_whole(store):
+    """No role reads managedFields, half of what decoding a pod cost: the store cuts them out
+    of pods and nodes before decoding, in the watch, lists and gets alike; everything else is
+    as the API server has it."""
     _, rv = store.list("Pod")
     store.create(pod("lean", labels={"app": "x"}))
-    whole = store.get("Pod", "default/lean")
+    whole = store._call("GET", "/api/v1/namespaces/default/pods/lean")
     assert whole["metadata"]["managedFields"]
     expected = dict(whole, metadata={k: v for k, v in whole["metadata"].items() if k != "managedFields"})
     [event] = [e for e in store.poll(rv, timeout=5, kinds=["Pod"]) if e.obj["metadata"]["name"] == "lean"]
     listed = [o for o in store.list_iter("Pod")[0] if o["metadata"]["name"] == "lean"]
-    assert event.obj == expected and listed == [expected]
-    node = store.list_iter("Node")[0]
-    assert all("managedFields" not in n["metadata"] for n in node)
+    assert event.obj == expected and listed == [expected] and store.get("Pod", "default/lean") == expected
+    assert [o for o in store.list("Pod")[0] if o["metadata"]["name"] == "lean"] == [expected]
+    assert all("managedFields" not in n["metadata"] for n in store.list_iter("Node")[0])
 
 
 def test_an_eviction_refused_by_a_disruption_budget_is_an_outcome(store):
