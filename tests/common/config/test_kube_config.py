@@ -47,7 +47,8 @@ def test_an_empty_file_is_kube_schedulers_default_profile():
     assert got["NodeResourcesFit"][0] == 1 and got["PodTopologySpread"][0] == 2
     # StorageCapacityScoring is on by default in v1.37: VolumeBinding scores (multiPoint weight 1)
     assert got["VolumeBinding"] == (1, ["filter", "preFilter", "preScore", "reserve", "score"])
-    assert got["DynamicResources"] == (2, ["filter", "postFilter", "preFilter", "preScore", "score"])
+    assert got["DynamicResources"] == (2, ["filter", "postFilter", "preEnqueue", "preFilter", "preScore", "reserve",
+                                           "score"])
     assert notes == []
     _, notes = load(ksc(profiles=[{"plugins": {"multiPoint": {"enabled": [{"name": "NodeDeclaredFeatures"}]}}}]))
     assert [n.split(":")[1].split()[0] for n in notes if "left out" in n] == ["NodeDeclaredFeatures"]
@@ -208,8 +209,8 @@ def test_extenders_tls_data_must_be_base64():
     (dict(profiles=[{"plugins": {"placementScore": {"enabled": [{"name": "PodGroupPodsCount"}]}}}]),
      "profiles[0].plugins.placementScore.enabled[0]: Forbidden: shardsched has no workload scheduling cycle "
      "(kube's GenericWorkload and TopologyAwareWorkloadScheduling, off by default)"),
-    (dict(profiles=[{"plugins": {"reserve": {"enabled": [{"name": "DynamicResources"}]}}}]),
-     'profiles[0].plugins.reserve.enabled[0]: Invalid value: "DynamicResources": DynamicResources does not '
+    (dict(profiles=[{"plugins": {"reserve": {"enabled": [{"name": "NodePorts"}]}}}]),
+     'profiles[0].plugins.reserve.enabled[0]: Invalid value: "NodePorts": NodePorts does not '
      "extend the reserve extension point"),
     (dict(profiles=[{"pluginConfig": [{"name": "DynamicResources", "args": {"filterTimeout": "-1s"}}]}]),
      "profiles[0].pluginConfig[0].args.filterTimeout: Invalid value: -1s: must be zero or positive"),
