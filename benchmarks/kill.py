@@ -20,7 +20,8 @@ from common.store import open_store
 class ShardKiller:
     """A thread that kills shard `index` `at_s` seconds after `start()`, starts it again and
     records when the new process holds the shard's lease (`ready_s`) and has run its first
-    scheduling cycle (`scheduling_s`), both counted from the kill."""
+    scheduling cycle (`scheduling_s`, None when the run ended before it was given a pod),
+    both counted from the kill."""
 
     def __init__(self, cluster, at_s: float, index: int = 0, timeout_s: float = 600.0):
         self.cluster = cluster
@@ -30,13 +31,18 @@ class ShardKiller:
         self.report: dict = {"shard": str(index), "at_s": at_s, "killed": False,
                              "ready_s": None, "scheduling_s": None, "error": None}
         self._stop = threading.Event()
+        self._ending = threading.Event()  # the run is over: no more pods will come
         self._thread = threading.Thread(target=self._run, name="shard-killer", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
     def stop(self) -> dict:
-        self._stop.set()
+        """The report; a shard already killed is waited for until it schedules again (or the
+        timeout): the other shards may have bound every pod long before it is back."""
+        self._ending.set()
+        if not self.report["killed"]:
+            self._stop.set()
         self._thread.join()
         return self.report
 
@@ -54,6 +60,7 @@ class ShardKiller:
         self.cluster.kill("shard", self.index)
         self.report["killed"] = True
         self.cluster.start_one("shard", self.index)
+        self.report["new_pid"] = self.cluster.procs[("shard", self.index)].pid
         store = open_store(self.cluster.url)
         try:
             while not self._stop.is_set() and time.monotonic() - killed_at < self.timeout_s:
@@ -65,10 +72,12 @@ class ShardKiller:
                     if reply.counters["cycles"] > 0:
                         self.report["scheduling_s"] = round(since, 2)
                         break
+                    if self._ending.is_set():  # back, but the run left it nothing to schedule
+                        break
                 time.sleep(0.2)
         finally:
             store.close()
-        self.report["old_pid"], self.report["new_pid"] = old, self.cluster.procs[("shard", self.index)].pid
+        self.report["old_pid"] = old
 
     def _new_process_status(self, store, since_kill: float):
         """The Status of the process holding the shard's lease, if it is the new one (its
