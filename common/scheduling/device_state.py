@@ -4,7 +4,11 @@ DynamicResources plugin reads it, the binder's device check and its PreBind writ
 
 `allocated()` is every device some claim holds: the claims' allocations as the store has
 them, plus the allocations this process assumed and has not seen written back yet. A device
-is in it until the claim holding it is deallocated or deleted, so nothing gives it twice.
+is in it until every holder let go of it (the claim deallocated or deleted, the assumption
+reverted), so nothing gives it twice. Holders are counted, not just noted: an assumption
+that lost its device to another claim (two shards took the same one; the watch showed the
+other's allocation before the binder refused ours) must leave the device taken when it is
+reverted, or the shard chose it again on every retry and was refused every time.
 `free_matching` counts, per node, the free devices a class and a request's selectors accept,
 kept in step with every device given or given back, so Filter can turn away the nodes
 without enough of them in one numpy pass instead of trying an allocation on each.
@@ -44,6 +48,7 @@ class DeviceState:
         self.assumed: dict = {}        # claim key -> (claim uid, allocation document) in flight
         self._held: dict = {}          # claim key -> device ids the store's allocation holds
         self._allocated: set = set()   # every device held, stored or assumed
+        self._holders: dict = {}       # device id -> how many claims and assumptions hold it
         self._inventory = None
         self._matching: dict = {}      # selector_key -> Matching (while the inventory lasts)
 
@@ -84,21 +89,25 @@ class DeviceState:
         if devices:
             self._held[key] = devices
             self._take(devices)
-        assumed = self.assumed.get(key)
-        if assumed is not None:  # (its devices stay held while in flight)
-            self._take(allocated_devices(assumed[1]))
 
     def _take(self, devices) -> None:
-        allocated = self._allocated
+        holders = self._holders
         for d in devices:
-            if d not in allocated:
-                allocated.add(d)
+            holders[d] = holders.get(d, 0) + 1
+            if holders[d] == 1:
+                self._allocated.add(d)
                 for m in self._matching.values():
                     node = m.node_of.get(d)
                     if node is not None:
                         m.free[node] -= 1
 
     def _drop(self, d) -> None:
+        """One holder of `d` let go; it is free once none is left."""
+        left = self._holders.get(d, 0) - 1
+        if left > 0:
+            self._holders[d] = left
+            return
+        self._holders.pop(d, None)
         if d in self._allocated:
             self._allocated.discard(d)
             for m in self._matching.values():
@@ -141,6 +150,7 @@ class DeviceState:
     # --- allocations in flight -----------------------------------------------------------------
 
     def assume(self, claim, allocation: dict) -> None:
+        self._forget_assumed(claim.key)  # (one assumption per claim: a replaced one lets go)
         self.assumed[claim.key] = (claim.uid, allocation)
         self._take(allocated_devices(allocation))
 
@@ -152,10 +162,8 @@ class DeviceState:
         got = self.assumed.pop(key, None)
         if got is None:
             return
-        held = set(self._held.get(key, ()))
         for d in allocated_devices(got[1]):
-            if d not in held:
-                self._drop(d)
+            self._drop(d)
 
 
 def claim_name(pod, pc) -> tuple[str | None, bool, str | None]:

@@ -408,3 +408,43 @@ def test_a_pod_waiting_for_devices_is_retried_when_its_claim_and_a_slice_appear(
     assert retry is not None and retry.node == "n1"
     assert store.get("Pod", "default/p")["spec"]["nodeName"] == "n1"
     assert store.get("ResourceClaim", "default/c")["status"]["reservedFor"][0]["name"] == "p"
+
+
+def test_a_refused_device_decision_leaves_the_device_another_claim_holds_taken():
+    """Issue 26: two shards took the same lowest free device; this shard's watch showed the
+    other claim's allocation while its own decision was in flight, then the binder refused
+    it. Unreserving its own in-flight allocation must not free the device the other claim
+    holds: it did, so every retry chose that device again and was refused again, until a
+    re-dispatch 30 s later."""
+    from builders import Clock, allocation, claim_pod, device_class, gpu, resource_claim, resource_slice
+    from shard.loop import ShardLoop
+    from shard.plugins.dynamic_resources import planned_claims
+
+    store = MemoryStore()
+    for obj in (node("n1"), device_class(), resource_slice("n1", devices=[gpu(0), gpu(1)]),
+                resource_claim("mine"), claim_pod("p", claims=["mine"])):
+        store.create(obj)
+    sent = []
+
+    class Recorder:  # a committer that keeps the decision, as the shard server's does
+        def commit(self, entry, result, budgets):
+            sent.append((entry, result))
+
+    def devices_of(result):
+        _, planned = planned_claims(result.state, result.node)
+        return [r["device"] for _, doc in planned for r in doc["devices"]["results"]]
+
+    clock = Clock(1000.0)
+    loop = ShardLoop(make_config(), store, committer=Recorder(), clock=clock)
+    loop.start()
+    first = loop.schedule_next()
+    assert first.node == "n1" and devices_of(first) == ["gpu-0"]
+    # another shard's pod was bound with gpu-0 first; our watch shows it before the refusal
+    store.create(resource_claim("theirs", allocation=allocation("n1", "gpu-0"), reserved_for=["q"]))
+    loop.sync()
+    entry, result = sent[0]
+    loop.finish_binding(entry, result, False, "DynamicResources: cannot allocate all claims")
+    clock.now += 60  # past the backoff
+    retry = loop.schedule_next()
+    assert retry is not None and retry.node == "n1"
+    assert devices_of(retry) == ["gpu-1"]
