@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import copy
 import logging
-import multiprocessing
 import random
 import threading
 import time
 from datetime import datetime, timezone
 
 from common.errors import Conflict
+from .side_process import SideProcess
 
 log = logging.getLogger(__name__)
 
@@ -150,36 +150,15 @@ class Churn:
                     marked.add(key)
 
 
-class ChurnProcess:
+class ChurnProcess(SideProcess):
     """Churn in a process of its own, as kubelets are not in the scheduler's: inside the
     bench's process it shared one interpreter lock with the load generator and the observer,
     fell behind the bindings and had marked only about half of 50,000 pods Running by the
     end. Its CPU shows as its own process, as kwok's does on the test API server."""
 
     def __init__(self, url: str, rv: str, heartbeat_s: float = HEARTBEAT_S, seed: int = 0):
-        ctx = multiprocessing.get_context("spawn")  # the bench has threads running: no fork
-        self.heartbeat_s = heartbeat_s
-        self._stop = ctx.Event()
-        self._counts, child_end = ctx.Pipe(duplex=False)
-        self._process = ctx.Process(target=_run_churn, args=(url, rv, heartbeat_s, seed, self._stop, child_end),
-                                    name="churn", daemon=True)
-
-    def start(self) -> None:
-        self._process.start()
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid
-
-    def stop(self, timeout_s: float = 30.0) -> dict:
-        """Stop it; returns its counts (errors 1 and nothing written when it died)."""
-        self._stop.set()
-        counts = self._counts.recv() if self._counts.poll(timeout_s) else None
-        self._process.join(timeout_s)
-        if counts is None:
-            log.error("the churn process sent no counts (exit code %s)", self._process.exitcode)
-            counts = {"heartbeat_s": self.heartbeat_s, "heartbeats": 0, "running": 0, "conflicts": 0, "errors": 1}
-        return counts
+        super().__init__("churn", _run_churn, (url, rv, heartbeat_s, seed),
+                         {"heartbeat_s": heartbeat_s, "heartbeats": 0, "running": 0, "conflicts": 0, "errors": 1})
 
 
 def _run_churn(url: str, rv: str, heartbeat_s: float, seed: int, stop, out) -> None:

@@ -11,7 +11,8 @@ the throughput measured includes the time claims take to be made, as it would on
 from __future__ import annotations
 
 import logging
-import multiprocessing
+
+from .side_process import SideProcess
 
 log = logging.getLogger(__name__)
 
@@ -19,32 +20,9 @@ log = logging.getLogger(__name__)
 IDLE_S = 0.05
 
 
-class ClaimsProcess:
+class ClaimsProcess(SideProcess):
     def __init__(self, url: str):
-        ctx = multiprocessing.get_context("spawn")  # the bench has threads running: no fork
-        self._stop = ctx.Event()
-        self._counts, child_end = ctx.Pipe(duplex=False)
-        self._process = ctx.Process(target=_run, args=(url, self._stop, child_end), name="claims", daemon=True)
-
-    def start(self) -> None:
-        self._process.start()
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid
-
-    def stop(self, timeout_s: float = 30.0) -> dict:
-        """Stop it; returns {"passes", "writes", "errors"} (errors 1 and nothing else when it died)."""
-        self._stop.set()
-        try:
-            counts = self._counts.recv() if self._counts.poll(timeout_s) else None
-        except EOFError:  # it died before sending them
-            counts = None
-        self._process.join(timeout_s)
-        if counts is None:
-            log.error("the claim controller process sent no counts (exit code %s)", self._process.exitcode)
-            counts = {"passes": 0, "writes": 0, "errors": 1}
-        return counts
+        super().__init__("claims", _run, (url,), {"passes": 0, "writes": 0, "errors": 1})
 
 
 def _run(url: str, stop, out) -> None:
