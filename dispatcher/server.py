@@ -369,7 +369,8 @@ class Dispatcher(Component):
                 p.shard, p.sent_at = link.id, now
                 self.sent[key] = None
                 link.held.add(key)
-                trace = self.tracer.span("dispatch", "", p.seen_at, now, {"pod": key, "shard": link.id})
+                trace = (self.tracer.span("dispatch", "", p.seen_at, now, {"pod": key, "shard": link.id})
+                         if self.tracer.enabled else "")
                 batches.setdefault(link.id, []).append(pb.PendingPod(key=key, uid=p.uid, resource_version=p.rv,
                                                                      traceparent=trace))
                 sent += 1

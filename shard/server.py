@@ -68,8 +68,9 @@ class BinderClient:
     later through the inbox. Who holds which partition comes from the partition leases,
     looked up again when a partition has no known holder or a binder says it lost one."""
 
-    def __init__(self, store, shard_id: str, cfg, inbox, node_of, security, trace_of=lambda key: ""):
-        """`trace_of(pod key)`: the traceparent of the cycle that decided the pod ("": none)."""
+    def __init__(self, store, shard_id: str, cfg, inbox, node_of, security, trace_of=None):
+        """`trace_of(pod key)`: the traceparent of the cycle that decided the pod ("": none);
+        None with tracing off."""
         self.trace_of = trace_of
         """`node_of(name)`: the node as the shard knows it (None if it does not);
         `security` (common.runtime.security) makes the channels to the binders."""
@@ -195,8 +196,9 @@ class BinderClient:
                                       reason=f"BinderUnavailable: partition {partition} has no binder")
                            for d in decisions + [m for g in groups for m in g.members]]
             else:
-                for d in decisions + [m for g in groups for m in g.members]:
-                    d.traceparent = self.trace_of(d.pod_key)  # (its cycle's span is recorded by now)
+                if self.trace_of is not None:
+                    for d in decisions + [m for g in groups for m in g.members]:
+                        d.traceparent = self.trace_of(d.pod_key)  # (its cycle's span is recorded by now)
                 batch = by_address.setdefault(address, ([], []))
                 batch[0].extend(decisions)
                 batch[1].extend(groups)
@@ -283,7 +285,7 @@ class ShardServer(Component, rpc.ShardServicer):
         self.traces: dict[str, str] = {}
         self.decided: dict[str, str] = {}
         self.binders = BinderClient(store, self.id, cfg, self.inbox, self._node, self.security,
-                                    lambda key: self.decided.pop(key, ""))
+                                    (lambda key: self.decided.pop(key, "")) if self.tracer.enabled else None)
         extenders = ShardExtenders(build_extenders(cfg.extenders, extender_observer(self.metrics.extender_duration)))
         self.loop = ShardLoop(cfg, store, seed=seed + index, owner=self.owned, committer=self.binders,
                               slice_of=(index, cfg.shards.count), extenders=extenders)
