@@ -20,7 +20,7 @@ from common.store.kube_store import KubeStore
 from builders import stack_config
 
 __all__ = ["kube_cluster", "control_plane", "kwok_nodes", "wait_for", "free_port", "print_logs", "write_kubeconfig", "ServiceAccountCluster",
-           "service_account_kubeconfigs", "shardsched_on", "running"]
+           "service_account_kubeconfigs", "shardsched_on", "Teardown"]
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -110,14 +110,37 @@ def shardsched_on(kube_cluster, store: KubeStore, workdir: Path, shards: int, se
     return ServiceAccountCluster(cfg, "kube://", log_dir=str(workdir), kubeconfigs=kubeconfigs)
 
 
-@contextlib.contextmanager
-def running(cluster: ServiceAccountCluster, workdir: Path):
-    """The processes started, and stopped afterwards; their logs printed when the body fails."""
-    try:
-        cluster.start(timeout=60)
-        yield cluster
-    except BaseException:
-        print_logs(workdir)
-        raise
-    finally:
-        cluster.stop()
+class Teardown(contextlib.ExitStack):
+    """What a test started and made on the session's one API server, undone in reverse order
+    however the test ends (the next test must find the server as this one found it), with the
+    logs of `log_dirs` printed first when it fails. Register an undo with `callback` as soon as
+    there is something to undo; `started` and `kube_scheduler` start a process and register its
+    stop in one step."""
+
+    def __init__(self, *log_dirs: Path):
+        super().__init__()
+        self.log_dirs = log_dirs
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None and issubclass(exc_type, Exception):
+            for d in self.log_dirs:
+                print_logs(d)
+        return super().__exit__(exc_type, exc, tb)
+
+    def started(self, cluster: LocalCluster, timeout: float = 60) -> LocalCluster:
+        """`cluster`'s processes started, to be stopped at the end (also when starting fails)."""
+        self.callback(cluster.stop)
+        cluster.start(timeout=timeout)
+        return cluster
+
+    def kube_scheduler(self, kube_cluster: KubeCluster, workdir: Path, **opts) -> subprocess.Popen:
+        """kube-scheduler started on `kube_cluster` (KubeCluster.start_kube_scheduler's `opts`),
+        to be terminated at the end."""
+        proc = kube_cluster.start_kube_scheduler(workdir, **opts)
+        self.callback(_terminate, proc)
+        return proc
+
+
+def _terminate(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    proc.wait(10)

@@ -29,7 +29,7 @@ from builders import PAUSE, ZONE, controller, pod, service
 from common import config as config_mod
 from common.cli.simulate import simulate
 from common.store.kube_store import KubeStore
-from kube_cluster import print_logs
+from kube_cluster import Teardown
 
 from benchmarks import kube_vs
 
@@ -111,12 +111,13 @@ def _simulated(tmp_path, nodes: list, workloads: list) -> dict:
 def test_default_spreading_of_a_deployment_and_a_statefulset_as_kube_scheduler(kube_cluster, tmp_path):
     store = KubeStore(str(kube_cluster.kubeconfig))
     nodes, workloads = _nodes(), _workloads()
-    sched = None
-    try:
+    with Teardown(tmp_path) as undo:
+        undo.callback(store.close)
+        undo.callback(_clean, store, nodes, workloads)
         for n in nodes:
             store.create(n)
         kube_vs.create_namespace(store, NS)
-        sched = kube_cluster.start_kube_scheduler(tmp_path)
+        undo.kube_scheduler(kube_cluster, tmp_path)
         for obj in workloads:
             store.create(copy.deepcopy(obj))
         kube = _spread(_kube_placement(store))
@@ -124,17 +125,12 @@ def test_default_spreading_of_a_deployment_and_a_statefulset_as_kube_scheduler(k
         assert shardsched == kube
         # the spreading held the large nodes back: resources alone put most pods there
         assert all(big < REPLICAS // 2 for big, _ in kube.values()), kube
-    except Exception:
-        print_logs(tmp_path)
-        raise
-    finally:
-        if sched is not None:
-            sched.terminate()
-            sched.wait(10)
-        kube_vs.clear_pods(store, NS)
-        for obj in workloads:
-            if obj["kind"] != "Pod":
-                store.delete(obj["kind"], f"{NS}/{obj['metadata']['name']}")
-        for n in nodes:
-            store.delete("Node", n["metadata"]["name"])
-        store.close()
+
+
+def _clean(store, nodes: list, workloads: list) -> None:
+    kube_vs.clear_pods(store, NS)
+    for obj in workloads:
+        if obj["kind"] != "Pod":
+            store.delete(obj["kind"], f"{NS}/{obj['metadata']['name']}")
+    for n in nodes:
+        store.delete("Node", n["metadata"]["name"])

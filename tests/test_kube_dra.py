@@ -26,7 +26,7 @@ from builders import PAUSE, pod
 from common.store.kube_store import KubeStore
 from common.tools import fleet
 from common.tools.verify import summary, verify_store
-from kube_cluster import kwok_nodes, print_logs, shardsched_on, wait_for
+from kube_cluster import Teardown, kwok_nodes, shardsched_on, wait_for
 
 from benchmarks import kube_vs
 
@@ -121,8 +121,9 @@ def _gpu_nodes(store, names) -> None:
 
 def test_devices_and_messages_as_kube_scheduler(kube_cluster, tmp_path):
     store = KubeStore(str(kube_cluster.kubeconfig))
-    cluster = sched = None
-    try:
+    with Teardown(tmp_path) as undo:
+        undo.callback(store.close)
+        undo.callback(_clean, store)
         kwok_nodes(store, NODES, PREFIX)
         store.create(fleet.device_class())
         _gpu_nodes(store, [f"{PREFIX}-{i}" for i in range(NODES)])
@@ -130,9 +131,8 @@ def test_devices_and_messages_as_kube_scheduler(kube_cluster, tmp_path):
         for ns in SCHEDULERS:
             kube_vs.create_namespace(store, ns)
 
-        cluster = shardsched_on(kube_cluster, store, tmp_path, 1)
-        cluster.start(timeout=60)
-        sched = kube_cluster.start_kube_scheduler(tmp_path)
+        undo.started(shardsched_on(kube_cluster, store, tmp_path, 1))
+        undo.kube_scheduler(kube_cluster, tmp_path)
 
         for ns in SCHEDULERS:
             for obj in (_claim("nope", ns, cls="nope.example.com"),
@@ -189,17 +189,6 @@ def test_devices_and_messages_as_kube_scheduler(kube_cluster, tmp_path):
 
         report = verify_store(store)
         assert report["ok"] and not report["unparsable"], summary(report)
-    except Exception:
-        print_logs(tmp_path)
-        raise
-    finally:
-        if cluster is not None:
-            cluster.stop()
-        if sched is not None:
-            sched.terminate()
-            sched.wait(10)
-        _clean(store)
-        store.close()
 
 
 def _clean(store) -> None:

@@ -26,7 +26,7 @@ import yaml
 from benchmarks import kube_vs
 import builders
 from common.store.kube_store import KubeStore
-from kube_cluster import running, shardsched_on
+from kube_cluster import Teardown, shardsched_on
 from common.tools.verify import summary, verify_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,9 +131,10 @@ def test_shardsched_and_kube_scheduler_on_a_real_api_server(kube_cluster, tmp_pa
     kube_cluster.create_fleet(NODES)  # kwok takes each node over: it renews the node's Lease
     store = KubeStore(str(kube_cluster.kubeconfig))
     try:
-        cluster = shardsched_on(kube_cluster, store, tmp_path, 2, shardTimeoutSeconds=2, redispatchAfterSeconds=5)
         killed = []
-        with running(cluster, tmp_path):
+        with Teardown(tmp_path) as undo:
+            cluster = undo.started(shardsched_on(kube_cluster, store, tmp_path, 2, shardTimeoutSeconds=2,
+                                                 redispatchAfterSeconds=5))
             def kill_a_shard(bound):
                 if not killed and bound >= PODS // 4:
                     cluster.kill("shard", 0)
@@ -151,13 +152,10 @@ def test_shardsched_and_kube_scheduler_on_a_real_api_server(kube_cluster, tmp_pa
             assert_invariants(store)
         clear_pods(store, "e2e-shardsched")
 
-        sched = kube_cluster.start_kube_scheduler(tmp_path)
-        try:
+        with Teardown(tmp_path) as undo:
+            undo.kube_scheduler(kube_cluster, tmp_path)
             theirs = run_workload(store, "e2e-kube-scheduler", "default-scheduler")
             assert_invariants(store)
-        finally:
-            sched.terminate()
-            sched.wait(10)
 
         rows = [("pods", "{:d}"), ("create_s", "{:.2f}"), ("all_bound_s", "{:.2f}"), ("pods_per_s", "{:.0f}"),
                 ("p50_s", "{:.2f}"), ("p99_s", "{:.2f}"), ("nodes_used", "{:d}"), ("max_per_node", "{:d}"),
@@ -198,8 +196,8 @@ def test_a_pod_group_of_kwok_pods_is_scheduled_all_or_nothing(kube_cluster, tmp_
     store = KubeStore(str(kube_cluster.kubeconfig))
     namespace = "e2e-gang"
     try:
-        cluster = shardsched_on(kube_cluster, store, tmp_path, 2, shardTimeoutSeconds=2, redispatchAfterSeconds=5)
-        with running(cluster, tmp_path):
+        with Teardown(tmp_path) as undo:
+            undo.started(shardsched_on(kube_cluster, store, tmp_path, 2, shardTimeoutSeconds=2, redispatchAfterSeconds=5))
             kube_vs.create_namespace(store, namespace)
             never = gang_objects(namespace, "never", 4)
             never[-1]["spec"]["nodeSelector"] = {"e2e": "nowhere"}

@@ -23,7 +23,7 @@ import yaml
 from benchmarks import kube_vs
 from common.store.kube_store import KubeStore
 from builders import stack_config
-from kube_cluster import ServiceAccountCluster, print_logs, service_account_kubeconfigs, write_kubeconfig
+from kube_cluster import ServiceAccountCluster, Teardown, service_account_kubeconfigs, write_kubeconfig
 
 ROOT = Path(__file__).resolve().parent.parent
 NS = "e2e-events"
@@ -76,8 +76,9 @@ def event_lines(text: str) -> list[str]:
 def test_events_are_written_as_kube_scheduler_writes_them(kube_cluster, tmp_path):
     store = KubeStore(str(kube_cluster.kubeconfig))
     nodes = ["ev-small"]
-    cluster = None
-    try:
+    with Teardown(tmp_path) as undo:
+        undo.callback(store.close)
+        undo.callback(_clean, store, nodes)
         kubeconfigs = service_account_kubeconfigs(kube_cluster, store, tmp_path)
         admin = tmp_path / "admin.kubeconfig"
         write_kubeconfig(admin, kube_cluster.server, kube_cluster.dir / "ca.crt", kube_cluster.token,
@@ -93,8 +94,7 @@ def test_events_are_written_as_kube_scheduler_writes_them(kube_cluster, tmp_path
         # PodScheduled condition does not send it round again (status updates never do).
         cfg = stack_config(store={"kubeconfig": str(admin)}, shards={"count": 1, "unschedulableMaxSeconds": 5},
                            binders={"count": 1}, dispatcher={"shardTimeoutSeconds": 2})
-        cluster = ServiceAccountCluster(cfg, "kube://", log_dir=str(tmp_path), kubeconfigs=kubeconfigs)
-        cluster.start(timeout=60)
+        undo.started(ServiceAccountCluster(cfg, "kube://", log_dir=str(tmp_path), kubeconfigs=kubeconfigs))
 
         def node_of(name):
             return ((store.get("Pod", f"{NS}/{name}") or {}).get("spec") or {}).get("nodeName")
@@ -141,19 +141,15 @@ def test_events_are_written_as_kube_scheduler_writes_them(kube_cluster, tmp_path
         huge_row = next(line for line in event_lines(described["huge"]) if "FailedScheduling" in line)
         assert re.search(r"\(x\d+ over ", huge_row), huge_row
         print(f"\n--- kubectl describe pod huge (events)\n{described['huge'].split(chr(10) + 'Events:', 1)[1]}")
-    except Exception:
-        print_logs(tmp_path)
-        raise
-    finally:
-        if cluster is not None:
-            cluster.stop()
-        for p in store.list("Pod")[0]:
-            if p["metadata"]["namespace"] == NS and p["metadata"].get("finalizers"):
-                store._call("PATCH", f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}",
-                            body={"metadata": {"finalizers": None}}, content_type="application/merge-patch+json")
-        kube_vs.clear_pods(store, NS)
-        for n in nodes:
-            store.delete("Node", n)
-        for name in ("ev-low", "ev-high"):
-            store.delete("PriorityClass", name)
-        store.close()
+
+
+def _clean(store, nodes: list) -> None:
+    for p in store.list("Pod")[0]:
+        if p["metadata"]["namespace"] == NS and p["metadata"].get("finalizers"):
+            store._call("PATCH", f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}",
+                        body={"metadata": {"finalizers": None}}, content_type="application/merge-patch+json")
+    kube_vs.clear_pods(store, NS)
+    for n in nodes:
+        store.delete("Node", n)
+    for name in ("ev-low", "ev-high"):
+        store.delete("PriorityClass", name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from builders import PAUSE, REFUSE_LABEL, TestExtender, pod
 from common.store.kube_store import KubeStore
 from common.tools.verify import summary, verify_store
-from kube_cluster import kwok_nodes, print_logs, shardsched_on, wait_for
+from kube_cluster import Teardown, kwok_nodes, shardsched_on, wait_for
 
 from benchmarks import kube_vs
 
@@ -44,15 +44,16 @@ def test_the_same_extender_gives_the_same_placements_and_messages(kube_cluster, 
     ext = TestExtender(reject=f"{PREFIX}-0", favour=f"{PREFIX}-2")
     extender = {"urlPrefix": ext.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 1}
     store = KubeStore(str(kube_cluster.kubeconfig))
-    cluster = sched = None
-    try:
+    with Teardown(tmp_path) as undo:
+        undo.callback(ext.close)
+        undo.callback(store.close)
+        undo.callback(_clean, store)
         kwok_nodes(store, NODES, PREFIX)
         n = len(store.list("Node")[0])
         for ns in SCHEDULERS:
             kube_vs.create_namespace(store, ns)
-        cluster = shardsched_on(kube_cluster, store, tmp_path, 1, sections={"extenders": [extender]})
-        cluster.start(timeout=60)
-        sched = kube_cluster.start_kube_scheduler(tmp_path, extra_config=(
+        undo.started(shardsched_on(kube_cluster, store, tmp_path, 1, sections={"extenders": [extender]}))
+        undo.kube_scheduler(kube_cluster, tmp_path, extra_config=(
             f'extenders:\n- {{urlPrefix: "{ext.url}", filterVerb: filter, prioritizeVerb: prioritize, weight: 1}}\n'))
         for ns in SCHEDULERS:
             for i in range(PODS):
@@ -76,18 +77,10 @@ def test_the_same_extender_gives_the_same_placements_and_messages(kube_cluster, 
         assert by_namespace == {ns: {"filter", "prioritize"} for ns in SCHEDULERS}
         report = verify_store(store)
         assert report["ok"] and not report["unparsable"], summary(report)
-    except Exception:
-        print_logs(tmp_path)
-        raise
-    finally:
-        if cluster is not None:
-            cluster.stop()
-        if sched is not None:
-            sched.terminate()
-            sched.wait(10)
-        for ns in SCHEDULERS:
-            kube_vs.clear_pods(store, ns)
-        for i in range(NODES):
-            store.delete("Node", f"{PREFIX}-{i}")
-        store.close()
-        ext.close()
+
+
+def _clean(store) -> None:
+    for ns in SCHEDULERS:
+        kube_vs.clear_pods(store, ns)
+    for i in range(NODES):
+        store.delete("Node", f"{PREFIX}-{i}")

@@ -23,7 +23,7 @@ import pytest
 from builders import PAUSE, native_group_pod, native_pod_group
 from common.store.kube_store import KubeStore
 from common.tools.verify import summary, verify_store
-from kube_cluster import control_plane, kwok_nodes, print_logs, shardsched_on, wait_for
+from kube_cluster import Teardown, control_plane, kwok_nodes, shardsched_on, wait_for
 
 from benchmarks import kube_vs
 from benchmarks.kube_cluster import GENERIC_WORKLOAD
@@ -92,14 +92,13 @@ def _all_bound(states: dict) -> bool:
 
 def test_native_gangs_as_kube_scheduler(gang_cluster, tmp_path):
     store = KubeStore(str(gang_cluster.kubeconfig))
-    cluster = sched = None
-    try:
+    with Teardown(tmp_path, gang_cluster.dir) as undo:
+        undo.callback(store.close)
         kwok_nodes(store, NODES, "gang-node")
         for ns in SCHEDULERS:
             kube_vs.create_namespace(store, ns)
-        cluster = shardsched_on(gang_cluster, store, tmp_path, 1)
-        cluster.start(timeout=60)
-        sched = gang_cluster.start_kube_scheduler(tmp_path)
+        undo.started(shardsched_on(gang_cluster, store, tmp_path, 1))
+        undo.kube_scheduler(gang_cluster, tmp_path)
 
         for ns in SCHEDULERS:
             for obj in (native_pod_group("fits", 3, ns=ns, uid=None), *_gang("fits", ns, 3, "1"),
@@ -134,14 +133,3 @@ def test_native_gangs_as_kube_scheduler(gang_cluster, tmp_path):
 
         report = verify_store(store)
         assert report["ok"] and not report["unparsable"], summary(report)
-    except Exception:
-        print_logs(tmp_path)
-        print_logs(gang_cluster.dir)
-        raise
-    finally:
-        if cluster is not None:
-            cluster.stop()
-        if sched is not None:
-            sched.terminate()
-            sched.wait(10)
-        store.close()

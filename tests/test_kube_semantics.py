@@ -26,7 +26,7 @@ from builders import PAUSE, claim_volume, pod, priority_class, pvc, storage_clas
 from shard.provisioner import Provisioner
 from common.store.kube_store import KubeStore
 from common.tools.verify import summary, verify_store
-from kube_cluster import kwok_nodes, print_logs, shardsched_on, wait_for
+from kube_cluster import Teardown, kwok_nodes, shardsched_on, wait_for
 
 from benchmarks import kube_vs
 
@@ -74,8 +74,9 @@ def _bound_to(store, key: str) -> str:
 def test_gates_volumes_and_messages_as_kube_scheduler(kube_cluster, tmp_path):
     store = KubeStore(str(kube_cluster.kubeconfig))
     stop = threading.Event()
-    cluster = sched = None
-    try:
+    with Teardown(tmp_path) as undo:
+        undo.callback(store.close)
+        undo.callback(_clean, store)
         kwok_nodes(store, NODES, "sem-node")
         n = len(store.list("Node")[0])
         store.create(storage_class(CLASS, "example.com/fake"))
@@ -87,10 +88,10 @@ def test_gates_volumes_and_messages_as_kube_scheduler(kube_cluster, tmp_path):
             while not stop.wait(0.2):
                 Provisioner(store).settle()
         threading.Thread(target=controllers, daemon=True).start()
+        undo.callback(stop.set)
 
-        cluster = shardsched_on(kube_cluster, store, tmp_path, 1)
-        cluster.start(timeout=60)
-        sched = kube_cluster.start_kube_scheduler(tmp_path)
+        undo.started(shardsched_on(kube_cluster, store, tmp_path, 1))
+        undo.kube_scheduler(kube_cluster, tmp_path)
 
         gate = [{"name": "example.com/wait"}]
         for ns in SCHEDULERS:
@@ -153,18 +154,6 @@ def test_gates_volumes_and_messages_as_kube_scheduler(kube_cluster, tmp_path):
 
         report = verify_store(store)
         assert report["ok"] and not report["unparsable"], summary(report)
-    except Exception:
-        print_logs(tmp_path)
-        raise
-    finally:
-        stop.set()
-        if cluster is not None:
-            cluster.stop()
-        if sched is not None:
-            sched.terminate()
-            sched.wait(10)
-        _clean(store)
-        store.close()
 
 
 def _fully_bound(store, key: str) -> dict | None:

@@ -29,9 +29,9 @@ import yaml
 
 import builders
 from benchmarks import kube_vs
-from benchmarks.kube_cluster import free_port, print_logs
+from benchmarks.kube_cluster import free_port
 from common.store.kube_store import KubeStore
-from kube_cluster import control_plane, kwok_nodes, wait_for
+from kube_cluster import Teardown, control_plane, kwok_nodes, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 STATIC = ROOT / "deploy" / "static-pods"
@@ -301,7 +301,10 @@ def test_take_over_from_kube_scheduler_and_back(tmp_path):
         kwok_nodes(store, 3, "takeover")
         kube_vs.create_namespace(store, NS)
         kube, static, watch = KubeScheduler(cluster, work), StaticPods(cluster, work), PodWatch(cluster, work)
-        try:
+        with Teardown(work, tmp_path) as undo:
+            undo.callback(kube.stop)
+            undo.callback(static.stop)
+            undo.callback(watch.proc.kill)
             kube.start()
             phases = switch(store, cluster, kube, static)
             assert_bound_once(cluster, phases, watch.nodes())
@@ -310,11 +313,3 @@ def test_take_over_from_kube_scheduler_and_back(tmp_path):
                                     f"kube://{static.etc}/shardsched-binder.conf"], capture_output=True, text=True,
                                    timeout=300)
             assert check.returncode == 0, check.stdout + check.stderr
-        except BaseException:
-            print_logs(work)
-            print_logs(tmp_path)
-            raise
-        finally:
-            watch.proc.kill()
-            static.stop()
-            kube.stop()
