@@ -29,7 +29,7 @@ from ..scheduling.constraints import (ConstrainedAccounting, inter_pod_affinity_
                                       topology_spread_failure)
 from ..errors import ObjectError
 from ..model.objects import TERMINAL_PHASES, parse_node, parse_object, parse_pod
-from ..model.podgroup import GroupIndex, parse_pod_group
+from ..model.podgroup import GroupIndex, parse_pod_group, raw_group_key
 from ..model.storage_objects import READ_WRITE_ONCE_POD
 from ..model.workloads import Namespaces
 from ..scheduling.volumes import VolumeState, volume_fits, waiting_for_provisioning
@@ -151,7 +151,7 @@ def _partial_groups(groups, pods, bad) -> set[str]:
         index.apply_group("ADDED", g.raw)
     members: set[str] = set()
     for p in pods:
-        if index.apply_pod("ADDED", p.key, p.raw) is not None:
+        if p.raw is not None and index.apply_pod("ADDED", p.key, p.raw) is not None:  # lean: in no group
             members.add(p.key)
     for key, group in index.groups.items():
         counts = index.counts(key)
@@ -260,12 +260,17 @@ def _stuck(acc, volumes: VolumeState, devices: DeviceState, pods, settled_s: flo
 
 
 def verify_store(store, settled_s: float | None = None, scheduler_names=None) -> dict:
-    """`verify` over everything in `store`; objects that do not parse are listed as errors."""
+    """`verify` over everything in `store`; objects that do not parse are listed as errors.
+
+    Each kind is read in pages (`list_iter`): a million running pods cannot come in one
+    answer (on Redis one HGETALL of gigabytes outlasts the client's timeout), and a bound
+    pod outside any group is kept lean, with no document (what verify reads of it is parsed;
+    only group members' documents are read again, by the group index)."""
     nodes, pods, groups, errors = [], [], [], []
     volumes, namespaces = VolumeState(), Namespaces()
     claims, slices, classes = [], [], []
     for kind, parse, add in (("Namespace", parse_object, namespaces.set),
-                             ("Node", parse_node, nodes.append), ("Pod", parse_pod, pods.append),
+                             ("Node", parse_node, nodes.append), ("Pod", _parse_kept_pod, pods.append),
                              ("PodGroup", parse_pod_group, groups.append),
                              ("StorageClass", parse_object, volumes.set), ("CSINode", parse_object, volumes.set),
                              ("PersistentVolume", parse_object, volumes.set),
@@ -273,7 +278,7 @@ def verify_store(store, settled_s: float | None = None, scheduler_names=None) ->
                              ("ResourceClaim", parse_object, claims.append),
                              ("ResourceSlice", parse_object, slices.append),
                              ("DeviceClass", parse_object, classes.append)):
-        for d in store.list(kind)[0]:
+        for d in store.list_iter(kind)[0]:
             try:
                 add(parse(d))
             except ObjectError as e:
@@ -282,6 +287,10 @@ def verify_store(store, settled_s: float | None = None, scheduler_names=None) ->
                     claims=claims, slices=slices, classes=classes)
     report["unparsable"] = errors
     return report
+
+
+def _parse_kept_pod(d: dict):
+    return parse_pod(d, lean=raw_group_key(d) is None)
 
 
 def summary(report: dict) -> str:
