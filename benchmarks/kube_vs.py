@@ -35,11 +35,13 @@ that is not empty (and its RSS shows what they cost it).
 """
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from datetime import datetime
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -198,6 +200,7 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
         meter = processes.CpuMeter({**control_plane, **own})
         meter.start()
         start = time.monotonic()
+        started_wall = time.time()
         if args.mode == "stream":
             print(f"{side.name}: creating {len(pods)} pods at {args.rate or 'as many as the server takes'} pods/s",
                   flush=True)
@@ -214,6 +217,8 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
     bound_at = {k: t for k, t in observer.bound_at.items() if k in keys}
     since = created_at if args.mode == "stream" else {k: start for k in keys}
     out = figures(bound_at, since, start, len(pods))
+    if side.name == "shardsched":
+        out["startup_s"] = startup(side.work, started_wall, own)
     own_s = sum(seconds[name] for name in own)
     out["cpu_ms_per_pod"] = round(1000 * own_s / out["bound"], 3) if out["bound"] else None
     out["apiserver_cpu_ms_per_pod"] = (round(1000 * seconds["kube-apiserver"] / out["bound"], 3)
@@ -225,6 +230,9 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
     out["verify_ok"] = report["ok"] and not report["unparsable"]
     print(f"{side.name}: {out['bound']}/{len(pods)} bound at {out['pods_per_s']} pods/s, last after "
           f"{out['last_bound_s']} s, {out['cpu_ms_per_pod']} ms cpu per pod; deleting the pods", flush=True)
+    for name, phases in out.get("startup_s", {}).items():
+        print(f"  {name} start-up (s from the side's start): "
+              + ", ".join(f"{k} {v}" for k, v in phases.items()), flush=True)
     clear_pods(store, ns)
     return out
 
@@ -314,6 +322,42 @@ def warm_up(store: KubeStore, side: str, timeout: float = 120.0) -> None:
     clear_pods(store, "vs-warm-up")
 
 
+#: What `startup` reads from shardsched's logs: label -> the first line's text that marks it.
+STARTUP_MARKS = {
+    "starting": " starting", "listed": "informer: listed ", "serving": "serving gRPC on ",
+    "lease": "holds its lease", "partition": "holding partition ", "shard_joined": " joined at ",
+    "dispatch_stream": "dispatcher stream opened", "binder_stream": "stream to binder at ",
+}
+
+
+def startup(work: Path, started_at: float, names) -> dict:
+    """Each of shardsched's processes' start-up, phase by phase: seconds from the side's
+    start to the first log line of each mark in STARTUP_MARKS (those its role logs)."""
+    out = {}
+    for name in names:
+        path = work / f"{name.replace(' ', '-')}.log"
+        if not path.exists():
+            continue
+        seen: dict[str, float] = {}
+        for line in path.read_text(errors="replace").splitlines():
+            for label, mark in STARTUP_MARKS.items():
+                if label not in seen and mark in line:
+                    try:
+                        at = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                    except ValueError:
+                        continue
+                    seen[label] = round(at - started_at, 2)
+        out[name] = seen
+    return out
+
+
+def keep_logs(work: Path, to: Path) -> None:
+    """--keep-logs: the run's logs outlive its temporary directory (start-up timelines)."""
+    to.mkdir(parents=True, exist_ok=True)
+    for log in work.glob("*.log"):
+        shutil.copy(log, to / log.name)
+
+
 def summary(doc: dict) -> dict:
     """The table: one row per figure, one column per side."""
     rows = {}
@@ -347,6 +391,8 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for one side's bindings")
     p.add_argument("--settle", type=float, default=60.0,
                    help="stop waiting once no pod was bound for this many seconds")
+    p.add_argument("--keep-logs", metavar="DIR",
+                   help="copy every process's log (the control plane's and each side's) into DIR at the end")
     args = p.parse_args(argv)
     sides = [s for s in args.sides.split(",") if s]
     unknown = set(sides) - set(SIDES)
@@ -382,6 +428,8 @@ def main(argv=None) -> int:
             if store is not None:
                 store.close()
             cluster.stop()
+            if args.keep_logs:
+                keep_logs(work, Path(args.keep_logs))
 
     ceiling = doc.get("ceiling", {}).get("pods_per_s")
     doc["ceiling_pods_per_s"] = ceiling
