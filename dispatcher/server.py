@@ -55,6 +55,9 @@ from .podgroups import GroupStatus
 log = logging.getLogger(__name__)
 
 MEMBERSHIP_EVERY_S = 0.5
+#: ... while no shard is known: nothing can be dispatched until one joins (at start-up, the
+#: first shard's join was up to MEMBERSHIP_EVERY_S on the way to the first binding).
+JOINING_EVERY_S = 0.1
 #: How long a new leader waits for every shard's first report (what it holds) before it
 #: dispatches; shards report every half second.
 ADOPT_WAIT_S = 3.0
@@ -248,7 +251,7 @@ class Dispatcher(Component):
 
     def _membership(self) -> None:
         now = time.monotonic()
-        if now - self._membership_at < MEMBERSHIP_EVERY_S:
+        if now - self._membership_at < (MEMBERSHIP_EVERY_S if self.shards else JOINING_EVERY_S):
             return
         self._membership_at = now
         leases = self.store.list_leases("shard")
