@@ -2,7 +2,7 @@
 
     python -m benchmarks.kube_vs [--mode backlog|stream] [--nodes 5000] [--pods N] [--shards N]
                                  [--sides ceiling,shardsched,kube_scheduler] [--rate R]
-                                 [--running-pods N] [--json FILE]
+                                 [--running-pods N] [--keep-logs DIR] [--json FILE]
 
 One control plane from benchmarks/kube_cluster.py (etcd, kube-apiserver, kwok; `make kube-bins`
 builds them), one fresh kwok fleet (`shardsched fleet --nodes N --profile P -o yaml |
@@ -27,7 +27,8 @@ the side's start to each binding; stream: from each pod's creation call returnin
 binding), pods bound, `verify`'s result, the CPU of the side's own processes per bound pod
 (all shards, binders and the dispatcher together; kube-scheduler's one process) and the API
 server's, and each of its processes' peak RSS; then `ratio` = shardsched's pods/s over
-kube-scheduler's.
+kube-scheduler's. shardsched's start-up, phase by phase, is read from its processes' logs
+(`startup_s`: when each logged its start, its list, its lease...).
 
 `--running-pods N`: before any side starts, N pods of benchmarks/running.py's mix are written
 bound to the fleet and kwok marks them Running, so every side lists and follows a cluster
