@@ -28,7 +28,7 @@ binding), pods bound, `verify`'s result, the CPU of the side's own processes per
 (all shards, binders and the dispatcher together; kube-scheduler's one process) and the API
 server's, and each of its processes' peak RSS; then `ratio` = shardsched's pods/s over
 kube-scheduler's. shardsched's start-up, phase by phase, is read from its processes' logs
-(`startup_s`: when each logged its start, its list, its lease...).
+(`startup_s`: when each logged its start, its list, its lease..., from their spawn).
 
 `--running-pods N`: before any side starts, N pods of benchmarks/running.py's mix are written
 bound to the fleet and kwok marks them Running, so every side lists and follows a cluster
@@ -195,13 +195,13 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
     observer = e2e.Observer(store, store.list("Pod")[1], ns)
     observer.thread.start()
     try:
+        spawned_wall = time.time()
         own = side.start()
         if args.mode == "stream":
             warm_up(store, side.name)
         meter = processes.CpuMeter({**control_plane, **own})
         meter.start()
         start = time.monotonic()
-        started_wall = time.time()
         if args.mode == "stream":
             print(f"{side.name}: creating {len(pods)} pods at {args.rate or 'as many as the server takes'} pods/s",
                   flush=True)
@@ -219,7 +219,7 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
     since = created_at if args.mode == "stream" else {k: start for k in keys}
     out = figures(bound_at, since, start, len(pods))
     if side.name == "shardsched":
-        out["startup_s"] = startup(side.work, started_wall, own)
+        out["startup_s"] = startup(side.work, spawned_wall, own)
     own_s = sum(seconds[name] for name in own)
     out["cpu_ms_per_pod"] = round(1000 * own_s / out["bound"], 3) if out["bound"] else None
     out["apiserver_cpu_ms_per_pod"] = (round(1000 * seconds["kube-apiserver"] / out["bound"], 3)
@@ -232,7 +232,7 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
     print(f"{side.name}: {out['bound']}/{len(pods)} bound at {out['pods_per_s']} pods/s, last after "
           f"{out['last_bound_s']} s, {out['cpu_ms_per_pod']} ms cpu per pod; deleting the pods", flush=True)
     for name, phases in out.get("startup_s", {}).items():
-        print(f"  {name} start-up (s from the side's start): "
+        print(f"  {name} start-up (s after it was spawned): "
               + ", ".join(f"{k} {v}" for k, v in phases.items()), flush=True)
     clear_pods(store, ns)
     return out
@@ -332,8 +332,9 @@ STARTUP_MARKS = {
 
 
 def startup(work: Path, started_at: float, names) -> dict:
-    """Each of shardsched's processes' start-up, phase by phase: seconds from the side's
-    start to the first log line of each mark in STARTUP_MARKS (those its role logs)."""
+    """Each of shardsched's processes' start-up, phase by phase: seconds from when they were
+    spawned (`started_at`, wall clock) to the first log line of each mark in STARTUP_MARKS
+    (those its role logs)."""
     out = {}
     for name in names:
         path = work / f"{name.replace(' ', '-')}.log"
