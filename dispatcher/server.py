@@ -61,6 +61,11 @@ JOINING_EVERY_S = 0.1
 #: How long a new leader waits for every shard's first report (what it holds) before it
 #: dispatches; shards report every half second.
 ADOPT_WAIT_S = 3.0
+#: For this long after a dispatcher starts leading, while fewer shards than `shards.count`
+#: have joined, each live shard gets at most its share of the pending pods (the rest waits
+#: for the others). The first shard to join used to get a whole backlog in its first second
+#: and the others, joining a moment later, next to nothing for the rest of the run.
+JOINING_GRACE_S = 10.0
 
 
 class Pending:
@@ -116,6 +121,8 @@ class Dispatcher(Component):
         self.elector: LeaderElector | None = None
         self.leading = False
         self.adopt_until = 0.0
+        #: until when a live shard gets only its share while others have yet to join
+        self.joining_until = 0.0
         self.names = {p.scheduler_name for p in cfg.profiles}
         if d.also_default_scheduler:
             self.names.add("default-scheduler")
@@ -359,13 +366,27 @@ class Dispatcher(Component):
             self.groups[p.group] = link.id
         return link
 
+    def _share(self, live: list[ShardLink]) -> int | None:
+        """How many pods a live shard may hold: no limit (None), except shortly after this
+        dispatcher began to lead while fewer than `shards.count` have joined; then its share
+        of the pending pods."""
+        expected = self.cfg.shards.count
+        if len(live) >= expected or time.monotonic() >= self.joining_until:
+            return None
+        return -(-(len(self.unsent) + sum(len(link.held) for link in live)) // expected)
+
     def _dispatch(self) -> int:
         live = [link for link in self.shards.values() if link.alive]
+        share = self._share(live)
         batches: dict[str, list] = {}
         sent = 0
         if live and self.unsent:
             now = time.monotonic()
             for key in list(self.unsent)[: self.batch_size * len(live)]:
+                if share is not None:
+                    live = [link for link in live if len(link.held) < share]
+                    if not live:
+                        break
                 del self.unsent[key]
                 p = self.pending[key]
                 link = self._pick(p, live)
@@ -407,6 +428,7 @@ class Dispatcher(Component):
         log.info("dispatcher %s leads: adopting what the shards hold, then dispatching", self.id)
         self.leading = True
         self.adopt_until = time.monotonic() + ADOPT_WAIT_S
+        self.joining_until = time.monotonic() + JOINING_GRACE_S
         self.counters["leader_transitions"] += 1
         self.metrics.leader.set(1)
 
