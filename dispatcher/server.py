@@ -123,6 +123,7 @@ class Dispatcher(Component):
         self.adopt_until = 0.0
         #: until when a live shard gets only its share while others have yet to join
         self.joining_until = 0.0
+        self.held_back = False
         self.names = {p.scheduler_name for p in cfg.profiles}
         if d.also_default_scheduler:
             self.names.add("default-scheduler")
@@ -379,17 +380,16 @@ class Dispatcher(Component):
         live = [link for link in self.shards.values() if link.alive]
         share = self._share(live)
         batches: dict[str, list] = {}
-        sent = 0
+        sent = held_back = 0
         if live and self.unsent:
             now = time.monotonic()
             for key in list(self.unsent)[: self.batch_size * len(live)]:
-                if share is not None:
-                    live = [link for link in live if len(link.held) < share]
-                    if not live:
-                        break
-                del self.unsent[key]
                 p = self.pending[key]
-                link = self._pick(p, live)
+                link = self._pick(p, live)  # (a pool's or a group's shard as ever)
+                if share is not None and len(link.held) >= share:
+                    held_back += 1  # it waits for the shards yet to join
+                    continue
+                del self.unsent[key]
                 p.shard, p.sent_at = link.id, now
                 self.sent[key] = None
                 link.held.add(key)
@@ -406,6 +406,8 @@ class Dispatcher(Component):
                 link.send(batches.get(id_, []), self.revoke.get(id_, []))
         self.revoke = {}
         self.counters["dispatched"] += sent
+        #: nothing could go out for want of shards: the next step waits for events as an idle one
+        self.held_back = bool(held_back) and not sent
         return sent
 
     def step(self) -> None:
@@ -415,7 +417,7 @@ class Dispatcher(Component):
             self._lead() if leading else self._stand_by()
         if self.leading:
             self._membership()
-        self.informer.sync(timeout=0.0 if self.unsent and self.shards else 0.02)
+        self.informer.sync(timeout=0.0 if self.unsent and self.shards and not self.held_back else 0.02)
         if self.leading:
             self._overdue()
             if not self._adopting():

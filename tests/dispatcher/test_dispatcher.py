@@ -391,3 +391,24 @@ def test_after_the_start_the_live_shards_get_everything_whatever_shards_count_sa
     for _ in range(10):
         d._dispatch()
     assert len(d.shards["0"].sent) == 1000
+
+
+def test_a_dispatcher_holding_pods_back_for_shards_yet_to_join_does_not_spin():
+    """While the pods left wait for shards to join, a step waits for events as an idle one
+    does, rather than going round at once with nothing to send (a core's worth of CPU on the
+    two the whole stack starts on)."""
+    cfg = config.validate({"shards": {"count": 2}})
+    store = MemoryStore()
+    store.put_lease("shard", "0", "fake:0", 60)
+    d = Dispatcher(cfg, store, port=0, seed=1)
+    d.shards = {"0": FakeLink("0")}
+    for i in range(600):
+        d.apply("ADDED", "Pod", pending(f"p{i}"))
+    d._lead()
+    d.adopt_until = 0.0
+    waits = []
+    d.informer.sync = lambda timeout=0.0, max_events=10000: waits.append(timeout) or 0
+    for _ in range(4):
+        d.step()
+    assert len(d.shards["0"].sent) == 300
+    assert waits[-1] > 0
