@@ -2,7 +2,7 @@
 
     python -m benchmarks.kube_vs [--mode backlog|stream] [--nodes 5000] [--pods N] [--shards N]
                                  [--sides ceiling,shardsched,kube_scheduler] [--rate R]
-                                 [--running-pods N] [--json FILE]
+                                 [--running-pods N] [--keep-logs DIR] [--json FILE]
 
 One control plane from benchmarks/kube_cluster.py (etcd, kube-apiserver, kwok; `make kube-bins`
 builds them), one fresh kwok fleet (`shardsched fleet --nodes N --profile P -o yaml |
@@ -27,7 +27,8 @@ the side's start to each binding; stream: from each pod's creation call returnin
 binding), pods bound, `verify`'s result, the CPU of the side's own processes per bound pod
 (all shards, binders and the dispatcher together; kube-scheduler's one process) and the API
 server's, and each of its processes' peak RSS; then `ratio` = shardsched's pods/s over
-kube-scheduler's.
+kube-scheduler's. shardsched's start-up, phase by phase, is read from its processes' logs
+(`startup_s`: when each logged its start, its list, its lease..., from their spawn).
 
 `--running-pods N`: before any side starts, N pods of benchmarks/running.py's mix are written
 bound to the fleet and kwok marks them Running, so every side lists and follows a cluster
@@ -35,11 +36,13 @@ that is not empty (and its RSS shows what they cost it).
 """
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from datetime import datetime
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -192,6 +195,7 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
     observer = e2e.Observer(store, store.list("Pod")[1], ns)
     observer.thread.start()
     try:
+        spawned_wall = time.time()
         own = side.start()
         if args.mode == "stream":
             warm_up(store, side.name)
@@ -214,6 +218,8 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
     bound_at = {k: t for k, t in observer.bound_at.items() if k in keys}
     since = created_at if args.mode == "stream" else {k: start for k in keys}
     out = figures(bound_at, since, start, len(pods))
+    if side.name == "shardsched":
+        out["startup_s"] = startup(side.work, spawned_wall, own)
     own_s = sum(seconds[name] for name in own)
     out["cpu_ms_per_pod"] = round(1000 * own_s / out["bound"], 3) if out["bound"] else None
     out["apiserver_cpu_ms_per_pod"] = (round(1000 * seconds["kube-apiserver"] / out["bound"], 3)
@@ -225,6 +231,9 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
     out["verify_ok"] = report["ok"] and not report["unparsable"]
     print(f"{side.name}: {out['bound']}/{len(pods)} bound at {out['pods_per_s']} pods/s, last after "
           f"{out['last_bound_s']} s, {out['cpu_ms_per_pod']} ms cpu per pod; deleting the pods", flush=True)
+    for name, phases in out.get("startup_s", {}).items():
+        print(f"  {name} start-up (s after it was spawned): "
+              + ", ".join(f"{k} {v}" for k, v in phases.items()), flush=True)
     clear_pods(store, ns)
     return out
 
@@ -314,6 +323,43 @@ def warm_up(store: KubeStore, side: str, timeout: float = 120.0) -> None:
     clear_pods(store, "vs-warm-up")
 
 
+#: What `startup` reads from shardsched's logs: label -> the first line's text that marks it.
+STARTUP_MARKS = {
+    "starting": " starting", "listed": "informer: listed ", "serving": "serving gRPC on ",
+    "lease": "holds its lease", "partition": "holding partition ", "shard_joined": " joined at ",
+    "dispatch_stream": "dispatcher stream opened", "binder_stream": "stream to binder at ",
+}
+
+
+def startup(work: Path, started_at: float, names) -> dict:
+    """Each of shardsched's processes' start-up, phase by phase: seconds from when they were
+    spawned (`started_at`, wall clock) to the first log line of each mark in STARTUP_MARKS
+    (those its role logs)."""
+    out = {}
+    for name in names:
+        path = work / f"{name.replace(' ', '-')}.log"
+        if not path.exists():
+            continue
+        seen: dict[str, float] = {}
+        for line in path.read_text(errors="replace").splitlines():
+            for label, mark in STARTUP_MARKS.items():
+                if label not in seen and mark in line:
+                    try:
+                        at = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                    except ValueError:
+                        continue
+                    seen[label] = round(at - started_at, 2)
+        out[name] = seen
+    return out
+
+
+def keep_logs(work: Path, to: Path) -> None:
+    """--keep-logs: the run's logs outlive its temporary directory (start-up timelines)."""
+    to.mkdir(parents=True, exist_ok=True)
+    for log in work.glob("*.log"):
+        shutil.copy(log, to / log.name)
+
+
 def summary(doc: dict) -> dict:
     """The table: one row per figure, one column per side."""
     rows = {}
@@ -347,6 +393,8 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for one side's bindings")
     p.add_argument("--settle", type=float, default=60.0,
                    help="stop waiting once no pod was bound for this many seconds")
+    p.add_argument("--keep-logs", metavar="DIR",
+                   help="copy every process's log (the control plane's and each side's) into DIR at the end")
     args = p.parse_args(argv)
     sides = [s for s in args.sides.split(",") if s]
     unknown = set(sides) - set(SIDES)
@@ -382,6 +430,8 @@ def main(argv=None) -> int:
             if store is not None:
                 store.close()
             cluster.stop()
+            if args.keep_logs:
+                keep_logs(work, Path(args.keep_logs))
 
     ceiling = doc.get("ceiling", {}).get("pods_per_s")
     doc["ceiling_pods_per_s"] = ceiling

@@ -74,6 +74,12 @@ class PartitionLeases:
             del self.held[p]
         return False
 
+    def take_own(self) -> bool:
+        """At start: try for the partition of this binder's index at once, before the first
+        `step`'s look at the other binders and leases (two more round trips while every
+        shard's decisions wait for a holder). `step` would take it first anyway."""
+        return self._acquire(self.preferred)
+
     def step(self, busy) -> None:
         """Renew, take a fair share, give back extras (`busy(p)`: decisions of p in flight)."""
         for p in list(self.held):

@@ -183,6 +183,11 @@ class BinderServer(Component, rpc.BinderServicer):
 
     def partitions_forever(self) -> None:
         self.partitions.holder = self.group_commit.holder = self.address
+        try:
+            self.partitions.take_own()
+        except Exception as e:  # `step` tries again
+            self.counters["lease_errors"] += 1
+            self.errors.error("partition leases", e)
         while not self.stop_event.is_set():
             self.health.beat("partitions")
             try:

@@ -55,9 +55,17 @@ from .podgroups import GroupStatus
 log = logging.getLogger(__name__)
 
 MEMBERSHIP_EVERY_S = 0.5
+#: ... while no shard is known: nothing can be dispatched until one joins (at start-up, the
+#: first shard's join was up to MEMBERSHIP_EVERY_S on the way to the first binding).
+JOINING_EVERY_S = 0.1
 #: How long a new leader waits for every shard's first report (what it holds) before it
 #: dispatches; shards report every half second.
 ADOPT_WAIT_S = 3.0
+#: For this long after a dispatcher starts leading, while fewer shards than `shards.count`
+#: have joined, each live shard gets at most its share of the pending pods (the rest waits
+#: for the others). The first shard to join used to get a whole backlog in its first second
+#: and the others, joining a moment later, next to nothing for the rest of the run.
+JOINING_GRACE_S = 10.0
 
 
 class Pending:
@@ -113,6 +121,9 @@ class Dispatcher(Component):
         self.elector: LeaderElector | None = None
         self.leading = False
         self.adopt_until = 0.0
+        #: until when a live shard gets only its share while others have yet to join
+        self.joining_until = 0.0
+        self.held_back = False
         self.names = {p.scheduler_name for p in cfg.profiles}
         if d.also_default_scheduler:
             self.names.add("default-scheduler")
@@ -248,7 +259,7 @@ class Dispatcher(Component):
 
     def _membership(self) -> None:
         now = time.monotonic()
-        if now - self._membership_at < MEMBERSHIP_EVERY_S:
+        if now - self._membership_at < (MEMBERSHIP_EVERY_S if self.shards else JOINING_EVERY_S):
             return
         self._membership_at = now
         leases = self.store.list_leases("shard")
@@ -356,16 +367,29 @@ class Dispatcher(Component):
             self.groups[p.group] = link.id
         return link
 
+    def _share(self, live: list[ShardLink]) -> int | None:
+        """How many pods a live shard may hold: no limit (None), except shortly after this
+        dispatcher began to lead while fewer than `shards.count` have joined; then its share
+        of the pending pods."""
+        expected = self.cfg.shards.count
+        if len(live) >= expected or time.monotonic() >= self.joining_until:
+            return None
+        return -(-(len(self.unsent) + sum(len(link.held) for link in live)) // expected)
+
     def _dispatch(self) -> int:
         live = [link for link in self.shards.values() if link.alive]
+        share = self._share(live)
         batches: dict[str, list] = {}
-        sent = 0
+        sent = held_back = 0
         if live and self.unsent:
             now = time.monotonic()
             for key in list(self.unsent)[: self.batch_size * len(live)]:
-                del self.unsent[key]
                 p = self.pending[key]
-                link = self._pick(p, live)
+                link = self._pick(p, live)  # (a pool's or a group's shard as ever)
+                if share is not None and len(link.held) >= share:
+                    held_back += 1  # it waits for the shards yet to join
+                    continue
+                del self.unsent[key]
                 p.shard, p.sent_at = link.id, now
                 self.sent[key] = None
                 link.held.add(key)
@@ -382,6 +406,8 @@ class Dispatcher(Component):
                 link.send(batches.get(id_, []), self.revoke.get(id_, []))
         self.revoke = {}
         self.counters["dispatched"] += sent
+        #: nothing could go out for want of shards: the next step waits for events as an idle one
+        self.held_back = bool(held_back) and not sent
         return sent
 
     def step(self) -> None:
@@ -391,7 +417,7 @@ class Dispatcher(Component):
             self._lead() if leading else self._stand_by()
         if self.leading:
             self._membership()
-        self.informer.sync(timeout=0.0 if self.unsent and self.shards else 0.02)
+        self.informer.sync(timeout=0.0 if self.unsent and self.shards and not self.held_back else 0.02)
         if self.leading:
             self._overdue()
             if not self._adopting():
@@ -404,6 +430,7 @@ class Dispatcher(Component):
         log.info("dispatcher %s leads: adopting what the shards hold, then dispatching", self.id)
         self.leading = True
         self.adopt_until = time.monotonic() + ADOPT_WAIT_S
+        self.joining_until = time.monotonic() + JOINING_GRACE_S
         self.counters["leader_transitions"] += 1
         self.metrics.leader.set(1)
 

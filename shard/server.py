@@ -56,6 +56,8 @@ REFUSALS_REPORTED = 3
 REPORT_EVERY_S = 0.5
 #: Shortest time between two look-ups of the partition leases.
 HOLDERS_EVERY_S = 0.5
+#: ... and while decisions wait for a partition's first holder (a binder still starting).
+WAITING_LOOKUP_EVERY_S = 0.1
 #: How often the holders are looked up anyway, for readiness (a partition without a binder).
 READY_EVERY_S = 2.0
 #: How often decisions in flight are checked against shards.decisionTimeoutSeconds.
@@ -97,6 +99,8 @@ class BinderClient:
         self.withdrawn: list = []
         self.outgoing: dict[int, list] = {}      # partition -> decisions of this pass
         self.outgoing_groups: dict[int, list] = {}  # partition -> group decisions of this pass
+        #: partition -> since when its decisions wait for a holder (see `flush`)
+        self.unheld_since: dict[int, float] = {}
 
     def _decision(self, entry, result) -> pb.Decision:
         pod, node = entry.pod, result.node
@@ -173,7 +177,8 @@ class BinderClient:
         self.holders = {}
 
     def _holder(self, partition: int) -> str | None:
-        if partition not in self.holders and time.monotonic() - self._looked_up > HOLDERS_EVERY_S:
+        every = WAITING_LOOKUP_EVERY_S if self.unheld_since else HOLDERS_EVERY_S
+        if partition not in self.holders and time.monotonic() - self._looked_up > every:
             self.refresh_holders()
         return self.holders.get(partition)
 
@@ -185,24 +190,36 @@ class BinderClient:
         return len(self.in_flight) - waiting < IDLE_BELOW
 
     def flush(self) -> list:
-        """Send this pass's decisions; returns outcomes for those no binder could take."""
-        unsent, by_address = [], {}
+        """Send this pass's decisions; returns outcomes for those no binder could take.
+
+        The decisions of a partition no binder holds wait (assumed, in `outgoing`) for one
+        to take it, up to decisionTimeoutSeconds, then fail as BinderUnavailable. At start-up
+        the shards are usually ready before the binder holds its partition: failing their
+        first decisions at once sent each pod into its backoff, a second or more."""
+        unsent, by_address, waiting = [], {}, {}
+        now = time.monotonic()
         for partition in set(self.outgoing) | set(self.outgoing_groups):
             decisions = self.outgoing.get(partition, [])
             groups = self.outgoing_groups.get(partition, [])
             address = self._holder(partition)
             if address is None:
+                since = self.unheld_since.setdefault(partition, now)
+                if now - since < self.decision_timeout:
+                    waiting[partition] = (decisions, groups)
+                    continue
+                del self.unheld_since[partition]
                 unsent += [pb.Outcome(pod_key=d.pod_key, node=d.node, bound=False,
-                                      reason=f"BinderUnavailable: partition {partition} has no binder")
+                                      reason=f"BinderUnavailable: partition {partition} has no binder "
+                                             f"(waited {now - since:.0f} s)")
                            for d in decisions + [m for g in groups for m in g.members]]
             else:
+                self.unheld_since.pop(partition, None)
                 if self.trace_of is not None:
                     for d in decisions + [m for g in groups for m in g.members]:
                         d.traceparent = self.trace_of(d.pod_key)  # (its cycle's span is recorded by now)
                 batch = by_address.setdefault(address, ([], []))
                 batch[0].extend(decisions)
                 batch[1].extend(groups)
-        now = time.monotonic()
         for address, (decisions, groups) in by_address.items():
             too_large = [g for g in groups if size_of(g) > MAX_REQUEST - 1024]
             for g in too_large:
@@ -228,7 +245,8 @@ class BinderClient:
             for run in split(groups):
                 if run:
                     link.send(pb.DecisionBatch(shard=self.shard_id, groups=run))
-        self.outgoing, self.outgoing_groups = {}, {}
+        self.outgoing = {p: d for p, (d, _) in waiting.items() if d}
+        self.outgoing_groups = {p: g for p, (_, g) in waiting.items() if g}
         return unsent
 
     def _link(self, address: str) -> StreamLink:
@@ -342,7 +360,10 @@ class ShardServer(Component, rpc.ShardServicer):
     def Dispatch(self, request_iterator, context):
         reports: queue.SimpleQueue = queue.SimpleQueue()
         self.report_streams.append(reports)
-        self._last_holding = 0.0  # a new leader adopts what we hold: say it in the next report
+        # a new leader adopts what we hold, and dispatches only once we said it: say it in the
+        # next pass rather than up to REPORT_EVERY_S later (at start-up that wait was on the
+        # way to the first binding)
+        self._last_holding = self._last_report = 0.0
         log.info("dispatcher stream opened from %s", context.peer())
 
         def pump():

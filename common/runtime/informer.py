@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable
 
 from ..errors import ResourceVersionTooOld, StoreUnavailable
@@ -17,6 +18,9 @@ from .logs import ErrorLog
 from ..store.base import BOUND_MARK, rv_order
 
 log = logging.getLogger(__name__)
+
+#: Lists opened at once where a store's lists are round trips (`lists_in_parallel`).
+LIST_THREADS = 8
 
 
 class Informer:
@@ -75,14 +79,7 @@ class Informer:
         listed = []
         rv = None
         kind_rvs = {}
-        list_iter = getattr(self.store, "list_iter", None)
-        for kind in self.kinds:
-            # One object at a time where the store can (each decoded when delivered, and
-            # what the owner does not keep freed at once): a million pods never held whole.
-            if list_iter is not None:
-                objs, kind_rv = list_iter(kind, cached=True, skip=self.skips.get(kind))
-            else:
-                objs, kind_rv = self.store.list(kind, cached=True)
+        for kind, (objs, kind_rv) in zip(self.kinds, self._open_lists()):
             listed.append((kind, objs))
             kind_rvs[kind] = kind_rv
             # Events after the oldest of the per-kind versions cover every list.
@@ -98,6 +95,23 @@ class Informer:
         self.rv = rv
         self.kind_rv = kind_rvs
         log.info("listed %s in %.2f s (resourceVersion %s)", ", ".join(counts), time.monotonic() - t, rv)
+
+    def _open_lists(self) -> list[tuple]:
+        """(objects, rv) of each kind, in the kinds' order. One object at a time where the
+        store can (each decoded when delivered, and what the owner does not keep freed at
+        once): a million pods never held whole. Where each list is a round trip
+        (`lists_in_parallel`), all are opened at once: the answers are delivered in order
+        all the same, and the first list's wait covers the others'."""
+        list_iter = getattr(self.store, "list_iter", None)
+
+        def open_one(kind):
+            if list_iter is not None:
+                return list_iter(kind, cached=True, skip=self.skips.get(kind))
+            return self.store.list(kind, cached=True)
+        if not getattr(self.store, "lists_in_parallel", False) or len(self.kinds) < 2:
+            return [open_one(kind) for kind in self.kinds]
+        with ThreadPoolExecutor(min(LIST_THREADS, len(self.kinds)), thread_name_prefix="list") as pool:
+            return list(pool.map(open_one, self.kinds))
 
     def sync(self, timeout: float = 0.0, max_events: int = 10000) -> int:
         """Apply the events since the last sync (waiting up to `timeout` for the first)."""

@@ -166,6 +166,10 @@ class ClusterStore(ABC):
     #: Records the backend found unreadable (malformed by another writer) and skipped, each
     #: logged with its id: one bad record must never stop a reader.
     skipped_records = 0
+    #: Whether each list is a round trip worth overlapping with the others: an informer
+    #: then opens the lists of all its kinds at once (common/runtime/informer.py), rather
+    #: than waiting for one answer before it asks for the next.
+    lists_in_parallel = False
 
     # --- reads ---------------------------------------------------------------------------
 

@@ -37,3 +37,19 @@ def test_a_joining_replica_gets_its_partition_while_decisions_keep_flowing():
     assert first.held_now() == [0]
     second.step(busy=lambda p: False)
     assert second.held_now() == [1] and second.accepts(1)
+
+
+def test_a_starting_binder_takes_its_own_partition_before_it_looks_at_the_others():
+    """Every shard's first decisions wait for a holder: a starting binder asks for its own
+    partition's lease first, without listing the binders and the partitions' leases before
+    (two round trips more), and never one another live binder holds."""
+    store = MemoryStore()
+    first = binder(store, 1)
+
+    def listed(role):
+        raise AssertionError(f"listed the {role} leases before taking its own partition")
+    store.list_leases = listed
+    assert first.take_own() and first.held_now() == [1]
+    del store.list_leases
+    other = binder(store, 3)  # index 3 of 2 partitions: partition 1 is its own too
+    assert not other.take_own() and other.held_now() == []

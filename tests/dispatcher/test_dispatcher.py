@@ -356,3 +356,59 @@ def test_the_dispatchers_watch_passes_over_bound_pods_it_does_not_hold(redis_url
     assert not d.pending and set(d.group_status.index.members["ns/g"]) == {"ns/member"}
     assert d.informer.rv == store.list("Pod")[1]  # the stream's head: nothing left to read again
     store.close()
+
+
+def test_a_backlog_is_not_all_given_to_the_first_shard_that_joins():
+    """At start-up the first shard used to get the whole backlog in its first second (256
+    pods a step), before the second had joined: that one then had almost nothing to do for
+    the whole run. While fewer shards than `shards.count` have joined, shortly after a
+    leader starts, each live shard gets at most its share; the rest waits for the others."""
+    cfg = config.validate({"shards": {"count": 2}})
+    d = Dispatcher(cfg, MemoryStore(), port=0, seed=1)
+    d.shards = {"0": FakeLink("0")}
+    for i in range(1000):
+        d.apply("ADDED", "Pod", pending(f"p{i}"))
+    d._lead()
+    d.adopt_until = 0.0  # (shard 0 said what it holds: nothing)
+    for _ in range(10):
+        d._dispatch()
+    assert len(d.shards["0"].sent) == 500
+    d.shards["1"] = FakeLink("1")
+    for _ in range(10):
+        d._dispatch()
+    assert len(d.shards["1"].sent) == 500 and not d.unsent
+
+
+def test_after_the_start_the_live_shards_get_everything_whatever_shards_count_says():
+    cfg = config.validate({"shards": {"count": 2}})
+    d = Dispatcher(cfg, MemoryStore(), port=0, seed=1)
+    d.shards = {"0": FakeLink("0")}
+    for i in range(1000):
+        d.apply("ADDED", "Pod", pending(f"p{i}"))
+    d._lead()
+    d.adopt_until = 0.0
+    d.joining_until = 0.0  # the start is long past: shard 1 is not coming
+    for _ in range(10):
+        d._dispatch()
+    assert len(d.shards["0"].sent) == 1000
+
+
+def test_a_dispatcher_holding_pods_back_for_shards_yet_to_join_does_not_spin():
+    """While the pods left wait for shards to join, a step waits for events as an idle one
+    does, rather than going round at once with nothing to send (a core's worth of CPU on the
+    two the whole stack starts on)."""
+    cfg = config.validate({"shards": {"count": 2}})
+    store = MemoryStore()
+    store.put_lease("shard", "0", "fake:0", 60)
+    d = Dispatcher(cfg, store, port=0, seed=1)
+    d.shards = {"0": FakeLink("0")}
+    for i in range(600):
+        d.apply("ADDED", "Pod", pending(f"p{i}"))
+    d._lead()
+    d.adopt_until = 0.0
+    waits = []
+    d.informer.sync = lambda timeout=0.0, max_events=10000: waits.append(timeout) or 0
+    for _ in range(4):
+        d.step()
+    assert len(d.shards["0"].sent) == 300
+    assert waits[-1] > 0

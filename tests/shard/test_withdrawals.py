@@ -149,3 +149,30 @@ def test_conflicts_are_counted_by_kind():
         server._outcomes([pb.Outcome(pod_key=f"default/p{i}", node="n1", bound=False, reason=reason)])
     c = server.counters
     assert (c["conflicts"], c["conflicts_withdrawn"], c["conflicts_already_bound"]) == (3, 1, 1)
+
+
+def test_a_decision_made_before_any_binder_holds_its_partition_waits_for_one_and_is_not_lost():
+    """At start-up the shards list faster than the binder, and cycle before it holds its
+    partition: their first decisions used to fail at once as BinderUnavailable (each pod then
+    backed off, a second or more). They now stay assumed and go to the holder once there is one."""
+    store = MemoryStore()
+    c = client(store)
+    decide(c, "default/p")
+    assert "default/p" in c.in_flight and c.fake_links == {}
+    assert c.flush() == [], "still waiting, nothing refused"
+    assert store.acquire_lease(PARTITION_ROLE, "0", "a:1", 60)
+    c.refresh_holders()
+    assert c.flush() == []
+    assert c.fake_links["a:1"].held == {"default/p"}
+    assert [o.bound for *_, o in c.settle([pb.Outcome(pod_key="default/p", bound=True)],
+                                             c.fake_links["a:1"])] == [True]
+
+
+def test_a_decision_no_binder_takes_within_the_decision_timeout_is_refused():
+    store = MemoryStore()
+    c = client(store, timeout=1)
+    decide(c, "default/p")
+    c.unheld_since[0] -= 2  # no binder for longer than decisionTimeoutSeconds
+    (refused,) = c.flush()
+    assert refused.pod_key == "default/p" and refused.reason.startswith("BinderUnavailable: partition 0")
+    assert c.outgoing == {} and c.unheld_since == {}

@@ -3,6 +3,7 @@ stops the objects after it."""
 from __future__ import annotations
 
 import logging
+import threading
 
 from common.runtime.informer import Informer
 from common.store.memory import MemoryStore
@@ -84,3 +85,33 @@ def test_seen_follows_each_kind_apart():
     assert informer.rv == "11" and not informer.seen("Pod", "10")
     informer.sync()
     assert informer.seen("Pod", "10") and informer.seen("Node", "11")
+
+
+class ListsAreRoundTrips(KindsApart):
+    """A store whose lists are round trips (the API server): each answers only once the
+    lists of every kind have been asked for, which only an informer that opens them all at
+    once ever sees."""
+
+    lists_in_parallel = True
+
+    def __init__(self, kinds):
+        super().__init__([])
+        self.barrier = threading.Barrier(len(kinds), timeout=30)
+
+    def list(self, kind, cached=False):
+        self.barrier.wait()
+        return [{"metadata": {"name": kind.lower()}}], {"Pod": "7"}.get(kind, "5")
+
+
+def test_a_store_whose_lists_are_round_trips_has_them_opened_at_once_and_delivered_in_order():
+    """At start-up each process lists about twenty kinds, most of them empty: one after the
+    other, their round trips added up to most of a second on a busy machine. Opened at once,
+    they are still delivered in the kinds' order (PriorityClasses before the Pods that name
+    them), and the informer follows from the oldest list's version."""
+    kinds = ("PriorityClass", "Node", "Namespace", "Pod")
+    seen = []
+    informer = Informer(ListsAreRoundTrips(kinds), kinds, lambda t, kind, obj: seen.append((t, kind)))
+    informer.start()
+    assert seen == [("ADDED", kind) for kind in kinds]
+    assert informer.rv == "5" and informer.kind_rv == {"PriorityClass": "5", "Node": "5", "Namespace": "5",
+                                                       "Pod": "7"}
