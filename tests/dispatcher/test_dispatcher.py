@@ -356,3 +356,10 @@ def test_the_dispatchers_watch_passes_over_bound_pods_it_does_not_hold(redis_url
     assert not d.pending and set(d.group_status.index.members["ns/g"]) == {"ns/member"}
     assert d.informer.rv == store.list("Pod")[1]  # the stream's head: nothing left to read again
     store.close()
+
+
+def test_the_configured_watch_linger_paces_its_informer():
+    """store.watchLingerSeconds reaches the dispatcher's watch (0 reads each event as it comes)."""
+    cfg = config.validate({"store": {"watchLingerSeconds": 0.02}})
+    assert Dispatcher(cfg, MemoryStore(), port=0, seed=1).informer.pace.linger_s == 0.02
+    assert make_dispatcher().informer.pace.linger_s == config.defaults().store.watch_linger_seconds == 0.005
