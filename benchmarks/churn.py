@@ -27,6 +27,7 @@ import time
 from datetime import datetime, timezone
 
 from common.errors import Conflict
+from common.store.base import PollPace
 from .side_process import SideProcess
 
 log = logging.getLogger(__name__)
@@ -133,9 +134,10 @@ class Churn:
             # undecoded (the store's EventSkip): what binds no pod, and its own writes
             return not bound or type_ == "DELETED" or key in marked
 
+        pace = PollPace()  # a few bindings per read and per write, not one
         while not self._stop.is_set():
             batch, keys = [], []
-            events, read_to = store.read(self._rv, timeout=0.2, kinds=("Pod",), skip=passes_over)
+            events, read_to = store.read(self._rv, timeout=0.2, kinds=("Pod",), skip=passes_over, pace=pace)
             self._rv = read_to or self._rv
             for ev in events:
                 pod = ev.obj

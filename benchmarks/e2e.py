@@ -38,6 +38,7 @@ from common.tools.local_cluster import LocalCluster
 from common.runtime import quality
 from common.store import open_store
 from common.store.embedded import EmbeddedRedis
+from common.store.base import PollPace
 from common.tools.verify import verify_store
 
 from . import groups, harness, processes, running
@@ -63,6 +64,9 @@ class Observer:
         self.nodes: dict[str, str] = {}       # "namespace/name" -> its node
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
+        #: its reads paced as the scheduler's processes pace theirs: a binding is timed up to
+        #: the linger (5 ms) late, and the harness pays a poll per few bindings, not per one
+        self.pace = PollPace()
 
     def _passes_over(self, kind: str, type_: str, key: str, bound: bool, data: bytes) -> bool:
         """Events that bind no pod it waits for (the store's EventSkip): left undecoded, as
@@ -71,7 +75,8 @@ class Observer:
 
     def _run(self) -> None:
         while not self.stop.is_set():
-            events, read_to = self.store.read(self.rv, timeout=0.2, kinds=("Pod",), skip=self._passes_over)
+            events, read_to = self.store.read(self.rv, timeout=0.2, kinds=("Pod",), skip=self._passes_over,
+                                              pace=self.pace)
             now = time.monotonic()
             if read_to is not None:
                 self.rv = read_to

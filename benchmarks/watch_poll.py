@@ -11,7 +11,11 @@ thread's time) per event is measured for:
 - `baseline`: the read before issue 31's watch work (a MULTI of three XRANGEs per poll, and
   an XREAD of one entry to wait, then the MULTI again);
 - `dispatcher_skip`: `read` with the dispatcher's skip (bound pods it does not hold are
-  passed over undecoded), against `optimised`, which decodes every event.
+  passed over undecoded), against `optimised`, which decodes every event;
+- `pace`: `read` with a PollPace of store.watchLingerSeconds' default (a waiting poll comes
+  no sooner than 5 ms after the previous one), against `optimised`, which polls as each
+  event comes; for this pair the writer writes each pod's events as they fall due (every
+  millisecond), as a paced load of single writes arrives, rather than a tick's worth at once.
 
 Variants alternate within each repeat on one embedded Redis; each item is
 {"optimised_us_per_event", "baseline_us_per_event", "ratio"} with medians over the repeats.
@@ -28,10 +32,13 @@ import uuid
 import redis
 
 from common.errors import ResourceVersionTooOld
+from common.store.base import PollPace
 from common.store.embedded import EmbeddedRedis
 from common.store.redis_store import _BLOCK_S, RedisStore
 
 TICK_S = 0.02
+#: the writer's tick for the `pace` pair: each pod's events written as they fall due
+SPREAD_TICK_S = 0.001
 
 
 class PreviousReadStore(RedisStore):
@@ -59,7 +66,7 @@ def _pod(name: str) -> dict:
                  "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}
 
 
-def _write(url: str, prefix: str, rate: float, seconds: float, stop: threading.Event) -> None:
+def _write(url: str, prefix: str, rate: float, seconds: float, stop: threading.Event, tick_s: float = TICK_S) -> None:
     """Create, bind and mark Running `rate` pods a second, a tick's worth at a time."""
     store = RedisStore(url, prefix=prefix)
     start, made = time.monotonic(), 0
@@ -75,30 +82,31 @@ def _write(url: str, prefix: str, rate: float, seconds: float, stop: threading.E
                     obj["status"] = {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}
                 store.update_status_many(running)
                 made = due
-            time.sleep(TICK_S)
+            time.sleep(tick_s)
     finally:
         store.close()
 
 
-def _follow(store: RedisStore, rv: str, stop: threading.Event, out: dict, skip) -> None:
+def _follow(store: RedisStore, rv: str, stop: threading.Event, out: dict, skip, pace) -> None:
     cpu0, events = time.thread_time(), 0
     while not stop.is_set():
-        got, read_to = store.read(rv, timeout=0.02, kinds=("Pod",), skip=skip)
+        got, read_to = store.read(rv, timeout=0.02, kinds=("Pod",), skip=skip, pace=pace)
         events += len(got)
         rv = read_to or rv
     out["cpu_s"], out["delivered"] = time.thread_time() - cpu0, events
 
 
-def measure(url: str, store_cls, rate: float, seconds: float, skip=None) -> float:
-    """The reader's CPU microseconds per event the writer made."""
+def measure(url: str, store_cls, rate: float, seconds: float, skip=None, pace: PollPace | None = None,
+            tick_s: float = TICK_S) -> float:
+    """The reader's CPU microseconds per event the writer made (writing every `tick_s`)."""
     prefix = f"watchbench-{uuid.uuid4().hex[:8]}:"
     reader = store_cls(url, prefix=prefix)
     head = "0-0"
     stop, done = threading.Event(), {}
-    follower = threading.Thread(target=_follow, args=(reader, head, stop, done, skip))
+    follower = threading.Thread(target=_follow, args=(reader, head, stop, done, skip, pace))
     follower.start()
     writer_stop = threading.Event()
-    _write(url, prefix, rate, seconds, writer_stop)
+    _write(url, prefix, rate, seconds, writer_stop, tick_s)
     time.sleep(0.5)  # let the reader catch up
     stop.set()
     follower.join()
@@ -113,12 +121,15 @@ def _dispatcher_skip(kind, type_, key, bound, data) -> bool:
 
 def run(rate: float, seconds: float, repeats: int) -> dict:
     with EmbeddedRedis() as server:
-        rows = {"poll": ([], []), "dispatcher_skip": ([], [])}
+        rows = {"poll": ([], []), "dispatcher_skip": ([], []), "pace": ([], [])}
         for _ in range(repeats):
             rows["poll"][1].append(measure(server.url, PreviousReadStore, rate, seconds))
             rows["poll"][0].append(measure(server.url, RedisStore, rate, seconds))
             rows["dispatcher_skip"][1].append(measure(server.url, RedisStore, rate, seconds))
             rows["dispatcher_skip"][0].append(measure(server.url, RedisStore, rate, seconds, _dispatcher_skip))
+            rows["pace"][1].append(measure(server.url, RedisStore, rate, seconds, tick_s=SPREAD_TICK_S))
+            rows["pace"][0].append(measure(server.url, RedisStore, rate, seconds, pace=PollPace(),
+                                           tick_s=SPREAD_TICK_S))
     out = {}
     for name, (opt, base) in rows.items():
         o, b = statistics.median(opt), statistics.median(base)

@@ -94,7 +94,8 @@ class BinderServer(Component, rpc.BinderServicer):
         self.partition_count = binders.count
         self.partition_label = binders.partition_label
         self.lock = threading.Lock()
-        self.informer = self.view.intake.informer(store, self._relist, apply=self._apply)
+        self.informer = self.view.intake.informer(store, self._relist, apply=self._apply,
+                                                  linger_s=cfg.store.watch_linger_seconds)
         self.group_rules = GroupRules(self.view, {KIND: gang_scheduler_names(cfg, COSCHEDULING),
                                                   NATIVE_KIND: gang_scheduler_names(cfg, GANG_SCHEDULING)})
         self.group_commit = GroupCommit(store, failpoint=env_failpoint())

@@ -150,7 +150,7 @@ class Dispatcher(Component):
         self.intake = Intake([*self.group_status.kinds, Kind("Pod", handle=self._apply_pod, skip_listed=ListSkip(),
                                                                 skip_event=self._passes_over)])
         self.apply = self.intake.apply
-        self.informer = self.intake.informer(store, self._relist)
+        self.informer = self.intake.informer(store, self._relist, linger_s=cfg.store.watch_linger_seconds)
         self._membership_at = 0.0
         self._overdue_at = 0.0
         self.health.add_ready("informer", lambda: None if self.informer.rv is not None else "pods not listed yet")

@@ -23,6 +23,7 @@ from common.runtime.intake import Intake, Kind, device_kinds, same_version, stat
 from common.model.objects import raw_pod_key
 from common.model.podgroup import NATIVE_KIND, index_key_of
 from common.scheduling.volumes import counts_volumes
+from common.store.base import WATCH_LINGER_S
 
 
 def _has_claims(pod) -> bool:
@@ -75,7 +76,8 @@ class ShardIntake:
     """The shard's view of the store, kept by the store's events, over the loop's cache,
     queue and scheduler (which it shares with the loop's cycles)."""
 
-    def __init__(self, store, cache, queue, scheduler, owner):
+    def __init__(self, store, cache, queue, scheduler, owner, linger_s: float = WATCH_LINGER_S):
+        """`linger_s`: the informer's (store.watchLingerSeconds)."""
         self.store = store
         self.cache = cache
         self.queue = queue
@@ -109,7 +111,7 @@ class ShardIntake:
         ], priority_classes=self.priority_classes, logger=log)
         self.errors = self.intake.errors
         self.apply = self.intake.apply
-        self.informer = self.intake.informer(store, self.forget_everything)
+        self.informer = self.intake.informer(store, self.forget_everything, linger_s=linger_s)
 
     def forget_everything(self) -> None:
         """Before a relist: the fresh list will bring back whatever still exists."""

@@ -57,7 +57,8 @@ class ShardLoop:
         self.groups = self.scheduler.groups
         self.messages: dict[str, str] = {}  # pod key -> last unschedulable message
         #: what the shard keeps of the store (shard.intake), and its parts the cycles use
-        self.intake = ShardIntake(store, self.cache, self.queue, self.scheduler, self.owner)
+        self.intake = ShardIntake(store, self.cache, self.queue, self.scheduler, self.owner,
+                                  cfg.store.watch_linger_seconds)
         self.informer = self.intake.informer
         self.apply = self.intake.apply
         self.profile_for = self.intake.profile_for

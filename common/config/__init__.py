@@ -184,6 +184,10 @@ SCHEMA = {
                   "(client-go's token bucket; 0 = no limit). Watches are not counted.", maximum=1e6),
         "burst": _i(0, "kube:// only: requests allowed at once above qps (0 = qps, rounded up).",
                     maximum=1_000_000),
+        "watchLingerSeconds": _f(0.005, "How long a process waiting for store events lets them gather "
+                                 "between two reads (a paced rate then reads several per poll instead of "
+                                 "waking for each; an event after a quiet spell is read at once); "
+                                 "0 = read each as it comes.", maximum=1),
     },
     "dispatcher": {
         "host": _s("127.0.0.1", "Address the dispatcher listens on."),
@@ -524,6 +528,7 @@ class StoreConfig(Section):
     request_timeout_seconds: float
     qps: float
     burst: int
+    watch_linger_seconds: float
 
 
 @_section(SCHEMA["dispatcher"])

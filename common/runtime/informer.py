@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 
 from ..errors import ResourceVersionTooOld, StoreUnavailable
 from .logs import ErrorLog
-from ..store.base import BOUND_MARK, rv_order
+from ..store.base import BOUND_MARK, WATCH_LINGER_S, PollPace, rv_order
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +37,15 @@ class Informer:
 
     def __init__(self, store, kinds: Iterable[str], on_event: Callable[[str, str, dict], None],
                  on_relist: Callable[[], None] | None = None, skips: dict | None = None,
-                 event_skip=None):
+                 event_skip=None, linger_s: float = WATCH_LINGER_S):
         """`skips`: kind -> common.store.base.ListSkip, what the owner's lists may pass over
         unread (a dispatcher's bound pods); `event_skip`: the watch events it may pass over
         (common.store.base.EventSkip), on a store that can skip them unread (Redis, in its
-        read) or hands them over undecoded (kube://, here)."""
+        read) or hands them over undecoded (kube://, here); `linger_s`: how long a sync that
+        may wait lets events gather after the previous one (common.store.base.PollPace;
+        store.watchLingerSeconds)."""
         self.store = store
+        self.pace = PollPace(linger_s)
         self.kinds = tuple(kinds)
         self.skips = dict(skips or {})
         self.on_event = on_event
@@ -114,13 +117,14 @@ class Informer:
             return list(pool.map(open_one, self.kinds))
 
     def sync(self, timeout: float = 0.0, max_events: int = 10000) -> int:
-        """Apply the events since the last sync (waiting up to `timeout` for the first)."""
+        """Apply the events since the last sync (waiting up to `timeout` for the first; with a
+        timeout, no sooner than the linger after the previous sync's read)."""
         try:
             if self.reads_ahead:
                 events, read_to = self.store.read(self.rv, timeout, max_events, self.kinds, self.kind_rv,
-                                                  self.event_skip)
+                                                  self.event_skip, pace=self.pace)
             else:
-                events, read_to = self.store.poll(self.rv, timeout=timeout, max_events=max_events,
+                events, read_to = self.store.poll(self.rv, timeout=self.pace.wait(timeout), max_events=max_events,
                                                   kinds=self.kinds, positions=self.kind_rv), None
         except ResourceVersionTooOld as e:
             log.warning("watch history after %s is gone (%s): relisting %s", self.rv, e, ", ".join(self.kinds))

@@ -46,6 +46,7 @@ from typing import Any, Callable, Iterable
 from ..errors import ObjectError
 from .informer import Informer
 from ..model.objects import CREATE_ORDER, object_key, parse_object
+from ..store.base import WATCH_LINGER_S
 
 log = logging.getLogger(__name__)
 
@@ -180,11 +181,13 @@ class Intake:
             route(type_, obj)
 
     def informer(self, store, on_relist: Callable[[], None] | None = None,
-                 apply: Callable[[str, str, dict], None] | None = None) -> Informer:
+                 apply: Callable[[str, str, dict], None] | None = None,
+                 linger_s: float = WATCH_LINGER_S) -> Informer:
         """An informer over the declared kinds that feeds `apply` (a role that applies under a
-        lock passes its own, which calls this intake's)."""
+        lock passes its own, which calls this intake's); `linger_s`: its syncs' linger
+        (store.watchLingerSeconds)."""
         return Informer(store, self.kinds, apply or self.apply, on_relist, self.skips,
-                        self.skip_event if self.event_skips else None)
+                        self.skip_event if self.event_skips else None, linger_s)
 
     def skip_event(self, kind: str, type_: str, key: str, bound: bool, data: bytes) -> bool:
         """The store's EventSkip over the declarations: an event every declaration of its

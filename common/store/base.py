@@ -48,6 +48,51 @@ class WatchEvent:
 EventSkip = Callable[[str, str, str, bool, bytes], bool]
 
 
+#: How long a reader that waits for events lets them gather between two polls, by default
+#: (store.watchLingerSeconds): at a paced rate a poll that wakes on each event pays its round
+#: trip, and the owner's loop pass after it, for one or two events.
+WATCH_LINGER_S = 0.005
+
+
+class PollPace:
+    """Spaces one reader's waiting polls at least `linger_s` apart.
+
+    A reader blocked on the store wakes as soon as one event is written; at a moderate,
+    paced rate (a few hundred to a few thousand events a second) that is one poll, and one
+    pass of the owner's loop (its messages, flushes, metrics), per event or two, and those
+    fixed costs, not the events, are most of a process's CPU. A poll that may wait (timeout
+    > 0: the reader has nothing else to do) first sleeps out what is left of `linger_s`
+    since the previous poll, so the events written meanwhile come in one read; an event
+    after a quiet spell is still read at once, and none waits longer than `linger_s` more.
+    A poll with no time to wait (the owner is busy and comes back for whatever is there)
+    never sleeps. One pace per reader (it is not thread-safe)."""
+
+    def __init__(self, linger_s: float = WATCH_LINGER_S, clock=time.monotonic, sleep=time.sleep):
+        if linger_s < 0:
+            raise ValueError(f"watch linger: must be at least 0 seconds, got {linger_s!r}")
+        self.linger_s = linger_s
+        self._clock, self._sleep = clock, sleep
+        self._last = float("-inf")
+        #: how many polls slept, and for how long in all (seconds)
+        self.lingered = 0
+        self.lingered_s = 0.0
+
+    def wait(self, timeout: float) -> float:
+        """Called right before a poll that may wait up to `timeout` seconds: sleeps what is
+        left of the linger (never more than `timeout`) and returns the time left to wait."""
+        now = self._clock()
+        if timeout > 0 and self.linger_s > 0:
+            pause = min(self.linger_s - (now - self._last), timeout)
+            if pause > 0:
+                self._sleep(pause)
+                self.lingered += 1
+                self.lingered_s += pause
+                timeout -= pause
+                now = self._clock()
+        self._last = now
+        return timeout
+
+
 def rv_order(rv: str) -> tuple[int, int]:
     """Sort key for resourceVersions of either backend."""
     ms, _, seq = rv.partition("-")
@@ -217,17 +262,21 @@ class ClusterStore(ABC):
     skips_unread = False
 
     def poll(self, since_rv: str, timeout: float = 1.0, max_events: int = 10000,
-             kinds: Iterable[str] | None = None, positions: dict[str, str] | None = None) -> list[WatchEvent]:
+             kinds: Iterable[str] | None = None, positions: dict[str, str] | None = None,
+             pace: PollPace | None = None) -> list[WatchEvent]:
         """Events strictly after `since_rv`, or [] once `timeout` seconds pass without any.
         `positions`: how far the reader has seen each kind (see _read); an informer passes
-        its lists' versions, which on the API server differ per kind."""
-        return self.read(since_rv, timeout, max_events, kinds, positions)[0]
+        its lists' versions, which on the API server differ per kind. `pace`: the reader's
+        PollPace, which spaces its waiting polls."""
+        return self.read(since_rv, timeout, max_events, kinds, positions, pace=pace)[0]
 
     def read(self, since_rv: str, timeout: float = 1.0, max_events: int = 10000,
              kinds: Iterable[str] | None = None, positions: dict[str, str] | None = None,
-             skip: "EventSkip | None" = None) -> tuple[list[WatchEvent], str | None]:
+             skip: "EventSkip | None" = None, pace: PollPace | None = None) -> tuple[list[WatchEvent], str | None]:
         """`poll`, and the rv it read up to (None when it read nothing), from which the reader
-        continues: with `skip`, a poll may read only events it passes over.
+        continues: with `skip`, a poll may read only events it passes over; with `pace` (the
+        reader's PollPace), every poll that may wait first lets events gather (a read that
+        brought only events it passed over polls again, paced too).
 
         `skip(kind, type_, key, bound, data) -> bool` names the events the reader does not
         need, judged without decoding them: a store that keeps events as bytes
@@ -243,8 +292,10 @@ class ClusterStore(ABC):
         deadline = time.monotonic() + timeout
         read_to = None
         while True:
-            events, last = self._read(since_rv, max(0.0, deadline - time.monotonic()), max_events, wanted,
-                                      positions, **extra)
+            wait = max(0.0, deadline - time.monotonic())
+            if pace is not None:
+                wait = pace.wait(wait)
+            events, last = self._read(since_rv, wait, max_events, wanted, positions, **extra)
             read_to = last or read_to
             if events or last is None or time.monotonic() >= deadline:
                 return events, read_to

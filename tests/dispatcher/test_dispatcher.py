@@ -412,3 +412,10 @@ def test_a_dispatcher_holding_pods_back_for_shards_yet_to_join_does_not_spin():
         d.step()
     assert len(d.shards["0"].sent) == 300
     assert waits[-1] > 0
+
+
+def test_the_configured_watch_linger_paces_its_informer():
+    """store.watchLingerSeconds reaches the dispatcher's watch (0 reads each event as it comes)."""
+    cfg = config.validate({"store": {"watchLingerSeconds": 0.02}})
+    assert Dispatcher(cfg, MemoryStore(), port=0, seed=1).informer.pace.linger_s == 0.02
+    assert make_dispatcher().informer.pace.linger_s == config.defaults().store.watch_linger_seconds == 0.005

@@ -448,3 +448,11 @@ def test_a_refused_device_decision_leaves_the_device_another_claim_holds_taken()
     retry = loop.schedule_next()
     assert retry is not None and retry.node == "n1"
     assert devices_of(retry) == ["gpu-1"]
+
+
+def test_the_configured_watch_linger_paces_the_shards_informer():
+    """store.watchLingerSeconds reaches the shard's watch."""
+    from shard.loop import ShardLoop
+
+    loop = ShardLoop(make_config(store={"watchLingerSeconds": 0}), MemoryStore())
+    assert loop.informer.pace.linger_s == 0
