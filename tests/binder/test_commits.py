@@ -159,3 +159,9 @@ def test_a_binding_writes_scheduled_and_each_evicted_victim_preempted():
     assert preempted["note"] == f"Preempted by pod {high['metadata']['uid']} on node n1"
     assert preempted["regarding"]["uid"] == low["metadata"]["uid"] and preempted["related"]["name"] == "high"
     assert preempted["action"] == "Preempting" and preempted["reportingInstance"] == "shardsched-binder-0"
+
+
+def test_the_configured_watch_linger_paces_the_binders_informer():
+    """store.watchLingerSeconds reaches the binder's watch."""
+    binder = BinderServer(make_config(store={"watchLingerSeconds": 0.01}), MemoryStore(), 0, port=0, metrics_port=0)
+    assert binder.informer.pace.linger_s == 0.01
