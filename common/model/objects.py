@@ -327,10 +327,22 @@ class SharedSpec:
     __slots__ = ("images", "scheduler_name", "priority_class_name", "priority", "preemption_policy", "nonzero",
                  "host_ports", "tolerations", "node_selector", "required_node_terms", "preferred_node_terms",
                  "affinity", "anti_affinity", "spread_constraints", "scheduling_gates", "scheduling_group",
-                 "resource_claims", "requests", "hold", "spec", "__weakref__")
+                 "resource_claims", "requests", "hold", "spec_json", "__weakref__")
 
-    #: the fields _parse_spec gives, in this order (requests, hold and spec are set apart)
+    #: the fields _parse_spec gives, in this order (requests, hold and spec_json are set apart)
     PARSED = __slots__[:17]
+
+    def same_spec(self, spec: dict) -> bool:
+        """Whether `spec` (a pod's, nodeName aside) is the one this was parsed from. What is
+        kept to tell is the spec's JSON, the spec memo's key (`spec_json`, None for a spec
+        not remembered: then never), not the spec as a document: its objects took four
+        times the bytes, for every distinct spec."""
+        if self.spec_json is None:
+            return False
+        try:
+            return _spec_json(spec) == self.spec_json
+        except TypeError:  # not JSON-serialisable: not a spec that was remembered
+            return False
 
 
 def _shared_field(name: str) -> property:
@@ -350,9 +362,9 @@ class Pod:
     its name read from its key, and no resourceVersion (`resource_version` is ""): what
     reads a pod's version is the pending pod's decision and the check that an event is not
     one already applied, and an event of a bound pod applied twice changes nothing (it is a
-    status-only update, below, that keeps the pod as it is). `spec` is the shared spec as a
-    document (one per distinct spec, its nodeName aside): enough to tell a status-only
-    update (`status_only`) without the pod's own document. A pending pod keeps `raw` and
+    status-only update, below, that keeps the pod as it is). Its SharedSpec keeps the spec's
+    JSON (one per distinct spec, its nodeName aside): enough to tell a status-only update
+    (`status_only`) without the pod's own document. A pending pod keeps `raw` and
     its resourceVersion (the queue and the pod's own scheduling cycle read them)."""
 
     kind = "Pod"
@@ -364,11 +376,11 @@ class Pod:
 
     (images, scheduler_name, priority_class_name, nonzero, host_ports, tolerations, node_selector,
      required_node_terms, preferred_node_terms, affinity, anti_affinity, spread_constraints, scheduling_gates,
-     scheduling_group, resource_claims, requests, hold, spec) = (
+     scheduling_group, resource_claims, requests, hold) = (
         _shared_field(n) for n in ("images", "scheduler_name", "priority_class_name", "nonzero", "host_ports",
                                    "tolerations", "node_selector", "required_node_terms", "preferred_node_terms",
                                    "affinity", "anti_affinity", "spread_constraints", "scheduling_gates",
-                                   "scheduling_group", "resource_claims", "requests", "hold", "spec"))
+                                   "scheduling_group", "resource_claims", "requests", "hold"))
 
     @property
     def name(self) -> str:
@@ -445,9 +457,9 @@ class Pod:
         nm = new.get("metadata") or {}
         spec = new.get("spec")
         if (self.uid != nm.get("uid") or nm.get("deletionTimestamp") or spec.__class__ is not dict
-                or spec.get("nodeName") != self.node_name or self.spec is None
-                or not _same_spec(self.spec, spec)
-                or self.labels != (nm.get("labels") or {}) or self.annotations != (nm.get("annotations") or {})):
+                or spec.get("nodeName") != self.node_name
+                or self.labels != (nm.get("labels") or {}) or self.annotations != (nm.get("annotations") or {})
+                or not self.shared.same_spec(spec)):
             return False
         new_phase = (new.get("status") or {}).get("phase")
         return (self.phase in TERMINAL_PHASES) == (new_phase in TERMINAL_PHASES)
@@ -460,14 +472,10 @@ EMPTY_AFFINITY = ((), ())
 _NO_CLAIM_STATUSES: dict = {}
 
 
-def _same_spec(ref: dict, new: dict) -> bool:
-    """Whether two pod specs are equal but for nodeName (compared in C, nothing copied)."""
-    if len(new) - ("nodeName" in new) != len(ref) - ("nodeName" in ref):
-        return False
-    for k, v in ref.items():
-        if k != "nodeName" and (k not in new or new[k] != v):
-            return False
-    return True
+def _spec_json(spec: dict) -> bytes:
+    """A pod spec's JSON but for nodeName: the spec memo's key. Raises TypeError when the
+    spec is not JSON-serialisable (odd YAML input)."""
+    return orjson.dumps(spec if "nodeName" not in spec else {k: v for k, v in spec.items() if k != "nodeName"})
 
 
 def parse_pod(d: dict, priority_classes: dict | None = None, lean: bool = False) -> Pod:
@@ -522,13 +530,13 @@ class _SpecParse:
     lives; once they are all gone its hold's slots may be another resource's, so the next
     pod gets a new one with a new vector."""
 
-    __slots__ = ("fields", "amounts", "built", "spec")
+    __slots__ = ("fields", "amounts", "built", "spec_json")
 
     def __init__(self, fields: tuple, amounts: dict):
         self.fields, self.amounts, self.built = fields, amounts, None
-        #: the spec it was parsed from (nodeName aside, as a remembered parse's key), which
-        #: the pods of this spec share as SharedSpec.spec; None until remembered
-        self.spec = None
+        #: the JSON of the spec it was parsed from (nodeName aside: the spec memo's key),
+        #: SharedSpec.spec_json; None until remembered
+        self.spec_json = None
 
     def shared(self, spec: dict, sf: Field) -> SharedSpec:
         """The SharedSpec for a pod of this spec (`spec`, `sf`: that pod's, for errors)."""
@@ -540,7 +548,7 @@ class _SpecParse:
         for name, value in zip(SharedSpec.PARSED, self.fields):
             setattr(out, name, value)
         out.requests, out.hold = resource_vector_at(self.amounts, lambda name: _request_origin(spec, sf, name))
-        out.spec = self.spec if self.spec is not None else spec
+        out.spec_json = self.spec_json
         self.built = weakref.ref(out)
         return out
 
@@ -585,7 +593,7 @@ def _spec_fields(spec: dict, sf: Field, ns: str, labels: dict) -> _SpecParse:
     parsed again, and its error names its own pod. The values are shared and never modified.
     """
     try:
-        body = orjson.dumps(spec if "nodeName" not in spec else {k: v for k, v in spec.items() if k != "nodeName"})
+        body = _spec_json(spec)
         key = (ns, body, orjson.dumps(labels) if spec.get("topologySpreadConstraints") else None)
     except TypeError:  # not JSON-serialisable (odd YAML input): just parse it
         return _parse_spec(spec, sf, ns, labels)
@@ -594,16 +602,17 @@ def _spec_fields(spec: dict, sf: Field, ns: str, labels: dict) -> _SpecParse:
     fields = _SPEC_MEMO.get(key)
     if fields is None:
         fields = _parse_spec(spec, sf, ns, labels)
-        fields.spec = orjson.loads(body)  # its own copy: no pod's document is kept for it
+        key = tuple(_exact(b) for b in key)
+        fields.spec_json = key[1]
         if len(_SPEC_MEMO) >= _SPEC_MEMO_SIZE:
             _SPEC_MEMO.clear()
-        _SPEC_MEMO[tuple(_exact(b) for b in key)] = fields
+        _SPEC_MEMO[key] = fields
     return fields
 
 
 def _exact(b):
     """`b` (bytes from orjson.dumps, or not) in a bytes object of its own size: orjson's
-    output keeps its whole write buffer, 4 KB for a spec of 900 bytes, as long as it lives."""
+    output keeps its whole write buffer (4-8 KB for a spec of 900 bytes) as long as it lives."""
     return bytes(memoryview(b)) if b.__class__ is bytes else b
 
 
