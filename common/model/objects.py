@@ -318,7 +318,7 @@ class SharedSpec:
     A cluster's running pods are replicas of a few thousand Deployments, Jobs and
     StatefulSets, and every process keeps every one of them; the fields parsed from a spec
     (requests, tolerations, terms, ...) were already shared value by value, and holding
-    them here, one reference per pod instead of one per field, saves each pod twenty slots.
+    them here, one reference per pod instead of one per field, saves each pod eighteen slots.
     Read-only: it is shared. `priority` and `preemption_policy` are the spec's own (None or
     empty when unset); the pod's resolved ones are its own (resolve_priority). `hold` (a
     common.model.resources.SlotHold, or None) keeps the extended slots of `requests`
