@@ -37,7 +37,6 @@ def template_pod(cpu_m: int, memory_mi: int, priority: int = 0, labels: dict | N
 def instance(template, name: str, node: str | None = None, start: float = 0.0):
     """A copy of `template` named `name` (namespace bench), optionally bound to `node`."""
     pod = copy.copy(template)
-    pod.name = name
     pod.uid = f"uid-{name}"
     pod.key = f"{pod.namespace}/{name}"
     pod.node_name = node

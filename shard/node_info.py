@@ -2,8 +2,8 @@
 
 A NodeInfo holds the node, its pods (bound and assumed), their summed request vector and the
 host ports in use (common.scheduling.accounting's NodeUsage, which the binder keeps too), and the pods
-that carry inter-pod (anti-)affinity, plus a priority prefix-sum splay tree of its pods for
-preemption pruning. The cache owns the live objects;
+that carry inter-pod (anti-)affinity, plus a prefix-sum splay tree of its pods' requests by
+priority for preemption pruning. The cache owns the live objects;
 snapshots hold clones.
 """
 from __future__ import annotations
@@ -16,11 +16,6 @@ def nonzero_request(pod) -> tuple[int, int]:
     """(cpu, memory) used for scoring: each container asking for no cpu or no memory counts
     as kube-scheduler's defaults (common.model.objects.NONZERO_DEFAULTS)."""
     return pod.nonzero
-
-
-def priority_key(pod) -> tuple:
-    """Splay-tree key: lowest priority first, then oldest first, uid to make it unique."""
-    return (pod.priority, pod.start_time, pod.uid or pod.key)
 
 
 class NodeInfo(NodeUsage):
@@ -49,7 +44,7 @@ class NodeInfo(NodeUsage):
         if pod.affinity[0] or pod.affinity[1] or pod.anti_affinity[0] or pod.anti_affinity[1]:
             self.affinity_pods[pod.key] = pod
         if self.tree is not None:
-            self.tree.insert(priority_key(pod), pod.requests)
+            self.tree.add(pod.priority, pod.requests)
 
     def remove_pod(self, key: str):
         pod = super().remove_pod(key)
@@ -59,7 +54,7 @@ class NodeInfo(NodeUsage):
         self.nonzero = (self.nonzero[0] - cpu, self.nonzero[1] - mem)
         self.affinity_pods.pop(key, None)
         if self.tree is not None:
-            self.tree.delete(priority_key(pod))
+            self.tree.remove(pod.priority, pod.requests)
         return pod
 
     def replace_pod(self, pod) -> None:
@@ -67,9 +62,10 @@ class NodeInfo(NodeUsage):
         super().replace_pod(pod)
         if pod.key in self.affinity_pods:
             self.affinity_pods[pod.key] = pod
-        if self.tree is not None and old is not None and priority_key(old) != priority_key(pod):
-            self.tree.delete(priority_key(old))  # its start time came with its status
-            self.tree.insert(priority_key(pod), pod.requests)
+        if (self.tree is not None and old is not None
+                and (old.priority != pod.priority or old.requests != pod.requests)):
+            self.tree.remove(old.priority, old.requests)
+            self.tree.add(pod.priority, pod.requests)
 
     def clone(self) -> "NodeInfo":
         """Copy for a snapshot: containers copied, immutable pods and node objects shared.

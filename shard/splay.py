@@ -1,35 +1,38 @@
-"""A splay tree of preemptible pods with subtree resource sums, for preemption pruning.
+"""A splay tree of a node's pods by priority with subtree resource sums, for preemption pruning.
 
-Each node of the cluster keeps its preemptible pods ordered by (priority, start time, uid),
-the order in which the victim search considers them. Every tree node also holds the sum of
-the resource vectors and the number of pods in its subtree, so "what could a preemptor of
-priority p free here?" is one prefix query instead of a scan of the node's pods; nodes where
-free + releasable < request are skipped without running the victim search.
+Preemption asks every node "what could a preemptor of priority p free here?": the summed
+requests of the node's pods below p. Each node keeps one tree entry per distinct priority
+of its pods (a cluster has a handful: four in the bench's mix), holding how many pods have
+it and their summed resource vector; every tree node also holds the sums and counts of its
+subtree, so the question is one prefix query instead of a scan of the node's pods, and
+nodes where free + releasable < request are skipped without running the victim search.
+The victims themselves come from the node's pods (the victim search orders them); the
+tree costs a node a few entries, whatever its number of pods, and a pod nothing.
 
 A splay tree keeps those queries amortised O(log n) with no balancing metadata, and the
 repeated queries at the same few priorities stay near the root. Splaying is bottom-up with
-parent pointers and no recursion, so degenerate insertion orders (pods arriving in start-time
-order) cannot hit Python's recursion limit.
+parent pointers and no recursion, so degenerate insertion orders cannot hit Python's
+recursion limit.
 """
 from __future__ import annotations
 
-from common.model.resources import ZERO, vadd
+from common.model.resources import ZERO, vadd, vsub
 
-Key = tuple[int, float, str]
 Vector = tuple[int, ...]
 
 
 class _Node:
-    __slots__ = ("key", "vec", "sum", "size", "low", "left", "right", "parent")
+    __slots__ = ("key", "count", "vec", "sum", "size", "low", "left", "right", "parent")
 
-    def __init__(self, key: Key, vec: Vector) -> None:
+    def __init__(self, key: int, vec: Vector) -> None:
         self.key = key
-        self.vec = vec
-        self.sum = vec
-        self.size = 1
+        self.count = 1      # pods at this priority
+        self.vec = vec      # their summed requests
+        self.sum = vec      # ... and those of the whole subtree
+        self.size = 1       # pods in the subtree
         #: Priority of the subtree's first entry: lets a prefix query stop without
         #: walking into a subtree that holds nothing below its bound.
-        self.low = key[0]
+        self.low = key
         self.left: _Node | None = None
         self.right: _Node | None = None
         self.parent: _Node | None = None
@@ -38,14 +41,14 @@ class _Node:
 def _pull(node: _Node) -> None:
     """Recompute a node's subtree aggregates from its children (which must be current)."""
     total = node.vec
-    size = 1
+    size = node.count
     child = node.left
     if child is not None:
         total = vadd(total, child.sum)
         size += child.size
         node.low = child.low
     else:
-        node.low = node.key[0]
+        node.low = node.key
     child = node.right
     if child is not None:
         total = vadd(total, child.sum)
@@ -55,8 +58,8 @@ def _pull(node: _Node) -> None:
 
 
 class PrioritySplayTree:
-    """Entries keyed by unique (priority, start_time, uid), each with a resource vector
-    (common.model.resources: vectors of different lengths add up as if padded with zeros)."""
+    """Pods counted by priority, each with a resource vector (common.model.resources:
+    vectors of different lengths add up as if padded with zeros)."""
 
     __slots__ = ("_root",)
 
@@ -64,6 +67,7 @@ class PrioritySplayTree:
         self._root: _Node | None = None
 
     def __len__(self) -> int:
+        """The number of pods."""
         return 0 if self._root is None else self._root.size
 
     def _rotate(self, x: _Node) -> None:
@@ -108,7 +112,7 @@ class PrioritySplayTree:
             self._rotate(x)
         _pull(x)
 
-    def _descend(self, key: Key) -> tuple[_Node | None, _Node | None]:
+    def _descend(self, key: int) -> tuple[_Node | None, _Node | None]:
         """(node holding ``key`` or None, last node on the search path); nothing splayed."""
         node = self._root
         last = None
@@ -122,45 +126,53 @@ class PrioritySplayTree:
                 break
         return node, last
 
-    def _find(self, key: Key) -> _Node | None:
-        """Splay the node holding ``key`` (or the last one on its search path) to the root."""
-        node, last = self._descend(key)
+    def __contains__(self, priority: object) -> bool:
+        """Whether some pod has this priority."""
+        node, last = self._descend(priority)  # type: ignore[arg-type]
         if last is not None:
             self._splay(last)
-        return node
+        return node is not None
 
-    def __contains__(self, key: object) -> bool:
-        return self._find(key) is not None  # type: ignore[arg-type]
-
-    def insert(self, key: Key, vector: Vector) -> None:
-        """Add an entry; KeyError if the key is already present."""
-        found, parent = self._descend(key)
+    def add(self, priority: int, vector: Vector) -> None:
+        """Count one more pod of `priority` requesting `vector`."""
+        found, parent = self._descend(priority)
         if found is not None:
-            self._splay(found)
-            raise KeyError(key)
-        new = _Node(key, tuple(vector))
+            found.count += 1
+            found.vec = vadd(found.vec, vector)
+            self._splay(found)  # refreshes it and every ancestor on the way up
+            return
+        new = _Node(priority, tuple(vector))
         if parent is None:
             self._root = new
             return
         new.parent = parent
-        if key < parent.key:
+        if priority < parent.key:
             parent.left = new
         else:
             parent.right = new
         # Every stale ancestor is on the splayed path, so splaying refreshes them all.
         self._splay(new)
 
-    def delete(self, key: Key) -> Vector:
-        """Remove an entry and return its vector; KeyError if missing."""
-        node = self._find(key)
+    def remove(self, priority: int, vector: Vector) -> None:
+        """Count one pod of `priority` requesting `vector` no more; KeyError if no pod has
+        that priority."""
+        node, last = self._descend(priority)
         if node is None:
-            raise KeyError(key)
+            if last is not None:
+                self._splay(last)
+            raise KeyError(priority)
+        if node.count > 1:
+            node.count -= 1
+            node.vec = vsub(node.vec, vector)
+            self._splay(node)
+            return
+        self._splay(node)
         left, right = node.left, node.right
         if left is None:
             self._root = right
             if right is not None:
                 right.parent = None
-            return node.vec
+            return
         left.parent = None
         top = left
         while top.right is not None:
@@ -171,7 +183,6 @@ class PrioritySplayTree:
             right.parent = top
         _pull(top)
         self._root = top
-        return node.vec
 
     def _below(self, priority: int) -> _Node | None:
         """Splay the last entry with priority below ``priority`` to the root and return it.
@@ -186,7 +197,7 @@ class PrioritySplayTree:
         pred = last = None
         while node is not None:
             last = node
-            if node.key[0] < priority:
+            if node.key < priority:
                 pred = node
                 right = node.right
                 node = right if right is not None and right.low < priority else None
@@ -198,7 +209,7 @@ class PrioritySplayTree:
         return pred
 
     def sum_below(self, priority: int) -> Vector:
-        """Sum of the vectors of all entries with priority strictly below ``priority``."""
+        """Sum of the requests of all pods with priority strictly below ``priority``."""
         pred = self._below(priority)
         root = self._root
         if root is None:
@@ -209,42 +220,28 @@ class PrioritySplayTree:
         return root.vec if left is None else vadd(left.sum, root.vec)
 
     def count_below(self, priority: int) -> int:
-        """Number of entries with priority strictly below ``priority``."""
+        """Number of pods with priority strictly below ``priority``."""
         pred = self._below(priority)
         root = self._root
         if root is None:
             return 0
         count = 0 if root.left is None else root.left.size
-        return count + (pred is not None)
+        return count + (pred.count if pred is not None else 0)
 
     def total(self) -> Vector:
-        """Sum of all vectors."""
+        """Sum of all pods' requests."""
         return ZERO if self._root is None else self._root.sum
 
-    def items(self) -> list[tuple[Key, Vector]]:
-        """All (key, vector) pairs in key order; a list, so callers may mutate the tree."""
-        out: list[tuple[Key, Vector]] = []
-        _in_order(self._root, out)
+    def items(self) -> list[tuple[int, int, Vector]]:
+        """(priority, pods, summed requests) per distinct priority, lowest first."""
+        out: list[tuple[int, int, Vector]] = []
+        stack: list[_Node] = []
+        node = self._root
+        while stack or node is not None:  # in order, with an explicit stack (no recursion)
+            while node is not None:
+                stack.append(node)
+                node = node.left
+            node = stack.pop()
+            out.append((node.key, node.count, node.vec))
+            node = node.right
         return out
-
-    def items_below(self, priority: int) -> list[tuple[Key, Vector]]:
-        """(key, vector) pairs with priority strictly below ``priority``, in key order."""
-        pred = self._below(priority)
-        out: list[tuple[Key, Vector]] = []
-        if self._root is not None:
-            _in_order(self._root.left, out)
-            if pred is not None:
-                out.append((pred.key, pred.vec))
-        return out
-
-
-def _in_order(node: _Node | None, out: list[tuple[Key, Vector]]) -> None:
-    """Append a subtree's entries in key order, with an explicit stack (no recursion)."""
-    stack: list[_Node] = []
-    while stack or node is not None:
-        while node is not None:
-            stack.append(node)
-            node = node.left
-        node = stack.pop()
-        out.append((node.key, node.vec))
-        node = node.right

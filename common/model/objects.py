@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import sys
 import weakref
+from operator import attrgetter
 
 import orjson
 
@@ -311,29 +312,80 @@ def _effective_requests(spec: dict, f: Field, missing: dict | None, checked: boo
     return total
 
 
+class SharedSpec:
+    """What a pod's spec parses to, its nodeName aside: one object for the pods of one spec.
+
+    A cluster's running pods are replicas of a few thousand Deployments, Jobs and
+    StatefulSets, and every process keeps every one of them; the fields parsed from a spec
+    (requests, tolerations, terms, ...) were already shared value by value, and holding
+    them here, one reference per pod instead of one per field, saves each pod eighteen slots.
+    Read-only: it is shared. `priority` and `preemption_policy` are the spec's own (None or
+    empty when unset); the pod's resolved ones are its own (resolve_priority). `hold` (a
+    common.model.resources.SlotHold, or None) keeps the extended slots of `requests`
+    assigned for as long as a pod of this spec lives."""
+
+    __slots__ = ("images", "scheduler_name", "priority_class_name", "priority", "preemption_policy", "nonzero",
+                 "host_ports", "tolerations", "node_selector", "required_node_terms", "preferred_node_terms",
+                 "affinity", "anti_affinity", "spread_constraints", "scheduling_gates", "scheduling_group",
+                 "resource_claims", "requests", "hold", "spec_json", "__weakref__")
+
+    #: the fields _parse_spec gives, in this order (requests, hold and spec_json are set apart)
+    PARSED = __slots__[:17]
+
+    def same_spec(self, spec: dict) -> bool:
+        """Whether `spec` (a pod's, nodeName aside) is the one this was parsed from. What is
+        kept to tell is the spec's JSON, the spec memo's key (`spec_json`, None for a spec
+        not remembered: then never), not the spec as a document: its objects took four
+        times the bytes, for every distinct spec."""
+        if self.spec_json is None:
+            return False
+        try:
+            return _spec_json(spec) == self.spec_json
+        except TypeError:  # not JSON-serialisable: not a spec that was remembered
+            return False
+
+
+def _shared_field(name: str) -> property:
+    return property(attrgetter(f"shared.{name}"), doc=f"SharedSpec.{name} of the pod's spec")
+
+
 class Pod:
-    """A parsed pod. `requests` is its resource vector; `hold` (common.model.resources.SlotHold, or
-    None) keeps the vector's extended slots assigned for as long as the pod lives.
+    """A parsed pod. Everything parsed from its spec but nodeName is in `shared`, a
+    SharedSpec the pods of one spec share, and read through properties of the same names
+    (`requests`, its resource vector; `hold`; `tolerations`; ...); the pod itself keeps
+    what is its own: identity, labels, node, priority, times, status.
 
     A bound pod parsed `lean` (as every role parses pods: each keeps every running pod) has
     no `raw` document: it holds only the fields the plugins, checks and accounting read, its
     labels and annotations shared with the other pods that have the same (FrozenMaps,
     common.model.interning), its owner references, namespace and node name shared too, and
-    everything parsed from its spec shared with the pods of the same spec. `spec` is that
-    shared spec as a document (one per distinct spec, its nodeName aside): enough to tell a
-    status-only update (`status_only`) without the pod's own document. A pending pod keeps
-    `raw` (the queue and the pod's own scheduling cycle read it)."""
+    its name read from its key, and no resourceVersion (`resource_version` is ""): what
+    reads a pod's version is the pending pod's decision and the check that an event is not
+    one already applied, and an event of a bound pod applied twice changes nothing (it is a
+    status-only update, below, that keeps the pod as it is). Its SharedSpec keeps the spec's
+    JSON (one per distinct spec, its nodeName aside): enough to tell a status-only update
+    (`status_only`) without the pod's own document. A pending pod keeps `raw` and
+    its resourceVersion (the queue and the pod's own scheduling cycle read them)."""
 
     kind = "Pod"
     __slots__ = (
-        "namespace", "name", "uid", "key", "labels", "annotations", "owner_refs", "node_name",
-        "scheduler_name", "priority", "priority_class_name", "preemption_policy", "requests",
-        "nonzero", "host_ports", "tolerations", "node_selector", "required_node_terms",
-        "preferred_node_terms", "affinity", "anti_affinity", "spread_constraints", "images",
-        "creation_time", "start_time", "phase", "nominated_node", "deleting", "resource_version",
-        "scheduling_gates", "scheduling_group", "volumes", "resource_claims", "claim_statuses", "raw", "hold",
-        "spec",
+        "namespace", "uid", "key", "labels", "annotations", "owner_refs", "node_name", "priority",
+        "preemption_policy", "creation_time", "start_time", "phase", "nominated_node", "deleting",
+        "resource_version", "volumes", "claim_statuses", "raw", "shared",
     )
+
+    (images, scheduler_name, priority_class_name, nonzero, host_ports, tolerations, node_selector,
+     required_node_terms, preferred_node_terms, affinity, anti_affinity, spread_constraints, scheduling_gates,
+     scheduling_group, resource_claims, requests, hold) = (
+        _shared_field(n) for n in ("images", "scheduler_name", "priority_class_name", "nonzero", "host_ports",
+                                   "tolerations", "node_selector", "required_node_terms", "preferred_node_terms",
+                                   "affinity", "anti_affinity", "spread_constraints", "scheduling_gates",
+                                   "scheduling_group", "resource_claims", "requests", "hold"))
+
+    @property
+    def name(self) -> str:
+        """The pod's name, from its key (one string less per running pod)."""
+        return self.key[len(self.namespace) + 1:]
 
     @property
     def bound(self) -> bool:
@@ -372,8 +424,8 @@ class Pod:
         p.node_name = shared_str(d["spec"]["nodeName"])
         p.phase = shared_str(status.get("phase") or self.phase)
         p.nominated_node = status.get("nominatedNodeName") or None
-        p.resource_version = (d.get("metadata") or {}).get("resourceVersion") or self.resource_version
         p.raw = None  # a bound pod keeps no document (see the class doc)
+        p.resource_version = ""  # nor its version
         return p
 
     def with_status(self, d: dict) -> "Pod":
@@ -383,7 +435,7 @@ class Pod:
 
         When nothing the pod keeps changes (new IPs, conditions, container states: most of
         a running pod's updates), it is this pod itself: nothing is allocated or kept for
-        the update, and `resource_version` stays the version last applied that changed it."""
+        the update."""
         status = d.get("status") or {}
         started = status.get("startTime")
         start_time = self.start_time
@@ -405,9 +457,9 @@ class Pod:
         nm = new.get("metadata") or {}
         spec = new.get("spec")
         if (self.uid != nm.get("uid") or nm.get("deletionTimestamp") or spec.__class__ is not dict
-                or spec.get("nodeName") != self.node_name or self.spec is None
-                or not _same_spec(self.spec, spec)
-                or self.labels != (nm.get("labels") or {}) or self.annotations != (nm.get("annotations") or {})):
+                or spec.get("nodeName") != self.node_name
+                or self.labels != (nm.get("labels") or {}) or self.annotations != (nm.get("annotations") or {})
+                or not self.shared.same_spec(spec)):
             return False
         new_phase = (new.get("status") or {}).get("phase")
         return (self.phase in TERMINAL_PHASES) == (new_phase in TERMINAL_PHASES)
@@ -420,14 +472,10 @@ EMPTY_AFFINITY = ((), ())
 _NO_CLAIM_STATUSES: dict = {}
 
 
-def _same_spec(ref: dict, new: dict) -> bool:
-    """Whether two pod specs are equal but for nodeName (compared in C, nothing copied)."""
-    if len(new) - ("nodeName" in new) != len(ref) - ("nodeName" in ref):
-        return False
-    for k, v in ref.items():
-        if k != "nodeName" and (k not in new or new[k] != v):
-            return False
-    return True
+def _spec_json(spec: dict) -> bytes:
+    """A pod spec's JSON but for nodeName: the spec memo's key. Raises TypeError when the
+    spec is not JSON-serialisable (odd YAML input)."""
+    return orjson.dumps(spec if "nodeName" not in spec else {k: v for k, v in spec.items() if k != "nodeName"})
 
 
 def parse_pod(d: dict, priority_classes: dict | None = None, lean: bool = False) -> Pod:
@@ -442,7 +490,7 @@ def parse_pod(d: dict, priority_classes: dict | None = None, lean: bool = False)
     p = Pod()
     ns = shared_str(ns)
     # interned: the one string for the key in the pod and in every dict keyed by it
-    p.namespace, p.name, p.key = ns, name, sys.intern(f"{ns}/{name}")
+    p.namespace, p.key = ns, sys.intern(f"{ns}/{name}")
     p.uid = mf.get_str(meta, "uid")
     annotations = mf.get_str_map(meta, "annotations")
     refs = []
@@ -452,18 +500,12 @@ def parse_pod(d: dict, priority_classes: dict | None = None, lean: bool = False)
         refs.append((rf.get_str(r, "kind", required=True), rf.get_str(r, "name", required=True),
                      rf.get_str(r, "uid"), bool(r.get("controller")), rf.get_str(r, "apiVersion")))
     p.owner_refs = shared_refs(tuple(refs), OwnerRef)
-    parsed_spec = _spec_fields(spec, sf, ns, labels)
-    p.spec = parsed_spec.spec if parsed_spec.spec is not None else spec
+    shared = p.shared = _spec_fields(spec, sf, ns, labels).shared(spec, sf)
     p.labels = shared_map(labels)
     p.annotations = shared_map(annotations)
-    (p.images, p.scheduler_name, p.priority_class_name, p.priority, p.preemption_policy, p.nonzero,
-     p.host_ports, p.tolerations, p.node_selector, p.required_node_terms, p.preferred_node_terms,
-     p.affinity, p.anti_affinity, p.spread_constraints) = parsed_spec.fields
+    p.priority, p.preemption_policy = shared.priority, shared.preemption_policy
     p.node_name = shared_str(sf.get_str(spec, "nodeName"))
-    p.scheduling_gates = _scheduling_gates(spec, sf) if spec.get("schedulingGates") else ()
-    p.scheduling_group = _scheduling_group(spec, sf) if spec.get("schedulingGroup") is not None else None
     p.volumes = parse_pod_volumes(spec, sf, name) if spec.get("volumes") else ()  # names depend on the pod
-    p.resource_claims = parse_pod_claims(spec, sf) if spec.get("resourceClaims") else ()
     p.claim_statuses = (parse_claim_statuses(status, f.at("status")) if status.get("resourceClaimStatuses")
                         else _NO_CLAIM_STATUSES)
     if priority_classes is not None:
@@ -475,36 +517,40 @@ def parse_pod(d: dict, priority_classes: dict | None = None, lean: bool = False)
     p.phase = shared_str(f.at("status").get_str(status, "phase", default="Pending"))
     p.nominated_node = f.at("status").get_str(status, "nominatedNodeName")
     p.deleting = bool(meta.get("deletionTimestamp"))
-    p.resource_version = str(meta.get("resourceVersion") or "")
-    p.raw = None if lean and p.node_name else d
-    p.requests, p.hold = parsed_spec.requests(spec, sf)
+    kept = not (lean and p.node_name)
+    p.resource_version = str(meta.get("resourceVersion") or "") if kept else ""
+    p.raw = d if kept else None
     return p
 
 
 class _SpecParse:
-    """One parse of a pod spec, shared by the pods with that spec: the fields parse_pod
-    takes, the effective requests by resource name, and the vector last built from them with
-    a weak reference to its hold. Pods share that vector and hold while the hold lives; once
-    it is gone its slots may be another resource's, so the next pod gets a new vector."""
+    """One parse of a pod spec: the SharedSpec fields parse_pod takes (SharedSpec.PARSED),
+    the effective requests by resource name, and the SharedSpec last made of them, by weak
+    reference. Pods share that SharedSpec (and its vector and hold) while any of them
+    lives; once they are all gone its hold's slots may be another resource's, so the next
+    pod gets a new one with a new vector."""
 
-    __slots__ = ("fields", "amounts", "built", "spec")
+    __slots__ = ("fields", "amounts", "built", "spec_json")
 
     def __init__(self, fields: tuple, amounts: dict):
         self.fields, self.amounts, self.built = fields, amounts, None
-        #: the spec it was parsed from (nodeName aside, as a remembered parse's key), which
-        #: the pods of this spec share as Pod.spec; None until remembered
-        self.spec = None
+        #: the JSON of the spec it was parsed from (nodeName aside: the spec memo's key),
+        #: SharedSpec.spec_json; None until remembered
+        self.spec_json = None
 
-    def requests(self, spec: dict, sf: Field) -> tuple:
-        built = self.built  # read once: another thread may replace it
-        if built is not None:
-            vector, ref = built
-            hold = None if ref is None else ref()
-            if ref is None or hold is not None:
-                return vector, hold
-        vector, hold = resource_vector_at(self.amounts, lambda name: _request_origin(spec, sf, name))
-        self.built = (vector, None if hold is None else weakref.ref(hold))
-        return vector, hold
+    def shared(self, spec: dict, sf: Field) -> SharedSpec:
+        """The SharedSpec for a pod of this spec (`spec`, `sf`: that pod's, for errors)."""
+        ref = self.built  # read once: another thread may replace it
+        out = None if ref is None else ref()
+        if out is not None:
+            return out
+        out = SharedSpec()
+        for name, value in zip(SharedSpec.PARSED, self.fields):
+            setattr(out, name, value)
+        out.requests, out.hold = resource_vector_at(self.amounts, lambda name: _request_origin(spec, sf, name))
+        out.spec_json = self.spec_json
+        self.built = weakref.ref(out)
+        return out
 
 
 def _request_origin(spec: dict, sf: Field, name: str) -> Field:
@@ -547,7 +593,7 @@ def _spec_fields(spec: dict, sf: Field, ns: str, labels: dict) -> _SpecParse:
     parsed again, and its error names its own pod. The values are shared and never modified.
     """
     try:
-        body = orjson.dumps(spec if "nodeName" not in spec else {k: v for k, v in spec.items() if k != "nodeName"})
+        body = _spec_json(spec)
         key = (ns, body, orjson.dumps(labels) if spec.get("topologySpreadConstraints") else None)
     except TypeError:  # not JSON-serialisable (odd YAML input): just parse it
         return _parse_spec(spec, sf, ns, labels)
@@ -556,11 +602,18 @@ def _spec_fields(spec: dict, sf: Field, ns: str, labels: dict) -> _SpecParse:
     fields = _SPEC_MEMO.get(key)
     if fields is None:
         fields = _parse_spec(spec, sf, ns, labels)
-        fields.spec = orjson.loads(body)  # its own copy: no pod's document is kept for it
+        key = tuple(_exact(b) for b in key)
+        fields.spec_json = key[1]
         if len(_SPEC_MEMO) >= _SPEC_MEMO_SIZE:
             _SPEC_MEMO.clear()
         _SPEC_MEMO[key] = fields
     return fields
+
+
+def _exact(b):
+    """`b` (bytes from orjson.dumps, or not) in a bytes object of its own size: orjson's
+    output keeps its whole write buffer (4-8 KB for a spec of 900 bytes) as long as it lives."""
+    return bytes(memoryview(b)) if b.__class__ is bytes else b
 
 
 def _parse_spec(spec: dict, sf: Field, ns: str, labels: dict) -> _SpecParse:
@@ -614,9 +667,12 @@ def _parse_spec(spec: dict, sf: Field, ns: str, labels: dict) -> _SpecParse:
                      if aff.get("podAntiAffinity") else EMPTY_AFFINITY)
     spread = tuple(_spread_constraint(c, sf.at("topologySpreadConstraints").at(i), labels)
                    for i, c in enumerate(sf.get_list(spec, "topologySpreadConstraints")))
+    gates = _scheduling_gates(spec, sf) if spec.get("schedulingGates") else ()
+    group = _scheduling_group(spec, sf) if spec.get("schedulingGroup") is not None else None
+    claims = parse_pod_claims(spec, sf) if spec.get("resourceClaims") else ()
     return _SpecParse((images, scheduler_name, priority_class_name, priority, policy, nonzero, host_ports,
                        tolerations, node_selector, required_terms, tuple(preferred), affinity,
-                       anti_affinity, spread), amounts)
+                       anti_affinity, spread, gates, group, claims), amounts)
 
 
 def resolve_priority(p: Pod, priority_classes: dict, f: Field | None = None) -> None:

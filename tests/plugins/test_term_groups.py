@@ -303,8 +303,9 @@ def _bare(p):
     """`p` without terms of its own (same key, namespace and labels)."""
     import copy
     q = copy.copy(p)
-    q.affinity = ((), ())
-    q.anti_affinity = ((), ())
+    q.shared = copy.copy(p.shared)  # (shared with the pods of its spec: changed on a copy)
+    q.shared.affinity = ((), ())
+    q.shared.anti_affinity = ((), ())
     return q
 
 

@@ -131,6 +131,32 @@ def test_heartbeats_and_status_updates_cost_no_cache_work():
     assert not info.pods and len(info.tree) == 0
 
 
+def test_a_bound_pods_event_delivered_twice_changes_nothing():
+    """A running pod keeps no resourceVersion, so an event of it applied a second time is
+    not told apart by its version: it is a status-only update that keeps the pod as it
+    is (the same object counted, the node's generation kept, no pod woken up)."""
+    from builders import Clock
+    from shard.loop import ShardLoop
+
+    store = MemoryStore()
+    store.create(node("n1", cpu="2"))
+    store.create(running("web", "n1", "1", 0))
+    store.create(pod("big", cpu="8"))
+    loop = ShardLoop(make_config("all"), store, clock=Clock(1000.0))
+    loop.start()
+    assert not loop.schedule_next().scheduled
+    info = loop.cache.nodes.get("n1")
+    generation, counted = info.generation, info.pods["default/web"]
+    assert counted.resource_version == ""
+    again = store.get("Pod", "default/web")
+    loop.apply("MODIFIED", "Pod", again)
+    loop.apply("MODIFIED", "Pod", again)
+    info = loop.cache.nodes.get("n1")
+    assert info.generation == generation and info.pods["default/web"] is counted
+    assert loop.pods["default/web"] is counted and len(info.tree) == 1
+    assert loop.queue.lengths()["unschedulable"] == 1
+
+
 def _drain(loop) -> None:
     while loop.schedule_next() is not None:
         loop.sync()

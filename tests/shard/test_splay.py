@@ -1,5 +1,6 @@
-"""PrioritySplayTree against brute force over a sorted list, with resource vectors of
-different lengths as processes hold them (the four base slots, then extended ones)."""
+"""PrioritySplayTree against brute force over a list of (priority, vector) pods, with
+resource vectors of different lengths as processes hold them (the four base slots, then
+extended ones)."""
 from __future__ import annotations
 
 import pytest
@@ -8,15 +9,15 @@ from hypothesis import given, settings, strategies as st
 from common.model.resources import ZERO
 from shard.splay import PrioritySplayTree
 
-KEY = st.tuples(st.integers(-3, 3), st.sampled_from([0.0, 1.5, 2.0]), st.sampled_from("abc"))
+PRIORITY = st.integers(-3, 3)
 #: four base slots, then up to two extended ones, the last non-zero (as parsed vectors are)
 VECTOR = st.builds(lambda base, ext: tuple(base) + tuple(ext),
                    st.lists(st.integers(0, 1000), min_size=4, max_size=4),
                    st.lists(st.integers(1, 1000), max_size=2))
 OPS = st.lists(
     st.one_of(
-        st.tuples(st.just("insert"), KEY, VECTOR),
-        st.tuples(st.just("delete"), KEY),
+        st.tuples(st.just("add"), PRIORITY, VECTOR),
+        st.tuples(st.just("remove"), st.integers(0, 50)),
         st.tuples(st.just("query"), st.integers(-5, 5)),
     ),
     max_size=120,
@@ -33,64 +34,71 @@ def vsum(vectors) -> tuple[int, ...]:
     return tuple(total)
 
 
-def check(tree: PrioritySplayTree, model: dict, priority: int) -> None:
-    ordered = sorted(model.items())
-    below = [(k, v) for k, v in ordered if k[0] < priority]
-    assert tree.sum_below(priority) == vsum(v for _, v in below)
+def check(tree: PrioritySplayTree, pods: list, priority: int) -> None:
+    below = [v for p, v in pods if p < priority]
+    assert tree.sum_below(priority) == vsum(below)
     assert tree.count_below(priority) == len(below)
-    assert tree.items_below(priority) == below
-    assert tree.total() == vsum(model.values())
-    assert tree.items() == ordered
-    assert len(tree) == len(model)
+    assert tree.total() == vsum(v for _, v in pods)
+    assert tree.items() == [(p, sum(q == p for q, _ in pods), vsum(v for q, v in pods if q == p))
+                            for p in sorted({p for p, _ in pods})]
+    assert len(tree) == len(pods)
 
 
 @settings(max_examples=200, deadline=None)
 @given(ops=OPS)
 def test_matches_brute_force(ops):
     tree = PrioritySplayTree()
-    model: dict = {}
+    pods: list = []
     for op in ops:
-        if op[0] == "insert":
-            _, key, vec = op
-            if key in model:
-                with pytest.raises(KeyError):
-                    tree.insert(key, vec)
-            else:
-                tree.insert(key, vec)
-                model[key] = vec
-            assert key in tree
-        elif op[0] == "delete":
-            _, key = op
-            if key in model:
-                assert tree.delete(key) == model.pop(key)
-            else:
-                with pytest.raises(KeyError):
-                    tree.delete(key)
-            assert key not in tree
+        if op[0] == "add":
+            _, priority, vec = op
+            tree.add(priority, vec)
+            pods.append((priority, vec))
+            assert priority in tree
+        elif op[0] == "remove":
+            if not pods:
+                continue
+            priority, vec = pods.pop(op[1] % len(pods))
+            tree.remove(priority, vec)
+            assert (priority in tree) == any(p == priority for p, _ in pods)
         else:
-            check(tree, model, op[1])
+            check(tree, pods, op[1])
     for priority in range(-4, 5):
-        check(tree, model, priority)
+        check(tree, pods, priority)
+
+
+def test_one_entry_per_priority_whatever_the_pods():
+    """A node's pods share one entry per priority: what pruning reads, at a few entries
+    per node however many pods it runs."""
+    tree = PrioritySplayTree()
+    for i in range(300):
+        tree.add((0, 100, 1000)[i % 3], (10, 1, 0, 0))
+    assert [(p, n) for p, n, _ in tree.items()] == [(0, 100), (100, 100), (1000, 100)]
+    assert tree.sum_below(1000) == (2000, 200, 0, 0)
+    for i in range(100):
+        tree.remove(100, (10, 1, 0, 0))
+    assert 100 not in tree and [p for p, _, _ in tree.items()] == [0, 1000]
+    assert tree.sum_below(1000) == tree.sum_below(101) == (1000, 100, 0, 0)
 
 
 @pytest.mark.parametrize("order", ["ascending", "descending"])
 def test_degenerate_insert_orders_do_not_recurse(order):
     n = 5000
-    keys = [(i // 10, float(i), f"p{i}") for i in range(n)]
+    priorities = list(range(n))
     if order == "descending":
-        keys.reverse()
+        priorities.reverse()
     tree = PrioritySplayTree()
-    for key in keys:
-        tree.insert(key, (1, key[0], 0, 0))
+    for p in priorities:
+        tree.add(p, (1, p, 0, 0))
     assert len(tree) == n
-    assert tree.total() == (n, sum(k[0] for k in keys), 0, 0)
-    assert tree.count_below(250) == 2500
-    assert tree.sum_below(250) == (2500, sum(i // 10 for i in range(2500)), 0, 0)
-    assert [k for k, _ in tree.items()] == sorted(keys)
-    for key in sorted(keys)[::2]:
-        tree.delete(key)
+    assert tree.total() == (n, sum(priorities), 0, 0)
+    assert tree.count_below(2500) == 2500
+    assert tree.sum_below(2500) == (2500, sum(range(2500)), 0, 0)
+    assert [p for p, _, _ in tree.items()] == sorted(priorities)
+    for p in sorted(priorities)[::2]:
+        tree.remove(p, (1, p, 0, 0))
     assert len(tree) == n // 2
-    assert len(tree.items_below(500)) == n // 2
+    assert tree.count_below(n) == n // 2
 
 
 def test_empty_tree():
@@ -98,7 +106,7 @@ def test_empty_tree():
     assert tree.total() == ZERO
     assert tree.sum_below(10) == ZERO
     assert tree.count_below(10) == 0
-    assert tree.items() == [] and tree.items_below(10) == []
-    assert (0, 0.0, "a") not in tree
+    assert tree.items() == []
+    assert 0 not in tree
     with pytest.raises(KeyError):
-        tree.delete((0, 0.0, "a"))
+        tree.remove(0, (1, 0, 0, 0))

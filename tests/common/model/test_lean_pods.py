@@ -73,6 +73,40 @@ def test_a_status_update_that_changes_what_the_pod_keeps_gives_a_new_bound_pod_w
     update["status"].update(phase="Running", startTime="2026-01-01T00:00:10Z")
     update["metadata"]["resourceVersion"] = "7"
     new = status_update(known, update)
-    assert new is not known and new.phase == "Running" and new.resource_version == "7"
+    assert new is not known and new.phase == "Running" and new.resource_version == ""  # (none kept)
     assert new.raw is None and new.labels is known.labels and new.requests is known.requests
     assert known.phase == "Pending"  # the kept version is never changed in place
+
+
+def test_the_pods_of_one_spec_share_what_it_parses_to_and_keep_their_own_identity():
+    """Replicas hold one SharedSpec between them (requests, tolerations, terms, ...), read
+    through the pod's attributes; name, uid, node, priority and times stay each pod's own.
+    A bound pod parsed lean keeps no resourceVersion, a pending one does (its decision
+    carries it)."""
+    a, b = parse_pod(running("a", "n1"), lean=True), parse_pod(running("b", "n2"), lean=True)
+    assert a.shared is b.shared
+    assert a.requests is b.requests and a.tolerations is b.tolerations and a.scheduler_name == "shardsched"
+    assert (a.name, a.key, a.node_name) == ("a", "default/a", "n1")
+    assert (b.name, b.key, b.node_name) == ("b", "default/b", "n2")
+    assert a.resource_version == "" and b.resource_version == ""
+    pending = pod("p", "100m")
+    pending["metadata"]["resourceVersion"] = "12"
+    assert parse_pod(pending, lean=True).resource_version == "12"
+    other = running("c")
+    other["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "200m"
+    assert parse_pod(other, lean=True).shared is not a.shared
+
+
+def test_a_pods_own_priority_is_resolved_apart_from_its_spec():
+    """resolve_priority sets the pod's priority, never the SharedSpec its replicas share."""
+    from common.model.objects import resolve_priority
+
+    d = running("a")
+    d["spec"].pop("priority", None)
+    d["spec"]["priorityClassName"] = "high"
+    a = parse_pod(d, lean=True)
+    a.priority = None
+    resolve_priority(a, {"high": type("PC", (), {"value": 1000, "preemption_policy": "Never", "global_default": False})()})
+    assert a.priority == 1000 and a.preemption_policy == "Never"
+    b = parse_pod(copy.deepcopy(d), lean=True)
+    assert b.shared is a.shared and a.shared.priority is None and b.priority == 0
