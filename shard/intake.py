@@ -152,7 +152,7 @@ class ShardIntake:
         """A device class or slice changed: the parked pods DynamicResources turned down are
         retried (a slice that appeared, a class made); PreEnqueue, which waits for claims
         only, is not asked again."""
-        self.queue.wake(hints.devices_changed)
+        self.queue.move_all_to_active(only=_devices_changed, entries=True, event="DeviceChange")
 
     def _apply_claim(self, type_: str, obj: dict) -> None:
         """A ResourceClaim event, kept in the DeviceState, then kube's DynamicResources hints
@@ -173,7 +173,7 @@ class ShardIntake:
                 return
             devices.set(new)
         if old is not None and old.allocation is not None and (new is None or new.allocation is None):
-            self.queue.wake(hints.devices_changed)
+            self.queue.move_all_to_active(only=_devices_changed, entries=True, event="ResourceClaimChange")
         waiting = self.by_claim.get(key)
         if not waiting:
             return
