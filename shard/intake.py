@@ -178,8 +178,8 @@ class ShardIntake:
         if not waiting:
             return
         for pod_key in [k for k in waiting if k in self.gated]:
-            pod = self.pods[pod_key]
-            if not pod.deleting and self.owner.owns(pod):
+            pod = self.pods.get(pod_key)
+            if pod is not None and not pod.deleting and self.owner.owns(pod):
                 self.enqueue(pod)
         if new is not None and (old is None or _claim_status(old) != _claim_status(new)):
             self.queue.wake_pods(waiting, _devices_changed, event="ResourceClaimChange")
