@@ -4,9 +4,10 @@ A pod whose claim comes from a ResourceClaimTemplate cannot be scheduled until a
 been made for it and named in its status (kube-scheduler's PreEnqueue waits for that, and so
 does shardsched's). On a cluster the controller manager does it; the embedded Redis has none,
 so `bench --workload dra` runs the repository's stand-in (common/claim_controller.py) in a
-process of its own, as a cluster runs the controller beside the scheduler: its passes (each a
-look at every pod and claim) and writes are counted, its CPU shows as its own process, and
-the throughput measured includes the time claims take to be made, as it would on a cluster.
+process of its own, as a cluster runs the controller beside the scheduler: it follows the
+store's events (each pass applies the events since the last and makes the writes they call
+for), its passes and writes are counted, its CPU shows as its own process, and the throughput
+measured includes the time claims take to be made, as it would on a cluster.
 """
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from .side_process import SideProcess
 
 log = logging.getLogger(__name__)
 
-#: Pause after a pass that wrote nothing (one that wrote is followed at once by the next).
-IDLE_S = 0.05
+#: How long a pass waits for the store's next event.
+WAIT_S = 0.5
 
 
 class ClaimsProcess(SideProcess):
@@ -27,7 +28,7 @@ class ClaimsProcess(SideProcess):
 
 def _run(url: str, stop, out) -> None:
     """Passes of the controller until told to stop; a pass that fails is logged, counted and
-    followed by the next (the store is the truth: nothing is lost by starting over)."""
+    followed by the next (what it had to do is kept for it)."""
     from common.claim_controller import ClaimController
     from common.store import open_store
 
@@ -37,14 +38,13 @@ def _run(url: str, stop, out) -> None:
     counts = {"passes": 0, "writes": 0, "errors": 0}
     while not stop.is_set():
         try:
-            wrote = controller.step()
+            wrote = controller.step(WAIT_S)
         except Exception:
             log.exception("a pass of the claim controller failed")
             counts["errors"] += 1
             wrote = 0
+            stop.wait(WAIT_S)
         counts["passes"] += 1
         counts["writes"] += wrote
-        if not wrote:
-            stop.wait(IDLE_S)
     store.close()
     out.send(counts)

@@ -31,7 +31,7 @@ from common.scheduling.extenders import ExtenderError
 from common.runtime.events import NORMAL, PREEMPTED, SCHEDULED, pod_ref
 from common.runtime.logs import ErrorLog
 from common.config.plugin_names import DYNAMIC_RESOURCES, VOLUME_BINDING
-from common.scheduling.dra_binding import write_claims
+from common.scheduling.dra_binding import write_claims_many
 from common.scheduling.volume_binding import write_bindings
 from proto import shardsched_pb2 as pb
 
@@ -216,6 +216,18 @@ class Commits:
             else:
                 done[i] = (self._outcome(it, False, self._explained(it, reason)), "refused")
 
+    def _write_claims(self, chunk: list[Pending], ids: list, refusals: dict) -> None:
+        """DynamicResources' PreBind for the chunk's decisions with devices: their claims'
+        allocations and reservations, the first attempts in one batch; a claim that cannot
+        be written refuses its decision."""
+        ids = [i for i in ids if chunk[i].reservation.devices is not None]
+        if not ids:
+            return
+        whys = write_claims_many(self.store, [(chunk[i].reservation.pod, chunk[i].reservation.devices) for i in ids])
+        for i, why in zip(ids, whys):
+            if why is not None:
+                refusals[i] = f"{DYNAMIC_RESOURCES}: {why}"
+
     def _commit(self, chunk: list[Pending], done: dict) -> None:
         live = []
         for i, it in enumerate(chunk):
@@ -229,13 +241,17 @@ class Commits:
         evicted = self._evict([chunk[i] for i in fresh])
         self._preempted([chunk[i].reservation for i in fresh], evicted)
         to_bind = [i for i in live if chunk[i].written is not None]
+        refusals = {}
         for i in fresh:
             r = chunk[i].reservation
             refused = eviction_failures((k for k, _ in r.victims), (evicted[k] for k, _ in r.victims))
             if refused is None and (terminating := self._still_there(r.victims)):
                 refused = f"{VICTIMS_TERMINATING}: {', '.join(terminating)}"
-            if refused is None and r.devices is not None and (why := write_claims(self.store, r.pod, r.devices)):
-                refused = f"{DYNAMIC_RESOURCES}: {why}"
+            refusals[i] = refused
+        self._write_claims(chunk, [i for i in fresh if refusals[i] is None], refusals)
+        for i in fresh:
+            r = chunk[i].reservation
+            refused = refusals[i]
             if refused is None and r.volumes is not None:
                 written, why = write_bindings(self.store, r.volumes, r.node)
                 if why is not None:

@@ -19,15 +19,12 @@ from __future__ import annotations
 import logging
 
 from common.model.changes import node_unchanged
-from common.runtime.intake import Intake, Kind, device_kinds, same_version, status_update, volume_kinds, workload_kinds
+from common.runtime.intake import Intake, Kind, key_of, same_version, status_update, volume_kinds, workload_kinds
 from common.model.objects import raw_pod_key
 from common.model.podgroup import NATIVE_KIND, index_key_of
+from common.scheduling.device_state import claim_name
 from common.scheduling.volumes import counts_volumes
 from common.store.base import WATCH_LINGER_S
-
-
-def _has_claims(pod) -> bool:
-    return bool(pod.resource_claims)
 from . import queueing_hints as hints
 
 log = logging.getLogger(__name__)
@@ -97,11 +94,19 @@ class ShardIntake:
         #: Owned pending pods a PreEnqueue plugin keeps out of the queue (scheduling gates):
         #: pod key -> its message. An update of the pod asks again.
         self.gated: dict[str, str] = {}
+        #: Pending pods with claims by the keys of the claims they name ("namespace/name";
+        #: a generated claim once the pod's status names it): the pods a claim event
+        #: concerns (kube's index of pods by claim, for its preQueueingHint).
+        self.by_claim: dict[str, set[str]] = {}
         self.intake = Intake([
             Kind("PriorityClass", keep=self.priority_classes),
             Kind("PodDisruptionBudget", keep=scheduler.pdbs, then=self._budgets_changed),
             *volume_kinds(scheduler.volumes, then=self._volumes_changed),
-            *device_kinds(scheduler.devices, then=self._devices_changed),
+            Kind("DeviceClass", put=scheduler.devices.set, drop=self._drop_device_kind("DeviceClass"),
+                 then=self._devices_changed),
+            Kind("ResourceSlice", put=scheduler.devices.set, drop=self._drop_device_kind("ResourceSlice"),
+                 then=self._devices_changed),
+            Kind("ResourceClaim", handle=self._apply_claim),
             *workload_kinds(scheduler.workloads),
             Kind("Namespace", put=scheduler.namespaces.set, drop=scheduler.namespaces.remove),
             Kind("Node", handle=self._apply_node, current=self._node, unchanged=node_unchanged),
@@ -122,6 +127,7 @@ class ShardIntake:
         for info_name in [name for name, _ in self.cache.nodes.items()]:
             self.cache.remove_node(info_name)
         self.pods.clear()
+        self.by_claim.clear()
         self.gated.clear()
         self.scheduler.nominated.clear()
         self.groups.clear()
@@ -141,16 +147,58 @@ class ShardIntake:
         with volumes (kube's VolumeBinding, VolumeZone and NodeVolumeLimits hints)."""
         self.queue.move_all_to_active(only=counts_volumes, event="StorageChange")
 
+    def _drop_device_kind(self, kind: str):
+        return lambda key: self.scheduler.devices.remove(kind, key)
+
     def _devices_changed(self) -> None:
-        """A claim, device class or slice changed: it can only matter to pods with claims
-        (kube's DynamicResources hints for ResourceClaim, DeviceClass and ResourceSlice
-        events): those PreEnqueue held back are asked again (a claim made for them), the
-        parked ones retried (a slice that appeared, a device freed)."""
-        for key in [k for k in self.gated if (p := self.pods.get(k)) is not None and p.resource_claims]:
-            pod = self.pods[key]
-            if not pod.node_name and not pod.deleting and self.owner.owns(pod):
+        """A device class or slice changed: the parked pods DynamicResources turned down are
+        retried (a slice that appeared, a class made); PreEnqueue, which waits for claims
+        only, is not asked again."""
+        self.queue.move_all_to_active(only=_devices_changed, entries=True, event="DeviceChange")
+
+    def _apply_claim(self, type_: str, obj: dict) -> None:
+        """A ResourceClaim event, kept in the DeviceState, then kube's DynamicResources hints
+        (preQueueingHint and isSchedulableAfterClaimChange): a claim deallocated, or deleted
+        while allocated, frees devices any parked pod with claims may take; otherwise only the
+        pods that name the claim are concerned: PreEnqueue is asked again for those it held
+        back (the claim made), and the parked ones are retried when it was made or its status
+        changed (allocated, a reservation dropped)."""
+        devices = self.scheduler.devices
+        key = key_of("ResourceClaim", obj)
+        old = devices.claims.get(key)
+        if type_ == "DELETED":
+            devices.remove("ResourceClaim", key)
+            new = None
+        else:
+            new = self.intake.parse(obj)
+            if new is None:
+                return
+            devices.set(new)
+        if old is not None and old.allocation is not None and (new is None or new.allocation is None):
+            self.queue.move_all_to_active(only=_devices_changed, entries=True, event="ResourceClaimChange")
+        waiting = self.by_claim.get(key)
+        if not waiting:
+            return
+        for pod_key in [k for k in waiting if k in self.gated]:
+            pod = self.pods.get(pod_key)
+            if pod is not None and not pod.deleting and self.owner.owns(pod):
                 self.enqueue(pod)
-        self.queue.move_all_to_active(only=_has_claims, event="DeviceChange")
+        if new is not None and (old is None or _claim_status(old) != _claim_status(new)):
+            self.queue.wake_pods(waiting, _devices_changed, event="ResourceClaimChange")
+
+    def _index_claims(self, old, new) -> None:
+        """Keep `by_claim` for a pod that was `old` and is now `new` (None: gone); only a
+        pending pod is indexed (a bound one waits for nothing)."""
+        if old is not None and old.resource_claims and not old.node_name:
+            for claim in _claim_keys(old):
+                keys = self.by_claim.get(claim)
+                if keys is not None:
+                    keys.discard(old.key)
+                    if not keys:
+                        del self.by_claim[claim]
+        if new is not None and new.resource_claims and not new.node_name:
+            for claim in _claim_keys(new):
+                self.by_claim.setdefault(claim, set()).add(new.key)
 
     def _pools(self, *nodes):
         """The sub-cluster pools of these nodes, for a wake that concerns only them (None:
@@ -198,7 +246,7 @@ class ShardIntake:
         if type_ == "DELETED":
             gone = self.cache.counted(key)
             nominated = self._nominate(key, None)
-            self.pods.pop(key, None)
+            self._index_claims(self.pods.pop(key, None), None)
             self.claimed.pop(key, None)
             self.gated.pop(key, None)
             self.queue.delete(key)
@@ -229,6 +277,7 @@ class ShardIntake:
             return
         if self._nominate(key, None if pod.node_name or pod.deleting else pod):
             self.queue.wake(hints.preemption_changed)
+        self._index_claims(known, pod)
         self.pods[key] = pod
         if pod.node_name:
             self.queue.delete(key)
@@ -315,3 +364,22 @@ class ShardIntake:
     def profile_for(self, pod):
         prof = self.scheduler.profiles.get(pod.scheduler_name)
         return prof or next(iter(self.scheduler.profiles.values()))
+
+
+def _claim_keys(pod) -> set[str]:
+    """The keys of the claims a pod names (a generated one once its status names it)."""
+    out = set()
+    for pc in pod.resource_claims:
+        name = claim_name(pod, pc)[0]
+        if name is not None:
+            out.add(f"{pod.namespace}/{name}")
+    return out
+
+
+def _claim_status(claim) -> tuple:
+    """What kube compares of a claim's status before and after an update."""
+    return (claim.allocation.raw if claim.allocation is not None else None), claim.reserved_for
+
+
+def _devices_changed(entry) -> bool:
+    return hints.devices_changed(entry.pod, entry.rejectors)

@@ -334,6 +334,19 @@ class SchedulingQueue:
             moved = [e for e in self._candidates(pools) if only(e if entries else e.pod)]
             for e in moved:
                 self._unpark(e.pod.key)
+        return self._move_back(moved, event)
+
+    def wake_pods(self, keys, only, event: str) -> int:
+        """Move back those of these parked pods for which `only(entry)`: an event that concerns
+        known pods only (those that reference a ResourceClaim: kube's preQueueingHint), found
+        by key instead of walking the pool."""
+        moved = [e for key in keys if (e := self._unschedulable.get(key)) is not None and only(e)]
+        for e in moved:
+            self._unpark(e.pod.key)
+        return self._move_back(moved, event)
+
+    def _move_back(self, moved: list, event: str) -> int:
+        """Unparked pods to backoffQ, or to activeQ when their backoff is over."""
         now = self.clock()
         to_backoff = 0
         for entry in moved:

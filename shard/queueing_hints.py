@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 
+from common.config.plugin_names import DYNAMIC_RESOURCES
 from common.plugins import SPECS
 from common.plugins.spec import never
 
@@ -79,3 +80,12 @@ def preemption_changed(pod, rejectors) -> bool:
     """A PodDisruptionBudget or a nomination changed: preemptors may find a candidate, and a
     nomination withdrawn leaves room."""
     return _unknown(rejectors) or any(HINTS[r].preemption_changed(pod) for r in rejectors)
+
+
+def devices_changed(pod, rejectors) -> bool:
+    """A ResourceClaim, ResourceSlice or DeviceClass event (devices published or freed, a
+    claim made or changed): only DynamicResources registers these (kube's EventsToRegister),
+    so only the pods with claims it (or a plugin without hints) turned down are asked.
+    Which pods a claim event concerns at all is the shard's intake's to say (kube's
+    preQueueingHint: those that reference the claim, all of them when it frees devices)."""
+    return bool(pod.resource_claims) and (_unknown(rejectors) or DYNAMIC_RESOURCES in rejectors)

@@ -11,7 +11,11 @@ other's allocation before the binder refused ours) must leave the device taken w
 reverted, or the shard chose it again on every retry and was refused every time.
 `free_matching` counts, per node, the free devices a class and a request's selectors accept,
 kept in step with every device given or given back, so Filter can turn away the nodes
-without enough of them in one numpy pass instead of trying an allocation on each.
+without enough of them in one numpy pass instead of trying an allocation on each. A device
+counts once per holder there: two claims holding one device (ours in flight, another
+shard's written meanwhile) will hold two once the binder, which allocates again in its own
+view, has given ours another one, so the node has two fewer free, not one (counted once,
+the shard sent pods to nodes already full and the binder refused them).
 `pod_claims` is kube's foreachPodResourceClaim, with its messages.
 """
 from __future__ import annotations
@@ -24,16 +28,17 @@ MATCHING_LIMIT = 64
 
 class Matching:
     """One selector set's devices on node-local slices: the node of each accepted device, the
-    free ones per node, and the nodes where a selector failed (their Filter is an Error)."""
+    free ones per node (a device less per holder), and the nodes where a selector failed
+    (their Filter is an Error)."""
     __slots__ = ("node_of", "free", "broken")
 
-    def __init__(self, node_of: dict, total: dict, broken: set, allocated: set):
+    def __init__(self, node_of: dict, total: dict, broken: set, holders: dict):
         self.node_of, self.broken = node_of, broken
         self.free = dict(total)
-        for d in allocated:
+        for d, n in holders.items():
             node = node_of.get(d)
             if node is not None:
-                self.free[node] -= 1
+                self.free[node] -= n
 
 
 class DeviceState:
@@ -96,24 +101,25 @@ class DeviceState:
             holders[d] = holders.get(d, 0) + 1
             if holders[d] == 1:
                 self._allocated.add(d)
-                for m in self._matching.values():
-                    node = m.node_of.get(d)
-                    if node is not None:
-                        m.free[node] -= 1
-
-    def _drop(self, d) -> None:
-        """One holder of `d` let go; it is free once none is left."""
-        left = self._holders.get(d, 0) - 1
-        if left > 0:
-            self._holders[d] = left
-            return
-        self._holders.pop(d, None)
-        if d in self._allocated:
-            self._allocated.discard(d)
             for m in self._matching.values():
                 node = m.node_of.get(d)
                 if node is not None:
-                    m.free[node] += 1
+                    m.free[node] -= 1
+
+    def _drop(self, d) -> None:
+        """One holder of `d` let go; it is free once none is left."""
+        held = self._holders.get(d)
+        if held is None:
+            return
+        for m in self._matching.values():
+            node = m.node_of.get(d)
+            if node is not None:
+                m.free[node] += 1
+        if held > 1:
+            self._holders[d] = held - 1
+            return
+        del self._holders[d]
+        self._allocated.discard(d)
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -134,7 +140,7 @@ class DeviceState:
             if len(self._matching) >= MATCHING_LIMIT:
                 self._matching = {}
             got = self._matching[key] = Matching(*matching_by_node(self.inventory(), cls, request, self.cel, claim_key),
-                                                 self._allocated)
+                                                 self._holders)
         return got
 
     def allocation_of(self, claim):

@@ -45,3 +45,26 @@ def test_an_assumption_written_back_is_held_once_and_freed_by_deallocation():
     assert devices.allocated() == set(allocated_devices(gpu1)) and _free_on_n1(devices) == 1
     devices.set(parse_object(resource_claim("c")))  # deallocated
     assert not devices.allocated() and _free_on_n1(devices) == 2
+
+
+def test_a_device_two_claims_hold_counts_twice_on_its_node():
+    """Another shard's claim was written with the device this process assumed for its own
+    claim in flight: the binder, which allocates again in its own view, gives ours another
+    device, so the node has two fewer free, not one (one fewer made the shard send pods to
+    full nodes, refused by the binder: most of issue 26's extra conflicts)."""
+    devices = _state()
+    assert _free_on_n1(devices) == 2
+    gpu0 = allocation("n1", "gpu-0")
+    devices.assume(parse_object(resource_claim("mine")), gpu0)
+    devices.set(parse_object(resource_claim("theirs", allocation=gpu0, reserved_for=["q"])))
+    assert _free_on_n1(devices) == 0
+    devices.revert("default/mine")
+    assert _free_on_n1(devices) == 1
+
+
+def test_counts_built_while_a_device_has_two_holders_count_both():
+    devices = _state()
+    gpu0 = allocation("n1", "gpu-0")
+    devices.assume(parse_object(resource_claim("mine")), gpu0)
+    devices.set(parse_object(resource_claim("theirs", allocation=gpu0, reserved_for=["q"])))
+    assert _free_on_n1(devices) == 0  # (the counts are built now, from the holders)

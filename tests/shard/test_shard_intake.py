@@ -1,0 +1,133 @@
+"""The shard's intake of store events (shard/intake.py): which pods a DRA event wakes, as kube
+v1.37's DynamicResources queueing hints decide (a claim event concerns the pods that
+reference the claim, unless it frees devices; a pod's own status naming its generated
+claim lets it in)."""
+from __future__ import annotations
+
+from common.store.memory import MemoryStore
+from builders import (Clock, allocation, claim_pod, device_class, gpu, make_config, node, resource_claim,
+                      resource_slice)
+
+
+def _loop(*docs):
+    from shard.loop import ShardLoop
+    from shard.store_committer import StoreCommitter
+
+    store = MemoryStore()
+    for d in docs:
+        store.create(d)
+    clock = Clock(1000.0)
+    loop = ShardLoop(make_config(), store, committer=StoreCommitter(store), clock=clock)
+    loop.start()
+    return store, loop, clock
+
+
+def _parked(loop) -> int:
+    return loop.queue.lengths()["unschedulable"]
+
+
+def _one_gpu_taken():
+    """n1 with one GPU, held by the claim `theirs` of the bound pod q; p's claim `mine` waits."""
+    return (node("n1"), device_class(), resource_slice("n1", devices=[gpu(0)]),
+            resource_claim("theirs", allocation=allocation("n1", "gpu-0"), reserved_for=["q"]),
+            claim_pod("q", claims=["theirs"], node_name="n1"), resource_claim("mine"),
+            claim_pod("p", claims=["mine"]))
+
+
+def test_a_claim_event_for_another_pods_claim_leaves_a_parked_pod_parked():
+    """Seen failing before: every claim event moved every parked pod with claims back."""
+    store, loop, _ = _loop(*_one_gpu_taken())
+    first = loop.schedule_next()
+    assert not first.scheduled and "cannot allocate all claims" in loop.messages["default/p"]
+    assert _parked(loop) == 1
+    store.create(resource_claim("unrelated"))
+    loop.sync()
+    assert _parked(loop) == 1
+    other = store.get("ResourceClaim", "default/unrelated")
+    other["status"] = {"reservedFor": [{"resource": "pods", "name": "x", "uid": "uid-default-x"}]}
+    store.update_status(other)
+    loop.sync()
+    assert _parked(loop) == 1
+    assert loop.schedule_next() is None
+
+
+def test_a_deallocated_claim_wakes_the_pods_waiting_for_devices():
+    """kube's preQueueingHint: a deallocation frees devices any pod may take."""
+    store, loop, clock = _loop(*_one_gpu_taken())
+    assert not loop.schedule_next().scheduled
+    store.delete("Pod", "default/q")
+    theirs = store.get("ResourceClaim", "default/theirs")
+    theirs["status"] = {}
+    store.update_status(theirs)
+    loop.sync()
+    assert _parked(loop) == 0
+    clock.now += 60  # past the backoff
+    retry = loop.schedule_next()
+    assert retry is not None and retry.node == "n1"
+    assert store.get("ResourceClaim", "default/mine")["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
+
+
+def test_an_allocated_claim_deleted_wakes_the_pods_waiting_for_devices():
+    store, loop, _ = _loop(*_one_gpu_taken())
+    assert not loop.schedule_next().scheduled
+    store.delete("ResourceClaim", "default/theirs")
+    loop.sync()
+    assert _parked(loop) == 0
+
+
+def test_a_reservation_dropped_wakes_the_pod_that_references_the_claim_only():
+    """A claim allocated and reserved for as many pods as it may be keeps p off every node;
+    its reservation dropped concerns p (it references the claim), not r (it does not)."""
+    store, loop, clock = _loop(
+        node("n1"), device_class(), resource_slice("n1", devices=[gpu(0), gpu(1)]),
+        resource_claim("busy", allocation=allocation("n1", "gpu-0"), reserved_for=[f"q{i}" for i in range(256)]),
+        claim_pod("p", claims=["busy"]),
+        resource_claim("theirs", allocation=allocation("n1", "gpu-1"), reserved_for=["s"]),
+        claim_pod("s", claims=["theirs"], node_name="n1"), resource_claim("rs"), claim_pod("r", claims=["rs"]))
+    for _ in range(2):
+        assert not loop.schedule_next().scheduled
+    assert "resourceclaim in use" in loop.messages["default/p"]
+    assert _parked(loop) == 2
+    busy = store.get("ResourceClaim", "default/busy")
+    busy["status"]["reservedFor"] = busy["status"]["reservedFor"][1:]
+    store.update_status(busy)
+    loop.sync()
+    assert _parked(loop) == 1 and loop.queue.lengths()["backoff"] + loop.queue.lengths()["active"] == 1
+    clock.now += 60
+    retry = loop.schedule_next()
+    assert retry is not None and retry.pod.key == "default/p" and retry.node == "n1"
+
+
+def test_a_pod_held_back_for_its_generated_claim_is_let_in_whichever_comes_first():
+    """The claim controller makes the claim, then names it in the pod's status; a watch per
+    kind (kube://) may show the pod's status first. Either order lets the pod in, and a claim
+    made for another pod does not."""
+    tmpl = [("gpu", "one-gpu")]
+    mine = resource_claim("p-gpu-abcde", owner_pod="p")
+    store, loop, clock = _loop(node("n1"), device_class(), resource_slice("n1"), claim_pod("p", templates=tmpl),
+                               claim_pod("o", templates=tmpl))
+    assert loop.schedule_next() is None
+    assert loop.gated["default/p"] == 'pod "default/p": ResourceClaim not created yet'
+    pod = store.get("Pod", "default/p")
+    pod["status"]["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": "p-gpu-abcde"}]
+    store.update_status(pod)  # the status first
+    loop.sync()
+    assert loop.gated["default/p"] == 'resourceclaim.resource.k8s.io "p-gpu-abcde" not found'
+    store.create(resource_claim("o-gpu-fghij", owner_pod="o"))
+    loop.sync()
+    assert "default/p" in loop.gated and "default/o" in loop.gated
+    store.create(mine)  # then its claim
+    loop.sync()
+    assert "default/p" not in loop.gated
+    done = loop.schedule_next()
+    assert done.scheduled and done.node == "n1"
+    # the usual order: the claim, then the status naming it
+    store.create(resource_claim("o-gpu-klmno", owner_pod="o"))
+    loop.sync()
+    assert "default/o" in loop.gated
+    other = store.get("Pod", "default/o")
+    other["status"]["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": "o-gpu-klmno"}]
+    store.update_status(other)
+    loop.sync()
+    assert "default/o" not in loop.gated
+    assert loop.schedule_next().node == "n1"
