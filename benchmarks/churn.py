@@ -163,7 +163,7 @@ class ChurnProcess(SideProcess):
                          {"heartbeat_s": heartbeat_s, "heartbeats": 0, "running": 0, "conflicts": 0, "errors": 1})
 
 
-def _run_churn(url: str, rv: str, heartbeat_s: float, seed: int, stop, out) -> None:
+def _run_churn(url: str, rv: str, heartbeat_s: float, seed: int, ready, stop, out) -> None:
     """The churn process: the fleet as stored, then Churn until told to stop."""
     from common.store import open_store
 
@@ -173,5 +173,6 @@ def _run_churn(url: str, rv: str, heartbeat_s: float, seed: int, stop, out) -> N
     store.close()
     churn = Churn(lambda: open_store(url), nodes, rv, heartbeat_s, seed)
     churn.start()
+    ready.set()
     stop.wait()
     out.send(churn.stop())

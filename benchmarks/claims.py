@@ -26,7 +26,7 @@ class ClaimsProcess(SideProcess):
         super().__init__("claims", _run, (url,), {"passes": 0, "writes": 0, "errors": 1})
 
 
-def _run(url: str, stop, out) -> None:
+def _run(url: str, ready, stop, out) -> None:
     """Passes of the controller until told to stop; a pass that fails is logged, counted and
     followed by the next (what it had to do is kept for it)."""
     from common.claim_controller import ClaimController
@@ -36,6 +36,7 @@ def _run(url: str, stop, out) -> None:
     store = open_store(url)
     controller = ClaimController(store)
     counts = {"passes": 0, "writes": 0, "errors": 0}
+    ready.set()
     while not stop.is_set():
         try:
             wrote = controller.step(WAIT_S)
