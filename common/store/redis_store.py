@@ -187,34 +187,43 @@ class RedisStore(ClusterStore):
         objs, states, head = pipe.execute()
         rv = head[0][0].decode() if head else "0-0"
         out = []
-        for key, o in objs.items():
-            obj = self._object(kind, key, o, states.get(key))
+        for key in states:  # in the state records' order, as list_iter reads them
+            o = objs.pop(key, None)
+            obj = self._object(kind, key, o, states[key]) if o is not None else None
             if obj is not None:
                 out.append(obj)
+        for key, o in objs.items():  # no state record: reported
+            self._object(kind, key, o, None)
         return out, rv
 
     @_translated
     def list_iter(self, kind: str, cached: bool = False, skip=None):
-        """The list read in pages, one object decoded at a time: one MULTI takes the keys,
-        the state records (small: uid, node, rv) and the stream head, the snapshot's rv; the objects
-        then come in pages of _LIST_PAGE, each with its state record again, so at most a
-        page of stored JSON is held at once, never the whole list. An object written after
-        the snapshot (its state record differs) or gone since is left out: the watch from
-        the snapshot's rv brings its newer events, ending with its current version. A pod
-        `skip` passes over is judged on its state record's node and its stored bytes,
-        never decoded. Objects come in `list`'s order."""
+        """The list read in pages, one object decoded at a time: one MULTI takes the state
+        records (small: uid, node, rv), the objects' count and the stream head, the snapshot's
+        rv; the objects then come in pages of _LIST_PAGE, each with its state record again, so
+        at most a page of stored JSON is held at once, never the whole list. An object written
+        after the snapshot (its state record differs) or gone since is left out: the watch
+        from the snapshot's rv brings its newer events, ending with its current version. A
+        pod `skip` passes over is judged on its state record's node and its stored bytes,
+        never decoded. Objects come in `list`'s order (the state records').
+
+        The snapshot is the list's peak of memory in every process (a million running pods'
+        records held while their pages are read; a snapshot's record is dropped as its page
+        is read): the objects' keys are not taken too, only their count, and looked at only
+        when it says some object has no state record (reported, as `list` reports it)."""
         check_kind(kind)
         _, objs_key, st_key = self._keys(kind)
         pipe = self._r.pipeline(transaction=True)
-        pipe.hkeys(objs_key).hgetall(st_key).xrevrange(self._stream, count=1)
-        keys, states, head = pipe.execute()
+        pipe.hlen(objs_key).hgetall(st_key).xrevrange(self._stream, count=1)
+        stored, states, head = pipe.execute()
         rv = head[0][0].decode() if head else "0-0"
         if kind != "Pod":
             skip = None
-        for key in keys:
-            if key not in states:  # as list reports it
-                self._skip(f"stored {kind} {key.decode(errors='replace')}", KeyError("it has no state record"))
-        keys = [key for key in keys if key in states]  # in list's order
+        if stored != len(states):  # a record without its object, or an object without one
+            for key in self._r.hkeys(objs_key):
+                if key not in states:
+                    self._skip(f"stored {kind} {key.decode(errors='replace')}", KeyError("it has no state record"))
+        keys = list(states)
 
         def page(chunk):
             try:
