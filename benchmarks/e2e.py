@@ -263,7 +263,7 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
                                         **({"churn": noise.pid} if noise is not None else {}),
                                         **({"claims": claims.pid} if claims is not None else {})})
             meter.start()
-            killer = ShardKiller(cluster, kill_shard_at) if kill_shard_at is not None else None
+            killer = ShardKiller(cluster, kill_shard_at, meter=meter) if kill_shard_at is not None else None
             if killer is not None:
                 killer.start()
             pod_count = sum(1 for m in manifests if m.get("kind", "Pod") == "Pod")  # (gang: PodGroups too)

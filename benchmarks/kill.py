@@ -16,6 +16,8 @@ import grpc
 
 from common.store import open_store
 
+from .processes import cpu_seconds
+
 
 class ShardKiller:
     """A thread that kills shard `index` `at_s` seconds after `start()`, starts it again and
@@ -23,8 +25,11 @@ class ShardKiller:
     scheduling cycle (`scheduling_s`, None when the run ended before it was given a pod),
     both counted from the kill."""
 
-    def __init__(self, cluster, at_s: float, index: int = 0, timeout_s: float = 600.0):
+    def __init__(self, cluster, at_s: float, index: int = 0, timeout_s: float = 600.0, meter=None):
+        """`meter`: the run's CpuMeter, told of the replacement (the killed shard's CPU
+        figure is then both processes')."""
         self.cluster = cluster
+        self.meter = meter
         self.at_s = at_s
         self.index = index
         self.timeout_s = timeout_s
@@ -56,11 +61,15 @@ class ShardKiller:
 
     def _kill_and_time(self) -> None:
         old = self.cluster.procs[("shard", self.index)].pid
+        used_s = cpu_seconds(old)
         killed_at = time.monotonic()
         self.cluster.kill("shard", self.index)
         self.report["killed"] = True
         self.cluster.start_one("shard", self.index)
         self.report["new_pid"] = self.cluster.procs[("shard", self.index)].pid
+        if self.meter is not None:  # the old process's CPU in the measured window
+            self.report["old_cpu_s"] = round(self.meter.restarted(f"shard-{self.index}", used_s,
+                                                                  self.report["new_pid"]), 2)
         store = open_store(self.cluster.url)
         try:
             while not self._stop.is_set() and time.monotonic() - killed_at < self.timeout_s:

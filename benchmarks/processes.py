@@ -107,6 +107,17 @@ class CpuMeter:
         self.cpu0 = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
         self.machine0 = _machine_busy()
 
+    def restarted(self, name: str, used_s: float, new_pid: int) -> float:
+        """`name`'s process, which had used `used_s` CPU seconds in all when it was killed,
+        was replaced by `new_pid`: the old one's share of the window is kept and the new one
+        counted from its start (its start-up is the restart's cost). Without it the figure
+        was the new process's CPU less the old one's at start(): negative after a kill.
+        Returns the old process's CPU seconds in the window."""
+        share = used_s - self.cpu0[name]
+        self.cpu0[name] = -share
+        self.pids[name] = new_pid
+        return share
+
     def stop(self) -> tuple[dict, dict]:
         """(cores: name -> share of one core, seconds: name -> CPU seconds)."""
         wall = time.monotonic() - self.t0

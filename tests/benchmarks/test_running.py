@@ -104,3 +104,5 @@ def test_a_shard_killed_in_the_middle_comes_back_and_nothing_is_lost(tmp_path):
     assert kill["killed"] and kill["error"] is None and kill["old_pid"] != kill["new_pid"]
     assert 0 < kill["ready_s"] <= kill["scheduling_s"]
     assert doc["scheduled"] == 300 and doc["verify"]["ok"]
+    # the killed shard's CPU is both processes' (it was the new one's less the old one's)
+    assert doc["processes"]["shard-0"]["cpu_s"] >= kill["old_cpu_s"] - 0.05 and kill["old_cpu_s"] > 0
