@@ -358,18 +358,24 @@ def test_the_dispatchers_watch_passes_over_bound_pods_it_does_not_hold(redis_url
     store.close()
 
 
-def test_a_backlog_is_not_all_given_to_the_first_shard_that_joins():
-    """At start-up the first shard used to get the whole backlog in its first second (256
-    pods a step), before the second had joined: that one then had almost nothing to do for
-    the whole run. While fewer shards than `shards.count` have joined, shortly after a
-    leader starts, each live shard gets at most its share; the rest waits for the others."""
-    cfg = config.validate({"shards": {"count": 2}})
-    d = Dispatcher(cfg, MemoryStore(), port=0, seed=1)
+def _first_of_two_shards_with_a_backlog() -> Dispatcher:
+    """A leading dispatcher of shards.count 2 that knows shard 0 only (which holds nothing)
+    and has 1,000 pods to hand out."""
+    d = Dispatcher(config.validate({"shards": {"count": 2}}), MemoryStore(), port=0, seed=1)
     d.shards = {"0": FakeLink("0")}
     for i in range(1000):
         d.apply("ADDED", "Pod", pending(f"p{i}"))
     d._lead()
     d.adopt_until = 0.0  # (shard 0 said what it holds: nothing)
+    return d
+
+
+def test_a_backlog_is_not_all_given_to_the_first_shard_that_joins():
+    """At start-up the first shard used to get the whole backlog in its first second (256
+    pods a step), before the second had joined: that one then had almost nothing to do for
+    the whole run. While fewer shards than `shards.count` have joined, shortly after a
+    leader starts, each live shard gets at most its share; the rest waits for the others."""
+    d = _first_of_two_shards_with_a_backlog()
     for _ in range(10):
         d._dispatch()
     assert len(d.shards["0"].sent) == 500
@@ -380,13 +386,7 @@ def test_a_backlog_is_not_all_given_to_the_first_shard_that_joins():
 
 
 def test_after_the_start_the_live_shards_get_everything_whatever_shards_count_says():
-    cfg = config.validate({"shards": {"count": 2}})
-    d = Dispatcher(cfg, MemoryStore(), port=0, seed=1)
-    d.shards = {"0": FakeLink("0")}
-    for i in range(1000):
-        d.apply("ADDED", "Pod", pending(f"p{i}"))
-    d._lead()
-    d.adopt_until = 0.0
+    d = _first_of_two_shards_with_a_backlog()
     d.joining_until = 0.0  # the start is long past: shard 1 is not coming
     for _ in range(10):
         d._dispatch()

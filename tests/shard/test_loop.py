@@ -91,13 +91,9 @@ def test_a_pod_placed_elsewhere_wakes_a_spread_pod_it_unblocks():
     assert retry is not None and retry.node == "a1"
 
 
-def test_heartbeats_and_status_updates_cost_no_cache_work():
-    """A node's heartbeat (new condition times) and a bound pod's move to Running (phase,
-    start time, IP) change nothing a cycle reads: the node keeps its generation (no snapshot
-    clone, scheduling contexts stay valid) and no unschedulable pod is woken up. The pod's
-    new start time still orders it among victims: removing it later finds it in the tree."""
-    import copy
-
+def _a_running_pod_and_a_parked_one():
+    """A shard loop on node n1 (2 cpu) running default/web (1 cpu), and default/big (8 cpu)
+    tried once and parked unschedulable; returns (store, loop)."""
     from builders import Clock
     from shard.loop import ShardLoop
 
@@ -108,9 +104,20 @@ def test_heartbeats_and_status_updates_cost_no_cache_work():
     loop = ShardLoop(make_config("all"), store, clock=Clock(1000.0))
     loop.start()
     assert not loop.schedule_next().scheduled
+    assert loop.queue.lengths()["unschedulable"] == 1
+    return store, loop
+
+
+def test_heartbeats_and_status_updates_cost_no_cache_work():
+    """A node's heartbeat (new condition times) and a bound pod's move to Running (phase,
+    start time, IP) change nothing a cycle reads: the node keeps its generation (no snapshot
+    clone, scheduling contexts stay valid) and no unschedulable pod is woken up. The pod's
+    new start time still orders it among victims: removing it later finds it in the tree."""
+    import copy
+
+    store, loop = _a_running_pod_and_a_parked_one()
     info = loop.cache.nodes.get("n1")
     generation = info.generation
-    assert loop.queue.lengths()["unschedulable"] == 1
 
     beat = copy.deepcopy(store.get("Node", "n1"))
     beat["status"]["conditions"] = [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-11-23T10:00:00Z"}]
@@ -135,16 +142,7 @@ def test_a_bound_pods_event_delivered_twice_changes_nothing():
     """A running pod keeps no resourceVersion, so an event of it applied a second time is
     not told apart by its version: it is a status-only update that keeps the pod as it
     is (the same object counted, the node's generation kept, no pod woken up)."""
-    from builders import Clock
-    from shard.loop import ShardLoop
-
-    store = MemoryStore()
-    store.create(node("n1", cpu="2"))
-    store.create(running("web", "n1", "1", 0))
-    store.create(pod("big", cpu="8"))
-    loop = ShardLoop(make_config("all"), store, clock=Clock(1000.0))
-    loop.start()
-    assert not loop.schedule_next().scheduled
+    store, loop = _a_running_pod_and_a_parked_one()
     info = loop.cache.nodes.get("n1")
     generation, counted = info.generation, info.pods["default/web"]
     assert counted.resource_version == ""
