@@ -27,7 +27,6 @@ from common import config as config_mod
 from common.tools.fleet import generate as generate_fleet
 
 from . import running
-from .workloads import SCHEDULER
 
 
 def _pods(nodes: list[dict], n: int, seed: int):

@@ -22,7 +22,7 @@ from .dra import (parse_claim_statuses, parse_device_class, parse_pod_claims, pa
                   parse_resource_claim_template, parse_resource_slice)
 from .podgroup import NATIVE_KIND, POD_GROUP_LABEL, is_native, parse_native_pod_group, parse_pod_group
 from .interning import shared_map, shared_refs, shared_str
-from .resources import INT64_MAX, parse_amount
+from .resources import INT64_MAX
 from .selectors import (Field, LabelSelector, parse_label_selector, parse_node_selector_term, parse_taint,
                         parse_toleration)
 from .storage_objects import parse_csi_node, parse_pod_volumes, parse_pv, parse_pvc, parse_storage_class

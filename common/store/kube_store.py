@@ -45,7 +45,6 @@ from __future__ import annotations
 import bisect
 import heapq
 import logging
-import os
 import re
 import threading
 import time

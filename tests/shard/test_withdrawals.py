@@ -3,7 +3,6 @@ and decided again for the current holder, exactly once (issue 29, item 1)."""
 from __future__ import annotations
 
 import queue
-import time
 from types import SimpleNamespace
 
 from builders import make_config
