@@ -1044,3 +1044,21 @@ class TestExtender:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def run_cli(capsys, *argv, stdin: str | None = None, monkeypatch=None) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `shardsched ARGV` run in this process; `stdin` fed
+    through `monkeypatch` when given."""
+    import io
+    import sys
+
+    from common.cli import main
+
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    try:
+        code = main(list(argv))
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    return code, out, err

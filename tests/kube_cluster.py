@@ -20,7 +20,8 @@ from common.store.kube_store import KubeStore
 from builders import stack_config
 
 __all__ = ["kube_cluster", "control_plane", "kwok_nodes", "wait_for", "free_port", "print_logs", "write_kubeconfig", "ServiceAccountCluster",
-           "service_account_kubeconfigs", "shardsched_on", "Teardown"]
+           "service_account_kubeconfigs", "shardsched_on", "Teardown", "scheduled_condition",
+           "unschedulable_message"]
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -56,6 +57,22 @@ def wait_for(what, done, timeout: float):
             return out
         assert time.monotonic() < deadline, what() if callable(what) else what
         time.sleep(0.25)
+
+
+def scheduled_condition(store, key: str) -> dict | None:
+    """Pod `key`'s PodScheduled condition, or None."""
+    for c in ((store.get("Pod", key) or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled":
+            return c
+    return None
+
+
+def unschedulable_message(store, key: str, timeout: float) -> str:
+    """The message of pod `key`'s PodScheduled=False/Unschedulable condition, once written."""
+    def reported():
+        c = scheduled_condition(store, key)
+        return c["message"] if c and c.get("reason") == "Unschedulable" and c.get("message") else None
+    return wait_for(f"{key} was never reported unschedulable: {scheduled_condition(store, key)}", reported, timeout)
 
 
 def kwok_nodes(store, count: int, prefix: str) -> None:

@@ -26,7 +26,7 @@ from builders import PAUSE, pod
 from common.store.kube_store import KubeStore
 from common.tools import fleet
 from common.tools.verify import summary, verify_store
-from kube_cluster import Teardown, kwok_nodes, shardsched_on, wait_for
+from kube_cluster import Teardown, kwok_nodes, scheduled_condition, shardsched_on, unschedulable_message, wait_for
 
 from benchmarks import kube_vs
 
@@ -79,29 +79,19 @@ def _model(model: str, ns: str) -> str:
     return f'{attributes}.model == "{model}" && {attributes}.index {HALVES[ns]}'
 
 
-def _condition(store, key: str) -> dict | None:
-    for c in ((store.get("Pod", key) or {}).get("status") or {}).get("conditions") or []:
-        if c.get("type") == "PodScheduled":
-            return c
-    return None
-
-
 def _unschedulable_message(store, key: str) -> str:
-    def reported():
-        c = _condition(store, key)
-        return c["message"] if c and c.get("reason") == "Unschedulable" and c.get("message") else None
-    return wait_for(f"{key} was never reported unschedulable: {_condition(store, key)}", reported, TIMEOUT_S)
+    return unschedulable_message(store, key, TIMEOUT_S)
 
 
 def _bound_to(store, key: str) -> str:
-    return wait_for(f"{key} was never bound: {_condition(store, key)}",
+    return wait_for(f"{key} was never bound: {scheduled_condition(store, key)}",
                     lambda: ((store.get("Pod", key) or {}).get("spec") or {}).get("nodeName"), TIMEOUT_S)
 
 
 def _waiting(store, key: str) -> tuple:
     """What a pod held back before scheduling shows: its node (none) and PodScheduled condition."""
     obj = store.get("Pod", key)
-    return obj["spec"].get("nodeName"), _condition(store, key)
+    return obj["spec"].get("nodeName"), scheduled_condition(store, key)
 
 
 def _reserved(store, key: str) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from builders import PAUSE, REFUSE_LABEL, TestExtender, pod
 from common.store.kube_store import KubeStore
 from common.tools.verify import summary, verify_store
-from kube_cluster import Teardown, kwok_nodes, shardsched_on, wait_for
+from kube_cluster import Teardown, kwok_nodes, shardsched_on, unschedulable_message, wait_for
 
 from benchmarks import kube_vs
 
@@ -32,12 +32,7 @@ def _node_of(store, key: str) -> str:
 
 
 def _unschedulable_message(store, key: str) -> str:
-    def reported():
-        for c in ((store.get("Pod", key) or {}).get("status") or {}).get("conditions") or []:
-            if c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable" and c.get("message"):
-                return c["message"]
-        return None
-    return wait_for(f"{key} was never reported unschedulable", reported, TIMEOUT_S)
+    return unschedulable_message(store, key, TIMEOUT_S)
 
 
 def test_the_same_extender_gives_the_same_placements_and_messages(kube_cluster, tmp_path):

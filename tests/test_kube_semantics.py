@@ -26,7 +26,7 @@ from builders import PAUSE, claim_volume, pod, priority_class, pvc, storage_clas
 from shard.provisioner import Provisioner
 from common.store.kube_store import KubeStore
 from common.tools.verify import summary, verify_store
-from kube_cluster import Teardown, kwok_nodes, shardsched_on, wait_for
+from kube_cluster import Teardown, kwok_nodes, scheduled_condition, shardsched_on, unschedulable_message, wait_for
 
 from benchmarks import kube_vs
 
@@ -51,23 +51,13 @@ def _claim(name: str, ns: str, modes=("ReadWriteOnce",)) -> dict:
 def _wait(what, done, timeout: float = TIMEOUT_S):
     return wait_for(what, done, timeout)
 
-def _condition(store, key: str) -> dict | None:
-    obj = store.get("Pod", key) or {}
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "PodScheduled":
-            return c
-    return None
-
 
 def _unschedulable_message(store, key: str) -> str:
-    def reported():
-        c = _condition(store, key)
-        return c["message"] if c and c.get("reason") == "Unschedulable" and c.get("message") else None
-    return _wait(f"{key} was never reported unschedulable: {_condition(store, key)}", reported)
+    return unschedulable_message(store, key, TIMEOUT_S)
 
 
 def _bound_to(store, key: str) -> str:
-    return _wait(f"{key} was never bound: {_condition(store, key)}",
+    return _wait(f"{key} was never bound: {scheduled_condition(store, key)}",
                  lambda: ((store.get("Pod", key) or {}).get("spec") or {}).get("nodeName"))
 
 
@@ -131,7 +121,7 @@ def test_gates_volumes_and_messages_as_kube_scheduler(kube_cluster, tmp_path):
 
         # a gated pod waits, then is scheduled once its gate is removed
         for ns in SCHEDULERS:
-            c = _condition(store, f"{ns}/gated")
+            c = scheduled_condition(store, f"{ns}/gated")
             assert (c["status"], c["reason"]) == ("False", "SchedulingGated"), ns
             assert not store.get("Pod", f"{ns}/gated")["spec"].get("nodeName"), ns
         for ns in SCHEDULERS:

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import orjson
 
-from common.cli import main
+from builders import run_cli as run
 
 
-def run(capsys, *argv) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_gpus_per_node_adds_the_device_class_and_a_slice_per_node(capsys):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from common.model.podgroup import NATIVE_KIND
 
-import io
 import re
 import subprocess
 import sys
@@ -20,7 +19,7 @@ import pytest
 import redis as redis_py
 import yaml
 
-from common.cli import main
+from builders import run_cli as run
 from common.store import open_store
 from common.store.embedded import EmbeddedRedis
 from builders import anchor_bomb
@@ -52,16 +51,6 @@ def store(url):
     s.close()
 
 
-def run(capsys, *argv, stdin: str | None = None, monkeypatch=None) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `shardsched ARGV` run in this process."""
-    if stdin is not None:
-        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-    try:
-        code = main(list(argv))
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def labelled(d: dict, group: str) -> dict:
