@@ -34,14 +34,16 @@ def elector(store, identity, lease=0.4, renew=0.3, retry=0.05, clock=time.monoto
 
 
 def test_one_leader_and_a_standby_takes_over_once_the_lease_expires():
+    # The store's leases expire by the real clock: a 2 s lease leaves a busy machine's sleeps
+    # room, so the standby can only win once the leader stops renewing.
     store = MemoryStore()
-    a, b = elector(store, "a:1"), elector(store, "b:1")
+    a, b = elector(store, "a:1", lease=2.0, renew=1.5), elector(store, "b:1", lease=2.0, renew=1.5)
     assert a.step() and not b.step()
     for _ in range(5):  # the leader renews; the standby keeps knocking in vain
         time.sleep(0.1)
         assert a.step() and not b.step()
     assert store.list_leases(ELECTION_ROLE) == {NAME: "a:1"}
-    time.sleep(0.5)  # a stops renewing (killed): its lease expires
+    time.sleep(2.2)  # a stops renewing (killed): its lease expires
     assert b.step() and b.transitions == 1
     assert not a.step() and not a.leading(), "the old leader learns it lost at its next attempt"
     assert b.holder() == "b:1"
@@ -63,7 +65,8 @@ def test_a_leader_cut_off_from_the_store_stops_before_its_lease_can_expire():
 def test_release_hands_over_at_once_and_never_drops_another_holders_lease():
     store, clock = MemoryStore(), Clock(0.0)
     a = elector(store, "a:1", lease=0.3, renew=0.2, clock=clock)
-    b, c = elector(store, "b:1", lease=0.3, renew=0.2), elector(store, "c:1", lease=0.3, renew=0.2)
+    # b's lease is long enough to outlive a busy machine's pause before the assertions below
+    b, c = elector(store, "b:1", lease=5.0, renew=4.0), elector(store, "c:1", lease=0.3, renew=0.2)
     assert a.step()
     time.sleep(0.4)  # a's lease expires in the store, while a's own clock says it still leads
     assert a.leading() and b.step()

@@ -189,11 +189,12 @@ def test_the_leader_lease_is_the_lease_named_after_the_resource_name(store):
     name = "shardsched-dispatcher-test"
     path = f"/apis/coordination.k8s.io/v1/namespaces/{store.lease_namespace}/leases/{name}"
     try:
-        assert store.acquire_lease(ELECTION_ROLE, name, "10.0.0.1:7100", 0.5)
+        # 2 s: the GET and the second attempt fit inside it on a busy machine
+        assert store.acquire_lease(ELECTION_ROLE, name, "10.0.0.1:7100", 2.0)
         lease = store._call("GET", path)
         assert lease["spec"]["holderIdentity"] == "10.0.0.1:7100" and lease["spec"]["leaseTransitions"] == 0
-        assert not store.acquire_lease(ELECTION_ROLE, name, "10.0.0.2:7100", 0.5)
-        time.sleep(0.7)
+        assert not store.acquire_lease(ELECTION_ROLE, name, "10.0.0.2:7100", 2.0)
+        time.sleep(2.2)
         assert store.acquire_lease(ELECTION_ROLE, name, "10.0.0.2:7100", 15)
         assert store._call("GET", path)["spec"]["leaseTransitions"] == 1
         store.drop_lease(ELECTION_ROLE, name, "10.0.0.1:7100")
