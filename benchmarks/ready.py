@@ -13,7 +13,7 @@ Each child times its phases:
 
 * `import_s`: interpreter start to its modules imported and the role built;
 * `list_s`: the informer's start, every kind listed and applied (the pods are most of it);
-* `settle_s`: settle_heap's one full collection and freeze;
+* `settle_s`: settle_heap (the heap frozen; before this work, a full collection first);
 * `ready_s`: from the child's start (the parent's Popen) to the end of settle: what
   `bench`'s `processes.*.ready_s` measures but for serving and taking the lease;
 * `cpu_s`: the child's CPU seconds (user + system) over list and settle.
@@ -59,6 +59,7 @@ elif role == "binder":
     informer = holder.intake.informer(store, None)
 import common
 out = {"import_s": time.time() - t0, "code": os.path.dirname(os.path.dirname(common.__file__))}
+gc.collect()  # as common.runtime.runner does before the lists
 gc.disable()
 c0, t1 = time.process_time(), time.perf_counter()
 if role in ("shard", "binder"):
