@@ -70,6 +70,7 @@ if role in ("shard", "binder"):
     out["settle_s"] = time.perf_counter() - t2
     out["ready_s"] = time.time() - t0
     out["skipped"] = informer.skipped + store.skipped_records
+    out["pods"] = len(holder.pods) if role == "shard" else len(holder.acc.pod_node)  # kept, bound
 elif role == "decode":
     objs, rv = store.list_iter("Pod")
     out["pods"] = sum(1 for _ in objs)
