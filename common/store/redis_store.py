@@ -130,16 +130,18 @@ def _read_ahead(read, keys: list, size: int, what: str):
     parsing of the page before, which used to wait for them. At most _READ_AHEAD pages are
     held ahead. The reader's error is raised where its page would have come; a caller that
     stops early (the generator closed) stops the reader before its next page."""
-    chunks = [keys[i:i + size] for i in range(0, len(keys), size)]
-    if len(chunks) <= 1:
-        for chunk in chunks:
+    starts = range(0, len(keys), size)
+    if len(starts) <= 1:
+        for i in starts:
+            chunk = keys[i:i + size]
             yield chunk, read(chunk)
         return
     pages: queue.Queue = queue.Queue(_READ_AHEAD)
     stop = threading.Event()
 
     def reader():
-        for chunk in chunks:
+        for i in starts:
+            chunk = keys[i:i + size]  # sliced as read: a million keys are not copied at once
             try:
                 item = (chunk, read(chunk), None)
             except BaseException as e:  # handed to the caller, which raises it
@@ -156,7 +158,7 @@ def _read_ahead(read, keys: list, size: int, what: str):
     thread = threading.Thread(target=reader, name=f"read-ahead {what}", daemon=True)
     thread.start()
     try:
-        for _ in chunks:
+        for _ in starts:
             chunk, result, error = pages.get()
             if error is not None:
                 raise error
