@@ -17,7 +17,8 @@ import orjson
 from ..errors import ObjectError
 # TERMINAL_PHASES (common/model/parsing.py) and POD_GROUP_LABEL (common/model/podgroup.py) are defined
 # below the object model and importable from here too, as they always were.
-from .parsing import TERMINAL_PHASES, parse_metadata, parse_resource_list, parse_time, resource_vector_at
+from .parsing import (TERMINAL_PHASES, cached_time, parse_metadata, parse_resource_list, parse_time,
+                      resource_vector_at)
 from .dra import (parse_claim_statuses, parse_device_class, parse_pod_claims, parse_resource_claim,
                   parse_resource_claim_template, parse_resource_slice)
 from .podgroup import NATIVE_KIND, POD_GROUP_LABEL, is_native, parse_native_pod_group, parse_pod_group
@@ -479,7 +480,12 @@ def _spec_json(spec: dict) -> bytes:
 
 
 def parse_pod(d: dict, priority_classes: dict | None = None, lean: bool = False) -> Pod:
-    """`d` parsed; `lean`: a bound pod keeps no `raw` document (see Pod)."""
+    """`d` parsed; `lean`: a bound pod keeps no `raw` document (see Pod), and is read first
+    by `_bound_pod`, which takes the plain well-formed case only."""
+    if lean:
+        p = _bound_pod(d, priority_classes)
+        if p is not None:
+            return p
     ns, name, _ = _describe(d, "Pod")
     f = Field(f"Pod {ns}/{name}")
     meta, ns, name, labels = parse_metadata(d, f, namespaced=True)
@@ -521,6 +527,97 @@ def parse_pod(d: dict, priority_classes: dict | None = None, lean: bool = False)
     p.resource_version = str(meta.get("resourceVersion") or "") if kept else ""
     p.raw = d if kept else None
     return p
+
+
+def _str_or_empty(value):
+    """A string field as parse_pod's checks read it ("" when absent or empty), or None
+    when they would refuse it."""
+    if value.__class__ is str:
+        return value
+    return "" if value is None else None
+
+
+def _bound_pod(d: dict, priority_classes: dict | None) -> Pod | None:
+    """A bound pod parsed lean without a Field per field, or None for parse_pod's full
+    reading: every initial list brings every running pod to every role (a million, in the
+    issue's cluster), and the Fields made for the errors that almost never come were most
+    of a parse. It reads the same fields under the same checks as parse_pod, and anything
+    else (a pending pod, volumes, claim statuses, a spec not parsed yet, a value of an
+    unexpected type, a PriorityClass not found) goes to the full reading, which parses it
+    or raises the ObjectError naming the object and the field, so the Pod and the errors
+    are parse_pod's."""
+    meta, spec, status = d.get("metadata"), d.get("spec"), d.get("status")
+    if status is None:
+        status = {}
+    if meta.__class__ is not dict or spec.__class__ is not dict or status.__class__ is not dict:
+        return None
+    node, name, ns = spec.get("nodeName"), meta.get("name"), _str_or_empty(meta.get("namespace"))
+    if (node.__class__ is not str or not node or name.__class__ is not str or not name
+            or ns is None or spec.get("volumes") or status.get("resourceClaimStatuses")):
+        return None
+    ns = ns or "default"
+    labels, annotations = meta.get("labels"), meta.get("annotations")
+    labels = {} if labels is None else labels
+    annotations = {} if annotations is None else annotations
+    if labels.__class__ is not dict or annotations.__class__ is not dict:
+        return None
+    for value in (*labels.values(), *annotations.values()):
+        if value.__class__ is not str:
+            return None
+    refs = _owner_refs(meta.get("ownerReferences"))
+    uid, phase = _str_or_empty(meta.get("uid")), _str_or_empty(status.get("phase"))
+    nominated = _str_or_empty(status.get("nominatedNodeName"))
+    created = cached_time(meta.get("creationTimestamp"))
+    started = cached_time(status.get("startTime"))
+    if None in (refs, uid, phase, nominated, created, started):
+        return None
+    fields = _spec_memo_get(spec, ns, labels)
+    ref = fields.built if fields is not None else None
+    shared = ref() if ref is not None else None
+    if shared is None:
+        return None  # a spec parsed afresh: parse_pod knows where to blame its errors
+    p = Pod()
+    ns = shared_str(ns)
+    p.namespace, p.key = ns, sys.intern(f"{ns}/{name}")
+    p.uid = uid
+    p.owner_refs = shared_refs(refs, OwnerRef)
+    p.shared = shared
+    p.labels, p.annotations = shared_map(labels), shared_map(annotations)
+    p.priority, p.preemption_policy = shared.priority, shared.preemption_policy
+    p.node_name = shared_str(node)
+    p.volumes, p.claim_statuses = (), _NO_CLAIM_STATUSES
+    if priority_classes is not None:
+        if p.priority is None and p.priority_class_name and p.priority_class_name not in priority_classes \
+                and p.priority_class_name not in SYSTEM_PRIORITY_CLASSES:
+            return None  # refused: parse_pod says why
+        resolve_priority(p, priority_classes)
+    elif p.priority is None:
+        p.priority = SYSTEM_PRIORITY_CLASSES.get(p.priority_class_name, 0)
+    p.creation_time, p.start_time = created, started or created
+    p.phase = shared_str(phase or "Pending")
+    p.nominated_node = nominated
+    p.deleting = bool(meta.get("deletionTimestamp"))
+    p.resource_version, p.raw = "", None
+    return p
+
+
+def _owner_refs(refs) -> tuple | None:
+    """metadata.ownerReferences as parse_pod reads them, (kind, name, uid, controller,
+    apiVersion) each, or None when its checks would refuse them."""
+    if not refs:
+        return () if refs is None or refs.__class__ is list else None
+    if refs.__class__ is not list:
+        return None
+    out = []
+    for r in refs:
+        if r.__class__ is not dict:
+            return None
+        kind, name = r.get("kind"), r.get("name")
+        uid, api = _str_or_empty(r.get("uid")), _str_or_empty(r.get("apiVersion"))
+        if kind.__class__ is not str or not kind or name.__class__ is not str or not name or uid is None or api is None:
+            return None
+        out.append((kind, name, uid, bool(r.get("controller")), api))
+    return tuple(out)
 
 
 class _SpecParse:
@@ -592,12 +689,8 @@ def _spec_fields(spec: dict, sf: Field, ns: str, labels: dict) -> _SpecParse:
     (matchLabelKeys reads them). Only specs that parsed cleanly are remembered: a bad one is
     parsed again, and its error names its own pod. The values are shared and never modified.
     """
-    try:
-        body = _spec_json(spec)
-        key = (ns, body, orjson.dumps(labels) if spec.get("topologySpreadConstraints") else None)
-    except TypeError:  # not JSON-serialisable (odd YAML input): just parse it
-        return _parse_spec(spec, sf, ns, labels)
-    if b"null" in body:  # orjson writes YAML's .nan and .inf as null too: keep them apart
+    key = _spec_memo_key(spec, ns, labels)
+    if key is None:
         return _parse_spec(spec, sf, ns, labels)
     fields = _SPEC_MEMO.get(key)
     if fields is None:
@@ -608,6 +701,24 @@ def _spec_fields(spec: dict, sf: Field, ns: str, labels: dict) -> _SpecParse:
             _SPEC_MEMO.clear()
         _SPEC_MEMO[key] = fields
     return fields
+
+
+def _spec_memo_key(spec: dict, ns: str, labels: dict) -> tuple | None:
+    """The spec memo's key for a pod's spec, or None when it cannot be remembered."""
+    try:
+        body = _spec_json(spec)
+        key = (ns, body, orjson.dumps(labels) if spec.get("topologySpreadConstraints") else None)
+    except TypeError:  # not JSON-serialisable (odd YAML input): just parse it
+        return None
+    if b"null" in body:  # orjson writes YAML's .nan and .inf as null too: keep them apart
+        return None
+    return key
+
+
+def _spec_memo_get(spec: dict, ns: str, labels: dict) -> _SpecParse | None:
+    """The memo's parse of a spec seen before, else None."""
+    key = _spec_memo_key(spec, ns, labels)
+    return _SPEC_MEMO.get(key) if key is not None else None
 
 
 def _exact(b):

@@ -37,6 +37,24 @@ def parse_time(value, f: Field) -> float:
     return t
 
 
+def cached_time(value) -> float | None:
+    """parse_time for a reader without a Field (common.model.objects' lean pod): the epoch
+    seconds of an RFC 3339 string (0.0 when absent), None when parse_time would refuse it."""
+    if not value:
+        return 0.0
+    t = _TIMES.get(value) if value.__class__ is str else None
+    if t is not None or value.__class__ is not str:
+        return t
+    try:
+        t = datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        return None
+    if len(_TIMES) >= 4096:
+        _TIMES.clear()
+    _TIMES[value] = t
+    return t
+
+
 def object_field(d, kind: str, namespaced: bool) -> Field:
     """The Field naming an object in errors ("Kind ns/name" or "Kind name"), read leniently:
     the checks of its metadata come after it and name it with this."""

@@ -6,13 +6,12 @@ Each role passes its `build(cfg, store, args)`; this module knows no role (it si
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import sys
 
 from .. import config as config_mod
 from . import orphans
-from .component import METRICS_OFF, stop_on_signals
+from .component import METRICS_OFF, collect_before_list, stop_on_signals
 from ..errors import StoreUnavailable
 from .logs import FORMATS, setup
 from .security import SecurityError
@@ -91,11 +90,10 @@ def run(role: str, args, build) -> int:
             return EXIT_INVALID_CONFIG
         stop_on_signals(component)
         log.info("%s %s starting", role, args.id)
-        # No cyclic collections while the initial lists are loaded: they build what the
-        # process keeps (nothing there is cyclic garbage), and each full collection would
-        # walk all of it again (hundreds of ms each at 50,000 pods, common.runtime.gcstats).
-        # Component.start_background's settle_heap freezes it and turns collection back on.
-        gc.disable()
+        # No cyclic collections while the initial lists are loaded (hundreds of ms each at
+        # 50,000 pods, common.runtime.gcstats); Component.start_background's settle_heap
+        # freezes what they built and turns collection back on.
+        collect_before_list()
         try:
             component.run()
         except OSError as e:  # its ports: nothing was served yet

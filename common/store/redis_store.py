@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import queue
 import re
+import threading
 import time
 from collections.abc import Iterable
 from urllib.parse import urlsplit, urlunsplit
@@ -28,6 +30,7 @@ from .podstatus import apply_patch, gated, now_rfc3339, scheduled_condition
 _CHUNK = 1000            # objects per script call: bounds how long one call blocks Redis
 _CHUNKS_PER_PIPELINE = 8  # script calls per pipeline: bounds client-side buffering
 _LIST_PAGE = 2000        # objects per read of a paged list (list_iter)
+_READ_AHEAD = 2          # pages a list's reader thread may hold ahead of the caller
 _BLOCK_S = 2.0           # longest single XREAD BLOCK; must stay well under the socket timeout
 #: how often write_events looks for Events older than EVENT_TTL_S, in seconds
 _EXPIRE_EVERY_S = 10.0
@@ -118,6 +121,50 @@ def _bound(o: bytes, patch: bytes | None) -> bool:
     if patch is not None and b'"node":"' in patch and b'"node":""' not in patch:
         return True
     return b'"nodeName":"' in o and b'"nodeName":""' not in o
+
+
+def _read_ahead(read, keys: list, size: int, what: str):
+    """(chunk, read(chunk)) for `keys` in chunks of `size`, in order, each read by a thread
+    while the caller works on the one before: a list's round trips (Redis answering a
+    page of HMGETs, the reply read off the socket, both GIL-free) overlap the decoding and
+    parsing of the page before, which used to wait for them. At most _READ_AHEAD pages are
+    held ahead. The reader's error is raised where its page would have come; a caller that
+    stops early (the generator closed) stops the reader before its next page."""
+    starts = range(0, len(keys), size)
+    if len(starts) <= 1:
+        for i in starts:
+            chunk = keys[i:i + size]
+            yield chunk, read(chunk)
+        return
+    pages: queue.Queue = queue.Queue(_READ_AHEAD)
+    stop = threading.Event()
+
+    def reader():
+        for i in starts:
+            chunk = keys[i:i + size]  # sliced as read: a million keys are not copied at once
+            try:
+                item = (chunk, read(chunk), None)
+            except BaseException as e:  # handed to the caller, which raises it
+                item = (chunk, None, e)
+            while not stop.is_set():
+                try:
+                    pages.put(item, timeout=0.5)
+                    break
+                except queue.Full:
+                    continue
+            if stop.is_set() or item[2] is not None:
+                return
+
+    thread = threading.Thread(target=reader, name=f"read-ahead {what}", daemon=True)
+    thread.start()
+    try:
+        for _ in starts:
+            chunk, result, error = pages.get()
+            if error is not None:
+                raise error
+            yield chunk, result
+    finally:
+        stop.set()
 
 
 def _prev(entry) -> str | None:
@@ -234,9 +281,7 @@ class RedisStore(ClusterStore):
                 raise StoreUnavailable(f"cannot reach redis at {self._where}: {e}") from None
 
         def each():
-            for i in range(0, len(keys), _LIST_PAGE):
-                chunk = keys[i:i + _LIST_PAGE]
-                objs, now = page(chunk)
+            for chunk, (objs, now) in _read_ahead(page, keys, _LIST_PAGE, f"{kind} list"):
                 for key, o, st in zip(chunk, objs, now):
                     if o is None or st is None or st != states.pop(key, None):
                         continue  # deleted or written after the snapshot: the watch has it

@@ -131,3 +131,31 @@ def test_a_pod_held_back_for_its_generated_claim_is_let_in_whichever_comes_first
     loop.sync()
     assert "default/o" not in loop.gated
     assert loop.schedule_next().node == "n1"
+
+
+def test_a_poison_pod_among_the_running_ones_listed_at_start_is_reported_and_the_rest_counted(
+        redis_url, monkeypatch):
+    """The initial list reads pages ahead and bound pods lean: a record no writer should have
+    made (a label that is not a string, written past the store's checks) is still refused,
+    naming the pod and the field, and every other pod of every page is counted."""
+    import uuid
+
+    import common.store.redis_store as redis_store
+    from builders import pod
+    from common.store.redis_store import RedisStore
+    from shard.loop import ShardLoop
+
+    monkeypatch.setattr(redis_store, "_LIST_PAGE", 2)
+    store = RedisStore(redis_url, prefix=f"test-{uuid.uuid4().hex[:12]}:")
+    store.create(node("n1", cpu="8"))
+    docs = [pod(f"p{i}", "100m", labels={"app": "web"}, node_name="n1") for i in range(7)]
+    docs[3]["metadata"]["labels"]["app"] = 3
+    for d in docs:
+        d["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    assert store.create_many_trusted("Pod", docs) == []
+    loop = ShardLoop(make_config(), store)
+    loop.start()
+    assert str(loop.errors["Pod default/p3"]).startswith("Pod default/p3: metadata.labels.app: must be a string")
+    assert loop.cache.counted("default/p3") is None
+    assert [i for i in range(7) if loop.cache.counted(f"default/p{i}") is not None] == [0, 1, 2, 4, 5, 6]
+    store.close()

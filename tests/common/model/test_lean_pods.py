@@ -7,8 +7,9 @@ import copy
 
 import pytest
 
+from common.errors import ObjectError
 from common.model.interning import FrozenMap
-from common.model.objects import parse_pod
+from common.model.objects import parse_pod, parse_priority_class
 from common.runtime.intake import status_update
 from builders import pod
 
@@ -110,3 +111,66 @@ def test_a_pods_own_priority_is_resolved_apart_from_its_spec():
     assert a.priority == 1000 and a.preemption_policy == "Never"
     b = parse_pod(copy.deepcopy(d), lean=True)
     assert b.shared is a.shared and a.shared.priority is None and b.priority == 0
+
+
+def _kept(p) -> dict:
+    """What a parsed pod holds, slot by slot (the shared spec by identity)."""
+    return {name: getattr(p, name) for name in type(p).__slots__}
+
+
+def _variants() -> list[dict]:
+    """Bound pods in the shapes a list brings: owners, annotations, times, priorities,
+    deletion, a nomination, an absent status."""
+    base = running("v")
+    base["status"]["startTime"] = "2026-01-02T03:04:05Z"
+    base["metadata"]["creationTimestamp"] = "2026-01-02T03:00:00Z"
+    out = [base]
+    for change in (lambda d: d["metadata"].update(namespace="", annotations=None, ownerReferences=None),
+                   lambda d: d["spec"].update(priorityClassName="high"),
+                   lambda d: d["spec"].update(priorityClassName="system-node-critical"),
+                   lambda d: d["metadata"].update(deletionTimestamp="2026-01-02T03:05:00Z"),
+                   lambda d: d["status"].update(phase="", nominatedNodeName="n9"),
+                   lambda d: d.pop("status"),
+                   lambda d: d["metadata"]["ownerReferences"][0].update(uid=None, controller=None)):
+        d = copy.deepcopy(base)
+        change(d)
+        out.append(d)
+    return out
+
+
+@pytest.mark.parametrize("i", range(8))
+def test_a_bound_pod_read_lean_holds_what_the_full_parse_of_it_holds(i):
+    """Every role lists every running pod at start; the lean reading skips the per-field
+    error paths, never a check, and keeps exactly what the full parse keeps."""
+    classes = {"high": parse_priority_class(
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000})}
+    d = _variants()[i]
+    full = parse_pod(copy.deepcopy(d), classes, lean=True)  # first: parses the spec (memo)
+    again = parse_pod(copy.deepcopy(d), classes, lean=True)  # the lean reading
+    assert _kept(again) == _kept(full) and again.shared is full.shared
+    assert again.raw is None and again.resource_version == ""
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda d: d["metadata"].update(namespace=0), "metadata.namespace"),
+    (lambda d: d["metadata"].update(labels=[]), "metadata.labels"),
+    (lambda d: d["metadata"]["labels"].update(app=3), "metadata.labels.app"),
+    (lambda d: d["metadata"].update(annotations={"a": None}), "metadata.annotations.a"),
+    (lambda d: d["metadata"].update(uid=7), "metadata.uid"),
+    (lambda d: d["metadata"].update(ownerReferences={}), "metadata.ownerReferences"),
+    (lambda d: d["metadata"]["ownerReferences"][0].pop("kind"), "metadata.ownerReferences[0].kind"),
+    (lambda d: d["metadata"].update(creationTimestamp="yesterday"), "metadata.creationTimestamp"),
+    (lambda d: d["status"].update(startTime=12), "status.startTime"),
+    (lambda d: d["status"].update(phase=["Running"]), "status.phase"),
+    (lambda d: d.update(status=[]), "status"),
+    (lambda d: d["spec"].update(priorityClassName="nope"), "spec.priorityClassName"),
+])
+def test_a_bound_pod_the_lean_reading_cannot_take_is_refused_naming_its_field(change, field):
+    """A poison record among the running pods is refused as the full parse refuses it
+    (the object and the field named), also when its spec was parsed before."""
+    parse_pod(running("ok"), {}, lean=True)  # the spec is known
+    d = running("bad")
+    change(d)
+    with pytest.raises(ObjectError) as e:
+        parse_pod(d, {}, lean=True)
+    assert e.value.obj == "Pod default/bad" and e.value.field == field

@@ -213,3 +213,35 @@ def test_writing_events_is_one_round_trip_and_expired_ones_still_go(store, r):
     store.write_events([ev("b"), ev("c")])
     assert "zrangebyscore" not in commands(r)
     assert {e["metadata"]["name"] for e in store.list_events()} == {"a", "b", "c"}
+
+
+def test_a_list_read_ahead_raises_a_failed_page_where_it_comes_and_stops_when_closed():
+    """A list's pages are read by a thread ahead of the caller (redis_store._read_ahead):
+    what came before a page that failed is delivered, then its error; a caller that stops
+    early stops the reader too."""
+    import threading
+
+    from common.errors import StoreUnavailable
+    from common.store.redis_store import _read_ahead
+
+    read = []
+
+    def page(chunk):
+        read.append(chunk[0])
+        if chunk[0] == 4:
+            raise StoreUnavailable("cannot reach redis at test")
+        return [k * 10 for k in chunk]
+    got = []
+    with pytest.raises(StoreUnavailable):
+        for chunk, values in _read_ahead(page, list(range(10)), 2, "test"):
+            got += values
+    assert got == [0, 10, 20, 30]
+    read.clear()
+    pages = _read_ahead(page, list(range(0, 4)) + list(range(5, 200)), 2, "test")
+    next(pages)
+    pages.close()
+    for t in threading.enumerate():
+        if t.name == "read-ahead test":
+            t.join(timeout=30)
+            assert not t.is_alive()
+    assert len(read) < 100  # stopped, not read to the end
