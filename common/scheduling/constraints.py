@@ -6,10 +6,12 @@ The binder checks every decision with them, against its own view plus its reserv
 InterPodAffinity and PodTopologySpread filters' (kube-scheduler's); a property test compares
 the two on random clusters. The shard computes them as numpy passes over its node table; here
 they run over `ConstraintIndex`, which keeps, for each selector asked about, how many counted
-pods it matches on each node, updated as pods come and go, so a check costs in proportion to
-the nodes holding matching pods, not to the cluster. Existing pods' required anti-affinity is
-kept grouped (common.scheduling.term_groups): a check matches one term per group of the
-groups the pod's labels could match, not every pod with anti-affinity.
+pods it matches on each node and, per topology key (and spread eligibility), per domain
+(common.scheduling.domain_sums), updated as pods come and go and nodes change, so a check
+costs in proportion to the pods left out (victims) and the distinct domain totals, not to the
+nodes holding matching pods (for a large Deployment, the whole cluster). Existing pods'
+required anti-affinity is kept grouped (common.scheduling.term_groups): a check matches one
+term per group of the groups the pod's labels could match, not every pod with anti-affinity.
 """
 from __future__ import annotations
 
@@ -17,13 +19,15 @@ import time
 from collections import Counter, OrderedDict
 
 from .accounting import PodAccounting
+from .domain_sums import DomainSums, EligibleDomains
 from .predicates import (EXISTING_ANTI_AFFINITY, POD_AFFINITY_MISMATCH, POD_ANTI_AFFINITY_MISMATCH,
                          SPREAD_MISMATCH, SPREAD_MISSING_LABEL, node_matches, untolerated_taint)
 from .term_groups import REQUIRED_ANTI, LabelFiling, TermIndex, group_key, selector_buckets, term_buckets
 
 INTER_POD_AFFINITY = "InterPodAffinity"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
-#: Selector counts kept at once; the least recently used is dropped beyond this.
+#: Selector counts kept at once; the least recently used is dropped beyond this (and so are
+#: per-domain sums and eligible domain sets, each kept to as many).
 MAX_COUNTERS = 1024
 
 
@@ -42,19 +46,23 @@ class ConstraintIndex:
         self.anti: dict[str, tuple] = {}
         #: Their terms, grouped, with each group's count per node.
         self.anti_terms = TermIndex()
-        #: Bumped when a node's labels, taints or presence change (eligible domains move).
-        self.node_version = 0
         #: The Namespaces' labels for namespaceSelectors (common.model.workloads.Namespaces),
         #: set by a holder that watches them; None: only each namespace's name label.
         self.namespaces = None
+        #: eligibility key -> EligibleDomains
         self._domains: OrderedDict = OrderedDict()
+        #: (counter key, topology key, eligibility key) -> DomainSums over that counter
+        self._sums: OrderedDict = OrderedDict()
+        #: counter key -> {sums key: DomainSums} kept over it (moved with its counts)
+        self._sums_of: dict = {}
 
     # --- fed by the accounting ---------------------------------------------------------------
 
     def counted(self, pod, node_name: str) -> None:
-        for predicate, counts, _ in self._filing.candidates(pod).values():
+        for key, (predicate, counts, _) in self._filing.candidates(pod).items():
             if predicate(pod):
                 counts[node_name] += 1
+                self._pods_changed(key, node_name, 1)
         if pod.key in self.anti:
             self._unindex(pod.key)
         if pod.anti_affinity[0]:
@@ -68,20 +76,35 @@ class ConstraintIndex:
             self.anti_terms.remove(REQUIRED_ANTI, t, node_name)
 
     def uncounted(self, pod, node_name: str) -> None:
-        for predicate, counts, _ in self._filing.candidates(pod).values():
+        for key, (predicate, counts, _) in self._filing.candidates(pod).items():
             if predicate(pod):
                 left = counts[node_name] - 1
                 if left > 0:
                     counts[node_name] = left
                 else:
                     del counts[node_name]
+                self._pods_changed(key, node_name, -1)
         if pod.key in self.anti:
             self._unindex(pod.key)
 
+    def _pods_changed(self, counter_key, node_name: str, delta: int) -> None:
+        kept = self._sums_of.get(counter_key)
+        if kept:
+            info = self.nodes.get(node_name)
+            node = info.node if info is not None else None
+            for sums in kept.values():
+                sums.pods_changed(node, delta)
+
     def node_changed(self, old, new) -> None:
-        """A node was added, removed or updated; only labels and taints move domains."""
-        if old is None or new is None or old.labels != new.labels or old.taints != new.taints:
-            self.node_version += 1
+        """A node was added, removed or updated; only labels and taints move domains (and
+        the pods on the node with them)."""
+        if old is not None and new is not None and old.labels == new.labels and old.taints == new.taints:
+            return
+        name = (new if new is not None else old).name
+        for domains in self._domains.values():
+            domains.node_changed(old, new)
+        for sums in self._sums.values():
+            sums.node_changed(old, new, name)
 
     # --- reading -----------------------------------------------------------------------------
 
@@ -103,21 +126,44 @@ class ConstraintIndex:
         if len(self._counters) > MAX_COUNTERS:
             old_key, (_, _, old_buckets) = self._counters.popitem(last=False)
             self._filing.unfile(old_key, old_buckets)
+            for sums_key in self._sums_of.pop(old_key, {}):  # no longer moved: dropped too
+                del self._sums[sums_key]
         return counts
+
+    def domain_sums(self, key, predicate, buckets: tuple, topology_key: str,
+                    eligible=None, eligible_key=None) -> DomainSums:
+        """The counted pods matching `predicate` (the counter `key`, as for `counts`) summed
+        per value of `topology_key` over the nodes `eligible(node)` admits (None: every node
+        carrying the key), kept under `eligible_key` (what `eligible` depends on) as pods
+        are counted and nodes change."""
+        counts = self.counts(key, predicate, buckets)
+        sums_key = (key, topology_key, eligible_key)
+        sums = self._sums.get(sums_key)
+        if sums is not None:
+            self._sums.move_to_end(sums_key)
+            return sums
+        sums = self._sums[sums_key] = DomainSums(topology_key, eligible, counts, self.nodes)
+        self._sums_of.setdefault(key, {})[sums_key] = sums
+        if len(self._sums) > MAX_COUNTERS:
+            old_key, _ = self._sums.popitem(last=False)
+            kept = self._sums_of[old_key[0]]
+            del kept[old_key]
+            if not kept:
+                del self._sums_of[old_key[0]]
+        return sums
 
     def labels(self, name: str) -> dict | None:
         info = self.nodes.get(name)
         return info.node.labels if info is not None and info.node is not None else None
 
-    def eligible_domains(self, key, topology_key: str, eligible) -> set:
-        """Values of `topology_key` among the nodes `eligible(node)` admits, cached under `key`
-        until a node's labels or taints change."""
-        entry = self._domains.get(key)
-        if entry is not None and entry[0] == self.node_version:
-            return entry[1]
-        domains = {info.node.labels[topology_key] for _, info in self.nodes.items()
-                   if info.node is not None and topology_key in info.node.labels and eligible(info.node)}
-        self._domains[key] = (self.node_version, domains)
+    def eligible_domains(self, key, topology_key: str, eligible) -> EligibleDomains:
+        """Values of `topology_key` among the nodes `eligible(node)` admits, kept under `key`
+        (which names the topology key and what `eligible` depends on) as nodes change."""
+        domains = self._domains.get(key)
+        if domains is not None:
+            self._domains.move_to_end(key)
+            return domains
+        domains = self._domains[key] = EligibleDomains(topology_key, eligible, self.nodes)
         if len(self._domains) > MAX_COUNTERS:
             self._domains.popitem(last=False)
         return domains
@@ -138,20 +184,6 @@ class ConstrainedAccounting(PodAccounting):
 
     def _node_changed(self, old, new) -> None:
         self.constraints.node_changed(old, new)
-
-
-def _domain_sum(index: ConstraintIndex, counts: Counter, topology_key: str, value: str,
-                eligible=None, minus: Counter | None = None) -> int:
-    """Matching pods on the (eligible) nodes whose `topology_key` is `value`."""
-    total = 0
-    for name, n in counts.items():
-        labels = index.labels(name)
-        if labels is None or labels.get(topology_key) != value:
-            continue
-        if eligible is not None and not eligible(index.nodes[name].node):
-            continue
-        total += n - (minus[name] if minus else 0)
-    return total
 
 
 def _excluded(index: ConstraintIndex, exclude: dict, predicate) -> Counter:
@@ -181,16 +213,18 @@ def inter_pod_affinity_failure(index: ConstraintIndex, pod, node, exclude: dict 
     if required_aff:
         key = ("affinity", tuple(t.cache_key(ns) for t in required_aff))
         predicate = _all_terms(required_aff, ns)
-        counts = index.counts(key, predicate, term_buckets(required_aff[0]))  # matches every term
+        buckets = term_buckets(required_aff[0])  # a pod matching every term matches the first
         minus = _excluded(index, exclude, predicate)
-        live = Counter({name: n - minus[name] for name, n in counts.items() if n - minus[name] > 0})
-        anywhere = any(index.labels(name) is not None and t.topology_key in index.labels(name)
-                       for t in required_aff for name in live)
-        self_match = predicate(pod)
+        per_term = []
         for t in required_aff:
+            sums = index.domain_sums(key, predicate, buckets, t.topology_key)
+            per_term.append((t, sums, sums.adjustments(minus, index.nodes)))
+        # a matching pod left on some node carrying one of the terms' topology keys
+        anywhere = any(sums.total + sum(adjust.values()) > 0 for _, sums, adjust in per_term)
+        self_match = predicate(pod)
+        for t, sums, adjust in per_term:
             value = labels.get(t.topology_key)
-            if value is None or ((anywhere or not self_match)
-                                 and not _domain_sum(index, live, t.topology_key, value)):
+            if value is None or ((anywhere or not self_match) and not sums.count(value, adjust)):
                 return "UnschedulableAndUnresolvable", POD_AFFINITY_MISMATCH
     for t in required_anti:
         value = labels.get(t.topology_key)
@@ -198,8 +232,8 @@ def inter_pod_affinity_failure(index: ConstraintIndex, pod, node, exclude: dict 
             continue
         def predicate(p, t=t):
             return t.matches(p, ns)
-        counts = index.counts(("term", t.cache_key(ns)), predicate, term_buckets(t))
-        if _domain_sum(index, counts, t.topology_key, value, minus=_excluded(index, exclude, predicate)):
+        sums = index.domain_sums(("term", t.cache_key(ns)), predicate, term_buckets(t), t.topology_key)
+        if sums.count(value, sums.adjustments(_excluded(index, exclude, predicate), index.nodes)):
             return "Unschedulable", POD_ANTI_AFFINITY_MISMATCH
     if existing and index.anti:
         # counted pods left out: their groups' counts on their nodes are lowered
@@ -255,25 +289,21 @@ def topology_spread_failure(index: ConstraintIndex, pod, node, exclude: dict | N
         if value is None:
             return "UnschedulableAndUnresolvable", SPREAD_MISSING_LABEL
         eligible, cache_key = _spread_eligibility(pod, hard, c)
-        domains = index.eligible_domains(cache_key, c.topology_key, eligible)
-        sums: Counter = Counter()
+        domains = len(index.eligible_domains(cache_key, c.topology_key, eligible))
+        here = lowest = 0
         if c.selector is not None:
             ns, sel = pod.namespace, c.selector
 
             def predicate(p, ns=ns, sel=sel):
                 return p.namespace == ns and not p.deleting and sel.matches(p.labels)
 
-            counts = index.counts(("spread", ns, sel.key), predicate, selector_buckets((ns,), sel))
-            minus = _excluded(index, exclude, predicate)
-            for name, n in counts.items():
-                labels = index.labels(name)
-                if labels is None or c.topology_key not in labels or not eligible(index.nodes[name].node):
-                    continue
-                sums[labels[c.topology_key]] += n - minus[name]
-        lowest = min((sums[d] for d in domains), default=0)
-        if len(domains) < c.min_domains:
+            sums = index.domain_sums(("spread", ns, sel.key), predicate, selector_buckets((ns,), sel),
+                                     c.topology_key, eligible, cache_key)
+            adjust = sums.adjustments(_excluded(index, exclude, predicate), index.nodes)
+            here, lowest = sums.count(value, adjust), sums.lowest(domains, adjust)
+        if domains < c.min_domains:
             lowest = 0
         self_match = 1 if c.selector is not None and c.selector.matches(pod.labels) else 0
-        if sums[value] + self_match - lowest > c.max_skew:
+        if here + self_match - lowest > c.max_skew:
             return "Unschedulable", SPREAD_MISMATCH
     return None
