@@ -55,6 +55,9 @@ class ConstraintIndex:
         self._sums: OrderedDict = OrderedDict()
         #: counter key -> {sums key: DomainSums} kept over it (moved with its counts)
         self._sums_of: dict = {}
+        #: required anti-affinity group key -> DomainSums over its nodes (anti_terms), for
+        #: the groups checks asked about; dropped with the group
+        self._group_sums: OrderedDict = OrderedDict()
 
     # --- fed by the accounting ---------------------------------------------------------------
 
@@ -69,11 +72,26 @@ class ConstraintIndex:
             self.anti[pod.key] = (pod, node_name)
             for t in pod.anti_affinity[0]:
                 self.anti_terms.add(REQUIRED_ANTI, t, node_name)
+                self._group_changed(t, node_name, 1)
 
     def _unindex(self, key: str) -> None:
         pod, node_name = self.anti.pop(key)
         for t in pod.anti_affinity[0]:
             self.anti_terms.remove(REQUIRED_ANTI, t, node_name)
+            self._group_changed(t, node_name, -1)
+
+    def _group_changed(self, term, node_name: str, delta: int) -> None:
+        if term.selector is None or not self._group_sums:
+            return
+        gkey = group_key(REQUIRED_ANTI, term)
+        sums = self._group_sums.get(gkey)
+        if sums is None:
+            return
+        if gkey not in self.anti_terms.groups:  # its last pod went: a new group starts afresh
+            del self._group_sums[gkey]
+            return
+        info = self.nodes.get(node_name)
+        sums.pods_changed(info.node if info is not None else None, delta)
 
     def uncounted(self, pod, node_name: str) -> None:
         for key, (predicate, counts, _) in self._filing.candidates(pod).items():
@@ -104,6 +122,8 @@ class ConstraintIndex:
         for domains in self._domains.values():
             domains.node_changed(old, new)
         for sums in self._sums.values():
+            sums.node_changed(old, new, name)
+        for sums in self._group_sums.values():
             sums.node_changed(old, new, name)
 
     # --- reading -----------------------------------------------------------------------------
@@ -150,6 +170,18 @@ class ConstraintIndex:
             del kept[old_key]
             if not kept:
                 del self._sums_of[old_key[0]]
+        return sums
+
+    def group_sums(self, gkey, group) -> DomainSums:
+        """The pods of required anti-affinity group `group` (anti_terms' under `gkey`) per
+        domain of its topology key, kept as its pods and the nodes change."""
+        sums = self._group_sums.get(gkey)
+        if sums is not None:
+            self._group_sums.move_to_end(gkey)
+            return sums
+        sums = self._group_sums[gkey] = DomainSums(group.topology_key, None, group.nodes, self.nodes)
+        if len(self._group_sums) > MAX_COUNTERS:
+            self._group_sums.popitem(last=False)
         return sums
 
     def labels(self, name: str) -> dict | None:
@@ -249,12 +281,10 @@ def inter_pod_affinity_failure(index: ConstraintIndex, pod, node, exclude: dict 
             if value is None:
                 continue
             gkey = group_key(REQUIRED_ANTI, g.term)
-            for where, n in g.nodes.items():
-                if minus and n <= minus[(gkey, where)]:
-                    continue
-                other_labels = index.labels(where)
-                if other_labels is not None and other_labels.get(g.topology_key) == value:
-                    return "Unschedulable", EXISTING_ANTI_AFFINITY
+            sums = index.group_sums(gkey, g)
+            left_out = Counter({where: n for (k, where), n in minus.items() if k == gkey})
+            if sums.count(value, sums.adjustments(left_out, index.nodes) if left_out else None):
+                return "Unschedulable", EXISTING_ANTI_AFFINITY
     return None
 
 
