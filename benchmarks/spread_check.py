@@ -1,6 +1,6 @@
 """The binder's and verify's cross-node checks against the walk they replaced, in one run.
 
-    python -m benchmarks.spread_check --nodes 20000 --replicas 30000 --json FILE
+    python -m benchmarks.spread_check --nodes 20000 --replicas 30000 --anti-replicas 10000 --json FILE
 
 A mixed fleet, and one Deployment of `--replicas` running pods (app=web) spread over the
 untainted nodes, zones taking turns, in a ConstrainedAccounting as the binder and verify keep
@@ -14,6 +14,9 @@ reproduced here; its eligible domains are cached as they were):
 - verify_form: a running replica judged again on its own node, itself left out (what
   `verify` does for every pod with a hard constraint);
 - anti_affinity_own: a pod whose own required anti-affinity (hostname) selects the replicas;
+- existing_anti: a pod labelled as a second Deployment, of `--anti-replicas` running pods
+  (app=db) with required hostname anti-affinity to each other, judged against their terms
+  (InterPodAffinity's "existing pods" rule), on nodes with and without one;
 - bind_update: one matching pod counted and uncounted (a bind and a delete), with the sums of
   the cases above kept (optimised) against the counters alone (baseline): what keeping them
   adds to every bind, so a ratio below 1.
@@ -31,7 +34,7 @@ from collections import Counter
 from common.model.objects import parse_node, parse_pod
 from common.scheduling.constraints import (ConstrainedAccounting, _excluded, _spread_eligibility,
                                            inter_pod_affinity_failure, topology_spread_failure)
-from common.scheduling.predicates import POD_ANTI_AFFINITY_MISMATCH, SPREAD_MISMATCH, SPREAD_MISSING_LABEL
+from common.scheduling.predicates import EXISTING_ANTI_AFFINITY, POD_ANTI_AFFINITY_MISMATCH, SPREAD_MISMATCH, SPREAD_MISSING_LABEL
 from common.scheduling.term_groups import selector_buckets, term_buckets
 from common.tools.fleet import generate
 
@@ -40,11 +43,12 @@ from .fill import instance
 from .workloads import HOSTNAME, ZONE
 
 LABELS = {"app": "web"}
+DB = {"app": "db"}
 
 
-def _pod(name: str, **spec) -> object:
+def _pod(name: str, labels: dict = LABELS, **spec) -> object:
     return parse_pod({"apiVersion": "v1", "kind": "Pod",
-                      "metadata": {"namespace": "bench", "name": name, "uid": f"uid-{name}", "labels": LABELS},
+                      "metadata": {"namespace": "bench", "name": name, "uid": f"uid-{name}", "labels": labels},
                       "spec": {"schedulerName": "shardsched", "containers": [{
                           "name": "pause", "image": "registry.k8s.io/pause:3.9",
                           "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}}}], **spec}})
@@ -55,8 +59,8 @@ def _spread(key: str) -> dict:
                                            "labelSelector": {"matchLabels": LABELS}}]}
 
 
-def cluster(nodes: int, replicas: int, seed: int):
-    """(the accounting, the untainted nodes' names, the replicas' keys)."""
+def cluster(nodes: int, replicas: int, anti_replicas: int, seed: int):
+    """(the accounting, the untainted nodes' names, the spread replicas' keys)."""
     acc = ConstrainedAccounting()
     by_zone: dict[str, list[str]] = {}
     for d in generate(nodes, "mixed", seed):
@@ -72,6 +76,10 @@ def cluster(nodes: int, replicas: int, seed: int):
         p = instance(template, f"web-{i}", ring[i % len(ring)], start=float(i))
         acc.set_pod(p)
         keys.append(p.key)
+    db = _pod("template", DB, affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": DB}, "topologyKey": HOSTNAME}]}})
+    for i in range(min(anti_replicas, len(ring))):  # one per node
+        acc.set_pod(instance(db, f"db-{i}", ring[i], start=float(i)))
     return acc, ring, keys
 
 
@@ -120,6 +128,19 @@ def walk_anti_failure(index, pod, node):
     return None
 
 
+def walk_existing_anti(index, pod, node):
+    """Existing pods' required anti-affinity as it was: each matching group's nodes walked."""
+    for g in index.anti_terms.matching(pod):
+        value = node.labels.get(g.topology_key)
+        if value is None:
+            continue
+        for where in g.nodes:
+            labels = index.labels(where)
+            if labels is not None and labels.get(g.topology_key) == value:
+                return "Unschedulable", EXISTING_ANTI_AFFINITY
+    return None
+
+
 def compare_checks(nodes: list, fast, slow, repeat: int) -> dict:
     """Time `fast(node)` against `slow(node)` over the same nodes in turn; same answers."""
     for node in nodes:
@@ -160,11 +181,13 @@ def bench_bind_update(acc, ring: list, repeat: int, seed: int) -> dict:
 def main(argv=None) -> int:
     p = harness.parser(__doc__.split("\n\n")[0])
     p.add_argument("--replicas", type=int, default=30000)
+    p.add_argument("--anti-replicas", type=int, default=10000)
     p.add_argument("--repeat", type=int, default=200)
     args = p.parse_args(argv)
     t = time.perf_counter()
-    acc, ring, keys = cluster(args.nodes, args.replicas, args.seed)
-    print(f"{args.nodes} nodes, {args.replicas} replicas counted in {time.perf_counter() - t:.1f} s")
+    acc, ring, keys = cluster(args.nodes, args.replicas, args.anti_replicas, args.seed)
+    print(f"{args.nodes} nodes, {args.replicas} + {args.anti_replicas} replicas counted in "
+          f"{time.perf_counter() - t:.1f} s")
     rng = random.Random(args.seed)
     index = acc.constraints
     sample = [acc.nodes[name].node for name in rng.sample(ring, 20)]
@@ -190,8 +213,16 @@ def main(argv=None) -> int:
     results["anti_affinity_own"] = compare_checks(
         sample, lambda n: inter_pod_affinity_failure(index, anti, n, existing=False),
         lambda n: walk_anti_failure(index, anti, n), args.repeat)
+    newcomer = _pod("new-db", DB)
+    with_db = [acc.nodes[name].node for name in rng.sample(ring[:args.anti_replicas], 10)]
+    without = [acc.nodes[name].node for name in rng.sample(ring[args.anti_replicas:], 10)] \
+        if len(ring) > args.anti_replicas else []
+    results["existing_anti"] = compare_checks(
+        with_db + without, lambda n: inter_pod_affinity_failure(index, newcomer, n),
+        lambda n: walk_existing_anti(index, newcomer, n), args.repeat)
     results["bind_update"] = bench_bind_update(acc, ring, args.repeat, args.seed)
-    return harness.report(f"cross-node checks, {args.nodes} nodes, a Deployment of {args.replicas} replicas "
+    return harness.report(f"cross-node checks, {args.nodes} nodes, Deployments of {args.replicas} (spread) and "
+                          f"{args.anti_replicas} (anti-affinity) replicas "
                           "(medians, ratio = baseline / optimised)", results, args.json)
 
 
