@@ -141,14 +141,41 @@ class ConstraintIndex:
             n = sum(1 for p in info.pods.values() if predicate(p))
             if n:
                 counts[name] = n
-        entry = self._counters[key] = (predicate, counts, buckets)
-        self._filing.file(key, entry, buckets)
+        self._keep(key, (predicate, counts, buckets))
+        return counts
+
+    def prime(self, specs) -> None:
+        """Make the counters `specs` ((key, predicate, buckets) as for `counts`) name that
+        are not kept yet in one pass over the counted pods, each pod tried only against those
+        its labels could match, rather than one pass over every pod each (what `verify`,
+        asking about every Deployment's selector, would otherwise pay: selectors x pods).
+        Those already kept become the most recently used."""
+        fresh: dict = {}
+        filing = LabelFiling()
+        for key, predicate, buckets in specs:
+            if key in self._counters:
+                self._counters.move_to_end(key)
+            elif key not in fresh:
+                fresh[key] = (predicate, Counter(), buckets)
+                filing.file(key, fresh[key], buckets)
+        if not fresh:
+            return
+        for name, info in self.nodes.items():
+            for p in info.pods.values():
+                for predicate, counts, _ in filing.candidates(p).values():
+                    if predicate(p):
+                        counts[name] += 1
+        for key, entry in fresh.items():
+            self._keep(key, entry)
+
+    def _keep(self, key, entry) -> None:
+        self._counters[key] = entry
+        self._filing.file(key, entry, entry[2])
         if len(self._counters) > MAX_COUNTERS:
             old_key, (_, _, old_buckets) = self._counters.popitem(last=False)
             self._filing.unfile(old_key, old_buckets)
             for sums_key in self._sums_of.pop(old_key, {}):  # no longer moved: dropped too
                 del self._sums[sums_key]
-        return counts
 
     def domain_sums(self, key, predicate, buckets: tuple, topology_key: str,
                     eligible=None, eligible_key=None) -> DomainSums:
@@ -233,6 +260,56 @@ def _all_terms(terms, ns):
     return lambda p: all(t.matches(p, ns) for t in terms)
 
 
+def _affinity_counter(terms, ns) -> tuple:
+    """(key, predicate, buckets) of the counter of pods matching every one of `terms`."""
+    # a pod matching every term matches the first: its buckets do
+    return ("affinity", tuple(t.cache_key(ns) for t in terms)), _all_terms(terms, ns), term_buckets(terms[0])
+
+
+def _term_counter(t, ns) -> tuple:
+    def predicate(p):
+        return t.matches(p, ns)
+    return ("term", t.cache_key(ns)), predicate, term_buckets(t)
+
+
+def _spread_counter(pod, c) -> tuple:
+    ns, sel = pod.namespace, c.selector
+
+    def predicate(p):
+        return p.namespace == ns and not p.deleting and sel.matches(p.labels)
+    return ("spread", ns, sel.key), predicate, selector_buckets((ns,), sel)
+
+
+def _counters_of(index: ConstraintIndex, pod) -> list:
+    """The counters the checks of `pod`'s own terms and hard spread constraints read."""
+    ns = index.namespaces
+    out = [_affinity_counter(pod.affinity[0], ns)] if pod.affinity[0] else []
+    out += [_term_counter(t, ns) for t in pod.anti_affinity[0]]
+    out += [_spread_counter(pod, c) for c in pod.spread_constraints if c.hard and c.selector is not None]
+    return out
+
+
+def primed(index: ConstraintIndex, pods):
+    """`pods` in turn, in batches whose counters (`_counters_of`, at most half MAX_COUNTERS
+    selectors a batch, so none is pushed out before its pods are judged) are made together
+    by `ConstraintIndex.prime` first: judging every pod of a cluster costs one pass over the
+    counted pods per batch, not one per selector."""
+    batch: list = []
+    specs: dict = {}
+    limit = max(1, MAX_COUNTERS // 2)
+    for pod in pods:
+        mine = {spec[0]: spec for spec in _counters_of(index, pod)}
+        if batch and len(specs.keys() | mine.keys()) > limit:
+            index.prime(specs.values())
+            yield from batch
+            batch, specs = [], {}
+        batch.append(pod)
+        specs.update(mine)
+    if batch:
+        index.prime(specs.values())
+        yield from batch
+
+
 def inter_pod_affinity_failure(index: ConstraintIndex, pod, node, exclude: dict | None = None,
                                existing: bool = True):
     """(code, message) of the first required inter-pod rule `pod` breaks on `node`, in
@@ -243,9 +320,7 @@ def inter_pod_affinity_failure(index: ConstraintIndex, pod, node, exclude: dict 
     labels, ns = node.labels, index.namespaces
     required_aff, required_anti = pod.affinity[0], pod.anti_affinity[0]
     if required_aff:
-        key = ("affinity", tuple(t.cache_key(ns) for t in required_aff))
-        predicate = _all_terms(required_aff, ns)
-        buckets = term_buckets(required_aff[0])  # a pod matching every term matches the first
+        key, predicate, buckets = _affinity_counter(required_aff, ns)
         minus = _excluded(index, exclude, predicate)
         per_term = []
         for t in required_aff:
@@ -262,9 +337,8 @@ def inter_pod_affinity_failure(index: ConstraintIndex, pod, node, exclude: dict 
         value = labels.get(t.topology_key)
         if value is None:
             continue
-        def predicate(p, t=t):
-            return t.matches(p, ns)
-        sums = index.domain_sums(("term", t.cache_key(ns)), predicate, term_buckets(t), t.topology_key)
+        key, predicate, buckets = _term_counter(t, ns)
+        sums = index.domain_sums(key, predicate, buckets, t.topology_key)
         if sums.count(value, sums.adjustments(_excluded(index, exclude, predicate), index.nodes)):
             return "Unschedulable", POD_ANTI_AFFINITY_MISMATCH
     if existing and index.anti:
@@ -322,13 +396,8 @@ def topology_spread_failure(index: ConstraintIndex, pod, node, exclude: dict | N
         domains = len(index.eligible_domains(cache_key, c.topology_key, eligible))
         here = lowest = 0
         if c.selector is not None:
-            ns, sel = pod.namespace, c.selector
-
-            def predicate(p, ns=ns, sel=sel):
-                return p.namespace == ns and not p.deleting and sel.matches(p.labels)
-
-            sums = index.domain_sums(("spread", ns, sel.key), predicate, selector_buckets((ns,), sel),
-                                     c.topology_key, eligible, cache_key)
+            key, predicate, buckets = _spread_counter(pod, c)
+            sums = index.domain_sums(key, predicate, buckets, c.topology_key, eligible, cache_key)
             adjust = sums.adjustments(_excluded(index, exclude, predicate), index.nodes)
             here, lowest = sums.count(value, adjust), sums.lowest(domains, adjust)
         if domains < c.min_domains:

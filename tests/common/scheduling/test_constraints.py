@@ -8,7 +8,9 @@ changes:
   and node, and `lowest` with random pods left out equals a minimum over the domains;
 * topology_spread_failure (minDomains, nodeAffinityPolicy, nodeTaintsPolicy, several hard
   constraints, victims and the pod itself left out) and the pod's own required affinity and
-  anti-affinity in inter_pod_affinity_failure give kube's answer, walked over every pod.
+  anti-affinity in inter_pod_affinity_failure give kube's answer, walked over every pod;
+* counters made in one pass for many pods at once (`primed`, as verify judges every pod)
+  count what a walk counts.
 
 Seeds are fixed, so a failure names a reproducible case.
 """
@@ -22,7 +24,7 @@ import pytest
 from builders import HOST, ZONE, node, pod, pod_affinity, pod_term, spread, toleration
 from common.model.objects import parse_node, parse_pod
 from common.scheduling import constraints
-from common.scheduling.constraints import (ConstrainedAccounting, inter_pod_affinity_failure,
+from common.scheduling.constraints import (ConstrainedAccounting, inter_pod_affinity_failure, primed,
                                            topology_spread_failure)
 from common.scheduling.predicates import (POD_AFFINITY_MISMATCH, POD_ANTI_AFFINITY_MISMATCH, SPREAD_MISMATCH,
                                           SPREAD_MISSING_LABEL, node_matches, untolerated_taint)
@@ -59,8 +61,8 @@ def random_pod(rng, name: str, node_name: str | None = None, **kw) -> dict:
                meta={"deletionTimestamp": "2026-01-01T00:00:00Z"} if rng.random() < 0.05 else None, **kw)
 
 
-def random_checked_pod(rng, name: str) -> dict:
-    """A pending pod with hard spread constraints and required (anti-)affinity of its own."""
+def random_checked_pod(rng, name: str, node_name: str | None = None) -> dict:
+    """A pod with hard spread constraints and required (anti-)affinity of its own."""
     extra = {}
     constraints_ = []
     for key in rng.sample(KEYS, rng.randint(1, 2)):
@@ -81,7 +83,7 @@ def random_checked_pod(rng, name: str) -> dict:
         terms = [pod_term({"app": rng.choice("abc")}, rng.choice(KEYS)) for _ in range(rng.randint(0, 2))]
         anti = [pod_term({"app": rng.choice("abc")}, rng.choice(KEYS)) for _ in range(rng.randint(0, 2))]
         extra["affinity"] = pod_affinity(required=terms, anti_required=anti) or None
-    return random_pod(rng, name, **extra)
+    return random_pod(rng, name, node_name, **extra)
 
 
 class World:
@@ -106,9 +108,10 @@ class World:
         rng, acc = self.rng, self.acc
         names = list(self.node_docs)
         r = rng.random()
-        if r < 0.4 or not self.pods:  # bound
+        if r < 0.4 or not self.pods:  # bound, some with constraints of their own
             self.serial += 1
-            d = random_pod(rng, f"e{self.serial}", rng.choice(names))
+            make = random_checked_pod if rng.random() < 0.3 else random_pod
+            d = make(rng, f"e{self.serial}", rng.choice(names))
             self.pods[d["metadata"]["name"]] = d
             acc.set_pod(parse_pod(d))
         elif r < 0.5:  # deleted
@@ -224,6 +227,8 @@ def check_kept(acc, rng) -> None:
     """Every kept sum and domain set equals its fresh computation; `lowest` with random
     matching pods left out equals the minimum taken by hand."""
     index = acc.constraints
+    for key, (predicate, counts, _) in index._counters.items():
+        assert counts == Counter(acc.pod_node[p.key] for p in acc.counted_pods() if predicate(p)), key
     assert len(index._sums) <= constraints.MAX_COUNTERS
     assert {k for kept in index._sums_of.values() for k in kept} == set(index._sums)
     for (counter_key, _, _), sums in index._sums.items():
@@ -263,12 +268,15 @@ def test_checks_agree_with_a_walk_over_the_pods(seed, monkeypatch):
                 assert got == walk_spread(acc, incoming, info.node, exclude), (seed, info.name)
                 got = inter_pod_affinity_failure(acc.constraints, incoming, info.node, exclude, existing=False)
                 assert got == walk_own_terms(acc, incoming, info.node, exclude), (seed, info.name)
-        # verify's form: a counted pod judged on its own node, itself left out
-        for p, where in where_pods:
-            if p.spread_constraints and acc.nodes[where].node is not None:
-                alone = {p.key: where}
-                node_ = acc.nodes[where].node
-                assert topology_spread_failure(acc.constraints, p, node_, alone) == walk_spread(acc, p, node_, alone)
+        # verify's form: a counted pod judged on its own node, itself left out, sometimes with
+        # the counters of many made at once
+        judged = [p for p, where in where_pods if acc.nodes[where].node is not None]
+        for p in primed(acc.constraints, judged) if rng.random() < 0.5 else judged:
+            where = acc.pod_node[p.key]
+            alone, node_ = {p.key: where}, acc.nodes[where].node
+            assert topology_spread_failure(acc.constraints, p, node_, alone) == walk_spread(acc, p, node_, alone)
+            assert inter_pod_affinity_failure(acc.constraints, p, node_, alone, existing=False) == \
+                walk_own_terms(acc, p, node_, alone)
         check_kept(acc, rng)
 
 
