@@ -34,7 +34,8 @@ from collections import Counter
 from common.model.objects import parse_node, parse_pod
 from common.scheduling.constraints import (ConstrainedAccounting, _excluded, _spread_eligibility,
                                            inter_pod_affinity_failure, topology_spread_failure)
-from common.scheduling.predicates import EXISTING_ANTI_AFFINITY, POD_ANTI_AFFINITY_MISMATCH, SPREAD_MISMATCH, SPREAD_MISSING_LABEL
+from common.scheduling.predicates import (EXISTING_ANTI_AFFINITY, POD_ANTI_AFFINITY_MISMATCH, SPREAD_MISMATCH,
+                                         SPREAD_MISSING_LABEL)
 from common.scheduling.term_groups import selector_buckets, term_buckets
 from common.tools.fleet import generate
 
