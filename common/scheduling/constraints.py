@@ -32,8 +32,10 @@ MAX_COUNTERS = 1024
 
 
 class ConstraintIndex:
-    """Per-node counts of the counted pods matching each selector asked about, and the pods
-    with required anti-affinity. Fed with every pod counted on or removed from a node."""
+    """Per-node counts of the counted pods matching each selector asked about, their sums
+    per topology domain (and the eligible domains) for the checks that read them, and the
+    pods with required anti-affinity. Fed with every pod counted on or removed from a node
+    and every node added, changed or removed."""
 
     def __init__(self, nodes):
         #: node name -> record with .node (the parsed Node, or None) and .pods
