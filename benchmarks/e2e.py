@@ -12,7 +12,8 @@ events and records when each pod is bound. Reported:
   graded off the clock (common/runtime/quality.py: regret mean and p99, optimal share);
 * conflicts (decisions a binder rejected), bound and unschedulable pods, the nodes they
   occupy (`nodes_used`, what packing minimises), per-shard counts,
-  and the `verify` result over the final state of the store;
+  and the `verify` result over the final state of the store, with the seconds it took
+  (`verify_s`: every bound pod's cross-node constraints are judged again);
 * with claims from templates (`dra`), the passes and writes of the ResourceClaim controller
   run beside the stack (benchmarks/claims.py);
 * for a workload with a baseline (`dra`: claims of devices, against the same pods asking
@@ -311,7 +312,9 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
                 raise failure[0]
         finally:
             cluster.stop()
+        verify_started = time.monotonic()
         verified = verify_store(store)
+        verify_s = time.monotonic() - verify_started
         store.close()
     bound_times = list(observer.bound_at.values())
     latencies = sorted((observer.bound_at[k] - created_at[k]) * 1000
@@ -347,6 +350,7 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
         "unschedulable": pod_count - len(bound_times),
         "per_shard": per_shard,
         "verify": verified,
+        "verify_s": round(verify_s, 2),
         "churn": churned,
         "claims": claimed,
         "series": {"per_second": per_second(bound_times),

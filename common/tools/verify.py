@@ -25,7 +25,7 @@ import time
 
 from ..scheduling.checks import CROSS_NODE_CHECKS, DEVICE_CHECKS, NODE_CHECKS, VOLUME_CHECKS, Judged, first_failure
 from ..scheduling.device_state import DeviceState
-from ..scheduling.constraints import (ConstrainedAccounting, inter_pod_affinity_failure,
+from ..scheduling.constraints import (ConstrainedAccounting, inter_pod_affinity_failure, primed,
                                       topology_spread_failure)
 from ..errors import ObjectError
 from ..model.objects import TERMINAL_PHASES, parse_node, parse_object, parse_pod
@@ -130,7 +130,7 @@ def _cross_node(acc: ConstrainedAccounting, constrained: list, bad) -> None:
     """Required inter-pod affinity and anti-affinity, and DoNotSchedule spread, of the
     `constrained` bound pods against all those `acc` counts."""
     index = acc.constraints
-    for p in constrained:
+    for p in primed(index, constrained):
         node, alone = acc.nodes[p.node_name].node, {p.key: p.node_name}
         if p.affinity[0] or p.anti_affinity[0]:
             failure = inter_pod_affinity_failure(index, p, node, alone, existing=False)
