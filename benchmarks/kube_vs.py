@@ -244,7 +244,8 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
 
 
 def compile_bytecode(root: Path = ROOT, packages=PACKAGES) -> int:
-    """Write the bytecode of `packages` under `root` (returns how many packages had a module that would not compile).
+    """Write the bytecode of `packages` under `root`; returns how many packages had a module
+    that would not compile (those modules are compiled by each process, as before).
 
     An installed shardsched has it (pip compiles what it installs; the image's build stage does
     the same), and a Go scheduler has nothing to compile. A checkout run with
