@@ -36,6 +36,7 @@ that is not empty (and its RSS shows what they cost it).
 """
 from __future__ import annotations
 
+import compileall
 import shutil
 import subprocess
 import sys
@@ -53,6 +54,10 @@ from common.tools.verify import verify_store
 
 from . import e2e, harness, kube_cluster, processes, running
 from .workloads import WORKLOADS
+
+#: The packages shardsched's processes (and the ceiling) import, compiled before any side starts.
+PACKAGES = ("proto", "common", "dispatcher", "shard", "binder", "benchmarks")
+ROOT = Path(__file__).resolve().parents[1]
 
 #: Create calls in flight at once.
 CREATORS = 16
@@ -238,6 +243,23 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
     return out
 
 
+def compile_bytecode(root: Path = ROOT, packages=PACKAGES) -> int:
+    """Write the bytecode of `packages` under `root`; returns how many packages had a module
+    that would not compile (those modules are compiled by each process, as before).
+
+    An installed shardsched has it (pip compiles what it installs; the image's build stage does
+    the same), and a Go scheduler has nothing to compile. A checkout run with
+    PYTHONDONTWRITEBYTECODE (as on the development machine) never writes it, so each of
+    shardsched's four processes compiled every module of ours from source at start: 0.1 s of
+    CPU each, all at once on two cores, on the way to the first binding. Python reads the
+    files whatever that variable says."""
+    failed = 0
+    for name in packages:
+        if not compileall.compile_dir(str(root / name), quiet=2):
+            failed += 1
+    return failed
+
+
 def fill_running(store: KubeStore, n: int, nodes: list[dict], seed: int = 0, timeout: float = 1800.0) -> dict:
     """`--running-pods`: `n` of benchmarks/running.py's pods written bound to `nodes` (the
     fleet's manifests), then waited for until kwok has marked each Running (as a kubelet
@@ -401,6 +423,8 @@ def main(argv=None) -> int:
     if unknown:
         p.error(f"unknown sides {sorted(unknown)} (choose from {', '.join(SIDES)})")
 
+    if compile_bytecode():
+        print("some modules did not compile to bytecode (their processes compile them at start)", flush=True)
     with tempfile.TemporaryDirectory(prefix="kube-vs-") as tmp:
         work = Path(tmp)
         cluster = kube_cluster.KubeCluster(work, kube_cluster.kube_bin_dir())

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from common.scheduling.checks import Judged, first_failure
 from common.model.podgroup import (INTENT_ANNOTATION, KIND, NATIVE_KIND, Intent, group_key, index_key_of, store_ref,
@@ -151,7 +152,11 @@ class IntentRecovery:
         """Resolve every intent of `partition` (read afresh from the store) before this
         binder takes decisions for it; returns how many."""
         done = 0
-        for obj in [o for kind in (KIND, NATIVE_KIND) for o in self.store.list(kind)[0]]:
+        # both kinds' lists at once: at start-up this is on the way to the first binding (the
+        # shards' decisions wait for a holder), and each is a round trip or two on kube://
+        with ThreadPoolExecutor(2, thread_name_prefix="intents") as pool:
+            listed = list(pool.map(lambda kind: self.store.list(kind)[0], (KIND, NATIVE_KIND)))
+        for obj in [o for objs in listed for o in objs]:
             key, intent = self._intent(obj)
             if intent is not None and intent.partition == partition:
                 self.resolve(key, partition)

@@ -56,7 +56,9 @@ log = logging.getLogger(__name__)
 
 MEMBERSHIP_EVERY_S = 0.5
 #: ... while no shard is known: nothing can be dispatched until one joins (at start-up, the
-#: first shard's join was up to MEMBERSHIP_EVERY_S on the way to the first binding).
+#: first shard's join was up to MEMBERSHIP_EVERY_S on the way to the first binding); and while
+#: fewer than `shards.count` have joined in the JOINING_GRACE_S after a leader starts (the
+#: pods held back for them waited as long).
 JOINING_EVERY_S = 0.1
 #: How long a new leader waits for every shard's first report (what it holds) before it
 #: dispatches; shards report every half second.
@@ -259,7 +261,8 @@ class Dispatcher(Component):
 
     def _membership(self) -> None:
         now = time.monotonic()
-        if now - self._membership_at < (MEMBERSHIP_EVERY_S if self.shards else JOINING_EVERY_S):
+        joining = not self.shards or (len(self.shards) < self.cfg.shards.count and now < self.joining_until)
+        if now - self._membership_at < (JOINING_EVERY_S if joining else MEMBERSHIP_EVERY_S):
             return
         self._membership_at = now
         leases = self.store.list_leases("shard")

@@ -197,12 +197,16 @@ class Component(rpc.ComponentServicer):
         self.start_background(*background)
 
     def start_background(self, *targets) -> list[threading.Thread]:
-        """Called once the initial list is loaded: settle the heap, then start the threads."""
-        settle_heap()
+        """Called once the initial list is loaded: start the threads, then settle the heap.
+        In that order because the threads' first steps are round trips to the store (a
+        binder's partition lease, a shard's binder lookup) on the way to the first binding,
+        and the full collection (0.1-0.2 s of CPU at 5,000 pods on a busy machine) overlaps
+        their waits instead of coming before them."""
         threads = [threading.Thread(target=t, name=f"{self.role}-{self.id}-{t.__name__}", daemon=True)
                    for t in (self.leases_forever, *targets)]
         for t in threads:
             t.start()
+        settle_heap()
         return threads
 
     def shutdown(self) -> None:

@@ -2,6 +2,10 @@
 that kwok runs before any side starts. Behaviour only, never timings."""
 from __future__ import annotations
 
+import importlib.util
+import os
+import sys
+
 from benchmarks import kube_vs, running
 from common.store.kube_store import KubeStore
 from common.tools import fleet as fleet_mod
@@ -31,3 +35,19 @@ def test_running_pods_are_written_bound_and_left_running_by_kwok(kube_cluster):
         for n in nodes:
             store.delete("Node", n["metadata"]["name"])
         store.close()
+
+
+def test_bytecode_is_written_before_the_sides_start_even_when_python_would_not(tmp_path, monkeypatch):
+    """With PYTHONDONTWRITEBYTECODE (the development machine's setting) no process writes
+    bytecode, so each would compile every module at start; compile_bytecode writes it, and a
+    module that does not compile is counted, not raised."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    (tmp_path / "good").mkdir()
+    (tmp_path / "good" / "__init__.py").write_text("")
+    (tmp_path / "good" / "mod.py").write_text("X = 1\n")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "broken.py").write_text("def (:\n")
+    assert kube_vs.compile_bytecode(tmp_path, ("good", "bad")) == 1
+    for name in ("__init__.py", "mod.py"):
+        assert os.path.exists(importlib.util.cache_from_source(str(tmp_path / "good" / name)))
+    assert kube_vs.compile_bytecode(tmp_path, ("good",)) == 0

@@ -419,3 +419,23 @@ def test_the_configured_watch_linger_paces_its_informer():
     cfg = config.validate({"store": {"watchLingerSeconds": 0.02}})
     assert Dispatcher(cfg, MemoryStore(), port=0, seed=1).informer.pace.linger_s == 0.02
     assert make_dispatcher().informer.pace.linger_s == config.defaults().store.watch_linger_seconds == 0.005
+
+
+def test_while_shards_are_still_joining_at_start_the_dispatcher_looks_for_them_often():
+    """The second shard of a starting stack used to wait up to half a second after its lease
+    for the dispatcher's next look (0.1 s only while no shard at all was known), and the
+    pods held back for it waited too. Until every shard of `shards.count` has joined (in the
+    grace after a leader starts), it looks as often as while it knew none."""
+    cfg = config.validate({"shards": {"count": 2}})
+    store = MemoryStore()
+    store.put_lease("shard", "0", "fake:0", 60)
+    d = Dispatcher(cfg, store, port=0, seed=1)
+    d._lead()
+    d._membership()
+    assert set(d.shards) == {"0"}
+    store.put_lease("shard", "1", "fake:1", 60)
+    d._membership_at = time.monotonic() - 0.2  # the last look was 0.2 s ago
+    d._membership()
+    assert set(d.shards) == {"0", "1"}
+    for link in d.shards.values():
+        link.close()

@@ -112,6 +112,7 @@ def test_a_list_read_page_by_page_misses_and_repeats_nothing(store, monkeypatch)
     time), all of one list at the first page's resourceVersion: a pod created between pages
     is not listed but comes through the watch from that version."""
     monkeypatch.setattr(kube_store, "_LIST_PAGE", 2)
+    monkeypatch.setattr(kube_store, "_WHOLE_FROM_CACHE", 3)  # a cached list this long is paged too
     for i in range(5):
         store.create(pod(f"paged-{i}"))
     call, pages = store._call, []
@@ -132,6 +133,38 @@ def test_a_list_read_page_by_page_misses_and_repeats_nothing(store, monkeypatch)
         later = [e.obj["metadata"]["name"] for e in store.poll(rv, timeout=5, kinds=["Pod"])]
         assert f"between-{int(cached)}" in later
         assert len(pages) >= 3, "a list read whole, not in pages"  # 5 pods and more, 2 a page
+
+
+def test_a_small_cached_list_is_read_whole_from_the_watch_cache(store, monkeypatch):
+    """An informer's list (`cached`) of at most _WHOLE_FROM_CACHE objects is one answer of the
+    API server's watch cache (resourceVersion=0, as client-go lists) after a one-object
+    consistent list that counts them: paged consistent lists came from etcd on the test
+    control plane (its etcd is too old for the cache to serve them), three times the API
+    server's CPU, four processes at once at start-up. Nothing is missed or repeated, and what
+    comes after the list comes through the watch."""
+    for i in range(5):
+        store.create(pod(f"small-{i}"))
+    call, queries = store._call, []
+
+    def recorded(method, path, *args, **kwargs):
+        if method == "GET" and path == "/api/v1/pods":
+            queries.append(dict(kwargs.get("query") or []))
+        return call(method, path, *args, **kwargs)
+    monkeypatch.setattr(store, "_call", recorded)
+    objs, rv = store.list_iter("Pod", cached=True)
+    store.create(pod("small-after"))
+    names = [o["metadata"]["name"] for o in objs]
+    assert sorted(n for n in names if n.startswith("small-")) == [f"small-{i}" for i in range(5)]
+    assert len(names) == len(set(names))
+    assert queries[-1] == {"resourceVersion": "0"} and len(queries) == 2
+    later = [e.obj["metadata"]["name"] for e in store.poll(rv, timeout=5, kinds=["Pod"])]
+    assert "small-after" in later
+
+    queries.clear()
+    monkeypatch.setattr(kube_store, "_WHOLE_FROM_CACHE", 3)  # more than that: consistent pages
+    objs, _ = store.list_iter("Pod", cached=True)
+    assert len({o["metadata"]["name"] for o in objs}) == len(names) + 1
+    assert all(q.get("resourceVersion") != "0" for q in queries)
 
 
 def test_pods_and_nodes_come_without_managed_fields_and_otherwise_whole(store):
