@@ -198,10 +198,10 @@ class Component(rpc.ComponentServicer):
 
     def start_background(self, *targets) -> list[threading.Thread]:
         """Called once the initial list is loaded: start the threads, then settle the heap.
-        In that order because the threads' first steps are round trips to the store (a
-        binder's partition lease, a shard's binder lookup) on the way to the first binding,
-        and the full collection (0.1-0.2 s of CPU at 5,000 pods on a busy machine) overlaps
-        their waits instead of coming before them."""
+        The threads' first steps are round trips to the store (a binder's partition lease, a
+        shard's binder lookup) on the way to the first binding, so nothing goes before them;
+        settling is a freeze (no collection since `collect_before_list`), what the threads
+        allocated by then frozen with the rest."""
         threads = [threading.Thread(target=t, name=f"{self.role}-{self.id}-{t.__name__}", daemon=True)
                    for t in (self.leases_forever, *targets)]
         for t in threads:
