@@ -208,14 +208,14 @@ def throughput(times: list[float]) -> dict:
 def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: str, rate: float, seed: int,
         settle_s: float = 10.0, timeout_s: float = 1800.0, quiet: bool = False,
         live: bool = False, churn_heartbeat_s: float | None = None, running_pods: int = 0,
-        kill_shard_at: float | None = None) -> dict:
+        kill_shard_at: float | None = None, log_dir: str | None = None) -> dict:
     """One measured run; returns the report (the JSON document). With `churn_heartbeat_s`,
     a kubelet's writes run beside it (benchmarks/churn.py): node heartbeats at that period
     and bound pods marked Running. With `running_pods`, the fleet holds that many bound,
     Running pods before the processes start (benchmarks/running.py), and each process's
     memory is measured on the fleet alone first (benchmarks/processes.py). With
     `kill_shard_at`, shard 0 is killed with -9 that many seconds into the run and restarted
-    (benchmarks/kill.py)."""
+    (benchmarks/kill.py). With `log_dir`, the processes' logs stay there."""
     with EmbeddedRedis(password=True) as server:
         store = open_store(server.url)
         t = time.monotonic()
@@ -237,7 +237,7 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
                 print(f"wrote {filled['running_pods']} running pods of {filled['deployments']} deployments "
                       f"in {filled['write_s']} s")
         del fleet
-        cluster = LocalCluster(cfg, server.url, seed)
+        cluster = LocalCluster(cfg, server.url, seed, log_dir=log_dir)
         try:
             leases, ready = processes.start_timed(cluster, start_timeout)
             mem_ready = processes.sample(cluster)

@@ -66,6 +66,12 @@ ADOPT_WAIT_S = 3.0
 #: for the others). The first shard to join used to get a whole backlog in its first second
 #: and the others, joining a moment later, next to nothing for the rest of the run.
 JOINING_GRACE_S = 10.0
+#: A shard whose stream broke while its lease lives (killed with -9: the lease lingers up to
+#: shardTimeoutSeconds; restarted in place: the same address again) is dialled again this long
+#: after the break, then twice as long after each attempt that ends without a report, up to
+#: REDIAL_MAX_S: it gets no pods meanwhile, and a dead address is not dialled in a loop.
+REDIAL_FIRST_S = 0.5
+REDIAL_MAX_S = 4.0
 
 
 class Pending:
@@ -93,7 +99,9 @@ class ShardLink(StreamLink):
         #: The pods the shard last said it works on, and when it said so.
         self.holding: set[str] = set()
         self.holding_at = 0.0
-        #: Whether the first holding report came (its pods were adopted).
+        #: Whether the first holding report came (its pods were adopted). Only then is the
+        #: shard given pods: a stream that never connects (a dead process whose lease lingers)
+        #: takes none with it.
         self.adopted = False
 
     def send(self, pods: list, revoked: list[str]) -> None:
@@ -104,13 +112,28 @@ class ShardLink(StreamLink):
                                      revoked=revoked_runs[i] if i < len(revoked_runs) else []))
 
 
+class Redial:
+    """A shard whose stream broke while its lease still names the same address: when to dial
+    it again, and how long to wait after that attempt if it fails too."""
+    __slots__ = ("address", "at", "delay")
+
+    def __init__(self, address: str, now: float):
+        self.address, self.at, self.delay = address, now + REDIAL_FIRST_S, REDIAL_FIRST_S
+
+    def failed(self, now: float) -> None:
+        self.delay = min(self.delay * 2, REDIAL_MAX_S)
+        self.at = now + self.delay
+
+
 class Dispatcher(Component):
     role = "dispatcher"
     section = "dispatcher"
     port_key, metrics_port_key = "port", "metrics_port"
 
     def __init__(self, cfg, store, index: int | str = 0, port: int | None = None, seed: int = 0,
-                 metrics_port: int | None = None, tracer=None):
+                 metrics_port: int | None = None, tracer=None, link_factory=None):
+        """`link_factory(id, address, inbox, security)` opens the stream to a shard (ShardLink;
+        tests pass their own)."""
         d = cfg.dispatcher
         self.metrics = DispatcherMetrics(cfg.leader_election.resource_name)
         super().__init__(cfg, store, int(index) if str(index).isdigit() else 0, port, metrics_port,
@@ -141,6 +164,9 @@ class Dispatcher(Component):
         self.sent: dict[str, None] = {}
         self.revoke: dict[str, list[str]] = {}   # shard id -> keys it must drop
         self.shards: dict[str, ShardLink] = {}
+        self.link_factory = link_factory or ShardLink
+        #: shard id -> when to dial it again: its stream broke and its lease lingers (Redial)
+        self.redial: dict[str, Redial] = {}
         self.groups: dict[str, str] = {}         # pod group -> shard id
         self.group_pending: Counter = Counter()  # pod group -> its pending pods here
         self.group_status = GroupStatus(store, self.errors)
@@ -266,12 +292,23 @@ class Dispatcher(Component):
         for id_, link in list(self.shards.items()):
             if leases.get(id_) != link.address:
                 self._shard_down(link)
+        for id_, r in list(self.redial.items()):
+            if leases.get(id_) != r.address:  # expired, or another process holds it now
+                del self.redial[id_]
         for id_, address in leases.items():
-            if id_ not in self.shards:
+            if id_ in self.shards:
+                continue
+            r = self.redial.get(id_)
+            if r is not None:
+                if now < r.at:
+                    continue
+                r.failed(now)  # (the next attempt's time, should this one end without a report)
+                log.info("dialling shard %s at %s again (its stream broke; its lease lives)", id_, address)
+            else:
                 log.info("shard %s joined at %s", id_, address)
-                self.shards[id_] = ShardLink(id_, address, self.inbox, self.security)
                 self.counters["shards_joined"] += 1
-                self.metrics.shard_up.labels(id_).set(1)
+            self.shards[id_] = self.link_factory(id_, address, self.inbox, self.security)
+            self.metrics.shard_up.labels(id_).set(1)
         for id_, link in self.shards.items():
             self.metrics.in_flight.labels(id_).set(len(link.held))
 
@@ -310,10 +347,18 @@ class Dispatcher(Component):
                 self._take_back(link, payload.returned)
                 if payload.holding_listed:
                     link.holding, link.holding_at = set(payload.holding), time.monotonic()
-                    if not link.adopted:
+                    if not link.adopted and self.shards.get(link.id) is link:
                         self._adopt(link)
             elif self.shards.get(link.id) is link:
-                self._shard_down(link)
+                self._broke(link)
+
+    def _broke(self, link: ShardLink) -> None:
+        """The shard's stream ended: proof enough that it is gone (its lease may outlive it
+        by shardTimeoutSeconds). Its pods go to the live shards now, and it is dialled again
+        only after a pause (Redial), getting pods once it reports on the new stream."""
+        if link.id not in self.redial:
+            self.redial[link.id] = Redial(link.address, time.monotonic())
+        self._shard_down(link)
 
     # --- dispatching ------------------------------------------------------------------------
 
@@ -377,7 +422,7 @@ class Dispatcher(Component):
         return -(-(len(self.unsent) + sum(len(link.held) for link in live)) // expected)
 
     def _dispatch(self) -> int:
-        live = [link for link in self.shards.values() if link.alive]
+        live = [link for link in self.shards.values() if link.alive and link.adopted]
         share = self._share(live)
         batches: dict[str, list] = {}
         sent = held_back = 0
@@ -407,7 +452,7 @@ class Dispatcher(Component):
         self.revoke = {}
         self.counters["dispatched"] += sent
         #: nothing could go out for want of shards: the next step waits for events as an idle one
-        self.held_back = bool(held_back) and not sent
+        self.held_back = bool(self.unsent) and not sent
         return sent
 
     def step(self) -> None:
@@ -455,10 +500,15 @@ class Dispatcher(Component):
         """The shard's first report on this stream: the pending pods it works on (dispatched by
         a previous leader, or by this one before a restart of the stream) stay with it."""
         link.adopted = True
+        if self.redial.pop(link.id, None) is not None:
+            log.info("shard %s at %s is back", link.id, link.address)
         now, adopted = time.monotonic(), 0
         for key in link.holding:
             p = self.pending.get(key)
-            if p is None or p.shard is not None:
+            if p is None or p.shard == link.id:
+                continue
+            if p.shard is not None:  # re-dispatched while its stream was down: one shard each
+                self.revoke.setdefault(link.id, []).append(key)
                 continue
             self.unsent.pop(key, None)
             p.shard, p.sent_at = link.id, now
