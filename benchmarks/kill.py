@@ -2,10 +2,11 @@
 once (as a kubelet restarts a container that died), and timed until it schedules again.
 
 Issue 31's target is about a large cluster: a restarted shard must list every running pod
-before it holds its lease, so the time back is the time to relist. What the run shows besides:
-the other shards keep binding meanwhile (the dispatcher moves the dead shard's pods to them
-when its lease expires), and nothing is lost or bound twice (the report's `verify` and
-`scheduled`, checked over the final store).
+and apply the events written meanwhile before it holds its lease, so the time back is the
+time to relist and catch up. What the run shows besides: the other shards keep binding
+meanwhile (the dispatcher moves the dead shard's pods to them as soon as its stream breaks),
+the restarted shard is given pods from its first report on, and nothing is lost or bound
+twice (the report's `verify` and `scheduled`, checked over the final store).
 """
 from __future__ import annotations
 
