@@ -518,6 +518,38 @@ class Dispatcher(Component):
         if adopted:
             self.counters["adopted"] += adopted
             log.info("adopted %d pods shard %s already holds", adopted, link.id)
+        if time.monotonic() >= self.joining_until and not self._adopting():
+            self._rebalance(link)
+
+    def _rebalance(self, joined: ShardLink) -> None:
+        """A shard that joins a running dispatcher (restarted after a kill, or added) takes
+        its share of the pods the others hold, not only of those still to come: while it was
+        away the others took its pods and every new one. From each shard holding more than
+        batchSize over the even share, the pods dispatched last (the least likely to be under
+        way) are revoked and dispatched again; a pod group's or a pool's stay (their shards
+        are chosen by other rules)."""
+        live = [link for link in self.shards.values() if link.alive and link.adopted]
+        fair = -(-sum(len(link.held) for link in live) // len(live))
+        excess = {link.id: len(link.held) - fair for link in live
+                  if link is not joined and len(link.held) - fair > self.batch_size}
+        moved = []
+        for key in reversed(self.sent):
+            if not excess:
+                break
+            p = self.pending[key]
+            if p.shard in excess and p.group is None and p.pool == CLUSTER_WIDE:
+                moved.append(p)
+                excess[p.shard] -= 1
+                if not excess[p.shard]:
+                    del excess[p.shard]
+        for p in moved:
+            old = self.shards[p.shard]
+            old.held.discard(p.key)
+            self.revoke.setdefault(old.id, []).append(p.key)
+            self._unassign(p)
+        if moved:
+            self.counters["rebalanced"] += len(moved)
+            log.info("shard %s joined: %d pods the others held go to it", joined.id, len(moved))
 
     def _leader_ready(self) -> str | None:
         """A leader is ready while its lease is renewed in time; a standby while it can reach

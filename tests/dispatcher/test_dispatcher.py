@@ -544,3 +544,25 @@ def test_a_shard_back_with_pods_meanwhile_sent_elsewhere_is_told_to_drop_them():
     d._dispatch()
     assert sorted(back.revoked) == held
     assert all(d.pending[k].shard == "1" for k in held)
+
+
+def test_a_shard_back_takes_its_share_of_the_pods_the_other_held_meanwhile():
+    """While shard 0 was away (killed, listing again) shard 1 took its pods and every new one,
+    more than it schedules at once. Back, shard 0 takes its share of those (the ones sent last)
+    as well as of the new ones, instead of idling beside a backlog."""
+    d = _leading_over_leases("0", "1")
+    dead = d.shards["0"]
+    _break(d, dead)
+    for i in range(1000):
+        d.apply("ADDED", "Pod", pending(f"p{i}"))
+    for _ in range(10):
+        d._dispatch()
+    first = d.shards["1"]
+    assert len(first.held) == 1000
+    back = _dialled_again(d, "0", dead)
+    report(d, back, [])
+    for _ in range(10):
+        d._dispatch()
+    assert len(back.held) == len(first.held) == 500
+    assert sorted(first.revoked) == sorted(back.sent)
+    assert {d.pending[k].shard for k in back.sent} == {"0"} and not d.unsent
