@@ -44,7 +44,7 @@ from common.tools.verify import verify_store
 from . import groups, harness, processes, running
 from .churn import ChurnProcess
 from .claims import ClaimsProcess
-from .kill import ShardKiller
+from .kill import ShardKiller, latency_around
 from .workloads import FLEETS, STANDING, WORKLOADS
 
 CREATE_BATCH = 500
@@ -302,6 +302,8 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
                 leases = cluster.wait_ready(60.0)  # the restarted shard's new address
             observer.stop.set()
             observer.thread.join()
+            if killed is not None and killed["killed"]:
+                killed["e2e_latency_ms"] = latency_around(killer, created_at, observer.bound_at)
             churned = noise.stop() if noise is not None else None
             claimed = claims.stop() if claims is not None else None
             mem_end = processes.sample(cluster)

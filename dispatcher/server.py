@@ -315,9 +315,12 @@ class Dispatcher(Component):
     def _shard_down(self, link: ShardLink) -> None:
         link.close()
         if self.shards.get(link.id) is link:
-            log.warning("shard %s lost; re-dispatching its %d pods", link.id, len(link.held))
             del self.shards[link.id]
-            self.counters["shards_lost"] += 1
+            if link.adopted:
+                log.warning("shard %s lost; re-dispatching its %d pods", link.id, len(link.held))
+                self.counters["shards_lost"] += 1
+            else:  # (it was given nothing)
+                log.info("stream to shard %s at %s ended before its first report", link.id, link.address)
             self.metrics.shard_up.labels(link.id).set(0)
             self.metrics.in_flight.labels(link.id).set(0)
         self.revoke.pop(link.id, None)
