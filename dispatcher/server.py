@@ -16,7 +16,11 @@ What it does:
   whole group is there to be placed as one unit; when that shard dies, the group's pending
   pods all go to one other shard;
 * keeps each PodGroup's status current (dispatcher/podgroups.py);
-* re-dispatches the pods of a shard whose lease expired or whose stream broke, pods a shard
+* gives pods to a shard only once it has reported on its stream; re-dispatches at once the
+  pods of a shard whose lease expired or whose stream broke (a broken stream is proof enough:
+  a shard killed with -9 leaves its lease behind for shardTimeoutSeconds, and its address is
+  dialled again only after a growing pause, getting pods once it reports); a shard that joins
+  later (restarted) takes its share of the pods the others hold; re-dispatches pods a shard
   gives back, and pods still unbound `redispatchAfterSeconds` after they were sent (telling
   the old shard to drop them, so one pod is never scheduled by two shards on purpose; if it
   happens anyway the binder's atomic bind lets only one win).
@@ -428,15 +432,14 @@ class Dispatcher(Component):
         live = [link for link in self.shards.values() if link.alive and link.adopted]
         share = self._share(live)
         batches: dict[str, list] = {}
-        sent = held_back = 0
+        sent = 0
         if live and self.unsent:
             now = time.monotonic()
             for key in list(self.unsent)[: self.batch_size * len(live)]:
                 p = self.pending[key]
                 link = self._pick(p, live)  # (a pool's or a group's shard as ever)
                 if share is not None and len(link.held) >= share:
-                    held_back += 1  # it waits for the shards yet to join
-                    continue
+                    continue  # it waits for the shards yet to join
                 del self.unsent[key]
                 p.shard, p.sent_at = link.id, now
                 self.sent[key] = None
@@ -454,7 +457,8 @@ class Dispatcher(Component):
                 link.send(batches.get(id_, []), self.revoke.get(id_, []))
         self.revoke = {}
         self.counters["dispatched"] += sent
-        #: nothing could go out for want of shards: the next step waits for events as an idle one
+        #: nothing could go out for want of shards (none reported yet, or each has its share
+        #: while others are yet to join): the next step waits for events as an idle one
         self.held_back = bool(self.unsent) and not sent
         return sent
 
