@@ -45,7 +45,7 @@ from common.tools.verify import verify_store
 from . import groups, harness, processes, running
 from .churn import ChurnProcess
 from .claims import ClaimsProcess
-from .kill import ShardKiller
+from .kill import ShardKiller, latency_around
 from .workloads import FLEETS, STANDING, WORKLOADS
 
 CREATE_BATCH = 500
@@ -209,14 +209,14 @@ def throughput(times: list[float]) -> dict:
 def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: str, rate: float, seed: int,
         settle_s: float = 10.0, timeout_s: float = 1800.0, quiet: bool = False,
         live: bool = False, churn_heartbeat_s: float | None = None, running_pods: int = 0,
-        kill_shard_at: float | None = None) -> dict:
+        kill_shard_at: float | None = None, log_dir: str | None = None) -> dict:
     """One measured run; returns the report (the JSON document). With `churn_heartbeat_s`,
     a kubelet's writes run beside it (benchmarks/churn.py): node heartbeats at that period
     and bound pods marked Running. With `running_pods`, the fleet holds that many bound,
     Running pods before the processes start (benchmarks/running.py), and each process's
     memory is measured on the fleet alone first (benchmarks/processes.py). With
     `kill_shard_at`, shard 0 is killed with -9 that many seconds into the run and restarted
-    (benchmarks/kill.py)."""
+    (benchmarks/kill.py). With `log_dir`, the processes' logs stay there."""
     with EmbeddedRedis(password=True) as server:
         store = open_store(server.url)
         t = time.monotonic()
@@ -238,7 +238,7 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
                 print(f"wrote {filled['running_pods']} running pods of {filled['deployments']} deployments "
                       f"in {filled['write_s']} s")
         del fleet
-        cluster = LocalCluster(cfg, server.url, seed)
+        cluster = LocalCluster(cfg, server.url, seed, log_dir=log_dir)
         try:
             leases, ready = processes.start_timed(cluster, start_timeout)
             mem_ready = processes.sample(cluster)
@@ -303,6 +303,8 @@ def run(cfg: config_mod.Config, nodes: int, profile: str, pods: int, workload: s
                 leases = cluster.wait_ready(60.0)  # the restarted shard's new address
             observer.stop.set()
             observer.thread.join()
+            if killed is not None and killed["killed"]:
+                killed["e2e_latency_ms"] = latency_around(killer, created_at, observer.bound_at)
             churned = noise.stop() if noise is not None else None
             claimed = claims.stop() if claims is not None else None
             mem_end = processes.sample(cluster)

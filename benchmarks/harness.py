@@ -139,6 +139,13 @@ def print_bench(doc: dict) -> None:
         t.add_row("throughput / baseline's (same run)", str(b["ratio"]))
     if doc.get("churn"):
         t.add_row("churn: heartbeats / pods marked Running", churn_summary(doc["churn"]))
+    if doc.get("kill") and doc["kill"].get("killed"):
+        k = doc["kill"]
+        t.add_row("kill: shard back (lease) / scheduling s after", f"{k['ready_s']} / {k['scheduling_s']}")
+        if k.get("e2e_latency_ms"):
+            w = k["e2e_latency_ms"]
+            t.add_row("kill: e2e p99 ms, pods created before / until back / after",
+                      " / ".join(str(w[n].get("p99", "-")) for n in ("before", "until_back", "after_back")))
     if doc.get("quality"):
         t.add_row("quality: sampled / optimal share", f"{doc['quality']['sampled']} / {doc['quality']['optimal_share']}")
         t.add_row("quality: regret mean / p99 %",

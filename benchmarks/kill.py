@@ -2,10 +2,11 @@
 once (as a kubelet restarts a container that died), and timed until it schedules again.
 
 Issue 31's target is about a large cluster: a restarted shard must list every running pod
-before it holds its lease, so the time back is the time to relist. What the run shows besides:
-the other shards keep binding meanwhile (the dispatcher moves the dead shard's pods to them
-when its lease expires), and nothing is lost or bound twice (the report's `verify` and
-`scheduled`, checked over the final store).
+and apply the events written meanwhile before it holds its lease, so the time back is the
+time to relist and catch up. What the run shows besides: the other shards keep binding
+meanwhile (the dispatcher moves the dead shard's pods to them as soon as its stream breaks),
+the restarted shard is given pods from its first report on, and nothing is lost or bound
+twice (the report's `verify` and `scheduled`, checked over the final store).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import grpc
 
 from common.store import open_store
 
+from . import harness
 from .processes import cpu_seconds
 
 
@@ -35,6 +37,9 @@ class ShardKiller:
         self.timeout_s = timeout_s
         self.report: dict = {"shard": str(index), "at_s": at_s, "killed": False,
                              "ready_s": None, "scheduling_s": None, "error": None}
+        #: monotonic times of the kill and of the new process's first cycle (None: not yet)
+        self.killed_at: float | None = None
+        self.back_at: float | None = None
         self._stop = threading.Event()
         self._ending = threading.Event()  # the run is over: no more pods will come
         self._thread = threading.Thread(target=self._run, name="shard-killer", daemon=True)
@@ -62,7 +67,7 @@ class ShardKiller:
     def _kill_and_time(self) -> None:
         old = self.cluster.procs[("shard", self.index)].pid
         used_s = cpu_seconds(old)
-        killed_at = time.monotonic()
+        killed_at = self.killed_at = time.monotonic()
         self.cluster.kill("shard", self.index)
         self.report["killed"] = True
         self.cluster.start_one("shard", self.index)
@@ -80,6 +85,7 @@ class ShardKiller:
                         self.report["ready_s"] = round(since, 2)
                     if reply.counters["cycles"] > 0:
                         self.report["scheduling_s"] = round(since, 2)
+                        self.back_at = killed_at + since
                         break
                     if self._ending.is_set():  # back, but the run left it nothing to schedule
                         break
@@ -100,3 +106,25 @@ class ShardKiller:
         except grpc.RpcError:
             return None
         return reply if reply.uptime_seconds < since_kill else None
+
+
+def latency_around(killer: ShardKiller, created_at: dict, bound_at: dict) -> dict:
+    """Where the end-to-end latency's tail comes from: the pods created before the kill, from
+    the kill until the new process's first cycle, and after it (each {pods, p50, p99, max}
+    in ms), and the slowest pods as [created s from the kill, latency ms]."""
+    windows: dict[str, list] = {"before": [], "until_back": [], "after_back": []}
+    slowest = []
+    back = killer.back_at if killer.back_at is not None else float("inf")
+    for key, bound in bound_at.items():
+        created = created_at.get(key)
+        if created is None:
+            continue
+        ms = (bound - created) * 1000
+        name = "before" if created < killer.killed_at else "until_back" if created < back else "after_back"
+        windows[name].append(ms)
+        slowest.append((ms, created - killer.killed_at))
+    slowest.sort(reverse=True)
+    return {**{name: {"pods": len(v), "p50": round(harness.percentile(v, 50), 1),
+                      "p99": round(harness.percentile(v, 99), 1), "max": round(max(v), 1)} if v else {"pods": 0}
+               for name, v in windows.items()},
+            "slowest": [[round(at, 2), round(ms, 1)] for ms, at in slowest[:10]]}

@@ -16,7 +16,11 @@ What it does:
   whole group is there to be placed as one unit; when that shard dies, the group's pending
   pods all go to one other shard;
 * keeps each PodGroup's status current (dispatcher/podgroups.py);
-* re-dispatches the pods of a shard whose lease expired or whose stream broke, pods a shard
+* gives pods to a shard only once it has reported on its stream; re-dispatches at once the
+  pods of a shard whose lease expired or whose stream broke (a broken stream is proof enough:
+  a shard killed with -9 leaves its lease behind for shardTimeoutSeconds, and its address is
+  dialled again only after a growing pause, getting pods once it reports); a shard that joins
+  later (restarted) takes its share of the pods the others hold; re-dispatches pods a shard
   gives back, and pods still unbound `redispatchAfterSeconds` after they were sent (telling
   the old shard to drop them, so one pod is never scheduled by two shards on purpose; if it
   happens anyway the binder's atomic bind lets only one win).
@@ -68,6 +72,12 @@ ADOPT_WAIT_S = 3.0
 #: for the others). The first shard to join used to get a whole backlog in its first second
 #: and the others, joining a moment later, next to nothing for the rest of the run.
 JOINING_GRACE_S = 10.0
+#: A shard whose stream broke while its lease lives (killed with -9: the lease lingers up to
+#: shardTimeoutSeconds; restarted in place: the same address again) is dialled again this long
+#: after the break, then twice as long after each attempt that ends without a report, up to
+#: REDIAL_MAX_S: it gets no pods meanwhile, and a dead address is not dialled in a loop.
+REDIAL_FIRST_S = 0.5
+REDIAL_MAX_S = 4.0
 
 
 class Pending:
@@ -95,7 +105,9 @@ class ShardLink(StreamLink):
         #: The pods the shard last said it works on, and when it said so.
         self.holding: set[str] = set()
         self.holding_at = 0.0
-        #: Whether the first holding report came (its pods were adopted).
+        #: Whether the first holding report came (its pods were adopted). Only then is the
+        #: shard given pods: a stream that never connects (a dead process whose lease lingers)
+        #: takes none with it.
         self.adopted = False
 
     def send(self, pods: list, revoked: list[str]) -> None:
@@ -106,13 +118,28 @@ class ShardLink(StreamLink):
                                      revoked=revoked_runs[i] if i < len(revoked_runs) else []))
 
 
+class Redial:
+    """A shard whose stream broke while its lease still names the same address: when to dial
+    it again, and how long to wait after that attempt if it fails too."""
+    __slots__ = ("address", "at", "delay")
+
+    def __init__(self, address: str, now: float):
+        self.address, self.at, self.delay = address, now + REDIAL_FIRST_S, REDIAL_FIRST_S
+
+    def failed(self, now: float) -> None:
+        self.delay = min(self.delay * 2, REDIAL_MAX_S)
+        self.at = now + self.delay
+
+
 class Dispatcher(Component):
     role = "dispatcher"
     section = "dispatcher"
     port_key, metrics_port_key = "port", "metrics_port"
 
     def __init__(self, cfg, store, index: int | str = 0, port: int | None = None, seed: int = 0,
-                 metrics_port: int | None = None, tracer=None):
+                 metrics_port: int | None = None, tracer=None, link_factory=None):
+        """`link_factory(id, address, inbox, security)` opens the stream to a shard (ShardLink;
+        tests pass their own)."""
         d = cfg.dispatcher
         self.metrics = DispatcherMetrics(cfg.leader_election.resource_name)
         super().__init__(cfg, store, int(index) if str(index).isdigit() else 0, port, metrics_port,
@@ -143,6 +170,9 @@ class Dispatcher(Component):
         self.sent: dict[str, None] = {}
         self.revoke: dict[str, list[str]] = {}   # shard id -> keys it must drop
         self.shards: dict[str, ShardLink] = {}
+        self.link_factory = link_factory or ShardLink
+        #: shard id -> when to dial it again: its stream broke and its lease lingers (Redial)
+        self.redial: dict[str, Redial] = {}
         self.groups: dict[str, str] = {}         # pod group -> shard id
         self.group_pending: Counter = Counter()  # pod group -> its pending pods here
         self.group_status = GroupStatus(store, self.errors)
@@ -269,21 +299,35 @@ class Dispatcher(Component):
         for id_, link in list(self.shards.items()):
             if leases.get(id_) != link.address:
                 self._shard_down(link)
+        for id_, r in list(self.redial.items()):
+            if leases.get(id_) != r.address:  # expired, or another process holds it now
+                del self.redial[id_]
         for id_, address in leases.items():
-            if id_ not in self.shards:
+            if id_ in self.shards:
+                continue
+            r = self.redial.get(id_)
+            if r is not None:
+                if now < r.at:
+                    continue
+                r.failed(now)  # (the next attempt's time, should this one end without a report)
+                log.info("dialling shard %s at %s again (its stream broke; its lease lives)", id_, address)
+            else:
                 log.info("shard %s joined at %s", id_, address)
-                self.shards[id_] = ShardLink(id_, address, self.inbox, self.security)
                 self.counters["shards_joined"] += 1
-                self.metrics.shard_up.labels(id_).set(1)
+            self.shards[id_] = self.link_factory(id_, address, self.inbox, self.security)
+            self.metrics.shard_up.labels(id_).set(1)
         for id_, link in self.shards.items():
             self.metrics.in_flight.labels(id_).set(len(link.held))
 
     def _shard_down(self, link: ShardLink) -> None:
         link.close()
         if self.shards.get(link.id) is link:
-            log.warning("shard %s lost; re-dispatching its %d pods", link.id, len(link.held))
             del self.shards[link.id]
-            self.counters["shards_lost"] += 1
+            if link.adopted:
+                log.warning("shard %s lost; re-dispatching its %d pods", link.id, len(link.held))
+                self.counters["shards_lost"] += 1
+            else:  # (it was given nothing)
+                log.info("stream to shard %s at %s ended before its first report", link.id, link.address)
             self.metrics.shard_up.labels(link.id).set(0)
             self.metrics.in_flight.labels(link.id).set(0)
         self.revoke.pop(link.id, None)
@@ -313,10 +357,18 @@ class Dispatcher(Component):
                 self._take_back(link, payload.returned)
                 if payload.holding_listed:
                     link.holding, link.holding_at = set(payload.holding), time.monotonic()
-                    if not link.adopted:
+                    if not link.adopted and self.shards.get(link.id) is link:
                         self._adopt(link)
             elif self.shards.get(link.id) is link:
-                self._shard_down(link)
+                self._broke(link)
+
+    def _broke(self, link: ShardLink) -> None:
+        """The shard's stream ended: proof enough that it is gone (its lease may outlive it
+        by shardTimeoutSeconds). Its pods go to the live shards now, and it is dialled again
+        only after a pause (Redial), getting pods once it reports on the new stream."""
+        if link.id not in self.redial:
+            self.redial[link.id] = Redial(link.address, time.monotonic())
+        self._shard_down(link)
 
     # --- dispatching ------------------------------------------------------------------------
 
@@ -380,18 +432,17 @@ class Dispatcher(Component):
         return -(-(len(self.unsent) + sum(len(link.held) for link in live)) // expected)
 
     def _dispatch(self) -> int:
-        live = [link for link in self.shards.values() if link.alive]
+        live = [link for link in self.shards.values() if link.alive and link.adopted]
         share = self._share(live)
         batches: dict[str, list] = {}
-        sent = held_back = 0
+        sent = 0
         if live and self.unsent:
             now = time.monotonic()
             for key in list(self.unsent)[: self.batch_size * len(live)]:
                 p = self.pending[key]
                 link = self._pick(p, live)  # (a pool's or a group's shard as ever)
                 if share is not None and len(link.held) >= share:
-                    held_back += 1  # it waits for the shards yet to join
-                    continue
+                    continue  # it waits for the shards yet to join
                 del self.unsent[key]
                 p.shard, p.sent_at = link.id, now
                 self.sent[key] = None
@@ -409,8 +460,9 @@ class Dispatcher(Component):
                 link.send(batches.get(id_, []), self.revoke.get(id_, []))
         self.revoke = {}
         self.counters["dispatched"] += sent
-        #: nothing could go out for want of shards: the next step waits for events as an idle one
-        self.held_back = bool(held_back) and not sent
+        #: nothing could go out for want of shards (none reported yet, or each has its share
+        #: while others are yet to join): the next step waits for events as an idle one
+        self.held_back = bool(self.unsent) and not sent
         return sent
 
     def step(self) -> None:
@@ -458,10 +510,15 @@ class Dispatcher(Component):
         """The shard's first report on this stream: the pending pods it works on (dispatched by
         a previous leader, or by this one before a restart of the stream) stay with it."""
         link.adopted = True
+        if self.redial.pop(link.id, None) is not None:
+            log.info("shard %s at %s is back", link.id, link.address)
         now, adopted = time.monotonic(), 0
         for key in link.holding:
             p = self.pending.get(key)
-            if p is None or p.shard is not None:
+            if p is None or p.shard == link.id:
+                continue
+            if p.shard is not None:  # re-dispatched while its stream was down: one shard each
+                self.revoke.setdefault(link.id, []).append(key)
                 continue
             self.unsent.pop(key, None)
             p.shard, p.sent_at = link.id, now
@@ -471,6 +528,38 @@ class Dispatcher(Component):
         if adopted:
             self.counters["adopted"] += adopted
             log.info("adopted %d pods shard %s already holds", adopted, link.id)
+        if time.monotonic() >= self.joining_until and not self._adopting():
+            self._rebalance(link)
+
+    def _rebalance(self, joined: ShardLink) -> None:
+        """A shard that joins a running dispatcher (restarted after a kill, or added) takes
+        its share of the pods the others hold, not only of those still to come: while it was
+        away the others took its pods and every new one. From each shard holding more than
+        batchSize over the even share, the pods dispatched last (the least likely to be under
+        way) are revoked and dispatched again; a pod group's or a pool's stay (their shards
+        are chosen by other rules)."""
+        live = [link for link in self.shards.values() if link.alive and link.adopted]
+        fair = -(-sum(len(link.held) for link in live) // len(live))
+        excess = {link.id: len(link.held) - fair for link in live
+                  if link is not joined and len(link.held) - fair > self.batch_size}
+        moved = []
+        for key in reversed(self.sent):
+            if not excess:
+                break
+            p = self.pending[key]
+            if p.shard in excess and p.group is None and p.pool == CLUSTER_WIDE:
+                moved.append(p)
+                excess[p.shard] -= 1
+                if not excess[p.shard]:
+                    del excess[p.shard]
+        for p in moved:
+            old = self.shards[p.shard]
+            old.held.discard(p.key)
+            self.revoke.setdefault(old.id, []).append(p.key)
+            self._unassign(p)
+        if moved:
+            self.counters["rebalanced"] += len(moved)
+            log.info("shard %s joined: %d pods the others held go to it", joined.id, len(moved))
 
     def _leader_ready(self) -> str | None:
         """A leader is ready while its lease is renewed in time; a standby while it can reach

@@ -46,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="kill shard 0 with -9 this many seconds after the clock starts and start it "
                         "again at once; the report's kill: {shard, at_s, killed, ready_s, scheduling_s} "
                         "times its return (from the kill) and verify checks nothing was lost or doubled")
+    b.add_argument("--keep-logs", metavar="DIR",
+                   help="write each process's log to DIR/<role>-<id>.log and keep them (default: a "
+                        "temporary directory, removed at the end)")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--config", help="configuration file (default: built-in defaults)")
     b.add_argument("--json", default="bench.json",
@@ -108,7 +111,8 @@ def cmd_bench(args) -> int:
     def measure(c, workload=args.workload):
         return e2e.run(c, args.nodes, args.profile, args.pods, workload, args.rate, args.seed,
                        quiet=args.quiet, live=args.live, churn_heartbeat_s=churn,
-                       running_pods=args.running_pods, kill_shard_at=args.kill_shard_at)
+                       running_pods=args.running_pods, kill_shard_at=args.kill_shard_at,
+                       log_dir=args.keep_logs)
 
     try:
         doc = measure(cfg)

@@ -104,5 +104,9 @@ def test_a_shard_killed_in_the_middle_comes_back_and_nothing_is_lost(tmp_path):
     assert kill["killed"] and kill["error"] is None and kill["old_pid"] != kill["new_pid"]
     assert 0 < kill["ready_s"] <= kill["scheduling_s"]
     assert doc["scheduled"] == 300 and doc["verify"]["ok"]
+    # every pod's latency counted in one window around the kill; the slowest listed
+    windows = kill["e2e_latency_ms"]
+    assert sum(windows[w]["pods"] for w in ("before", "until_back", "after_back")) == 300
+    assert len(windows["slowest"]) == 10 and windows["slowest"][0][1] >= windows["slowest"][-1][1]
     # the killed shard's CPU is both processes' (it was the new one's less the old one's)
     assert doc["processes"]["shard-0"]["cpu_s"] >= kill["old_cpu_s"] - 0.05 and kill["old_cpu_s"] > 0

@@ -12,18 +12,24 @@ from proto import shardsched_pb2 as pb
 
 
 class FakeLink:
-    """Stands in for a shard's Dispatch stream and records what was sent."""
+    """Stands in for a shard's Dispatch stream and records what was sent; `reported`: the
+    shard's first report came (it is given pods only then)."""
 
-    def __init__(self, id_: str):
+    def __init__(self, id_: str, address: str | None = None, reported: bool = True):
         self.id = id_
         self.held: set[str] = set()
         self.alive = True
         self.sent: list[str] = []
         self.revoked: list[str] = []
-        self.address = f"fake:{id_}"
+        self.address = address or f"fake:{id_}"
         self.holding: set[str] = set()
         self.holding_at = 0.0
-        self.adopted = False
+        self.adopted = reported
+
+    @classmethod
+    def dialled(cls, id_, address, inbox, security) -> "FakeLink":
+        """The dispatcher's link_factory: a stream just opened, no report yet."""
+        return cls(id_, address, reported=False)
 
     def send(self, pods, revoked):
         self.sent += [p.key for p in pods]
@@ -33,11 +39,12 @@ class FakeLink:
         self.alive = False
 
 
-def make_dispatcher(shards=("0", "1"), **dispatcher_cfg):
-    """`dispatcher_cfg`: the dispatcher section's fields, as the file writes them."""
+def make_dispatcher(shards=("0", "1"), reported=True, **dispatcher_cfg):
+    """`dispatcher_cfg`: the dispatcher section's fields, as the file writes them;
+    `reported`: whether the shards' first reports came."""
     cfg = config.validate({"dispatcher": dispatcher_cfg})
-    d = Dispatcher(cfg, MemoryStore(), port=0, seed=1)
-    d.shards = {i: FakeLink(i) for i in shards}
+    d = Dispatcher(cfg, MemoryStore(), port=0, seed=1, link_factory=FakeLink.dialled)
+    d.shards = {i: FakeLink(i, reported=reported) for i in shards}
     return d
 
 
@@ -220,7 +227,7 @@ def test_a_new_leader_adopts_what_the_shards_hold_before_dispatching():
     """After a takeover (or a restart) the shards still hold the pods the previous leader
     gave them: a new leader waits for each shard's first report and leaves those pods where
     they are, instead of dispatching them a second time (two shards on one pod)."""
-    d = make_dispatcher()
+    d = make_dispatcher(reported=False)
     for i in range(6):
         d.apply("ADDED", "Pod", pending(f"p{i}"))
     d._lead()
@@ -439,3 +446,143 @@ def test_while_shards_are_still_joining_at_start_the_dispatcher_looks_for_them_o
     assert set(d.shards) == {"0", "1"}
     for link in d.shards.values():
         link.close()
+
+
+# --- a shard killed and restarted (issue 31: back and scheduling, nothing lost or doubled) ---
+
+def _leading_over_leases(*ids) -> Dispatcher:
+    """A leading dispatcher that found shards `ids` through their leases (which outlive this
+    test) and had each one's first report."""
+    store = MemoryStore()
+    for i in ids:
+        store.put_lease("shard", i, f"10.0.0.{i}:7000", 600)
+    d = Dispatcher(config.validate({}), store, port=0, seed=1, link_factory=FakeLink.dialled)
+    d._lead()
+    d.joining_until = 0.0  # its start is long past: the live shards get every pod
+    _membership(d)
+    for link in list(d.shards.values()):
+        report(d, link, [])
+    return d
+
+
+def _membership(d) -> None:
+    """The dispatcher's look at the shards' leases, now (it looks every half second)."""
+    d._membership_at = 0.0
+    d._membership()
+
+
+def _break(d, link) -> None:
+    """The link's stream ends (the shard's process was killed: its socket closed)."""
+    d.inbox.put(("shard", link, None))
+    d._drain()
+
+
+def _dialled_again(d, id_, old):
+    """Membership rounds until the dispatcher opens a new stream to shard `id_` (it waits a
+    moment after a break before it dials a live lease's address again)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        _membership(d)
+        link = d.shards.get(id_)
+        if link is not None and link is not old:
+            return link
+        time.sleep(0.05)
+    raise AssertionError(f"shard {id_} was never dialled again")
+
+
+def test_a_shard_whose_stream_breaks_while_its_lease_lives_gets_no_pods_until_it_reports():
+    """Killed with -9, a shard's lease lingers (up to shardTimeoutSeconds) naming an address
+    nobody answers on. The broken stream is proof enough: its pods go to the live shards at
+    once, and a stream dialled to that address again gets nothing until the shard reports on
+    it. (The dispatcher used to dial the dead address every half second and, the new link
+    holding nothing, send it the most pods each time, until the lease expired.)"""
+    d = _leading_over_leases("0", "1")
+    for i in range(20):
+        d.apply("ADDED", "Pod", pending(f"p{i}"))
+    d._dispatch()
+    dead = d.shards["0"]
+    held = set(dead.held)
+    assert held
+    _break(d, dead)
+    d._dispatch()
+    assert held <= set(d.shards["1"].sent), "the dead shard's pods went to the live one at once"
+    for i in range(20, 40):
+        d.apply("ADDED", "Pod", pending(f"p{i}"))
+    dialled = []
+    for _ in range(3):
+        again = _dialled_again(d, "0", dialled[-1] if dialled else dead)
+        dialled.append(again)
+        d._dispatch()
+        assert not again.sent and not again.held
+        _break(d, again)  # connection refused: the process is still listing
+    d._dispatch()
+    assert {p.shard for p in d.pending.values()} == {"1"} and not d.unsent
+    assert all(link.address == dead.address for link in dialled)
+
+
+def test_a_restarted_shard_gets_new_and_returned_pods_once_it_reports():
+    """The process restarted in place (same id, same address: the lease looks unchanged)
+    is dialled again, and once it reports (holding nothing) it takes its share of the pods
+    that come, as least loaded; so does one back at another address."""
+    for address in (None, "10.0.0.9:7001"):
+        d = _leading_over_leases("0", "1")
+        for i in range(10):
+            d.apply("ADDED", "Pod", pending(f"p{i}"))
+        d._dispatch()
+        dead = d.shards["0"]
+        _break(d, dead)
+        d._dispatch()
+        assert len(d.shards["1"].held) == 10
+        if address is not None:
+            d.store.put_lease("shard", "0", address, 600)
+        back = _dialled_again(d, "0", dead)
+        assert back.address == (address or dead.address)
+        report(d, back, [])
+        for i in range(10, 20):
+            d.apply("ADDED", "Pod", pending(f"p{i}"))
+        d._dispatch()
+        assert sorted(back.sent) == [f"ns/p{i}" for i in range(10, 20)]
+        d._take_back(d.shards["1"], ["ns/p0"])  # a pod the other one gives back goes to it too
+        d._dispatch()
+        assert d.pending["ns/p0"].shard == "0"
+
+
+def test_a_shard_back_with_pods_meanwhile_sent_elsewhere_is_told_to_drop_them():
+    """A shard whose stream broke but whose process lived on (a network blip) still works on
+    the pods it held, which went to another shard meanwhile: its first report on the new
+    stream gets them revoked, so that one shard schedules each pod."""
+    d = _leading_over_leases("0", "1")
+    for i in range(10):
+        d.apply("ADDED", "Pod", pending(f"p{i}"))
+    d._dispatch()
+    blinked = d.shards["0"]
+    held = sorted(blinked.held)
+    _break(d, blinked)
+    d._dispatch()
+    back = _dialled_again(d, "0", blinked)
+    report(d, back, held)
+    d._dispatch()
+    assert sorted(back.revoked) == held
+    assert all(d.pending[k].shard == "1" for k in held)
+
+
+def test_a_shard_back_takes_its_share_of_the_pods_the_other_held_meanwhile():
+    """While shard 0 was away (killed, listing again) shard 1 took its pods and every new one,
+    more than it schedules at once. Back, shard 0 takes its share of those (the ones sent last)
+    as well as of the new ones, instead of idling beside a backlog."""
+    d = _leading_over_leases("0", "1")
+    dead = d.shards["0"]
+    _break(d, dead)
+    for i in range(1000):
+        d.apply("ADDED", "Pod", pending(f"p{i}"))
+    for _ in range(10):
+        d._dispatch()
+    first = d.shards["1"]
+    assert len(first.held) == 1000
+    back = _dialled_again(d, "0", dead)
+    report(d, back, [])
+    for _ in range(10):
+        d._dispatch()
+    assert len(back.held) == len(first.held) == 500
+    assert sorted(first.revoked) == sorted(back.sent)
+    assert {d.pending[k].shard for k in back.sent} == {"0"} and not d.unsent

@@ -3,7 +3,12 @@ network: pods are taken from the shard's own watch, a re-dispatched pod is sched
 and the report lists what the shard works on."""
 from __future__ import annotations
 
+import gc
+import threading
+import time
+
 from builders import make_config, node, pod
+from common.runtime.component import METRICS_OFF
 from common.store.memory import MemoryStore
 from proto import shardsched_pb2 as pb
 from shard.server import ShardServer
@@ -76,3 +81,50 @@ def test_a_pod_whose_bindings_are_refused_again_and_again_gets_a_failed_scheduli
         refused = [e for e in store.list_events() if e["reason"] == FAILED_SCHEDULING]
         assert len(refused) == (1 if attempt == 2 else 0)
     assert refused[0]["note"] == f"binding rejected: {reason}" and refused[0]["type"] == "Warning"
+
+
+def test_a_shard_takes_its_lease_only_once_it_applied_what_was_written_during_its_list():
+    """Its lease tells the dispatcher a shard is ready for pods. A restarted shard listing a
+    large cluster used to take it straight after the list, before reading the events written
+    meanwhile: the pods then dispatched to it were ones its watch had not shown, and they
+    waited while it read the backlog. And it settled its heap (a full collection, seconds over
+    200,000 running pods) only after taking the lease, which expired meanwhile."""
+    known_at_lease: list[set] = []
+    frozen_at_lease: list[int] = []
+
+    class WrittenDuringTheList(MemoryStore):
+        """Pods bound while the shard lists, as a busy cluster's are; and what the shard
+        knows when it takes its lease."""
+
+        def list_iter(self, kind, cached=False, skip=None):
+            out = super().list_iter(kind, cached, skip)
+            if kind == "Pod" and not known_at_lease:
+                for i in range(5):
+                    self.create(pod(f"late-{i}", node_name="n1"))
+            return out
+
+        def put_lease(self, role, id_, address, ttl_s):
+            if role == "shard" and not known_at_lease:
+                known_at_lease.append(set(server.loop.pods))
+                frozen_at_lease.append(gc.get_freeze_count())
+            super().put_lease(role, id_, address, ttl_s)
+
+    store = WrittenDuringTheList()
+    store.create(node("n1"))
+    store.create(pod("early", node_name="n1"))
+    server = ShardServer(make_config(), store, 0, port=0, metrics_port=METRICS_OFF)
+    thresholds = gc.get_threshold()
+    gc.unfreeze()
+    runner = threading.Thread(target=server.run, daemon=True)
+    runner.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not known_at_lease and runner.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        server.stop_event.set()
+        runner.join(60)
+        gc.unfreeze()  # (the shard settles the heap of the whole test process)
+        gc.set_threshold(*thresholds)
+    assert known_at_lease and {f"default/late-{i}" for i in range(5)} | {"default/early"} <= known_at_lease[0]
+    assert frozen_at_lease[0] > 0, "the heap is settled before the lease is taken"
