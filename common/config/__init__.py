@@ -188,6 +188,12 @@ SCHEMA = {
                                  "between two reads (a paced rate then reads several per poll instead of "
                                  "waking for each; an event after a quiet spell is read at once); "
                                  "0 = read each as it comes.", maximum=1),
+        "historySeconds": _f(150, "Embedded or redis:// store: how long its event stream keeps events. A "
+                             "process lists, then watches from the list's snapshot: the window must "
+                             "outlast its slowest list (a million running pods: over a minute on two "
+                             "cores), or it relists again and again. The store holds the window's "
+                             "events in memory, each with its object.",
+                             minimum=1, maximum=86400),
     },
     "dispatcher": {
         "host": _s("127.0.0.1", "Address the dispatcher listens on."),
@@ -529,6 +535,7 @@ class StoreConfig(Section):
     qps: float
     burst: int
     watch_linger_seconds: float
+    history_seconds: float
 
 
 @_section(SCHEMA["dispatcher"])

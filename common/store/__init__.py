@@ -27,14 +27,16 @@ def open_configured(cfg, url: str, max_in_flight: int | None = None) -> "Cluster
     timeout and (kube://) rate limit."""
     s = cfg.store
     return open_store(url, kubeconfig=s.kubeconfig, request_timeout=s.request_timeout_seconds,
-                      max_in_flight=max_in_flight, qps=s.qps, burst=s.burst)
+                      max_in_flight=max_in_flight, qps=s.qps, burst=s.burst, history_seconds=s.history_seconds)
 
 
 def open_store(url: str, kubeconfig: str | None = None, request_timeout: float = 10.0,
-               max_in_flight: int | None = None, qps: float = 0, burst: int = 0) -> ClusterStore:
+               max_in_flight: int | None = None, qps: float = 0, burst: int = 0,
+               history_seconds: float | None = None) -> ClusterStore:
     """The store behind `url`: memory://, redis[s]://host:port/db (unix:// sockets too), or
     kube:// (a Kubernetes API server: `kubeconfig`, else in-cluster config or ~/.kube/config)
     and kube:///path/to/kubeconfig (`qps` > 0 paces its requests, `burst` at once).
+    `history_seconds`: how long a Redis store's writes keep events (None: RedisStore's default).
 
     No URL at all (an embedded redis-server) is the CLI's business: see embedded.py.
     """
@@ -44,7 +46,8 @@ def open_store(url: str, kubeconfig: str | None = None, request_timeout: float =
         return MemoryStore()
     if scheme in ("redis", "rediss", "unix"):
         from .redis_store import RedisStore
-        return RedisStore(url, max_in_flight=max_in_flight)
+        return RedisStore(url, max_in_flight=max_in_flight,
+                          **({"history_seconds": history_seconds} if history_seconds is not None else {}))
     if scheme == "kube":
         from .kube_store import KubeStore
         path = url.split("://", 1)[1].split("?", 1)[0]

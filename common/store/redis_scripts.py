@@ -12,30 +12,40 @@ Scripts read and rewrite only state records, never whole objects: Redis's cjson 
 turn [] into {} and round large integers. State records hold strings only, which cjson
 round-trips exactly. Python folds `p` into the object when it reads it.
 
+The stream is trimmed as each script writes (ARGV[1]): by age, 'a<ms>' keeping the events
+younger than that (entry ids are Redis's milliseconds), or by count, about that many.
+
 Stream entries: prev (the id of the entry before it), t (ADDED|MODIFIED|DELETED), k (kind),
 n (key), o (object JSON), p (patch JSON, when there is one), always in this order: readers
 take the fields by position. The entry id is the event's rv.
 """
 
 _EMIT = """
-local last_id
+local last_id, trim_how, trim_at
 local function emit(t, kind, key, o, st)
   if not last_id then
     local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
     last_id = last and last[1] or '0-0'
+    if string.sub(ARGV[1], 1, 1) == 'a' then  -- 'a<ms>': keep the events younger than that
+      local now = redis.call('TIME')
+      local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) - tonumber(string.sub(ARGV[1], 2))
+      trim_how, trim_at = 'MINID', string.format('%.0f', math.max(ms, 0))
+    else  -- a count: keep about that many
+      trim_how, trim_at = 'MAXLEN', ARGV[1]
+    end
   end
   local fields = {'prev', last_id, 't', t, 'k', kind, 'n', key, 'o', o}
   if st.p then
     fields[#fields + 1] = 'p'
     fields[#fields + 1] = cjson.encode(st.p)
   end
-  last_id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(fields))
+  last_id = redis.call('XADD', KEYS[1], trim_how, '~', trim_at, '*', unpack(fields))
   st.rv = last_id
   return last_id
 end
 """
 
-# KEYS: stream, obj hash, state hash. ARGV: maxlen, "create"|"update", kind, then per object
+# KEYS: stream, obj hash, state hash. ARGV: trim (see above), "create"|"update", kind, then per object
 # key, object JSON, state JSON (without rv), expected rv ("" = any).
 # Returns per object the new rv, or a reason: AlreadyExists, NotFound, UIDMismatch,
 # ResourceVersionMismatch, NodeNameImmutable (an update may not move or unbind a bound pod).
@@ -72,7 +82,7 @@ end
 return out
 """
 
-# KEYS: stream, obj hash, state hash. ARGV: maxlen, kind, then per object key, uid ("" = any).
+# KEYS: stream, obj hash, state hash. ARGV: trim (see above), kind, then per object key, uid ("" = any).
 # Returns per object "" (deleted), NotFound or UIDMismatch.
 DELETE = _EMIT + """
 local kind = ARGV[2]
@@ -97,7 +107,7 @@ end
 return out
 """
 
-# KEYS: stream, Pod obj hash, Pod state hash. ARGV: maxlen, op, now, then per pod key, arg, uid.
+# KEYS: stream, Pod obj hash, Pod state hash. ARGV: trim (see above), op, now, then per pod key, arg, uid.
 #   op bind:          arg = node; fails with PodNotFound, UIDMismatch, AlreadyBound or
 #                     SchedulingGated.
 #   op nominate:      arg = node ("" clears); Skip when gone, bound or unchanged.

@@ -177,19 +177,33 @@ def _prev(entry) -> str | None:
     return None
 
 
+#: How long the event stream keeps events (store.historySeconds): twice the API server's
+#: watch cache window (75 s), since a million pods' list takes over a minute on two cores.
+DEFAULT_HISTORY_S = 150.0
+
+
 class RedisStore(ClusterStore):
     """Client of one Redis database; several instances (and processes) can share it.
 
     `prefix` namespaces every key, so tests or several clusters can share one server.
-    `history` is the approximate number of events kept (XADD MAXLEN ~).
+
+    The event stream keeps the events of the last `history_seconds` (XADD MINID ~), as the
+    API server's watch cache keeps a window of time, not of count: a process that lists and
+    then watches from the list's snapshot needs every event written while it listed, and a
+    million running pods take a minute and more to list while the cluster writes thousands
+    of events a second. A count (`history`, about that many kept: XADD MAXLEN ~) ran out
+    before such a list ended (100,000 events were 30-60 s of a busy large cluster): the
+    reader relisted, and again, never ready. `history` is for tests that need trimming now.
     """
 
-    def __init__(self, url: str, prefix: str = "shardsched:", history: int = 100_000,
-                 max_in_flight: int | None = None):
+    def __init__(self, url: str, prefix: str = "shardsched:", history: int | None = None,
+                 max_in_flight: int | None = None, history_seconds: float = DEFAULT_HISTORY_S):
         """`max_in_flight`: concurrent requests this client may have (its connection pool's
         size; None = redis-py's default, effectively unbounded)."""
-        if history < 1:
+        if history is not None and history < 1:
             raise ValueError("history must be at least 1")
+        if history is None and not history_seconds > 0:
+            raise ValueError("history_seconds must be above 0")
         self._where = redacted(url)
         self._r = redis.Redis.from_url(
             url, socket_connect_timeout=3, socket_timeout=_BLOCK_S + 8,
@@ -198,7 +212,8 @@ class RedisStore(ClusterStore):
         # Stream entries stay flat lists (read by position in _read), not a dict each.
         self._r.set_response_callback("XRANGE", lambda response, **options: response)
         self._r.set_response_callback("XREAD", lambda response, **options: response)
-        self._history = history
+        #: each write script's first argument: how the stream is trimmed (redis_scripts)
+        self._history = history if history is not None else f"a{round(history_seconds * 1000)}"
         self._checked_at = float("-inf")  # when _follow last checked an empty read in full
         self._expired_at = float("-inf")  # when write_events last looked for expired Events
         self._stream = f"{prefix}events"

@@ -6,6 +6,7 @@ relist instead of waiting for events that will never come."""
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 
 import pytest
@@ -245,3 +246,37 @@ def test_a_list_read_ahead_raises_a_failed_page_where_it_comes_and_stops_when_cl
             t.join(timeout=30)
             assert not t.is_alive()
     assert len(read) < 100  # stopped, not read to the end
+
+
+def test_the_stream_keeps_a_window_of_time_however_many_events_it_holds(redis_url):
+    """A list of a million running pods takes over a minute while a busy cluster writes
+    thousands of events a second; the watch from the list's snapshot needs all of them. The
+    stream used to keep a count (100,000 events: 30-60 s of such a cluster), and a shard
+    restarted in the 1,000,000-pod bench relisted again and again, never ready. It keeps a
+    window of time now: every event younger than it, and none much older."""
+    prefix = f"test-{uuid.uuid4().hex[:12]}:"
+    s = RedisStore(redis_url, prefix=prefix, history_seconds=2.0)
+    try:
+        s.create(pod("first"))
+        since = s.poll("0-0", timeout=0)[-1].rv
+        assert s.create_many(pod(f"burst-{i}") for i in range(3000)) == []
+        assert len(s.poll(since, timeout=0, max_events=10_000)) == 3000, "all younger than the window"
+        time.sleep(2.5)
+        # the next writes trim what is older than the window (Redis drops whole nodes of 100)
+        assert s.create_many(pod(f"later-{i}") for i in range(300)) == []
+        with pytest.raises(ResourceVersionTooOld):
+            s.poll(since, timeout=0)
+    finally:
+        s.close()
+
+
+def test_the_history_window_comes_from_the_config(redis_url):
+    from common import config
+    from common.store import open_configured
+
+    cfg = config.validate({"store": {"historySeconds": 42}})
+    s = open_configured(cfg, redis_url)
+    try:
+        assert s._history == "a42000"
+    finally:
+        s.close()
