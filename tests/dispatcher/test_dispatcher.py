@@ -465,6 +465,15 @@ def _leading_over_leases(*ids) -> Dispatcher:
     return d
 
 
+def _two_shards_holding(n: int) -> Dispatcher:
+    """Shards 0 and 1 live, `n` pending pods p0.. dispatched between them."""
+    d = _leading_over_leases("0", "1")
+    for i in range(n):
+        d.apply("ADDED", "Pod", pending(f"p{i}"))
+    d._dispatch()
+    return d
+
+
 def _membership(d) -> None:
     """The dispatcher's look at the shards' leases, now (it looks every half second)."""
     d._membership_at = 0.0
@@ -496,10 +505,7 @@ def test_a_shard_whose_stream_breaks_while_its_lease_lives_gets_no_pods_until_it
     once, and a stream dialled to that address again gets nothing until the shard reports on
     it. (The dispatcher used to dial the dead address every half second and, the new link
     holding nothing, send it the most pods each time, until the lease expired.)"""
-    d = _leading_over_leases("0", "1")
-    for i in range(20):
-        d.apply("ADDED", "Pod", pending(f"p{i}"))
-    d._dispatch()
+    d = _two_shards_holding(20)
     dead = d.shards["0"]
     held = set(dead.held)
     assert held
@@ -525,10 +531,7 @@ def test_a_restarted_shard_gets_new_and_returned_pods_once_it_reports():
     is dialled again, and once it reports (holding nothing) it takes its share of the pods
     that come, as least loaded; so does one back at another address."""
     for address in (None, "10.0.0.9:7001"):
-        d = _leading_over_leases("0", "1")
-        for i in range(10):
-            d.apply("ADDED", "Pod", pending(f"p{i}"))
-        d._dispatch()
+        d = _two_shards_holding(10)
         dead = d.shards["0"]
         _break(d, dead)
         d._dispatch()
@@ -551,10 +554,7 @@ def test_a_shard_back_with_pods_meanwhile_sent_elsewhere_is_told_to_drop_them():
     """A shard whose stream broke but whose process lived on (a network blip) still works on
     the pods it held, which went to another shard meanwhile: its first report on the new
     stream gets them revoked, so that one shard schedules each pod."""
-    d = _leading_over_leases("0", "1")
-    for i in range(10):
-        d.apply("ADDED", "Pod", pending(f"p{i}"))
-    d._dispatch()
+    d = _two_shards_holding(10)
     blinked = d.shards["0"]
     held = sorted(blinked.held)
     _break(d, blinked)
