@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 
 from .. import config as config_mod
 from . import orphans

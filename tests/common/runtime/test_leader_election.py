@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from builders import Clock, make_config
+from builders import Clock
 from common.config import ConfigError
 from common.errors import StoreUnavailable
 from common import config as config_mod
