@@ -40,7 +40,7 @@ import random
 import time
 from collections import Counter
 
-from common.runtime.component import Component
+from common.runtime.component import Component, settle_heap
 from common.runtime.intake import Intake, Kind
 from common.runtime.leader_election import LeaderElector
 from common.runtime.links import StreamLink
@@ -573,6 +573,7 @@ class Dispatcher(Component):
 
     def run(self) -> None:
         self.informer.start()
+        settle_heap()  # (what Component.start does first: the dispatcher's start differs)
         self.serve()
         if self.cfg.leader_election.leader_elect:
             # stable across restarts of this replica, unlike its address (common/runtime/identity.py)

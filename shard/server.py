@@ -14,7 +14,7 @@ import threading
 import time
 from collections import deque
 
-from common.runtime.component import Component, settle_heap
+from common.runtime.component import Component
 from common.runtime.events import FAILED_SCHEDULING, WARNING, StatusWriter, pod_ref
 from common.runtime.links import StreamLink
 from common.runtime.logs import DETAIL, keys
@@ -594,11 +594,6 @@ class ShardServer(Component, rpc.ShardServicer):
     def run(self) -> None:
         self.loop.start()
         self.catch_up()
-        # The full collection that freezes the heap held the GIL for seconds over 200,000
-        # running pods: done after the lease was taken (in start()), the lease expired
-        # before its first renewal and the dispatcher dropped the shard it had just found.
-        # Done first, the one in start() finds nothing left to walk.
-        settle_heap()
         self.start(self.write_status_forever)
         self.loop_forever(self.step)
         self.returned = [k for k in self.owned.keys if k not in self.binders.in_flight]

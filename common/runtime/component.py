@@ -191,22 +191,23 @@ class Component(rpc.ComponentServicer):
                 self.stop_event.wait(0.2)
 
     def start(self, *background) -> None:
-        """After the initial list: listen, take the lease, start the background threads."""
+        """After the initial list: settle the heap, listen, take the lease, start the
+        background threads. The heap is settled first, before anyone can find this process
+        by its lease (a freeze, no collection since `collect_before_list`: when it was a full
+        collection over a shard's 200,000 running pods it held the GIL for seconds after the
+        lease was taken, the lease expired before its first renewal, and the dispatcher
+        dropped the shard it had just found)."""
+        settle_heap()
         self.serve()
         self.renew_lease()
         self.start_background(*background)
 
     def start_background(self, *targets) -> list[threading.Thread]:
-        """Called once the initial list is loaded: start the threads, then settle the heap.
-        The threads' first steps are round trips to the store (a binder's partition lease, a
-        shard's binder lookup) on the way to the first binding, so nothing goes before them;
-        settling is a freeze (no collection since `collect_before_list`), what the threads
-        allocated by then frozen with the rest."""
+        """The lease's renewals and the role's `targets`, each on a thread of its own."""
         threads = [threading.Thread(target=t, name=f"{self.role}-{self.id}-{t.__name__}", daemon=True)
                    for t in (self.leases_forever, *targets)]
         for t in threads:
             t.start()
-        settle_heap()
         return threads
 
     def shutdown(self) -> None:

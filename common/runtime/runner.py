@@ -90,7 +90,7 @@ def run(role: str, args, build) -> int:
         stop_on_signals(component)
         log.info("%s %s starting", role, args.id)
         # No cyclic collections while the initial lists are loaded (hundreds of ms each at
-        # 50,000 pods, common.runtime.gcstats); Component.start_background's settle_heap
+        # 50,000 pods, common.runtime.gcstats); Component.start's settle_heap (the dispatcher's run calls it)
         # freezes what they built and turns collection back on.
         collect_before_list()
         try:
