@@ -20,6 +20,7 @@ import zlib
 import numpy as np
 
 from common.model.resources import BASE_WIDTH, INT64_MAX, RESOURCES, padded
+from common.scheduling.predicates import untolerated_taint
 from common.scheduling.term_groups import TermIndex
 
 OVERFLOW_BIT = np.uint64(1 << 63)
@@ -267,6 +268,22 @@ class NodeTable:
                 self.image_nodes[image] = left
             else:
                 del self.image_nodes[image]
+
+    def tolerating(self, tolerations, tolerated: np.uint64, rows) -> np.ndarray:
+        """Per row of `rows` (a slice or index array), whether `tolerations` tolerate every
+        NoSchedule and NoExecute taint of the node; `tolerated` is
+        taint_bits.tolerated_mask(tolerations), computed once per pod by the caller. One
+        pass over the taint bits: only rows whose taints overflowed the 63 bits are looked
+        at node by node, so a pod's cost does not grow with the tainted nodes."""
+        bits = gather(self.taints, rows)
+        ok = (bits & ~tolerated) == 0
+        if not self.taint_bits.overflowed:
+            return ok
+        overflow = np.flatnonzero((bits & OVERFLOW_BIT) != 0)
+        for i in overflow:
+            row = rows.start + i if isinstance(rows, slice) else rows[i]
+            ok[i] = untolerated_taint(self.infos[row].node.taints, tolerations) is None
+        return ok
 
     def label_column(self, key: str) -> tuple[np.ndarray, dict]:
         """int32 codes of label `key` per row (0 = absent) and the value->code map.

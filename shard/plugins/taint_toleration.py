@@ -42,18 +42,7 @@ class TaintToleration(Plugin, taint_toleration.TaintToleration):
 
     def filter_vec(self, state, pod, table, rows):
         tolerated, _, _ = state[STATE]
-        bits = gather(table.taints, rows)
-        ok = (bits & ~tolerated) == 0
-        if not table.taint_bits.overflowed:
-            return ok
-        overflow = np.flatnonzero((bits & OVERFLOW_BIT) != 0)
-        if len(overflow):  # more distinct taints than bits: decide those rows one by one
-            infos = table.infos
-            base = rows.start if isinstance(rows, slice) else 0
-            for i in overflow:
-                row = base + i if isinstance(rows, slice) else rows[i]
-                ok[i] = untolerated_taint(infos[row].node.taints, pod.tolerations) is None
-        return ok
+        return table.tolerating(pod.tolerations, tolerated, rows)
 
     def reasons_vec(self, state, pod, table, rows):
         """Reasons for failing `rows` (absolute indices): kube's one reason for them all, which

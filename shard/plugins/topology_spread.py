@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from common.plugins import topology_spread
-from common.scheduling.predicates import SPREAD_MISMATCH, SPREAD_MISSING_LABEL, untolerated_taint
+from common.scheduling.predicates import SPREAD_MISMATCH, SPREAD_MISSING_LABEL
 from ..framework import SKIP, Plugin, Status, unresolvable, unschedulable
 from .node_affinity import matches_mask
 from .scoring import MAX_NODE_SCORE
@@ -57,13 +57,24 @@ def _eligible(table, pod, constraints) -> list:
             ok = ok & affinity
         if c.honor_taints:
             if tolerated is None:
-                tolerated = np.ones(n, dtype=bool)
-                infos = table.infos
-                for row in np.flatnonzero(base & (table.taints[:n] != 0)):
-                    tolerated[row] = untolerated_taint(infos[row].node.taints, pod.tolerations) is None
+                mask = np.uint64(table.taint_bits.tolerated_mask(pod.tolerations))
+                tolerated = table.tolerating(pod.tolerations, mask, slice(0, n))
             ok = ok & tolerated
         out.append(ok)
     return out
+
+
+def _global_min(codes, sums, eligible, min_domains: int) -> int:
+    """The smallest matching-pod count over the domains that hold an eligible row (0 when
+    there are fewer such domains than minDomains, or none). The domains present come from
+    one counting pass over the rows (codes are small dense integers), not a sort of them,
+    so each pod pays O(nodes) and not O(nodes log nodes)."""
+    present = np.bincount(codes[eligible], minlength=len(sums)) != 0
+    present[0] = False  # code 0: the node lacks the topology label, not a domain
+    found = int(np.count_nonzero(present))
+    if not found or found < min_domains:
+        return 0
+    return int(sums[present].min())
 
 
 def _affinity_mask(table, pod) -> np.ndarray | None:
@@ -109,11 +120,7 @@ class PodTopologySpread(Plugin, topology_spread.PodTopologySpread):
             h = _Hard()
             h.constraint = c
             h.codes, h.sums = table.domain_counts(c.topology_key, _counts(table, pod, c), eligible)
-            domains = np.unique(h.codes[eligible])
-            domains = domains[domains != 0]
-            h.min = int(h.sums[domains].min()) if len(domains) else 0
-            if len(domains) < c.min_domains:
-                h.min = 0
+            h.min = _global_min(h.codes, h.sums, eligible, c.min_domains)
             h.self_match = 1 if c.selector is not None and c.selector.matches(pod.labels) else 0
             out.append(h)
         state[FILTER_STATE] = out

@@ -122,6 +122,22 @@ def test_spread_node_taints_policy():
     assert c.passing("PodTopologySpread", tolerant) == {"z"}
 
 
+def test_spread_node_taints_policy_beyond_63_distinct_taints():
+    """Honor with more distinct taints than the taint bitmask holds (70 in zone z3, one per
+    node): the nodes whose taints overflowed are judged one by one, so z3 counts exactly when
+    the pod tolerates one of its nodes' taints, whichever bit (or the overflow) it got."""
+    tainted = [node(f"t{i}", labels={ZONE: "z3"}, taints=[f"k{i}=v:NoSchedule"]) for i in range(70)]
+    c = Cluster(zones(tainted), pods("a", "x"))
+    honor = spread(1, ZONE, WEB, nodeTaintsPolicy="Honor")
+    z3 = {f"t{i}" for i in range(70)}
+    # z3 left out: min 1 over z1 and z2, every node fits
+    assert c.passing("PodTopologySpread", web(honor)) == {"a", "b", "x", "y"} | z3
+    assert c.passing("PodTopologySpread", web(honor, tolerations=[toleration("other")])) == {"a", "b", "x", "y"} | z3
+    for i in range(70):
+        # z3 counts (min 0): z1 and z2, holding one pod each, would make a skew of 2
+        assert c.passing("PodTopologySpread", web(honor, tolerations=[toleration(f"k{i}")])) == z3, i
+
+
 def test_spread_match_label_keys():
     """matchLabelKeys adds the incoming pod's value of those labels to the selector: pods of
     another revision do not count."""
