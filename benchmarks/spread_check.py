@@ -17,6 +17,10 @@ reproduced here; its eligible domains are cached as they were):
 - existing_anti: a pod labelled as a second Deployment, of `--anti-replicas` running pods
   (app=db) with required hostname anti-affinity to each other, judged against their terms
   (InterPodAffinity's "existing pods" rule), on nodes with and without one;
+- new_selector: the first count of a selector not asked about before (one of 100 small
+  Deployments of 5 pods, app=small-N), its label key already indexed by earlier selectors:
+  the pods of the nodes holding its label pair (optimised) against a walk over every counted
+  pod (baseline, what each new selector paid before issue 31's per-pod costs);
 - bind_update: one matching pod counted and uncounted (a bind and a delete), with the sums of
   the cases above kept (optimised) against the counters alone (baseline): what keeping them
   adds to every bind, so a ratio below 1.
@@ -179,6 +183,28 @@ def bench_bind_update(acc, ring: list, repeat: int, seed: int) -> dict:
     return harness.compare(optimised, baseline)
 
 
+def bench_new_selector(acc, ring: list, repeat: int, seed: int) -> dict:
+    """Counts of a fresh selector key with its label pair named (the nodes holding it) and
+    without (the walk), on the same index; both must be equal."""
+    rng = random.Random(seed)
+    for d in range(100):
+        template = _pod("template", {"app": f"small-{d}"})
+        for i in range(5):
+            acc.set_pod(instance(template, f"small-{d}-{i}", rng.choice(ring)))
+    index = acc.constraints
+    serial = itertools.count()
+
+    def count(named: bool, app: str | None = None):
+        n = next(serial)
+        app = app or f"small-{n % 100}"
+        return index.counts(("new_selector", n), lambda p: p.namespace == "bench" and p.labels.get("app") == app,
+                            (("bench", "app", app),) if named else ())
+
+    assert count(True, "small-7") == count(False, "small-7")
+    return harness.compare(harness.time_ms(lambda: count(True), repeat),
+                           harness.time_ms(lambda: count(False), max(5, repeat // 20)))
+
+
 def main(argv=None) -> int:
     p = harness.parser(__doc__.split("\n\n")[0])
     p.add_argument("--replicas", type=int, default=30000)
@@ -221,6 +247,7 @@ def main(argv=None) -> int:
     results["existing_anti"] = compare_checks(
         with_db + without, lambda n: inter_pod_affinity_failure(index, newcomer, n),
         lambda n: walk_existing_anti(index, newcomer, n), args.repeat)
+    results["new_selector"] = bench_new_selector(acc, ring, args.repeat, args.seed)
     results["bind_update"] = bench_bind_update(acc, ring, args.repeat, args.seed)
     return harness.report(f"cross-node checks, {args.nodes} nodes, Deployments of {args.replicas} (spread) and "
                           f"{args.anti_replicas} (anti-affinity) replicas "

@@ -298,3 +298,40 @@ def test_a_node_relabelled_moves_its_pods_between_domains():
     assert topology_spread_failure(acc.constraints, incoming, acc.nodes["n1"].node) == \
         ("Unschedulable", SPREAD_MISMATCH)
     assert topology_spread_failure(acc.constraints, incoming, acc.nodes["n2"].node) is None
+
+
+def test_a_new_selector_is_counted_over_the_nodes_holding_its_label_pair():
+    """The first check of a Deployment's selector counts only the pods on nodes that hold a
+    pod carrying the label pair the selector requires, once the label key is indexed (the
+    first selector over the key pays one walk): not every running pod of the cluster each
+    time a new selector is asked about. The counts are those of a full walk, and follow pods
+    counted and uncounted after the key was indexed."""
+    acc = ConstrainedAccounting()
+    for i in range(50):
+        acc.set_node(parse_node(node(f"n{i}", labels={ZONE: f"z{i % 3}"})))
+    for i in range(50):
+        for j in range(10):
+            acc.set_pod(parse_pod(pod(f"o{i}-{j}", labels={"app": f"other{j}"}, node_name=f"n{i}")))
+    for i in (3, 7):
+        acc.set_pod(parse_pod(pod(f"w{i}", labels={"app": "web"}, node_name=f"n{i}")))
+    index = acc.constraints
+    asked = []
+
+    def selector(app):
+        def predicate(p):
+            asked.append(p.key)
+            return p.namespace == "default" and p.labels.get("app") == app
+        return predicate
+
+    index.counts(("first", "other0"), selector("other0"), (("default", "app", "other0"),))
+    asked.clear()
+    counts = index.counts(("first", "web"), selector("web"), (("default", "app", "web"),))
+    assert counts == Counter({"n3": 1, "n7": 1})
+    assert len(asked) <= 2 * 11  # the pods of n3 and n7, not the 502 of the cluster
+    acc.set_pod(parse_pod(pod("w9", labels={"app": "web"}, node_name="n9")))
+    acc.remove_pod("default/w3")
+    asked.clear()
+    counts = index.counts(("second", "web"), selector("web"), (("default", "app", "web"),))
+    assert counts == Counter({"n7": 1, "n9": 1})
+    assert len(asked) <= 2 * 11
+    assert index.counts(("any", "web"), lambda p: p.labels.get("app") == "web") == counts  # no buckets: a walk
