@@ -11,11 +11,16 @@
 - releasable_resources: for one preemptor priority, the resources the lower-priority pods
   of every node could free; a prefix query on each node's splay tree against summing each
   node's pods.
+- bound_copy: 1,000 pending pods turned into their bound versions as the binding's watch
+  event shows them (Pod.bound_copy: what a binder or shard does with each of its own
+  decisions) against the same with the pod copied by copy.copy (the form before issue 31's
+  per-pod costs); the copies must be equal.
 
 Each item is {"optimised_ms", "baseline_ms", "ratio"} with medians over the repeats.
 """
 from __future__ import annotations
 
+import copy
 import random
 import time
 
@@ -113,6 +118,24 @@ def bench_releasable(cache, repeat: int, priority: int = 1000) -> dict:
     return harness.compare(harness.time_ms(splay, repeat), harness.time_ms(linear, repeat))
 
 
+def bench_bound_copy(repeat: int) -> dict:
+    pods = [instance(template_pod(100, 128, labels={"app": f"a{i % 50}"}), f"p{i}") for i in range(1000)]
+    event = {"spec": {"nodeName": "node-1"}, "status": {"phase": "Running"}}
+
+    def copied(pod):
+        """bound_copy with copy.copy, as it was."""
+        p = copy.copy(pod)
+        p.node_name, p.phase, p.nominated_node, p.raw, p.resource_version = "node-1", "Running", None, None, ""
+        return p
+
+    slots = type(pods[0]).__slots__
+    for pod in pods[:10]:
+        a, b = pod.bound_copy(event), copied(pod)
+        assert all(getattr(a, n) == getattr(b, n) for n in slots)
+    return harness.compare(harness.time_ms(lambda: [p.bound_copy(event) for p in pods], repeat),
+                           harness.time_ms(lambda: [copied(p) for p in pods], repeat))
+
+
 def main(argv=None) -> int:
     p = harness.parser(__doc__.split("\n\n")[0])
     p.add_argument("--pods-per-node", type=int, default=30)
@@ -126,6 +149,7 @@ def main(argv=None) -> int:
         "snapshot_update": bench_snapshot_update(cache, rng, args.repeat),
         "node_list_churn": bench_node_list_churn(cache, args.seed, args.nodes, args.repeat),
         "releasable_resources": bench_releasable(cache, max(3, args.repeat // 4)),
+        "bound_copy": bench_bound_copy(args.repeat * 5),
     }
     return harness.report(f"data structures, {args.nodes} nodes x {args.pods_per_node} pods "
                         "(medians, ratio = baseline / optimised)", results, args.json)

@@ -7,7 +7,6 @@ for a bound pod parsed `lean` (what the roles keep of their running pods: see Po
 """
 from __future__ import annotations
 
-import copy
 import sys
 import weakref
 from operator import attrgetter
@@ -420,7 +419,9 @@ class Pod:
         pending pod (a shard or binder that assumed it) takes everything else from here: the
         second parse would cost as much as the scheduling cycle.
         """
-        p = copy.copy(self)
+        p = object.__new__(Pod)  # a slot-by-slot copy: copy.copy's reduce protocol costs 2.5x
+        for name in _POD_SLOTS:
+            setattr(p, name, getattr(self, name))
         status = d.get("status") or {}
         p.node_name = shared_str(d["spec"]["nodeName"])
         p.phase = shared_str(status.get("phase") or self.phase)
@@ -467,6 +468,10 @@ class Pod:
 
     def __repr__(self):
         return f"Pod({self.key})"
+
+
+#: Every attribute a Pod holds (it has no __dict__): what bound_copy copies.
+_POD_SLOTS = Pod.__slots__
 
 
 EMPTY_AFFINITY = ((), ())
