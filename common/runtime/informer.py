@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import nullcontext
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable
 
@@ -37,14 +38,17 @@ class Informer:
 
     def __init__(self, store, kinds: Iterable[str], on_event: Callable[[str, str, dict], None],
                  on_relist: Callable[[], None] | None = None, skips: dict | None = None,
-                 event_skip=None, linger_s: float = WATCH_LINGER_S):
+                 event_skip=None, linger_s: float = WATCH_LINGER_S, listing=None):
         """`skips`: kind -> common.store.base.ListSkip, what the owner's lists may pass over
         unread (a dispatcher's bound pods); `event_skip`: the watch events it may pass over
         (common.store.base.EventSkip), on a store that can skip them unread (Redis, in its
         read) or hands them over undecoded (kube://, here); `linger_s`: how long a sync that
         may wait lets events gather after the previous one (common.store.base.PollPace;
-        store.watchLingerSeconds)."""
+        store.watchLingerSeconds); `listing()`: a context manager each list (the first and
+        every relist) is delivered within, for an owner that counts what a list brings in one
+        pass at its end (common.scheduling.accounting.PodAccounting.listing)."""
         self.store = store
+        self.listing = listing if listing is not None else nullcontext
         self.pace = PollPace(linger_s)
         self.kinds = tuple(kinds)
         self.skips = dict(skips or {})
@@ -88,12 +92,13 @@ class Informer:
             # Events after the oldest of the per-kind versions cover every list.
             rv = kind_rv if rv is None else min(rv, kind_rv, key=rv_order)
         counts = []
-        for kind, objs in listed:
-            n = 0
-            for obj in objs:
-                n += 1
-                self._deliver("ADDED", kind, obj, rv)
-            counts.append(f"{n} {kind}")
+        with self.listing():
+            for kind, objs in listed:
+                n = 0
+                for obj in objs:
+                    n += 1
+                    self._deliver("ADDED", kind, obj, rv)
+                counts.append(f"{n} {kind}")
         del listed
         self.rv = rv
         self.kind_rv = kind_rvs
