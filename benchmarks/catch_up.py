@@ -11,13 +11,15 @@ as a busy cluster writes them (created pending, bound, each then Running: three 
 pod), and each shard applies them: `every` event in turn (ShardLoop.sync, what catch-up did
 before) or each object's `latest` (ShardLoop.sync(latest=True), reads of
 shard.server.CATCH_UP_READ events, as catch-up now reads them: superseded events left out
-undecoded, the pods counted node by node), the order of the two alternating. Prints each
+undecoded, the pods counted node by node), the order of the two alternating, the
+cyclic collector off throughout as a shard's runner keeps it until its heap is settled. Prints each
 one's thread CPU per event written (us) and the ratio of the medians; `--json FILE` writes
 the runs.
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import time
@@ -95,6 +97,8 @@ def run(nodes: int, running_pods: int, pods: int, repeats: int, seed: int = 0) -
         names = [d["metadata"]["name"] for d in node_docs
                  if not (d.get("spec") or {}).get("taints") and not (d.get("spec") or {}).get("unschedulable")]
         for r in range(repeats):
+            gc.collect()
+            gc.disable()  # as common.runtime.runner keeps it through a shard's list and catch-up
             loops = {mode: ShardLoop(cfg, RedisStore(server.url), owner=DispatchedPods()) for mode in MODES}
             for loop in loops.values():
                 loop.start()
@@ -113,6 +117,7 @@ def run(nodes: int, running_pods: int, pods: int, repeats: int, seed: int = 0) -
             for d in late:
                 store.delete("Pod", f"{d['metadata']['namespace']}/{d['metadata']['name']}")
             del loops
+            gc.enable()
     medians = {m: statistics.median(x["us_per_event"] for x in runs if x["mode"] == m) for m in MODES}
     print("median us per event: " + ", ".join(f"{m} {v}" for m, v in medians.items())
           + f"; every / latest = {medians['every'] / medians['latest']:.2f}")
