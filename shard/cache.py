@@ -72,6 +72,9 @@ class ShardCache(PodAccounting):
     def _counted(self, pod, node_name: str) -> None:
         self.priorities[pod.priority] += 1
 
+    def _counted_many(self, pods: list, node_name: str) -> None:
+        self.priorities.update(pod.priority for pod in pods)
+
     def _uncounted(self, pod, node_name: str) -> None:
         left = self.priorities[pod.priority] - 1
         if left:
@@ -81,4 +84,5 @@ class ShardCache(PodAccounting):
 
     def lowest_priority(self) -> float:
         """The lowest priority of any counted pod (infinity when there are none)."""
+        self._count_deferred()
         return min(self.priorities) if self.priorities else float("inf")

@@ -116,7 +116,9 @@ class ShardIntake:
         ], priority_classes=self.priority_classes, logger=log)
         self.errors = self.intake.errors
         self.apply = self.intake.apply
-        self.informer = self.intake.informer(store, self.forget_everything, linger_s=linger_s)
+        # a list's bound pods are counted node by node at its end (PodAccounting.listing)
+        self.informer = self.intake.informer(store, self.forget_everything, linger_s=linger_s,
+                                             listing=cache.listing)
 
     def forget_everything(self) -> None:
         """Before a relist: the fresh list will bring back whatever still exists."""
@@ -289,7 +291,7 @@ class ShardIntake:
             if counted is not None and self.cache.counted(key) is None:
                 # it finished: its room is free
                 self.queue.wake(hints.pod_left, counted, pools=self.pools_on(counted.node_name))
-            elif known is None or not known.node_name or known.labels != pod.labels:
+            elif (known is None or not known.node_name or known.labels != pod.labels) and self.queue.has_parked():
                 self.queue.wake(hints.pod_arrived, pod, pools=self.pools_on(pod.node_name))
         elif self.cache.is_assumed(key):
             pass  # our binding is in flight; the watch will bring the bound version

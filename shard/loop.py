@@ -71,9 +71,11 @@ class ShardLoop:
         """Initial list of every kind; later changes come from `sync()`."""
         self.informer.start()
 
-    def sync(self, timeout: float = 0.0) -> int:
-        """Apply the store's events since the last sync; relists if history was trimmed."""
-        n = self.informer.sync(timeout)
+    def sync(self, timeout: float = 0.0, latest: bool = False, max_events: int = 10000) -> int:
+        """Apply the store's events since the last sync; relists if history was trimmed.
+        `latest`: each object's last event only (common.runtime.informer.Informer.sync), while
+        catching up after the initial list, before any pod is this shard's to schedule."""
+        n = self.informer.sync(timeout, max_events, latest=latest)
         self._expire_assumptions()
         return n
 

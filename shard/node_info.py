@@ -8,6 +8,7 @@ snapshots hold clones.
 """
 from __future__ import annotations
 
+from common.model.resources import vsum
 from common.scheduling.accounting import NodeUsage
 from .splay import PrioritySplayTree
 
@@ -45,6 +46,33 @@ class NodeInfo(NodeUsage):
             self.affinity_pods[pod.key] = pod
         if self.tree is not None:
             self.tree.add(pod.priority, pod.requests)
+
+    def add_pods(self, pods: list) -> None:
+        """`add_pod` of each, in one pass: one insert into the splay tree per priority."""
+        if any(pod.key in self.pods for pod in pods):
+            for pod in pods:
+                self.add_pod(pod)
+            return
+        super().add_pods(pods)
+        cpu, mem = self.nonzero
+        by_priority: dict = {}
+        for pod in pods:
+            shared = pod.shared
+            c, m = shared.nonzero
+            cpu += c
+            mem += m
+            a, aa = shared.affinity, shared.anti_affinity
+            if a[0] or a[1] or aa[0] or aa[1]:
+                self.affinity_pods[pod.key] = pod
+            vectors = by_priority.get(pod.priority)
+            if vectors is None:
+                by_priority[pod.priority] = [shared.requests]
+            else:
+                vectors.append(shared.requests)
+        self.nonzero = (cpu, mem)
+        if self.tree is not None:
+            for priority, vectors in by_priority.items():
+                self.tree.add(priority, vsum(vectors), len(vectors))
 
     def remove_pod(self, key: str):
         pod = super().remove_pod(key)

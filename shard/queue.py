@@ -359,6 +359,12 @@ class SchedulingQueue:
         self._incoming("active", event, len(moved) - to_backoff)
         return len(moved)
 
+    def has_parked(self) -> bool:
+        """Whether any pod waits in the unschedulable pool: a cluster event (`wake`) can move
+        nothing else, so while none waits (a shard's initial list) its hint is not worth
+        preparing."""
+        return bool(self._unschedulable)
+
     def wake(self, hint, *event, pools=None) -> int:
         """A cluster event: move the parked pods for which `hint(pod, rejectors, *event)`
         (shard/queueing_hints.py) says it could make them fit. `pools`: the sub-cluster pools

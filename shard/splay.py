@@ -24,12 +24,12 @@ Vector = tuple[int, ...]
 class _Node:
     __slots__ = ("key", "count", "vec", "sum", "size", "low", "left", "right", "parent")
 
-    def __init__(self, key: int, vec: Vector) -> None:
+    def __init__(self, key: int, vec: Vector, count: int = 1) -> None:
         self.key = key
-        self.count = 1      # pods at this priority
+        self.count = count  # pods at this priority
         self.vec = vec      # their summed requests
         self.sum = vec      # ... and those of the whole subtree
-        self.size = 1       # pods in the subtree
+        self.size = count   # pods in the subtree
         #: Priority of the subtree's first entry: lets a prefix query stop without
         #: walking into a subtree that holds nothing below its bound.
         self.low = key
@@ -133,15 +133,16 @@ class PrioritySplayTree:
             self._splay(last)
         return node is not None
 
-    def add(self, priority: int, vector: Vector) -> None:
-        """Count one more pod of `priority` requesting `vector`."""
+    def add(self, priority: int, vector: Vector, count: int = 1) -> None:
+        """Count one more pod of `priority` requesting `vector` (or `count` more pods of it
+        requesting `vector` together: a node's pods counted at once)."""
         found, parent = self._descend(priority)
         if found is not None:
-            found.count += 1
+            found.count += count
             found.vec = vadd(found.vec, vector)
             self._splay(found)  # refreshes it and every ancestor on the way up
             return
-        new = _Node(priority, tuple(vector))
+        new = _Node(priority, tuple(vector), count)
         if parent is None:
             self._root = new
             return

@@ -582,14 +582,15 @@ def _bound_pod(d: dict, priority_classes: dict | None) -> Pod | None:
     if shared is None:
         return None  # a spec parsed afresh: parse_pod knows where to blame its errors
     p = Pod()
-    ns = shared_str(ns)
-    p.namespace, p.key = ns, sys.intern(f"{ns}/{name}")
+    intern = sys.intern  # (every value here is a str already: no shared_str call per field)
+    ns = intern(ns)
+    p.namespace, p.key = ns, intern(f"{ns}/{name}")
     p.uid = uid
     p.owner_refs = shared_refs(refs, OwnerRef)
     p.shared = shared
     p.labels, p.annotations = shared_map(labels), shared_map(annotations)
     p.priority, p.preemption_policy = shared.priority, shared.preemption_policy
-    p.node_name = shared_str(node)
+    p.node_name = intern(node)
     p.volumes, p.claim_statuses = (), _NO_CLAIM_STATUSES
     if priority_classes is not None:
         if p.priority is None and p.priority_class_name and p.priority_class_name not in priority_classes \
@@ -599,7 +600,7 @@ def _bound_pod(d: dict, priority_classes: dict | None) -> Pod | None:
     elif p.priority is None:
         p.priority = SYSTEM_PRIORITY_CLASSES.get(p.priority_class_name, 0)
     p.creation_time, p.start_time = created, started or created
-    p.phase = shared_str(phase or "Pending")
+    p.phase = intern(phase or "Pending")
     p.nominated_node = nominated
     p.deleting = bool(meta.get("deletionTimestamp"))
     p.resource_version, p.raw = "", None

@@ -300,6 +300,15 @@ def vadd(a, b) -> tuple[int, ...]:
     return _combined(add, a, b)
 
 
+def vsum(vectors: list) -> tuple[int, ...]:
+    """The sum of `vectors` (at least one), equal to vadd of each in turn, in one pass over
+    their columns."""
+    n = max(map(len, vectors))
+    if n == BASE_WIDTH and len(vectors[0]) == n and all(len(v) == n for v in vectors):
+        return tuple(map(sum, zip(*vectors)))
+    return _trimmed(list(map(sum, zip(*(padded(v, n) for v in vectors)))))
+
+
 def vsub(a, b) -> tuple[int, ...]:
     return _combined(sub, a, b)
 

@@ -182,12 +182,13 @@ class Intake:
 
     def informer(self, store, on_relist: Callable[[], None] | None = None,
                  apply: Callable[[str, str, dict], None] | None = None,
-                 linger_s: float = WATCH_LINGER_S) -> Informer:
+                 linger_s: float = WATCH_LINGER_S, listing=None) -> Informer:
         """An informer over the declared kinds that feeds `apply` (a role that applies under a
         lock passes its own, which calls this intake's); `linger_s`: its syncs' linger
-        (store.watchLingerSeconds)."""
+        (store.watchLingerSeconds); `listing`: the Informer's (what each list is delivered
+        within)."""
         return Informer(store, self.kinds, apply or self.apply, on_relist, self.skips,
-                        self.skip_event if self.event_skips else None, linger_s)
+                        self.skip_event if self.event_skips else None, linger_s, listing)
 
     def skip_event(self, kind: str, type_: str, key: str, bound: bool, data: bytes) -> bool:
         """The store's EventSkip over the declarations: an event every declaration of its

@@ -260,6 +260,8 @@ class ClusterStore(ABC):
 
     #: whether `read` can pass over the events its `skip` names before decoding them
     skips_unread = False
+    #: whether `read` can leave out, undecoded, the events a later one it read supersedes
+    collapses_unread = False
 
     def poll(self, since_rv: str, timeout: float = 1.0, max_events: int = 10000,
              kinds: Iterable[str] | None = None, positions: dict[str, str] | None = None,
@@ -272,7 +274,8 @@ class ClusterStore(ABC):
 
     def read(self, since_rv: str, timeout: float = 1.0, max_events: int = 10000,
              kinds: Iterable[str] | None = None, positions: dict[str, str] | None = None,
-             skip: "EventSkip | None" = None, pace: PollPace | None = None) -> tuple[list[WatchEvent], str | None]:
+             skip: "EventSkip | None" = None, pace: PollPace | None = None,
+             latest: bool = False) -> tuple[list[WatchEvent], str | None]:
         """`poll`, and the rv it read up to (None when it read nothing), from which the reader
         continues: with `skip`, a poll may read only events it passes over; with `pace` (the
         reader's PollPace), every poll that may wait first lets events gather (a read that
@@ -286,9 +289,16 @@ class ClusterStore(ABC):
         for a label's name), and leaves out those it answers True for. Every process reads
         every event, and at a paced rate most of a process's time on the store goes to
         decoding events it then ignores. Other stores deliver every event: `skip` is a
-        hint, and a reader still ignores what it does not need itself."""
+        hint, and a reader still ignores what it does not need itself.
+
+        `latest`: the reader keeps only each object's last event of those read (a shard
+        catching up after its list, common.runtime.informer's `latest`); a store that can
+        (`collapses_unread`: Redis) leaves the superseded ones out undecoded; others deliver
+        them all, and the reader drops them itself."""
         wanted = frozenset(kinds) if kinds is not None else None
         extra = {"skip": skip} if skip is not None and self.skips_unread else {}
+        if latest and self.collapses_unread:
+            extra["latest"] = True
         deadline = time.monotonic() + timeout
         read_to = None
         while True:

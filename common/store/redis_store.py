@@ -113,6 +113,18 @@ def _event(id_: bytes, flat: list, wanted, skip=None) -> WatchEvent | None:
     return WatchEvent(type_.decode(), kind.decode(), _merged(flat[9], orjson.loads(patch) if patch is not None else None, rv), rv)
 
 
+def _last_of_each(entries: list) -> list:
+    """The stream entries that are their object's last among `entries` (by kind and key,
+    read by position as _event reads them), in stream order; an entry without those fields
+    stays (_event reports it)."""
+    last: dict = {}
+    for i, (_, flat) in enumerate(entries):
+        last[(flat[5], flat[7]) if len(flat) >= 8 else i] = i
+    if len(last) == len(entries):
+        return entries
+    return [entries[i] for i in sorted(last.values())]
+
+
 def _bound(o: bytes, patch: bytes | None) -> bool:
     """Whether a pod event's record shows it bound, undecoded: the binding script's patch
     names the node (cjson's "node":"n1"), and a whole document written since has its
@@ -337,16 +349,17 @@ class RedisStore(ClusterStore):
         log.warning("skipping %s: not a record shardsched can read (%s: %s)", what, type(e).__name__, e)
 
     skips_unread = True
+    collapses_unread = True
 
     @_translated
-    def _read(self, since_rv, timeout, max_events, kinds, positions=None, skip=None):
+    def _read(self, since_rv, timeout, max_events, kinds, positions=None, skip=None, latest=False):
         since = "0-0" if since_rv == "0" else since_rv
         if not _RV.match(since):
             raise ValueError(f"not a redis resourceVersion: {since_rv!r}")
         entries = self._follow(since, timeout, max_events)
         events = []
         wanted = None if kinds is None else {k.encode() for k in kinds}
-        for id_, flat in entries:
+        for id_, flat in (_last_of_each(entries) if latest else entries):
             try:
                 ev = _event(id_, flat, wanted, skip)
             except _MALFORMED as e:

@@ -110,3 +110,20 @@ def test_empty_tree():
     assert 0 not in tree
     with pytest.raises(KeyError):
         tree.remove(0, (1, 0, 0, 0))
+
+
+@settings(max_examples=100, deadline=None)
+@given(pods=st.lists(st.tuples(PRIORITY, VECTOR), max_size=60), order=st.randoms(use_true_random=False))
+def test_many_pods_of_one_priority_added_at_once_count_as_each_added(pods, order):
+    """A node's pods counted at once (NodeInfo.add_pods): one add per priority, with the count
+    and the summed vector of its pods, answers as one add per pod does."""
+    by_priority: dict = {}
+    for p, v in pods:
+        by_priority.setdefault(p, []).append(v)
+    groups = list(by_priority.items())
+    order.shuffle(groups)
+    tree = PrioritySplayTree()
+    for p, vs in groups:
+        tree.add(p, vsum(vs), len(vs))
+    for priority in range(-5, 6):
+        check(tree, pods, priority)

@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 from common.model.resources import (BASE_RESOURCES, CPU, EPHEMERAL, MEMORY, PODS, ZERO, ResourceTable,
                                     TooManyResources, fits, format_amount, parse_quantity, quantity_to_int,
                                     resource_index, resource_name, resource_vector, shortfalls, vadd,
-                                    vector_to_map, vmax, vsub)
+                                    vector_to_map, vmax, vsub, vsum)
 
 INT64_MAX = (1 << 63) - 1
 
@@ -216,6 +216,14 @@ def test_vector_arithmetic_over_different_lengths(a, b):
     assert vsub(s, a) == canonical(b)
     assert vadd(a, ZERO) == canonical(a)
     assert vmax(a, b) == canonical(max(x, y) for x, y in zip(padded(a, n), padded(b, n)))
+
+
+@given(st.lists(vectors, min_size=1, max_size=6))
+def test_a_sum_of_vectors_is_vadd_of_each_in_turn(vs):
+    one_by_one = vs[0]
+    for v in vs[1:]:
+        one_by_one = vadd(one_by_one, v)
+    assert vsum(vs) == vsum([ZERO, *vs]) == canonical(one_by_one)
 
 
 @given(vectors, vectors)

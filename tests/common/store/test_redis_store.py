@@ -196,6 +196,29 @@ def test_a_reader_passes_over_events_undecoded_and_moves_past_them(store, r):
     assert read_to == last_rv(store, r) and store.skipped_records == 0
 
 
+def test_a_reader_catching_up_gets_each_objects_last_event_and_the_rest_undecoded(store, r):
+    """`read(latest=True)` (a shard catching up after its list) leaves out every event a later
+    one it read supersedes, before decoding it: a superseded record that would not decode is
+    neither decoded nor counted, and the read position moves past all of them."""
+    store.create(pod("a"))
+    since = last_rv(store, r)
+    r.xadd(store._stream, {"prev": since, "t": "MODIFIED", "k": "Pod", "n": "default/a", "o": "{not json"})
+    store.bind("default/a", "n1")
+    running = store.get("Pod", "default/a")
+    running["status"] = {"phase": "Running"}
+    store.update_status(running)
+    store.create(pod("b"))
+    store.create(pod("c"))
+    store.delete("Pod", "default/b")
+    events, read_to = store.read(since, timeout=0.5, kinds=("Pod",), latest=True)
+    assert [(e.type, e.obj["metadata"]["name"]) for e in events] == [
+        ("MODIFIED", "a"), ("ADDED", "c"), ("DELETED", "b")]
+    assert events[0].obj["spec"]["nodeName"] == "n1" and events[0].obj["status"]["phase"] == "Running"
+    assert read_to == last_rv(store, r) and store.skipped_records == 0
+    # without it, every event comes (and the bad record is counted)
+    assert len(store.read(since, timeout=0.5, kinds=("Pod",))[0]) == 5 and store.skipped_records == 1
+
+
 def test_writing_events_is_one_round_trip_and_expired_ones_still_go(store, r):
     """A binder writes a batch of Scheduled events every few decisions: a batch is one
     pipeline; expired Events are looked for in a second round trip at most every 10 s."""
