@@ -36,6 +36,7 @@ from urllib.parse import urlencode, urlsplit
 
 import orjson
 import urllib3
+from urllib3.util.wait import wait_for_read
 
 from ..errors import StoreUnavailable
 
@@ -267,9 +268,11 @@ class _Requests:
     Why not urllib3's pool here: a binding through its `urlopen` cost the calling thread
     about twice the CPU of the same request through http.client (its retry, timeout and
     header objects, its response wrapper), and a binder sends one or two such requests per
-    pod (the binding, the Scheduled Event). A connection the server closed while it was idle
-    fails before any answer: the request is sent once more on a new one (as urllib3's retries
-    did); every other failure is the caller's."""
+    pod (the binding, the Scheduled Event). An idle connection the server has closed (it is
+    readable: its end of file, or TLS's close_notify) is replaced before it is used, as urllib3
+    does; one the server closed in the instant between that look and the request fails before
+    any answer, and the request is sent once more on a new connection. Every other failure is
+    the caller's."""
 
     def __init__(self, ep: Endpoint, size: int):
         parts = urlsplit(ep.server)
@@ -294,10 +297,15 @@ class _Requests:
         connect_s, read_s = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         self._slots.acquire()
         try:
-            try:
-                conn, reused = self._idle.get_nowait(), True
-            except queue.Empty:
-                conn, reused = None, False
+            conn, reused = None, False
+            while conn is None:
+                try:
+                    conn, reused = self._idle.get_nowait(), True
+                except queue.Empty:
+                    break
+                if wait_for_read(conn.sock, timeout=0.0):  # dropped while idle
+                    conn.close()
+                    conn, reused = None, False
             for attempt in range(2):
                 if conn is None:
                     conn = self._connect(connect_s)
