@@ -26,7 +26,8 @@ For each side: pods/s and its fraction of the ceiling's, latency p50/p90/p99 (ba
 the side's start to each binding; stream: from each pod's creation call returning to its
 binding), pods bound, `verify`'s result, the CPU of the side's own processes per bound pod
 (all shards, binders and the dispatcher together; kube-scheduler's one process) and the API
-server's, and each of its processes' peak RSS; then `ratio` = shardsched's pods/s over
+server's, each of its processes' peak RSS, and what the API server was asked per pod bound
+(`api_per_pod`: its own request and watch-event counters, from its /metrics); then `ratio` = shardsched's pods/s over
 kube-scheduler's. shardsched's start-up, phase by phase, is read from its processes' logs
 (`startup_s`: when each logged its start, its list, its lease..., from their spawn).
 
