@@ -26,7 +26,8 @@ For each side: pods/s and its fraction of the ceiling's, latency p50/p90/p99 (ba
 the side's start to each binding; stream: from each pod's creation call returning to its
 binding), pods bound, `verify`'s result, the CPU of the side's own processes per bound pod
 (all shards, binders and the dispatcher together; kube-scheduler's one process) and the API
-server's, and each of its processes' peak RSS; then `ratio` = shardsched's pods/s over
+server's, each of its processes' peak RSS, and what the API server was asked per pod bound
+(`api_per_pod`: its own request and watch-event counters, from its /metrics); then `ratio` = shardsched's pods/s over
 kube-scheduler's. shardsched's start-up, phase by phase, is read from its processes' logs
 (`startup_s`: when each logged its start, its list, its lease..., from their spawn).
 
@@ -37,6 +38,7 @@ that is not empty (and its RSS shows what they cost it).
 from __future__ import annotations
 
 import compileall
+import re
 import shutil
 import subprocess
 import sys
@@ -102,6 +104,35 @@ def clear_pods(store: KubeStore, namespace: str) -> None:
 
 
 # --- the benchmark ----------------------------------------------------------------------------
+
+_SAMPLE = re.compile(r'^(apiserver_request_total|apiserver_watch_events_total)\{([^}]*)\} ([0-9.e+]+)$', re.M)
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def api_counts(store: KubeStore) -> dict[str, float]:
+    """The API server's own counts so far, from its /metrics: requests by verb and resource
+    ("POST pods/binding", "WATCH pods", ...) and watch events it sent, all watchers together
+    ("events sent: pods"). The difference over a side's run, per pod bound, says what the side
+    asked of the server beyond its bindings (the bench's own watch and kwok are in every side's
+    figures alike)."""
+    text = store._http.request("GET", "/metrics").decode()
+    counts: dict[str, float] = {}
+    for name, labels, value in _SAMPLE.findall(text):
+        lab = dict(_LABEL.findall(labels))
+        if name == "apiserver_request_total":
+            sub = lab.get("subresource")
+            key = f"{lab.get('verb')} {lab.get('resource')}{'/' + sub if sub else ''}"
+        else:
+            key = f"events sent: {lab.get('resource') or lab.get('kind')}"
+        counts[key] = counts.get(key, 0.0) + float(value)
+    return counts
+
+
+def per_pod(before: dict[str, float], after: dict[str, float], pods: int) -> dict[str, float]:
+    """What grew from `before` to `after`, per pod (at least 0.01 per pod), largest first."""
+    grown = {k: (after[k] - before.get(k, 0.0)) / pods for k in after} if pods else {}
+    return dict(sorted(((k, round(v, 2)) for k, v in grown.items() if v >= 0.01), key=lambda kv: -kv[1]))
+
 
 def _create(store: KubeStore, pods: list[dict], rate: float, created_at: dict, errors: list) -> None:
     """One create call per pod, CREATORS at a time (`rate` pods/s, 0 = as fast as the server
@@ -200,6 +231,7 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
     observer = e2e.Observer(store, store.list("Pod")[1], ns)
     observer.thread.start()
     try:
+        counted = api_counts(store)
         spawned_wall = time.time()
         own = side.start()
         if args.mode == "stream":
@@ -215,6 +247,7 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
         missing = observer.wait_bound(keys, args.timeout, _progress(side.name, len(pods)), args.settle)
         cores, seconds = meter.stop()
         peak = {name: processes.memory(pid) for name, pid in own.items()}
+        counted = (counted, api_counts(store))
         if args.mode == "stream":
             created_at = pending_created.result()
             creator.shutdown()
@@ -232,10 +265,12 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
     out["cpu_cores"] = cores
     out["peak_rss_mb"] = {name: round(m["VmHWM"] / processes.MB, 1) for name, m in peak.items() if m}
     out["missing"] = len(missing)
+    out["api_per_pod"] = per_pod(*counted, out["bound"])
     report = verify_store(store)
     out["verify_ok"] = report["ok"] and not report["unparsable"]
     print(f"{side.name}: {out['bound']}/{len(pods)} bound at {out['pods_per_s']} pods/s, last after "
           f"{out['last_bound_s']} s, {out['cpu_ms_per_pod']} ms cpu per pod; deleting the pods", flush=True)
+    print(f"  API server, per pod bound: " + ", ".join(f"{k} {v}" for k, v in out["api_per_pod"].items()), flush=True)
     for name, phases in out.get("startup_s", {}).items():
         print(f"  {name} start-up (s after it was spawned): "
               + ", ".join(f"{k} {v}" for k, v in phases.items()), flush=True)

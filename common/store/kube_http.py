@@ -1,5 +1,7 @@
 """The kube:// store's HTTP: urllib3 straight to the API server, one connection pool per
-store, bodies encoded and decoded with orjson.
+store, bodies encoded and decoded with orjson; the requests that are answered at once
+(bindings, Events, status patches, lists) on http.client connections kept alive in a pool of
+their own (`_Requests`).
 
 Why not the `kubernetes` client: importing it costs 0.4-1 s of CPU in every process (its
 hundreds of generated model modules load with the package), which four processes starting
@@ -19,7 +21,10 @@ client's loader, whose settings are then used the same way (`_from_client`).
 from __future__ import annotations
 
 import base64
+import http.client
 import os
+import queue
+import socket
 import ssl
 import tempfile
 import threading
@@ -31,6 +36,7 @@ from urllib.parse import urlencode, urlsplit
 
 import orjson
 import urllib3
+from urllib3.util.wait import wait_for_read
 
 from ..errors import StoreUnavailable
 
@@ -236,13 +242,114 @@ class HttpError(Exception):
         super().__init__(f"HTTP {status}")
 
 
+class _Https(http.client.HTTPSConnection):
+    """An HTTPS connection whose certificate is checked against `server_hostname` (a
+    kubeconfig's tls-server-name) rather than the host it connects to."""
+
+    def __init__(self, host: str, port: int | None, timeout: float, context: ssl.SSLContext,
+                 server_hostname: str | None):
+        super().__init__(host, port, timeout=timeout, context=context)
+        self._sni = server_hostname or host
+
+    def connect(self) -> None:
+        http.client.HTTPConnection.connect(self)
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self._sni)
+
+
+#: what a kept-alive connection the server has closed meanwhile fails with, before any answer
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError,
+          http.client.CannotSendRequest, http.client.BadStatusLine)
+
+
+class _Requests:
+    """Requests answered at once, each on a keep-alive http.client connection of a bounded
+    pool: `size` connections at most, a caller beyond that waits for one to be freed.
+
+    Why not urllib3's pool here: a binding through its `urlopen` cost the calling thread
+    about twice the CPU of the same request through http.client (its retry, timeout and
+    header objects, its response wrapper), and a binder sends one or two such requests per
+    pod (the binding, the Scheduled Event). An idle connection the server has closed (it is
+    readable: its end of file, or TLS's close_notify) is replaced before it is used, as urllib3
+    does; one the server closed in the instant between that look and the request fails before
+    any answer, and the request is sent once more on a new connection. Every other failure is
+    the caller's."""
+
+    def __init__(self, ep: Endpoint, size: int):
+        parts = urlsplit(ep.server)
+        self.host, self.port = parts.hostname or "", parts.port
+        self.tls = parts.scheme == "https"
+        self.endpoint = ep
+        self._idle: queue.LifoQueue = queue.LifoQueue()
+        self._slots = threading.BoundedSemaphore(size)
+        self._closed = False
+
+    def _connect(self, timeout: float) -> http.client.HTTPConnection:
+        if self.tls:
+            conn = _Https(self.host, self.port, timeout, self.endpoint.ssl_context, self.endpoint.server_hostname)
+        else:
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        conn.connect()
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return conn
+
+    def send(self, method: str, url: str, data: bytes | None, headers: dict, timeout) -> tuple[int, bytes]:
+        """(status, body) of one request; `timeout` in seconds, or (connect, read)."""
+        connect_s, read_s = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+        self._slots.acquire()
+        try:
+            conn, reused = None, False
+            while conn is None:
+                try:
+                    conn, reused = self._idle.get_nowait(), True
+                except queue.Empty:
+                    break
+                if wait_for_read(conn.sock, timeout=0.0):  # dropped while idle
+                    conn.close()
+                    conn, reused = None, False
+            for attempt in range(2):
+                if conn is None:
+                    conn = self._connect(connect_s)
+                try:
+                    conn.sock.settimeout(read_s)
+                    conn.request(method, url, body=data, headers=headers)
+                    resp = conn.getresponse()
+                    body = resp.read()
+                except _STALE:
+                    conn.close()
+                    conn = None
+                    if reused and attempt == 0:
+                        reused = False
+                        continue
+                    raise
+                except BaseException:
+                    conn.close()
+                    raise
+                if resp.will_close or self._closed:
+                    conn.close()
+                else:
+                    self._idle.put(conn)
+                return resp.status, body
+            raise AssertionError("unreachable")
+        finally:
+            self._slots.release()
+
+    def close(self) -> None:
+        self._closed = True
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                return
+
+
 class KubeHttp:
     """Requests to one API server over one pool of keep-alive connections.
 
     `connections`: how many the pool keeps open; with `bounded`, a caller beyond that waits
-    for one to be free rather than opening more (requests), else one more is opened for the
-    while (watches, which hold theirs for minutes: one of a kind being replaced must never
-    wait for its predecessor)."""
+    for one to be free rather than opening more (requests, through `_Requests` unless a proxy
+    is set), else one more is opened for the while (watches, which hold theirs for minutes:
+    one of a kind being replaced must never wait for its predecessor; their streamed answers
+    read through urllib3)."""
 
     def __init__(self, ep: Endpoint, timeout: float, connections: int, bounded: bool = True):
         self.endpoint, self.timeout = ep, timeout
@@ -260,6 +367,7 @@ class KubeHttp:
         else:
             self._manager = None
             self.pool = urllib3.connection_from_url(base, **kw)
+        self.requests = _Requests(ep, connections) if bounded and not ep.proxy else None
 
     def _headers(self, content_type: str | None) -> dict:
         h = {"Accept": "application/json", "User-Agent": "shardsched"}
@@ -289,15 +397,34 @@ class KubeHttp:
             raise HttpError(resp.status, body)
         return resp
 
+    def request(self, method: str, path: str, body=None, query: list | None = None,
+                content_type: str = "application/json", timeout=None) -> bytes:
+        """One request answered at once; the answer's bytes. A non-2xx answer raises
+        HttpError, a transport failure StoreUnavailable."""
+        if self.requests is None:
+            return self.open(method, path, body, query, content_type, timeout).data
+        url = self.prefix + path + ("?" + urlencode(query) if query else "")
+        data = orjson.dumps(body) if body is not None else None
+        try:
+            status, answer = self.requests.send(method, url, data, self._headers(content_type if data else None),
+                                                timeout if timeout is not None else self.timeout)
+        except (OSError, http.client.HTTPException) as e:  # socket.timeout and ssl errors are OSErrors
+            raise StoreUnavailable(f"cannot reach the API server at {self.endpoint.server}: {e!r}") from None
+        if not 200 <= status < 300:
+            raise HttpError(status, answer)
+        return answer
+
     def call(self, method: str, path: str, body=None, query: list | None = None,
              content_type: str = "application/json", timeout=None, trim=None) -> dict:
         """One request; the answer decoded ({} when empty), `trim(bytes) -> bytes` first."""
-        data = self.open(method, path, body, query, content_type, timeout).data
+        data = self.request(method, path, body, query, content_type, timeout)
         if trim is not None:
             data = trim(data)
         return orjson.loads(data) if data else {}
 
     def close(self) -> None:
+        if self.requests is not None:
+            self.requests.close()
         self.pool.close()
         if self._manager is not None:
             self._manager.clear()

@@ -1,5 +1,6 @@
-"""`kube_vs --running-pods N` (benchmarks/kube_vs.py): the API server filled with bound pods
-that kwok runs before any side starts. Behaviour only, never timings."""
+"""benchmarks/kube_vs.py: `--running-pods N` (the API server filled with bound pods that kwok
+runs before any side starts), what the API server is asked per pod, bytecode before the sides.
+Behaviour only, never timings."""
 from __future__ import annotations
 
 import importlib.util
@@ -9,6 +10,8 @@ import sys
 from benchmarks import kube_vs, running
 from common.store.kube_store import KubeStore
 from common.tools import fleet as fleet_mod
+
+from builders import api_pod
 
 
 def test_running_pods_are_written_bound_and_left_running_by_kwok(kube_cluster):
@@ -51,3 +54,25 @@ def test_bytecode_is_written_before_the_sides_start_even_when_python_would_not(t
     for name in ("__init__.py", "mod.py"):
         assert os.path.exists(importlib.util.cache_from_source(str(tmp_path / "good" / name)))
     assert kube_vs.compile_bytecode(tmp_path, ("good",)) == 0
+
+
+def test_the_api_servers_requests_are_counted_per_pod_by_verb_and_resource(kube_cluster):
+    """What a side asked of the API server (`api_per_pod`): its own counters before and after."""
+    store = KubeStore(str(kube_cluster.kubeconfig))
+    node = fleet_mod.generate(1, "uniform", 0, prefix="count")[0]
+    pods = [api_pod(f"counted-{i}", cpu="10m") for i in range(2)]
+    try:
+        store.create(node)
+        for p in pods:
+            store.create(p)
+        before = kube_vs.api_counts(store)
+        assert store.bind_many([(f"default/{p['metadata']['name']}", node["metadata"]["name"], None)
+                                for p in pods]) == [None, None]
+        grown = kube_vs.per_pod(before, kube_vs.api_counts(store), len(pods))
+    finally:
+        for p in pods:
+            store.delete("Pod", f"default/{p['metadata']['name']}")
+        store.delete("Node", node["metadata"]["name"])
+        store.close()
+    assert grown["POST pods/binding"] == 1.0
+    assert list(grown) == sorted(grown, key=lambda k: -grown[k])

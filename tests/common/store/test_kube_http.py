@@ -6,6 +6,9 @@ from __future__ import annotations
 import base64
 import subprocess
 import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -83,3 +86,101 @@ def test_the_store_never_imports_the_kubernetes_client(kube_cluster):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[3])
     assert out.stdout.strip() == "False"
+
+
+# --- requests answered at once: keep-alive connections of their own pool ---------------------
+
+class _Server:
+    """A local HTTP/1.1 server that counts connections and requests; `close_after` makes it
+    close each connection after answering without saying so (as a server dropping an idle
+    keep-alive connection), `status` is what it answers, `delay_s` how long it waits first."""
+
+    def __init__(self, status: int = 201, close_after: bool = False, delay_s: float = 0.0):
+        server = self
+        self.connections, self.requests = 0, []
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self):
+                super().setup()
+                server.connections += 1
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                server.requests.append((self.path, body))
+                if delay_s:
+                    time.sleep(delay_s)
+                answer = b'{"kind":"Status","code":%d}' % status
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+                self.close_connection = close_after
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.handle_error = lambda request, address: None  # a client that gave up: no traceback
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        self.endpoint = kube_http.Endpoint(server=f"http://127.0.0.1:{self.httpd.server_address[1]}")
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server(request):
+    s = _Server(**getattr(request, "param", {}))
+    yield s
+    s.close()
+
+
+def test_requests_share_one_kept_alive_connection(server):
+    http = kube_http.KubeHttp(server.endpoint, 30.0, 4)
+    try:
+        for i in range(5):
+            assert http.call("POST", f"/api/v1/namespaces/a/pods/p{i}/binding", body={"i": i}) == \
+                {"kind": "Status", "code": 201}
+    finally:
+        http.close()
+    assert [path for path, _ in server.requests] == [f"/api/v1/namespaces/a/pods/p{i}/binding" for i in range(5)]
+    assert server.connections == 1
+
+
+@pytest.mark.parametrize("server", [{"close_after": True}], indirect=True)
+def test_a_connection_the_server_closed_while_idle_is_replaced_and_the_request_sent_once(server):
+    http = kube_http.KubeHttp(server.endpoint, 30.0, 4)
+    try:
+        for i in range(3):
+            http.call("POST", f"/p{i}", body={"i": i})
+    finally:
+        http.close()
+    assert [path for path, _ in server.requests] == ["/p0", "/p1", "/p2"]
+    assert server.connections == 3
+
+
+@pytest.mark.parametrize("server", [{"status": 409}], indirect=True)
+def test_a_refusal_is_an_http_error_with_the_servers_answer(server):
+    http = kube_http.KubeHttp(server.endpoint, 30.0, 4)
+    try:
+        with pytest.raises(kube_http.HttpError) as e:
+            http.call("POST", "/p", body={})
+    finally:
+        http.close()
+    assert e.value.status == 409 and e.value.body == b'{"kind":"Status","code":409}'
+
+
+@pytest.mark.parametrize("server", [{"delay_s": 5.0}], indirect=True)
+def test_an_answer_that_does_not_come_in_time_is_store_unavailable(server):
+    http = kube_http.KubeHttp(server.endpoint, 0.3, 4)
+    try:
+        with pytest.raises(kube_http.StoreUnavailable, match=r"cannot reach the API server at http://127\.0\.0\.1"):
+            http.call("POST", "/p", body={})
+    finally:
+        http.close()
