@@ -136,7 +136,7 @@ class Informer:
         for ev in events:
             # an event still the server's bytes (kube://'s watch) may be passed over undecoded
             raw = getattr(ev, "raw", None) if skip is not None else None
-            if raw is None or not skip(ev.kind, ev.type, ev.key, BOUND_MARK in raw, raw):
+            if raw is None or not skip(ev.kind, ev.type, ev.key, BOUND_MARK in raw, raw, None):
                 self._deliver(ev.type, ev.kind, ev.obj, ev.rv)
             self.rv = self.kind_rv[ev.kind] = ev.rv
         if read_to is not None:

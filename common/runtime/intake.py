@@ -21,9 +21,10 @@ A declaration applies its kind in one of three ways:
 A declaration may also say what its kind's initial list may pass over unread (`skip_listed`,
 a common.store.base.ListSkip: the dispatcher, which needs pending pods only, skips bound
 ones); the list skips a pod only when every declaration of the kind allows it. Likewise
-`skip_event(type_, key, bound, data)`: the watch events it may pass over before they are
-decoded (on a store that can: common.store.base.ClusterStore.read), e.g. the dispatcher's
-events of bound pods it does not hold.
+`skip_event(type_, key, bound, data, status)`: the watch events it may pass over before they
+are decoded (on a store that can: common.store.base.ClusterStore.read), e.g. the dispatcher's
+events of bound pods it does not hold, or a status-only write of a bound pod the shard holds,
+which it applies from the status hint alone.
 
 and may add `then()`, called after each event `keep` or `put`/`drop` applied (what to wake
 up), `parse` (the kind's parse function; common.model.objects.parse_object by default), and
@@ -67,10 +68,10 @@ class Kind:
     #: what the initial list may pass over unread (common.store.base.ListSkip; kind Pod):
     #: used only when every declaration of the kind allows it, as what all of them skip
     skip_listed: Any = None
-    #: `(type_, key, bound, data) -> bool`: the watch events the role may pass over unread
+    #: `(type_, key, bound, data, status) -> bool`: the watch events the role may pass over unread
     #: (common.store.base.EventSkip, without the kind); used only when every declaration of
     #: the kind passes over the event
-    skip_event: Callable[[str, str, bool, bytes], bool] | None = None
+    skip_event: Callable[[str, str, bool, bytes, "bytes | None"], bool] | None = None
 
     def __post_init__(self):
         ways = [self.keep is not None, self.put is not None or self.drop is not None, self.handle is not None]
@@ -189,11 +190,12 @@ class Intake:
         return Informer(store, self.kinds, apply or self.apply, on_relist, self.skips,
                         self.skip_event if self.event_skips else None, linger_s)
 
-    def skip_event(self, kind: str, type_: str, key: str, bound: bool, data: bytes) -> bool:
+    def skip_event(self, kind: str, type_: str, key: str, bound: bool, data: bytes,
+                   status: bytes | None = None) -> bool:
         """The store's EventSkip over the declarations: an event every declaration of its
         kind passes over."""
         skips = self.event_skips.get(kind)
-        return skips is not None and all(skip(type_, key, bound, data) for skip in skips)
+        return skips is not None and all(skip(type_, key, bound, data, status) for skip in skips)
 
     def parse(self, obj: dict, parse: Callable[[dict], Any] | None = None):
         """`obj` parsed (by `parse`, else common.model.objects.parse_object against the kept

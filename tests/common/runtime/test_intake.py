@@ -172,7 +172,7 @@ def test_watched_pods_a_role_does_not_need_are_passed_over_undecoded(kube_cluste
     seen, both = [], []
     held = {"default/held"}
 
-    def not_held(type_, key, bound, raw):
+    def not_held(type_, key, bound, raw, status):
         return bound and key not in held
     alone = Intake([Kind("Pod", handle=lambda t, o: seen.append((t, o["metadata"]["name"])), skip_event=not_held)])
     with_other = Intake([Kind("Pod", handle=lambda t, o: both.append(o["metadata"]["name"]), skip_event=not_held),
