@@ -44,9 +44,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Iterable
 
+import orjson
+
 from ..errors import ObjectError
 from .informer import Informer
 from ..model.objects import CREATE_ORDER, object_key, parse_object
+from ..model.parsing import TERMINAL_PHASES
 from ..store.base import WATCH_LINGER_S
 
 log = logging.getLogger(__name__)
@@ -134,6 +137,29 @@ def status_update(known, obj: dict):
         return None
     try:
         return known.with_status(obj)
+    except ObjectError:
+        return None
+
+
+def status_hinted(known, status: bytes):
+    """`known` (a parsed bound pod) as a status-only write's hint shows it (the store's
+    status hint: a JSON list of its new phase, startTime and nominatedNodeName; see
+    common.store.base.EventSkip), without its document; `known` itself when nothing it keeps
+    changed. None when the hint cannot be taken alone: the phase crosses to or from terminal
+    (the pod leaves or rejoins its node's accounting), the hint is not that list, or the
+    start time does not parse; the event is then read in full, which reports what is wrong."""
+    try:
+        hint = orjson.loads(status)
+    except orjson.JSONDecodeError:
+        return None
+    if not (hint.__class__ is list and len(hint) == 3 and all(x.__class__ is str for x in hint)):
+        return None
+    phase, started, nominated = hint
+    if known is None or not known.node_name or (known.phase in TERMINAL_PHASES) != (phase in TERMINAL_PHASES):
+        return None
+    try:
+        return known.with_status({"spec": {"nodeName": known.node_name},
+                                  "status": {"phase": phase, "startTime": started, "nominatedNodeName": nominated}})
     except ObjectError:
         return None
 
