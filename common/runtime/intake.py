@@ -209,12 +209,19 @@ class Intake:
 
     def informer(self, store, on_relist: Callable[[], None] | None = None,
                  apply: Callable[[str, str, dict], None] | None = None,
-                 linger_s: float = WATCH_LINGER_S) -> Informer:
+                 linger_s: float = WATCH_LINGER_S, lock=None) -> Informer:
         """An informer over the declared kinds that feeds `apply` (a role that applies under a
-        lock passes its own, which calls this intake's); `linger_s`: its syncs' linger
+        lock passes its own, which calls this intake's, and the lock: the event skips, which
+        may apply a status hint, take it too); `linger_s`: its syncs' linger
         (store.watchLingerSeconds)."""
-        return Informer(store, self.kinds, apply or self.apply, on_relist, self.skips,
-                        self.skip_event if self.event_skips else None, linger_s)
+        skip = self.skip_event if self.event_skips else None
+        if skip is not None and lock is not None:
+            unlocked = skip
+
+            def skip(*event) -> bool:
+                with lock:
+                    return unlocked(*event)
+        return Informer(store, self.kinds, apply or self.apply, on_relist, self.skips, skip, linger_s)
 
     def skip_event(self, kind: str, type_: str, key: str, bound: bool, data: bytes,
                    status: bytes | None = None) -> bool:
