@@ -49,7 +49,7 @@ import orjson
 from ..errors import ObjectError
 from .informer import Informer
 from ..model.objects import CREATE_ORDER, object_key, parse_object
-from ..model.parsing import TERMINAL_PHASES
+from ..model.parsing import TERMINAL_PHASES, cached_time
 from ..store.base import WATCH_LINGER_S
 
 log = logging.getLogger(__name__)
@@ -157,6 +157,10 @@ def status_hinted(known, status: bytes):
     phase, started, nominated = hint
     if known is None or not known.node_name or (known.phase in TERMINAL_PHASES) != (phase in TERMINAL_PHASES):
         return None
+    # the usual case, a pod's later status writes: nothing it keeps changes, nothing is built
+    if ((cached_time(started) if started else known.start_time) == known.start_time
+            and (phase or known.phase) == known.phase and (nominated or None) == (known.nominated_node or None)):
+        return known
     try:
         return known.with_status({"spec": {"nodeName": known.node_name},
                                   "status": {"phase": phase, "startTime": started, "nominatedNodeName": nominated}})
