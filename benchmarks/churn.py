@@ -130,7 +130,7 @@ class Churn:
         serial = 0
         marked: set[str] = set()
 
-        def passes_over(kind: str, type_: str, key: str, bound: bool, data: bytes, status: bytes | None) -> bool:
+        def passes_over(kind: str, type_: str, key: str, bound: bool, data: bytes) -> bool:
             # undecoded (the store's EventSkip): what binds no pod, and its own writes
             return not bound or type_ == "DELETED" or key in marked
 

@@ -69,7 +69,7 @@ class Observer:
         #: the linger (5 ms) late, and the harness pays a poll per few bindings, not per one
         self.pace = PollPace()
 
-    def _passes_over(self, kind: str, type_: str, key: str, bound: bool, data: bytes, status: bytes | None) -> bool:
+    def _passes_over(self, kind: str, type_: str, key: str, bound: bool, data: bytes) -> bool:
         """Events that bind no pod it waits for (the store's EventSkip): left undecoded, as
         the harness shares the machine's cores with the scheduler it measures."""
         return not bound or type_ == "DELETED" or key in self.bound_at

@@ -80,7 +80,7 @@ class BinderView:
             Kind("Node", handle=self._apply_node, current=self._node, unchanged=node_unchanged),
             Kind("PodGroup", handle=self._apply_group),
             Kind(NATIVE_KIND, handle=self._apply_group),
-            Kind("Pod", handle=self._apply_pod, skip_event=self._takes_status),
+            Kind("Pod", handle=self._apply_pod, take_status=self._takes_status),
         ], priority_classes=self.priority_classes, logger=log)
         self.errors = self.intake.errors
 
@@ -143,12 +143,12 @@ class BinderView:
         if pod is not None:
             self.acc.set_pod(pod)
 
-    def _takes_status(self, type_: str, key: str, bound: bool, data: bytes, status: bytes | None) -> bool:
-        """A pod event taken undecoded (the store's EventSkip): a status-only write (its
+    def _takes_status(self, type_: str, key: str, status: bytes) -> bool:
+        """A pod event taken undecoded (Kind.take_status): a status-only write (its
         `status` hint) of a bound pod the view counts, not a group member (the group index
         reads members' documents), swapped in from the hint alone; with --churn, every pod's
         Running write."""
-        if status is None or type_ != "MODIFIED" or key in self.groups.group_of or key in self.pending:
+        if type_ != "MODIFIED" or key in self.groups.group_of or key in self.pending:
             return False
         pod = status_hinted(self.acc.counted(key), status)
         return pod is not None and self.acc.refresh_pod(pod)

@@ -47,7 +47,7 @@ class GroupStatus:
         self.index.apply_group(type_, obj)
         self.dirty.add(index_key_of(obj))
 
-    def _passes_over(self, type_: str, key: str, bound: bool, data: bytes, status: bytes | None) -> bool:
+    def _passes_over(self, type_: str, key: str, bound: bool, data: bytes) -> bool:
         """A pod event that cannot concern a group (the store's EventSkip, undecoded): the pod
         is no member now and its document names neither a pod-group label nor a native
         scheduling group."""

@@ -208,7 +208,7 @@ class Dispatcher(Component):
 
     # --- following pending pods -------------------------------------------------------------
 
-    def _passes_over(self, type_: str, key: str, bound: bool, data: bytes, status: bytes | None) -> bool:
+    def _passes_over(self, type_: str, key: str, bound: bool, data: bytes) -> bool:
         """A pod event that cannot concern pending pods (the store's EventSkip, undecoded): a
         bound or deleted pod this dispatcher does not hold. Every pod brings it two or three
         of them (bound, then Running), and nearly all bound pods are none of its business.

@@ -113,7 +113,7 @@ class ShardIntake:
             Kind("Node", handle=self._apply_node, current=self._node, unchanged=node_unchanged),
             Kind("PodGroup", handle=self._apply_group),
             Kind(NATIVE_KIND, handle=self._apply_group),
-            Kind("Pod", handle=self.apply_pod, skip_event=self._takes_status),
+            Kind("Pod", handle=self.apply_pod, take_status=self._takes_status),
         ], priority_classes=self.priority_classes, logger=log)
         self.errors = self.intake.errors
         self.apply = self.intake.apply
@@ -297,12 +297,12 @@ class ShardIntake:
         elif self.owner.owns(pod) and not pod.deleting:
             self.enqueue(pod)
 
-    def _takes_status(self, type_: str, key: str, bound: bool, data: bytes, status: bytes | None) -> bool:
-        """A pod event taken undecoded (the store's EventSkip): a status-only write (its
+    def _takes_status(self, type_: str, key: str, status: bytes) -> bool:
+        """A pod event taken undecoded (Kind.take_status): a status-only write (its
         `status` hint) of a bound pod this shard holds, not a pod group's member (the group
         index reads members' documents), applied from the hint alone. With --churn every
         pod's Running write is one, a third of the pod events a shard reads."""
-        if status is None or type_ != "MODIFIED" or key in self.groups.group_of:
+        if type_ != "MODIFIED" or key in self.groups.group_of:
             return False
         pod = status_hinted(self.pods.get(key), status)
         if pod is None:

@@ -37,13 +37,16 @@ class Informer:
 
     def __init__(self, store, kinds: Iterable[str], on_event: Callable[[str, str, dict], None],
                  on_relist: Callable[[], None] | None = None, skips: dict | None = None,
-                 event_skip=None, linger_s: float = WATCH_LINGER_S):
+                 event_skip=None, linger_s: float = WATCH_LINGER_S, take_status=None):
         """`skips`: kind -> common.store.base.ListSkip, what the owner's lists may pass over
         unread (a dispatcher's bound pods); `event_skip`: the watch events it may pass over
         (common.store.base.EventSkip), on a store that can skip them unread (Redis, in its
         read) or hands them over undecoded (kube://, here); `linger_s`: how long a sync that
         may wait lets events gather after the previous one (common.store.base.PollPace;
-        store.watchLingerSeconds)."""
+        store.watchLingerSeconds); `take_status(kind, type_, key, status) -> bool`: applies
+        an event that carries a status hint (a pod's status-only write) from the hint alone,
+        asked in the events' order, each event before it applied; what it declines (False)
+        is decoded and delivered."""
         self.store = store
         self.pace = PollPace(linger_s)
         self.kinds = tuple(kinds)
@@ -54,6 +57,7 @@ class Informer:
         #: event it read, those of kinds it does not watch and those event_skip passed over
         self.reads_ahead = getattr(store, "skips_unread", False)
         self.event_skip = event_skip
+        self.take_status = take_status
         self.rv: str | None = None
         #: kind -> the resourceVersion up to which this kind's events have been applied.
         #: Not `rv`: a store that watches each kind apart (the API server) may deliver an
@@ -76,6 +80,18 @@ class Informer:
             if not first and (self.skipped <= 100 or self.skipped % 1000 == 0):
                 log.warning("skipped %s %s %s at resourceVersion %s: %s (%d skipped so far)",
                             type_, kind, name, rv, e, self.skipped)
+
+    def _deliver_decoded(self, ev) -> None:
+        """`ev` delivered; an event decoded only now (a StatusEvent) that does not decode is
+        skipped, logged and counted as one `on_event` fails on."""
+        try:
+            obj = ev.obj
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+            self.skipped += 1
+            self.errors.error(f"skipped {ev.type} {ev.kind} {getattr(ev, 'key', '?')} at resourceVersion {ev.rv}: "
+                              "a record that does not decode", e)
+            return
+        self._deliver(ev.type, ev.kind, obj, ev.rv)
 
     def start(self) -> None:
         t = time.monotonic()
@@ -132,12 +148,17 @@ class Informer:
                 self.on_relist()
             self.start()
             return 0
-        skip = self.event_skip
+        skip, take = self.event_skip, self.take_status
         for ev in events:
             # an event still the server's bytes (kube://'s watch) may be passed over undecoded
             raw = getattr(ev, "raw", None) if skip is not None else None
-            if raw is None or not skip(ev.kind, ev.type, ev.key, BOUND_MARK in raw, raw, None):
-                self._deliver(ev.type, ev.kind, ev.obj, ev.rv)
+            status = getattr(ev, "status", None) if take is not None else None
+            if raw is not None and skip(ev.kind, ev.type, ev.key, BOUND_MARK in raw, raw):
+                pass
+            elif status is not None and take(ev.kind, ev.type, ev.key, status):
+                pass  # a status-only write, applied from its hint: never decoded
+            else:
+                self._deliver_decoded(ev)
             self.rv = self.kind_rv[ev.kind] = ev.rv
         if read_to is not None:
             # past what it passed over too

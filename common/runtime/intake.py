@@ -21,10 +21,13 @@ A declaration applies its kind in one of three ways:
 A declaration may also say what its kind's initial list may pass over unread (`skip_listed`,
 a common.store.base.ListSkip: the dispatcher, which needs pending pods only, skips bound
 ones); the list skips a pod only when every declaration of the kind allows it. Likewise
-`skip_event(type_, key, bound, data, status)`: the watch events it may pass over before they
-are decoded (on a store that can: common.store.base.ClusterStore.read), e.g. the dispatcher's
-events of bound pods it does not hold, or a status-only write of a bound pod the shard holds,
-which it applies from the status hint alone.
+`skip_event(type_, key, bound, data)`: the watch events it may pass over before they are
+decoded (on a store that can: common.store.base.ClusterStore.read), e.g. the dispatcher's
+events of bound pods it does not hold. And `take_status(type_, key, status)`: a pod's
+status-only write (an event with the store's status hint, Redis's StatusEvent) the role
+applies from the hint alone, its document never decoded (the shard's and the binder's
+bound pods: `status_hinted`); asked in the events' order, and only of a kind with one
+declaration; what it declines is decoded and applied as usual.
 
 and may add `then()`, called after each event `keep` or `put`/`drop` applied (what to wake
 up), `parse` (the kind's parse function; common.model.objects.parse_object by default), and
@@ -71,10 +74,13 @@ class Kind:
     #: what the initial list may pass over unread (common.store.base.ListSkip; kind Pod):
     #: used only when every declaration of the kind allows it, as what all of them skip
     skip_listed: Any = None
-    #: `(type_, key, bound, data, status) -> bool`: the watch events the role may pass over unread
+    #: `(type_, key, bound, data) -> bool`: the watch events the role may pass over unread
     #: (common.store.base.EventSkip, without the kind); used only when every declaration of
     #: the kind passes over the event
-    skip_event: Callable[[str, str, bool, bytes, "bytes | None"], bool] | None = None
+    skip_event: Callable[[str, str, bool, bytes], bool] | None = None
+    #: `(type_, key, status) -> bool`: a status-only write applied from its hint (kind Pod;
+    #: the kind's only declaration), True when taken
+    take_status: Callable[[str, str, bytes], bool] | None = None
 
     def __post_init__(self):
         ways = [self.keep is not None, self.put is not None or self.drop is not None, self.handle is not None]
@@ -86,7 +92,8 @@ class Kind:
             raise ValueError(f"{self.kind}: a handler parses and wakes what it needs itself")
         if (self.current is None) != (self.unchanged is None):
             raise ValueError(f"{self.kind}: current and unchanged go together")
-        if (self.skip_listed is not None or self.skip_event is not None) and self.kind != "Pod":
+        if (self.skip_listed is not None or self.skip_event is not None or self.take_status is not None) \
+                and self.kind != "Pod":
             raise ValueError(f"{self.kind}: only a Pod list or watch can skip what it does not need")
 
 
@@ -200,6 +207,9 @@ class Intake:
         #: kind -> what its watch events may pass over (every declaration of it agreeing)
         self.event_skips = {kind: [d.skip_event for d in decls] for kind, decls in by_kind.items()
                             if all(d.skip_event is not None for d in decls)}
+        #: kind -> what takes its status-only writes from their hint (its one declaration)
+        self.status_takers = {kind: decls[0].take_status for kind, decls in by_kind.items()
+                              if len(decls) == 1 and decls[0].take_status is not None}
         self._routes: dict[str, Callable[[str, dict], None]] = {
             kind: self._route(kind, decls) for kind, decls in by_kind.items()}
 
@@ -215,24 +225,30 @@ class Intake:
                  apply: Callable[[str, str, dict], None] | None = None,
                  linger_s: float = WATCH_LINGER_S, lock=None) -> Informer:
         """An informer over the declared kinds that feeds `apply` (a role that applies under a
-        lock passes its own, which calls this intake's, and the lock: the event skips, which
-        may apply a status hint, take it too); `linger_s`: its syncs' linger
+        lock passes its own, which calls this intake's, and the lock, which `take_status`
+        takes too); `linger_s`: its syncs' linger
         (store.watchLingerSeconds)."""
-        skip = self.skip_event if self.event_skips else None
-        if skip is not None and lock is not None:
-            unlocked = skip
+        take = self.take_status if self.status_takers else None
+        if take is not None and lock is not None:
+            unlocked = take
 
-            def skip(*event) -> bool:
+            def take(*event) -> bool:
                 with lock:
                     return unlocked(*event)
-        return Informer(store, self.kinds, apply or self.apply, on_relist, self.skips, skip, linger_s)
+        return Informer(store, self.kinds, apply or self.apply, on_relist, self.skips,
+                        self.skip_event if self.event_skips else None, linger_s, take)
 
-    def skip_event(self, kind: str, type_: str, key: str, bound: bool, data: bytes,
-                   status: bytes | None = None) -> bool:
+    def skip_event(self, kind: str, type_: str, key: str, bound: bool, data: bytes) -> bool:
         """The store's EventSkip over the declarations: an event every declaration of its
         kind passes over."""
         skips = self.event_skips.get(kind)
-        return skips is not None and all(skip(type_, key, bound, data, status) for skip in skips)
+        return skips is not None and all(skip(type_, key, bound, data) for skip in skips)
+
+    def take_status(self, kind: str, type_: str, key: str, status: bytes) -> bool:
+        """A status-only write taken from its hint by its kind's declaration (True), or not
+        (then it is decoded and applied)."""
+        take = self.status_takers.get(kind)
+        return take is not None and take(type_, key, status)
 
     def parse(self, obj: dict, parse: Callable[[dict], Any] | None = None):
         """`obj` parsed (by `parse`, else common.model.objects.parse_object against the kept

@@ -44,10 +44,8 @@ class WatchEvent:
         return f"WatchEvent({self.type} {self.kind} {name} @{self.rv})"
 
 
-#: A reader's `skip` for ClusterStore.read: (kind, type_, key, bound, data, status) -> pass it
-#: over. `status`: the write's status hint (a JSON list: phase, startTime, nominatedNodeName)
-#: when the store knows the write changed the pod's status only, else None.
-EventSkip = Callable[[str, str, str, bool, bytes, "bytes | None"], bool]
+#: A reader's `skip` for ClusterStore.read: (kind, type_, key, bound, data) -> pass it over.
+EventSkip = Callable[[str, str, str, bool, bytes], bool]
 
 
 #: How long a reader that waits for events lets them gather between two polls, by default
@@ -280,15 +278,18 @@ class ClusterStore(ABC):
         reader's PollPace), every poll that may wait first lets events gather (a read that
         brought only events it passed over polls again, paced too).
 
-        `skip(kind, type_, key, bound, data, status) -> bool` names the events the reader does not
+        `skip(kind, type_, key, bound, data) -> bool` names the events the reader does not
         need, judged without decoding them: a store that keeps events as bytes
         (`skips_unread`: Redis) asks it of every event of `kinds`, with the object's key,
         whether the event shows a pod bound to a node (from the store's own bookkeeping:
         exact for the writes the stores make) and the stored document's bytes (to search
-        for a label's name), and, for a write the store knows changed a pod's status only,
-        its status hint (else None; see EventSkip): a reader that holds the pod bound may
-        apply the hint itself and pass over the document. It leaves out those it answers
-        True for. Every process reads
+        for a label's name), and leaves out those it answers True for. It asks before any
+        event of the read is applied: a skip must judge what cannot concern the reader
+        whatever the events before it did, and never change the reader. An event the store
+        can tell is a pod's status-only write carries its status hint (`status`: a JSON list
+        of the new phase, startTime and nominatedNodeName; Redis's StatusEvent) and is
+        decoded only when its `obj` is read (common.runtime.informer takes it in order).
+        Every process reads
         every event, and at a paced rate most of a process's time on the store goes to
         decoding events it then ignores. Other stores deliver every event: `skip` is a
         hint, and a reader still ignores what it does not need itself."""

@@ -124,7 +124,7 @@ def _event(id_: bytes, flat: list, wanted, skip=None) -> WatchEvent | None:
     o[, p][, s] in this order (redis_scripts._EMIT); the fixed five are read by position,
     since every process reads every event, the optional ones by name (an entry written
     before `s` existed has none); an entry that does not follow that layout raises one of
-    _MALFORMED."""
+    _MALFORMED. An entry with a status hint becomes a StatusEvent, decoded when read."""
     if len(flat) < 10 or flat[2] != b"t" or flat[4] != b"k" or flat[8] != b"o":
         raise ValueError("not an event entry (fields prev, t, k, n, o)")
     type_, kind = flat[3], flat[5]
@@ -140,11 +140,33 @@ def _event(id_: bytes, flat: list, wanted, skip=None) -> WatchEvent | None:
             patch = flat[i + 1]
         elif flat[i] == b"s":
             hint = flat[i + 1]
-    if skip is not None and skip(kind.decode(), type_.decode(), flat[7].decode(), _bound(flat[9], patch), flat[9],
-                                 hint):
+    if skip is not None and skip(kind.decode(), type_.decode(), flat[7].decode(), _bound(flat[9], patch), flat[9]):
         return None
     rv = id_.decode()
+    if hint is not None:
+        return StatusEvent(type_.decode(), kind.decode(), rv, flat[7].decode(), flat[9], patch, hint)
     return WatchEvent(type_.decode(), kind.decode(), _merged(flat[9], orjson.loads(patch) if patch is not None else None, rv), rv)
+
+
+class StatusEvent(WatchEvent):
+    """The event of a status-only write (its entry's status hint, redis_scripts), its `obj`
+    decoded when first read: a reader that holds the pod bound takes the write from `status`
+    alone (common.runtime.informer, in the events' order), and the document is never
+    decoded. Reading `obj` of an entry that does not decode raises one of _MALFORMED."""
+
+    __slots__ = ("key", "status", "_o", "_patch", "_obj")
+
+    def __init__(self, type_: str, kind: str, rv: str, key: str, o: bytes, patch: bytes | None, status: bytes):
+        self.type, self.kind, self.rv, self.key, self.status = type_, kind, rv, key, status
+        self._o, self._patch, self._obj = o, patch, None
+
+    @property
+    def obj(self) -> dict:
+        if self._obj is None:
+            patch = self._patch
+            self._obj = _merged(self._o, orjson.loads(patch) if patch is not None else None, self.rv)
+            self._o = self._patch = None
+        return self._obj
 
 
 def _bound(o: bytes, patch: bytes | None) -> bool:

@@ -97,3 +97,19 @@ def test_what_follows_a_status_write_taken_from_its_hint_is_applied(followed, th
         assert counted is not None and dict(counted.labels) == {"app": "db"}
     else:
         assert counted is None
+
+
+def test_a_status_write_taken_from_its_hint_follows_the_events_read_with_it(followed):
+    """Seen failing with the hint taken as the store read it: a label change and then a
+    status-only write, read in one sync, leave the counted pod with both."""
+    from common.model.objects import parse_pod
+
+    store, view, informer = followed
+    obj = store.get("Pod", "default/a")
+    obj["metadata"]["labels"]["app"] = "db"
+    store.update(obj)
+    _status_write(store, "default/a", startTime="2026-01-01T00:00:00Z")
+    informer.sync()
+    counted = view.acc.counted("default/a")
+    assert dict(counted.labels) == {"app": "db"}
+    assert counted.start_time == parse_pod(store.get("Pod", "default/a")).start_time

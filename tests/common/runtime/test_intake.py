@@ -172,7 +172,7 @@ def test_watched_pods_a_role_does_not_need_are_passed_over_undecoded(kube_cluste
     seen, both = [], []
     held = {"default/held"}
 
-    def not_held(type_, key, bound, raw, status):
+    def not_held(type_, key, bound, raw):
         return bound and key not in held
     alone = Intake([Kind("Pod", handle=lambda t, o: seen.append((t, o["metadata"]["name"])), skip_event=not_held)])
     with_other = Intake([Kind("Pod", handle=lambda t, o: both.append(o["metadata"]["name"]), skip_event=not_held),
@@ -199,19 +199,19 @@ def test_watched_pods_a_role_does_not_need_are_passed_over_undecoded(kube_cluste
 
 
 def test_a_role_that_applies_under_a_lock_has_its_event_skips_run_under_it():
-    """A skip may apply a status hint (the binder's): it runs holding the lock the role's
+    """take_status applies a status hint (the binder's): it runs holding the lock the role's
     apply takes, so it never races the role's other readers and writers."""
     import threading
 
     lock = threading.Lock()
     held = []
 
-    def take(type_, key, bound, data, status):
+    def take(type_, key, status):
         held.append(lock.locked())
         return True
 
-    intake = Intake([Kind("Pod", handle=lambda t, o: None, skip_event=take)])
+    intake = Intake([Kind("Pod", handle=lambda t, o: None, take_status=take)])
     locked = intake.informer(MemoryStore(), lock=lock)
-    assert locked.event_skip("Pod", "MODIFIED", "default/a", True, b"{}", b'["Running","",""]')
-    intake.informer(MemoryStore()).event_skip("Pod", "MODIFIED", "default/a", True, b"{}", None)
+    assert locked.take_status("Pod", "MODIFIED", "default/a", b'["Running","",""]')
+    intake.informer(MemoryStore()).take_status("Pod", "MODIFIED", "default/a", b'["Running","",""]')
     assert held == [True, False] and not lock.locked()
