@@ -12,6 +12,10 @@ thread's time) per event is measured for:
   an XREAD of one entry to wait, then the MULTI again);
 - `dispatcher_skip`: `read` with the dispatcher's skip (bound pods it does not hold are
   passed over undecoded), against `optimised`, which decodes every event;
+- `status_hint`: `read` by a reader that holds every pod bound (a binder, a shard) and
+  takes each Running write from its status hint (common.runtime.intake.status_hinted), the
+  document never decoded, against the same reader decoding every event; both apply what
+  they are handed as a role does a bound pod's update (common.runtime.intake.status_update);
 - `pace`: `read` with a PollPace of store.watchLingerSeconds' default (a waiting poll comes
   no sooner than 5 ms after the previous one), against `optimised`, which polls as each
   event comes; for this pair the writer writes each pod's events as they fall due (every
@@ -32,6 +36,8 @@ import uuid
 import redis
 
 from common.errors import ResourceVersionTooOld
+from common.model.objects import parse_object
+from common.runtime.intake import status_hinted, status_update
 from common.store.base import PollPace
 from common.store.embedded import EmbeddedRedis
 from common.store.redis_store import _BLOCK_S, RedisStore
@@ -87,23 +93,26 @@ def _write(url: str, prefix: str, rate: float, seconds: float, stop: threading.E
         store.close()
 
 
-def _follow(store: RedisStore, rv: str, stop: threading.Event, out: dict, skip, pace) -> None:
+def _follow(store: RedisStore, rv: str, stop: threading.Event, out: dict, skip, pace, apply=None) -> None:
     cpu0, events = time.thread_time(), 0
     while not stop.is_set():
         got, read_to = store.read(rv, timeout=0.02, kinds=("Pod",), skip=skip, pace=pace)
         events += len(got)
+        if apply is not None:
+            for ev in got:
+                apply(ev)
         rv = read_to or rv
     out["cpu_s"], out["delivered"] = time.thread_time() - cpu0, events
 
 
 def measure(url: str, store_cls, rate: float, seconds: float, skip=None, pace: PollPace | None = None,
-            tick_s: float = TICK_S) -> float:
+            tick_s: float = TICK_S, apply=None) -> float:
     """The reader's CPU microseconds per event the writer made (writing every `tick_s`)."""
     prefix = f"watchbench-{uuid.uuid4().hex[:8]}:"
     reader = store_cls(url, prefix=prefix)
     head = "0-0"
     stop, done = threading.Event(), {}
-    follower = threading.Thread(target=_follow, args=(reader, head, stop, done, skip, pace))
+    follower = threading.Thread(target=_follow, args=(reader, head, stop, done, skip, pace, apply))
     follower.start()
     writer_stop = threading.Event()
     _write(url, prefix, rate, seconds, writer_stop, tick_s)
@@ -119,14 +128,36 @@ def _dispatcher_skip(kind, type_, key, bound, data) -> bool:
     return type_ != "ADDED" and (bound or type_ == "DELETED")  # it holds none of them
 
 
+def _holding(take_hints: bool) -> dict:
+    """The apply of a reader that counts every pod bound (one pod stands for them all, its
+    uid taken from each event): a status-only write taken from its hint, or (`take_hints`
+    False) every event decoded; what is decoded goes through status_update, as a role's
+    bound pod's update does."""
+    doc = _pod("held")
+    doc["metadata"].update(uid="uid-held", creationTimestamp="2026-01-01T00:00:00Z")
+    doc["spec"]["nodeName"] = "node-1"
+    held = parse_object(doc, {}, lean=True)
+
+    def apply(ev) -> None:
+        status = getattr(ev, "status", None) if take_hints else None
+        if status is not None and ev.type == "MODIFIED" and status_hinted(held, status) is not None:
+            return  # taken from the hint: ev.obj never read, never decoded
+        held.uid = ev.obj["metadata"]["uid"]
+        if ev.type == "MODIFIED":
+            status_update(held, ev.obj)
+    return {"apply": apply}
+
+
 def run(rate: float, seconds: float, repeats: int) -> dict:
     with EmbeddedRedis() as server:
-        rows = {"poll": ([], []), "dispatcher_skip": ([], []), "pace": ([], [])}
+        rows = {"poll": ([], []), "dispatcher_skip": ([], []), "status_hint": ([], []), "pace": ([], [])}
         for _ in range(repeats):
             rows["poll"][1].append(measure(server.url, PreviousReadStore, rate, seconds))
             rows["poll"][0].append(measure(server.url, RedisStore, rate, seconds))
             rows["dispatcher_skip"][1].append(measure(server.url, RedisStore, rate, seconds))
             rows["dispatcher_skip"][0].append(measure(server.url, RedisStore, rate, seconds, _dispatcher_skip))
+            rows["status_hint"][1].append(measure(server.url, RedisStore, rate, seconds, **_holding(False)))
+            rows["status_hint"][0].append(measure(server.url, RedisStore, rate, seconds, **_holding(True)))
             rows["pace"][1].append(measure(server.url, RedisStore, rate, seconds, tick_s=SPREAD_TICK_S))
             rows["pace"][0].append(measure(server.url, RedisStore, rate, seconds, pace=PollPace(),
                                            tick_s=SPREAD_TICK_S))

@@ -95,7 +95,7 @@ class BinderServer(Component, rpc.BinderServicer):
         self.partition_label = binders.partition_label
         self.lock = threading.Lock()
         self.informer = self.view.intake.informer(store, self._relist, apply=self._apply,
-                                                  linger_s=cfg.store.watch_linger_seconds)
+                                                  linger_s=cfg.store.watch_linger_seconds, lock=self.lock)
         self.group_rules = GroupRules(self.view, {KIND: gang_scheduler_names(cfg, COSCHEDULING),
                                                   NATIVE_KIND: gang_scheduler_names(cfg, GANG_SCHEDULING)})
         self.group_commit = GroupCommit(store, failpoint=env_failpoint())

@@ -21,7 +21,7 @@ import uuid
 
 from common.model.changes import node_unchanged
 from common.scheduling.constraints import ConstrainedAccounting, ConstraintIndex
-from common.runtime.intake import Intake, Kind, device_kinds, status_update, volume_kinds, workload_kinds
+from common.runtime.intake import Intake, Kind, device_kinds, status_hinted, status_update, volume_kinds, workload_kinds
 from common.model.objects import raw_pod_key
 from common.model.podgroup import NATIVE_KIND, GroupIndex, index_key_of
 from common.model.workloads import Namespaces
@@ -80,7 +80,7 @@ class BinderView:
             Kind("Node", handle=self._apply_node, current=self._node, unchanged=node_unchanged),
             Kind("PodGroup", handle=self._apply_group),
             Kind(NATIVE_KIND, handle=self._apply_group),
-            Kind("Pod", handle=self._apply_pod),
+            Kind("Pod", handle=self._apply_pod, take_status=self._takes_status),
         ], priority_classes=self.priority_classes, logger=log)
         self.errors = self.intake.errors
 
@@ -142,6 +142,16 @@ class BinderView:
         pod = self._own_binding(key, pending, obj) or self.intake.parse(obj)
         if pod is not None:
             self.acc.set_pod(pod)
+
+    def _takes_status(self, type_: str, key: str, status: bytes) -> bool:
+        """A pod event taken undecoded (Kind.take_status): a status-only write (its
+        `status` hint) of a bound pod the view counts, not a group member (the group index
+        reads members' documents), swapped in from the hint alone; with --churn, every pod's
+        Running write."""
+        if type_ != "MODIFIED" or key in self.groups.group_of or key in self.pending:
+            return False
+        pod = status_hinted(self.acc.counted(key), status)
+        return pod is not None and self.acc.refresh_pod(pod)
 
     def _refreshed(self, key: str, obj: dict) -> bool:
         """A status-only update of a bound pod we count: swapped in without a parse."""

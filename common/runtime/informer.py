@@ -38,7 +38,7 @@ class Informer:
 
     def __init__(self, store, kinds: Iterable[str], on_event: Callable[[str, str, dict], None],
                  on_relist: Callable[[], None] | None = None, skips: dict | None = None,
-                 event_skip=None, linger_s: float = WATCH_LINGER_S, listing=None):
+                 event_skip=None, linger_s: float = WATCH_LINGER_S, listing=None, take_status=None):
         """`skips`: kind -> common.store.base.ListSkip, what the owner's lists may pass over
         unread (a dispatcher's bound pods); `event_skip`: the watch events it may pass over
         (common.store.base.EventSkip), on a store that can skip them unread (Redis, in its
@@ -46,7 +46,11 @@ class Informer:
         may wait lets events gather after the previous one (common.store.base.PollPace;
         store.watchLingerSeconds); `listing()`: a context manager each list (the first and
         every relist) is delivered within, for an owner that counts what a list brings in one
-        pass at its end (common.scheduling.accounting.PodAccounting.listing)."""
+        pass at its end (common.scheduling.accounting.PodAccounting.listing);
+        `take_status(kind, type_, key, status) -> bool`: applies an event that carries a
+        status hint (a pod's status-only write) from the hint alone, asked in the events'
+        order, each event before it applied; what it declines (False) is decoded and
+        delivered."""
         self.store = store
         self.listing = listing if listing is not None else nullcontext
         self.pace = PollPace(linger_s)
@@ -58,6 +62,7 @@ class Informer:
         #: event it read, those of kinds it does not watch and those event_skip passed over
         self.reads_ahead = getattr(store, "skips_unread", False)
         self.event_skip = event_skip
+        self.take_status = take_status
         self.rv: str | None = None
         #: kind -> the resourceVersion up to which this kind's events have been applied.
         #: Not `rv`: a store that watches each kind apart (the API server) may deliver an
@@ -80,6 +85,18 @@ class Informer:
             if not first and (self.skipped <= 100 or self.skipped % 1000 == 0):
                 log.warning("skipped %s %s %s at resourceVersion %s: %s (%d skipped so far)",
                             type_, kind, name, rv, e, self.skipped)
+
+    def _deliver_decoded(self, ev) -> None:
+        """`ev` delivered; an event decoded only now (a StatusEvent) that does not decode is
+        skipped, logged and counted as one `on_event` fails on."""
+        try:
+            obj = ev.obj
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+            self.skipped += 1
+            self.errors.error(f"skipped {ev.type} {ev.kind} {getattr(ev, 'key', '?')} at resourceVersion {ev.rv}: "
+                              "a record that does not decode", e)
+            return
+        self._deliver(ev.type, ev.kind, obj, ev.rv)
 
     def start(self) -> None:
         t = time.monotonic()
@@ -161,12 +178,17 @@ class Informer:
         return len(events)
 
     def _apply(self, events: list) -> None:
-        skip = self.event_skip
+        skip, take = self.event_skip, self.take_status
         for ev in events:
             # an event still the server's bytes (kube://'s watch) may be passed over undecoded
             raw = getattr(ev, "raw", None) if skip is not None else None
-            if raw is None or not skip(ev.kind, ev.type, ev.key, BOUND_MARK in raw, raw):
-                self._deliver(ev.type, ev.kind, ev.obj, ev.rv)
+            status = getattr(ev, "status", None) if take is not None else None
+            if raw is not None and skip(ev.kind, ev.type, ev.key, BOUND_MARK in raw, raw):
+                pass
+            elif status is not None and take(ev.kind, ev.type, ev.key, status):
+                pass  # a status-only write, applied from its hint: never decoded
+            else:
+                self._deliver_decoded(ev)
             self.rv = self.kind_rv[ev.kind] = ev.rv
 
     def seen(self, kind: str, rv: str) -> bool:
@@ -182,7 +204,11 @@ def _latest(events: list, kinds: tuple) -> list:
     order = {kind: i for i, kind in enumerate(kinds)}
     last: dict = {}
     for i, ev in enumerate(events):
-        meta = ev.obj.get("metadata") if ev.obj.__class__ is dict else None
+        try:
+            obj = ev.obj  # a StatusEvent decodes here: one that cannot is kept, and reported when delivered
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+            obj = None
+        meta = obj.get("metadata") if obj.__class__ is dict else None
         key = (ev.kind, meta.get("namespace"), meta.get("name")) if meta.__class__ is dict else i
         last.pop(key, None)  # re-inserted: the dict stays in the order of the last events
         last[key] = i

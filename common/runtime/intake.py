@@ -23,7 +23,11 @@ a common.store.base.ListSkip: the dispatcher, which needs pending pods only, ski
 ones); the list skips a pod only when every declaration of the kind allows it. Likewise
 `skip_event(type_, key, bound, data)`: the watch events it may pass over before they are
 decoded (on a store that can: common.store.base.ClusterStore.read), e.g. the dispatcher's
-events of bound pods it does not hold.
+events of bound pods it does not hold. And `take_status(type_, key, status)`: a pod's
+status-only write (an event with the store's status hint, Redis's StatusEvent) the role
+applies from the hint alone, its document never decoded (the shard's and the binder's
+bound pods: `status_hinted`); asked in the events' order, and only of a kind with one
+declaration; what it declines is decoded and applied as usual.
 
 and may add `then()`, called after each event `keep` or `put`/`drop` applied (what to wake
 up), `parse` (the kind's parse function; common.model.objects.parse_object by default), and
@@ -43,9 +47,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Iterable
 
+import orjson
+
 from ..errors import ObjectError
 from .informer import Informer
 from ..model.objects import CREATE_ORDER, object_key, parse_object
+from ..model.parsing import TERMINAL_PHASES, cached_time
 from ..store.base import WATCH_LINGER_S
 
 log = logging.getLogger(__name__)
@@ -71,6 +78,9 @@ class Kind:
     #: (common.store.base.EventSkip, without the kind); used only when every declaration of
     #: the kind passes over the event
     skip_event: Callable[[str, str, bool, bytes], bool] | None = None
+    #: `(type_, key, status) -> bool`: a status-only write applied from its hint (kind Pod;
+    #: the kind's only declaration), True when taken
+    take_status: Callable[[str, str, bytes], bool] | None = None
 
     def __post_init__(self):
         ways = [self.keep is not None, self.put is not None or self.drop is not None, self.handle is not None]
@@ -82,7 +92,8 @@ class Kind:
             raise ValueError(f"{self.kind}: a handler parses and wakes what it needs itself")
         if (self.current is None) != (self.unchanged is None):
             raise ValueError(f"{self.kind}: current and unchanged go together")
-        if (self.skip_listed is not None or self.skip_event is not None) and self.kind != "Pod":
+        if (self.skip_listed is not None or self.skip_event is not None or self.take_status is not None) \
+                and self.kind != "Pod":
             raise ValueError(f"{self.kind}: only a Pod list or watch can skip what it does not need")
 
 
@@ -137,6 +148,33 @@ def status_update(known, obj: dict):
         return None
 
 
+def status_hinted(known, status: bytes):
+    """`known` (a parsed bound pod) as a status-only write's hint shows it (the store's
+    status hint: a JSON list of its new phase, startTime and nominatedNodeName; see
+    common.store.base.EventSkip), without its document; `known` itself when nothing it keeps
+    changed. None when the hint cannot be taken alone: the phase crosses to or from terminal
+    (the pod leaves or rejoins its node's accounting), the hint is not that list, or the
+    start time does not parse; the event is then read in full, which reports what is wrong."""
+    try:
+        hint = orjson.loads(status)
+    except orjson.JSONDecodeError:
+        return None
+    if not (hint.__class__ is list and len(hint) == 3 and all(x.__class__ is str for x in hint)):
+        return None
+    phase, started, nominated = hint
+    if known is None or not known.node_name or (known.phase in TERMINAL_PHASES) != (phase in TERMINAL_PHASES):
+        return None
+    # the usual case, a pod's later status writes: nothing it keeps changes, nothing is built
+    if ((cached_time(started) if started else known.start_time) == known.start_time
+            and (phase or known.phase) == known.phase and (nominated or None) == (known.nominated_node or None)):
+        return known
+    try:
+        return known.with_status({"spec": {"nodeName": known.node_name},
+                                  "status": {"phase": phase, "startTime": started, "nominatedNodeName": nominated}})
+    except ObjectError:
+        return None
+
+
 class Intake:
     """Routes a store's events to the declarations of their kind.
 
@@ -169,6 +207,9 @@ class Intake:
         #: kind -> what its watch events may pass over (every declaration of it agreeing)
         self.event_skips = {kind: [d.skip_event for d in decls] for kind, decls in by_kind.items()
                             if all(d.skip_event is not None for d in decls)}
+        #: kind -> what takes its status-only writes from their hint (its one declaration)
+        self.status_takers = {kind: decls[0].take_status for kind, decls in by_kind.items()
+                              if len(decls) == 1 and decls[0].take_status is not None}
         self._routes: dict[str, Callable[[str, dict], None]] = {
             kind: self._route(kind, decls) for kind, decls in by_kind.items()}
 
@@ -182,19 +223,33 @@ class Intake:
 
     def informer(self, store, on_relist: Callable[[], None] | None = None,
                  apply: Callable[[str, str, dict], None] | None = None,
-                 linger_s: float = WATCH_LINGER_S, listing=None) -> Informer:
+                 linger_s: float = WATCH_LINGER_S, lock=None, listing=None) -> Informer:
         """An informer over the declared kinds that feeds `apply` (a role that applies under a
-        lock passes its own, which calls this intake's); `linger_s`: its syncs' linger
-        (store.watchLingerSeconds); `listing`: the Informer's (what each list is delivered
-        within)."""
+        lock passes its own, which calls this intake's, and the lock, which `take_status`
+        takes too); `linger_s`: its syncs' linger (store.watchLingerSeconds); `listing`: the
+        Informer's (what each list is delivered within)."""
+        take = self.take_status if self.status_takers else None
+        if take is not None and lock is not None:
+            unlocked = take
+
+            def take(*event) -> bool:
+                with lock:
+                    return unlocked(*event)
         return Informer(store, self.kinds, apply or self.apply, on_relist, self.skips,
-                        self.skip_event if self.event_skips else None, linger_s, listing)
+                        self.skip_event if self.event_skips else None, linger_s,
+                        listing=listing, take_status=take)
 
     def skip_event(self, kind: str, type_: str, key: str, bound: bool, data: bytes) -> bool:
         """The store's EventSkip over the declarations: an event every declaration of its
         kind passes over."""
         skips = self.event_skips.get(kind)
         return skips is not None and all(skip(type_, key, bound, data) for skip in skips)
+
+    def take_status(self, kind: str, type_: str, key: str, status: bytes) -> bool:
+        """A status-only write taken from its hint by its kind's declaration (True), or not
+        (then it is decoded and applied)."""
+        take = self.status_takers.get(kind)
+        return take is not None and take(type_, key, status)
 
     def parse(self, obj: dict, parse: Callable[[dict], Any] | None = None):
         """`obj` parsed (by `parse`, else common.model.objects.parse_object against the kept

@@ -286,7 +286,13 @@ class ClusterStore(ABC):
         (`skips_unread`: Redis) asks it of every event of `kinds`, with the object's key,
         whether the event shows a pod bound to a node (from the store's own bookkeeping:
         exact for the writes the stores make) and the stored document's bytes (to search
-        for a label's name), and leaves out those it answers True for. Every process reads
+        for a label's name), and leaves out those it answers True for. It asks before any
+        event of the read is applied: a skip must judge what cannot concern the reader
+        whatever the events before it did, and never change the reader. An event the store
+        can tell is a pod's status-only write carries its status hint (`status`: a JSON list
+        of the new phase, startTime and nominatedNodeName; Redis's StatusEvent) and is
+        decoded only when its `obj` is read (common.runtime.informer takes it in order).
+        Every process reads
         every event, and at a paced rate most of a process's time on the store goes to
         decoding events it then ignores. Other stores deliver every event: `skip` is a
         hint, and a reader still ignores what it does not need itself.

@@ -16,13 +16,20 @@ The stream is trimmed as each script writes (ARGV[1]): by age, 'a<ms>' keeping t
 younger than that (entry ids are Redis's milliseconds), or by count, about that many.
 
 Stream entries: prev (the id of the entry before it), t (ADDED|MODIFIED|DELETED), k (kind),
-n (key), o (object JSON), p (patch JSON, when there is one), always in this order: readers
-take the fields by position. The entry id is the event's rv.
+n (key), o (object JSON), p (patch JSON, when there is one), s (the status hint, when there
+is one), always in this order: readers take the first five by position, the optional ones by
+name. The entry id is the event's rv.
+
+The status hint: a pod's update that changed its status only (the same uid and node, and the
+same digest `h` of everything but status and node as the write before: both state records'
+`h`, see redis_store._state) carries the new phase, startTime and nominatedNodeName (the
+state's `s`, which is not kept), so that a reader holding the pod bound can apply it without
+decoding the document (common.store.base.EventSkip). Every other write has none.
 """
 
 _EMIT = """
 local last_id, trim_how, trim_at
-local function emit(t, kind, key, o, st)
+local function emit(t, kind, key, o, st, hint)
   if not last_id then
     local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
     last_id = last and last[1] or '0-0'
@@ -38,6 +45,10 @@ local function emit(t, kind, key, o, st)
   if st.p then
     fields[#fields + 1] = 'p'
     fields[#fields + 1] = cjson.encode(st.p)
+  end
+  if hint then
+    fields[#fields + 1] = 's'
+    fields[#fields + 1] = hint
   end
   last_id = redis.call('XADD', KEYS[1], trim_how, '~', trim_at, '*', unpack(fields))
   st.rv = last_id
@@ -55,6 +66,8 @@ local out = {}
 for i = 4, #ARGV, 4 do
   local key, o, expected = ARGV[i], ARGV[i + 1], ARGV[i + 3]
   local st = cjson.decode(ARGV[i + 2])
+  local hint = st.s
+  st.s = nil  -- handed over for the event, never kept
   local cur = redis.call('HGET', KEYS[3], key)
   local reason
   if create then
@@ -74,7 +87,10 @@ for i = 4, #ARGV, 4 do
   if reason then
     out[#out + 1] = reason
   else
-    out[#out + 1] = emit(create and 'ADDED' or 'MODIFIED', kind, key, o, st)
+    if create or not st.h or cur.h ~= st.h or (cur.node or '') ~= (st.node or '') then
+      hint = nil  -- more than the status changed (or cannot be told): no hint
+    end
+    out[#out + 1] = emit(create and 'ADDED' or 'MODIFIED', kind, key, o, st, hint)
     redis.call('HSET', KEYS[2], key, o)
     redis.call('HSET', KEYS[3], key, cjson.encode(st))
   end

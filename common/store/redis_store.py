@@ -7,6 +7,7 @@ one MULTI so the snapshot and its rv agree. Needs Redis >= 6.2 (exclusive XRANGE
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import queue
 import re
@@ -69,17 +70,42 @@ def _translated(method):
 
 
 def _state(kind: str, obj: dict) -> bytes:
-    """The state record (without rv) the scripts check bind/evict/patch against."""
+    """The state record (without rv) the scripts check bind/evict/patch against; for a pod
+    also `h`, the digest of all it holds but its status and node (kept: the next write is
+    compared with it), and `s`, the status hint (only handed to the script, never kept)."""
     st = {"uid": obj["metadata"]["uid"]}
     if kind == "Pod":
-        st["node"] = (obj.get("spec") or {}).get("nodeName") or ""
-        st["nom"] = (obj.get("status") or {}).get("nominatedNodeName") or ""
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        st["node"] = spec.get("nodeName") or ""
+        st["nom"] = status.get("nominatedNodeName") or ""
+        st["h"] = _digest(obj)
+        st["s"] = status_hint(status)
         if gated(obj):
             st["gated"] = "1"
         cond = scheduled_condition(obj)
         if cond is not None:
             st["cond"] = {k: str(cond[k]) for k in ("status", "reason", "message") if cond.get(k)}
     return orjson.dumps(st)
+
+
+def _digest(pod: dict) -> str:
+    """What a pod holds but its status, its node and its resourceVersion, as a 64-bit digest:
+    two writes with the same digest (and node) differ in their status only. A write that
+    orders the same keys differently just gets no status hint."""
+    rest = {k: v for k, v in pod.items() if k != "status"}
+    meta, spec = rest.get("metadata"), rest.get("spec")
+    if isinstance(meta, dict) and "resourceVersion" in meta:
+        rest["metadata"] = {k: v for k, v in meta.items() if k != "resourceVersion"}
+    if isinstance(spec, dict) and "nodeName" in spec:
+        rest["spec"] = {k: v for k, v in spec.items() if k != "nodeName"}
+    return hashlib.blake2b(orjson.dumps(rest), digest_size=8).hexdigest()
+
+
+def status_hint(status: dict) -> str:
+    """The part of a pod's status every role keeps (phase, startTime, nominatedNodeName), as
+    the stream entry of a status-only write carries it: a JSON list of three strings."""
+    return orjson.dumps([str(status.get(f) or "") for f in ("phase", "startTime", "nominatedNodeName")]).decode()
 
 
 def _merged(o: bytes, patch: dict | None, rv: str) -> dict:
@@ -95,8 +121,10 @@ def _merged(o: bytes, patch: dict | None, rv: str) -> dict:
 def _event(id_: bytes, flat: list, wanted, skip=None) -> WatchEvent | None:
     """The event of one stream entry (None when its kind is not `wanted`, or `skip`, a
     reader's common.store.base.EventSkip, passes over it). The fields are prev, t, k, n,
-    o[, p] in this order (redis_scripts._EMIT) and read by position, since every process
-    reads every event; an entry that does not follow that layout raises one of _MALFORMED."""
+    o[, p][, s] in this order (redis_scripts._EMIT); the fixed five are read by position,
+    since every process reads every event, the optional ones by name (an entry written
+    before `s` existed has none); an entry that does not follow that layout raises one of
+    _MALFORMED. An entry with a status hint becomes a StatusEvent, decoded when read."""
     if len(flat) < 10 or flat[2] != b"t" or flat[4] != b"k" or flat[8] != b"o":
         raise ValueError("not an event entry (fields prev, t, k, n, o)")
     type_, kind = flat[3], flat[5]
@@ -106,10 +134,17 @@ def _event(id_: bytes, flat: list, wanted, skip=None) -> WatchEvent | None:
         raise ValueError(f"unknown event type {type_[:40]!r}")
     if wanted is not None and kind not in wanted:
         return None
-    patch = flat[11] if len(flat) > 10 else None
+    patch = hint = None
+    for i in range(10, len(flat) - 1, 2):
+        if flat[i] == b"p":
+            patch = flat[i + 1]
+        elif flat[i] == b"s":
+            hint = flat[i + 1]
     if skip is not None and skip(kind.decode(), type_.decode(), flat[7].decode(), _bound(flat[9], patch), flat[9]):
         return None
     rv = id_.decode()
+    if hint is not None:
+        return StatusEvent(type_.decode(), kind.decode(), rv, flat[7].decode(), flat[9], patch, hint)
     return WatchEvent(type_.decode(), kind.decode(), _merged(flat[9], orjson.loads(patch) if patch is not None else None, rv), rv)
 
 
@@ -123,6 +158,27 @@ def _last_of_each(entries: list) -> list:
     if len(last) == len(entries):
         return entries
     return [entries[i] for i in sorted(last.values())]
+
+
+class StatusEvent(WatchEvent):
+    """The event of a status-only write (its entry's status hint, redis_scripts), its `obj`
+    decoded when first read: a reader that holds the pod bound takes the write from `status`
+    alone (common.runtime.informer, in the events' order), and the document is never
+    decoded. Reading `obj` of an entry that does not decode raises one of _MALFORMED."""
+
+    __slots__ = ("key", "status", "_o", "_patch", "_obj")
+
+    def __init__(self, type_: str, kind: str, rv: str, key: str, o: bytes, patch: bytes | None, status: bytes):
+        self.type, self.kind, self.rv, self.key, self.status = type_, kind, rv, key, status
+        self._o, self._patch, self._obj = o, patch, None
+
+    @property
+    def obj(self) -> dict:
+        if self._obj is None:
+            patch = self._patch
+            self._obj = _merged(self._o, orjson.loads(patch) if patch is not None else None, self.rv)
+            self._o = self._patch = None
+        return self._obj
 
 
 def _bound(o: bytes, patch: bytes | None) -> bool:

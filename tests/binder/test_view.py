@@ -3,6 +3,10 @@ never fatal."""
 from __future__ import annotations
 
 import logging
+import uuid
+
+import pytest
+import redis as redis_py
 
 from builders import binder_view, node, overflowing_pod, pod, too_wide_node
 
@@ -24,3 +28,88 @@ def test_the_binder_keeps_no_document_of_a_bound_pod_and_shares_equal_labels():
     assert a.raw is None and b.raw is None
     assert a.labels is b.labels
     assert view.pending["default/p"].raw is not None  # a pending pod keeps its document
+
+
+@pytest.fixture
+def followed(redis_url):
+    """A binder view following an embedded Redis whose n1 holds the bound pod a."""
+    from binder.view import BinderView
+    from builders import SCHEDULER
+    from common.store.redis_store import RedisStore
+
+    store = RedisStore(redis_url, prefix=f"test-{uuid.uuid4().hex[:12]}:")
+    store.create(node("n1", cpu="8"))
+    store.create(pod("a", "1", node_name="n1", labels={"app": "web"}))
+    view = BinderView((SCHEDULER,))
+    informer = view.intake.informer(store)
+    informer.start()
+    assert view.acc.counted("default/a") is not None
+    yield store, view, informer
+    store.close()
+
+
+def _status_write(store, key: str, **status) -> None:
+    obj = store.get("Pod", key)
+    obj["status"].update(status)
+    store.update_status(obj)
+
+
+def test_a_status_only_write_of_a_counted_pod_is_taken_from_its_hint_undecoded(followed, redis_url):
+    """Seen failing before: the binder decoded every pod event. A Running write of a pod it
+    counts is taken from the store's status hint: the counted pod shows the start time a
+    full parse gives, and an entry whose document would not decode is taken all the same."""
+    from common.model.objects import parse_pod
+
+    store, view, informer = followed
+    _status_write(store, "default/a", startTime="2026-01-01T00:00:00Z", podIP="10.0.0.7")
+    informer.sync()
+    counted = view.acc.counted("default/a")
+    assert counted.start_time == parse_pod(store.get("Pod", "default/a")).start_time is not None
+    r = redis_py.Redis.from_url(redis_url)
+    head = r.xrevrange(store._stream, count=1)[0][0].decode()
+    r.xadd(store._stream, {"prev": head, "t": "MODIFIED", "k": "Pod", "n": "default/a", "o": "{not json",
+                           "s": '["Running","2026-01-02T00:00:00Z",""]'})
+    informer.sync()
+    assert store.skipped_records == 0 and informer.skipped == 0 and not view.errors
+    assert view.acc.counted("default/a").start_time > counted.start_time
+    r.close()
+
+
+@pytest.mark.parametrize("then", ["finished", "deleted", "relabelled"])
+def test_what_follows_a_status_write_taken_from_its_hint_is_applied(followed, then):
+    """After a write taken from its hint: a terminal phase frees the pod's room, a deletion
+    drops it, a label change written with a status change (no hint) is counted."""
+    store, view, informer = followed
+    _status_write(store, "default/a", startTime="2026-01-01T00:00:00Z")
+    informer.sync()
+    if then == "finished":
+        _status_write(store, "default/a", phase="Failed")
+    elif then == "deleted":
+        store.delete("Pod", "default/a")
+    else:
+        obj = store.get("Pod", "default/a")
+        obj["metadata"]["labels"]["app"] = "db"
+        obj["status"]["podIP"] = "10.0.0.8"
+        store.update_status(obj)
+    informer.sync()
+    counted = view.acc.counted("default/a")
+    if then == "relabelled":
+        assert counted is not None and dict(counted.labels) == {"app": "db"}
+    else:
+        assert counted is None
+
+
+def test_a_status_write_taken_from_its_hint_follows_the_events_read_with_it(followed):
+    """Seen failing with the hint taken as the store read it: a label change and then a
+    status-only write, read in one sync, leave the counted pod with both."""
+    from common.model.objects import parse_pod
+
+    store, view, informer = followed
+    obj = store.get("Pod", "default/a")
+    obj["metadata"]["labels"]["app"] = "db"
+    store.update(obj)
+    _status_write(store, "default/a", startTime="2026-01-01T00:00:00Z")
+    informer.sync()
+    counted = view.acc.counted("default/a")
+    assert dict(counted.labels) == {"app": "db"}
+    assert counted.start_time == parse_pod(store.get("Pod", "default/a")).start_time

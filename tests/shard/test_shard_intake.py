@@ -4,6 +4,11 @@ reference the claim, unless it frees devices; a pod's own status naming its gene
 claim lets it in)."""
 from __future__ import annotations
 
+import uuid
+
+import pytest
+import redis as redis_py
+
 from common.store.memory import MemoryStore
 from builders import (Clock, allocation, claim_pod, device_class, gpu, make_config, node, resource_claim,
                       resource_slice)
@@ -159,3 +164,112 @@ def test_a_poison_pod_among_the_running_ones_listed_at_start_is_reported_and_the
     assert loop.cache.counted("default/p3") is None
     assert [i for i in range(7) if loop.cache.counted(f"default/p{i}") is not None] == [0, 1, 2, 4, 5, 6]
     store.close()
+
+
+@pytest.fixture
+def running_on_redis(redis_url):
+    """A shard following an embedded Redis whose n1 holds the bound pod a."""
+    from builders import pod
+    from common.store.redis_store import RedisStore
+    from shard.loop import ShardLoop
+
+    store = RedisStore(redis_url, prefix=f"test-{uuid.uuid4().hex[:12]}:")
+    store.create(node("n1", cpu="8"))
+    store.create(pod("a", "1", node_name="n1", labels={"app": "web"}))
+    loop = ShardLoop(make_config(), store)
+    loop.start()
+    assert loop.cache.counted("default/a") is not None
+    yield store, loop
+    store.close()
+
+
+def _status_write(store, key: str, **status) -> None:
+    obj = store.get("Pod", key)
+    obj["status"].update(status)
+    store.update_status(obj)
+
+
+def test_a_status_only_write_of_a_counted_pod_is_applied_from_its_hint_undecoded(running_on_redis, redis_url):
+    """Seen failing before: the shard decoded every pod event. The kubelet's Running write
+    (startTime, IPs, conditions) changes only what the hint carries: the counted pod shows
+    the start time a full parse would give, and an entry whose document would not even
+    decode is applied from its hint alone (nothing decoded, nothing reported)."""
+    from common.model.objects import parse_pod
+
+    store, loop = running_on_redis
+    _status_write(store, "default/a", startTime="2026-01-01T00:00:00Z", podIP="10.0.0.7",
+                  conditions=[{"type": "Ready", "status": "True"}])
+    loop.sync()
+    counted = loop.cache.counted("default/a")
+    assert counted.start_time == parse_pod(store.get("Pod", "default/a")).start_time is not None
+    assert counted.phase == "Running" and loop.pods["default/a"] is counted
+    r = redis_py.Redis.from_url(redis_url)
+    head = r.xrevrange(store._stream, count=1)[0][0].decode()
+    r.xadd(store._stream, {"prev": head, "t": "MODIFIED", "k": "Pod", "n": "default/a", "o": "{not json",
+                           "s": '["Running","2026-01-02T00:00:00Z",""]'})
+    loop.sync()
+    assert store.skipped_records == 0 and not loop.errors
+    assert loop.cache.counted("default/a").start_time > counted.start_time
+    r.close()
+
+
+@pytest.mark.parametrize("then", ["finished", "deleted", "relabelled"])
+def test_what_follows_a_status_write_applied_from_its_hint_is_applied(running_on_redis, then):
+    """The events after one applied from its hint still reach the shard: a terminal phase
+    (no hint the shard takes: the pod leaves the node), a deletion, a label change written
+    together with a status change (no hint at all: more than the status changed)."""
+    store, loop = running_on_redis
+    _status_write(store, "default/a", startTime="2026-01-01T00:00:00Z")
+    loop.sync()
+    if then == "finished":
+        _status_write(store, "default/a", phase="Succeeded")
+    elif then == "deleted":
+        store.delete("Pod", "default/a")
+    else:
+        obj = store.get("Pod", "default/a")
+        obj["metadata"]["labels"]["app"] = "db"
+        obj["status"]["podIP"] = "10.0.0.8"
+        store.update_status(obj)
+    loop.sync()
+    counted = loop.cache.counted("default/a")
+    if then == "relabelled":
+        assert counted is not None and dict(counted.labels) == {"app": "db"}
+    else:
+        assert counted is None
+
+
+def test_a_status_write_taken_from_its_hint_follows_the_events_read_with_it(running_on_redis):
+    """Seen failing with the hint taken as the store read it (before the events read with it
+    were applied): a label change and then a status-only write, read in one sync, leave the
+    pod with both, the start time not lost under the label change's older status."""
+    from common.model.objects import parse_pod
+
+    store, loop = running_on_redis
+    obj = store.get("Pod", "default/a")
+    obj["metadata"]["labels"]["app"] = "db"
+    store.update(obj)
+    _status_write(store, "default/a", startTime="2026-01-01T00:00:00Z")
+    loop.sync()
+    counted = loop.cache.counted("default/a")
+    assert dict(counted.labels) == {"app": "db"}
+    assert counted.start_time == parse_pod(store.get("Pod", "default/a")).start_time
+
+
+def test_catching_up_over_a_status_hint_whose_document_does_not_decode(running_on_redis, redis_url):
+    """Seen failing before (the merge of the catch-up and the status hint): a catch-up
+    (`latest`) reads each event's object to find each object's last, and a hinted entry
+    whose document does not decode raised out of the shard's sync. It is applied from its
+    hint, as the follow loop applies it, and what follows it is applied too."""
+    store, loop = running_on_redis
+    r = redis_py.Redis.from_url(redis_url)
+    head = r.xrevrange(store._stream, count=1)[0][0].decode()
+    r.xadd(store._stream, {"prev": head, "t": "MODIFIED", "k": "Pod", "n": "default/a", "o": "{not json",
+                           "s": '["Running","2026-01-02T00:00:00Z",""]'})
+    r.close()
+    from builders import pod
+
+    store.create(pod("b", "1", node_name="n1"))
+    while loop.sync(0.0, latest=True):
+        pass
+    assert loop.cache.counted("default/a").phase == "Running"
+    assert loop.cache.counted("default/b") is not None

@@ -196,3 +196,22 @@ def test_watched_pods_a_role_does_not_need_are_passed_over_undecoded(kube_cluste
         for name in ("held", "other", "pending"):
             store.delete("Pod", f"default/{name}")
         store.close()
+
+
+def test_a_role_that_applies_under_a_lock_has_its_event_skips_run_under_it():
+    """take_status applies a status hint (the binder's): it runs holding the lock the role's
+    apply takes, so it never races the role's other readers and writers."""
+    import threading
+
+    lock = threading.Lock()
+    held = []
+
+    def take(type_, key, status):
+        held.append(lock.locked())
+        return True
+
+    intake = Intake([Kind("Pod", handle=lambda t, o: None, take_status=take)])
+    locked = intake.informer(MemoryStore(), lock=lock)
+    assert locked.take_status("Pod", "MODIFIED", "default/a", b'["Running","",""]')
+    intake.informer(MemoryStore()).take_status("Pod", "MODIFIED", "default/a", b'["Running","",""]')
+    assert held == [True, False] and not lock.locked()

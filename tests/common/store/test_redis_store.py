@@ -10,6 +10,7 @@ import time
 import uuid
 
 import pytest
+import orjson
 import redis as redis_py
 
 from common.errors import ResourceVersionTooOld
@@ -303,3 +304,48 @@ def test_the_history_window_comes_from_the_config(redis_url):
         assert s._history == "a42000"
     finally:
         s.close()
+
+
+def test_a_status_only_write_carries_its_status_hint_and_nothing_else_does(store, r):
+    """An update that changed nothing but the pod's status (its spec, labels, annotations and
+    node as before, a bind patch in between included) carries the new phase, startTime and
+    nominated node (its event's `status`), its document decoded only when read; a creation,
+    a binding, a write that changed a label or the spec besides the status, carry none."""
+    store.create(pod("a"))
+    since = last_rv(store, r)
+    store.bind("default/a", "n1")
+    running = store.get("Pod", "default/a")
+    running["status"].update(phase="Running", startTime="2026-01-01T00:00:00Z")
+    store.update_status(running)
+    relabelled = store.get("Pod", "default/a")
+    relabelled["metadata"].setdefault("labels", {})["tier"] = "web"
+    relabelled["status"]["phase"] = "Succeeded"
+    store.update_status(relabelled)
+    respecced = store.get("Pod", "default/a")
+    respecced["spec"]["priority"] = 7
+    store.update_status(respecced)
+    events, _ = store.read(since, timeout=0.5, kinds=("Pod",))
+    hints = [getattr(e, "status", None) for e in events]
+    assert [None if h is None else orjson.loads(h) for h in hints] == [
+        None, ["Running", "2026-01-01T00:00:00Z", ""], None, None]
+    assert [e.obj["status"]["phase"] for e in events] == ["Running", "Running", "Succeeded", "Succeeded"]
+    assert events[3].obj["spec"]["priority"] == 7
+
+
+def test_an_entry_written_without_the_status_hint_is_still_read(store, r):
+    """Entries of the layout before the hint (prev, t, k, n, o[, p]) read as before, with no
+    status hint."""
+    store.create(pod("a"))
+    since = last_rv(store, r)
+    doc = orjson.dumps(store.get("Pod", "default/a"))
+    r.xadd(store._stream, {"prev": since, "t": "MODIFIED", "k": "Pod", "n": "default/a", "o": doc,
+                           "p": '{"node":"n2","phase":"Running"}'})
+    asked = []
+
+    def skip(kind, type_, key, bound, data):
+        asked.append((key, bound))
+        return False
+
+    events, _ = store.read(since, timeout=0.5, kinds=("Pod",), skip=skip)
+    assert asked == [("default/a", True)] and getattr(events[0], "status", None) is None
+    assert events[0].obj["spec"]["nodeName"] == "n2" and events[0].obj["status"]["phase"] == "Running"
