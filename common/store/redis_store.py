@@ -415,14 +415,21 @@ class RedisStore(ClusterStore):
         entries = self._follow(since, timeout, max_events)
         events = []
         wanted = None if kinds is None else {k.encode() for k in kinds}
+        # The skip is asked of each entry before the reader has applied any of them, so it
+        # answers for the reader as it was before this read: an object delivered earlier in
+        # the same read (a pod created, then bound) has its later entries delivered too.
+        delivered: set = set()
         for id_, flat in (_last_of_each(entries) if latest else entries):
             try:
-                ev = _event(id_, flat, wanted, skip)
+                ev = _event(id_, flat, wanted, skip if skip is None or not delivered
+                            or (flat[5], flat[7]) not in delivered else None)
             except _MALFORMED as e:
                 self._skip(f"event stream entry {id_.decode()}", e)
                 continue
             if ev is not None:
                 events.append(ev)
+                if skip is not None:
+                    delivered.add((flat[5], flat[7]))
         return events, (entries[-1][0].decode() if entries else None)
 
     def _follow(self, since: str, timeout: float, count: int) -> list:
