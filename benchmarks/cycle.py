@@ -24,7 +24,6 @@ Each item: {"median_ms", "p99_ms", "baseline_median_ms", "baseline_p99_ms", "rat
 """
 from __future__ import annotations
 
-import copy
 import random
 import time
 

@@ -270,7 +270,7 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
     out["verify_ok"] = report["ok"] and not report["unparsable"]
     print(f"{side.name}: {out['bound']}/{len(pods)} bound at {out['pods_per_s']} pods/s, last after "
           f"{out['last_bound_s']} s, {out['cpu_ms_per_pod']} ms cpu per pod; deleting the pods", flush=True)
-    print(f"  API server, per pod bound: " + ", ".join(f"{k} {v}" for k, v in out["api_per_pod"].items()), flush=True)
+    print("  API server, per pod bound: " + ", ".join(f"{k} {v}" for k, v in out["api_per_pod"].items()), flush=True)
     for name, phases in out.get("startup_s", {}).items():
         print(f"  {name} start-up (s after it was spawned): "
               + ", ".join(f"{k} {v}" for k, v in phases.items()), flush=True)

@@ -1062,3 +1062,39 @@ def run_cli(capsys, *argv, stdin: str | None = None, monkeypatch=None) -> tuple[
         code = e.code
     out, err = capsys.readouterr()
     return code, out, err
+
+
+# --- status-only writes on the Redis store (the status hint) --------------------------------
+
+def status_write(store, key: str, **status) -> None:
+    """A kubelet-like write of pod `key`'s status fields `status`, the rest as stored."""
+    obj = store.get("Pod", key)
+    obj["status"].update(status)
+    store.update_status(obj)
+
+
+def forge_status_hint(store, redis_url: str, key: str, hint: str) -> None:
+    """A stream entry for pod `key` with status hint `hint` and a document that does not
+    decode: what a reader takes from the hint alone, never reading the document."""
+    import redis as redis_py
+
+    r = redis_py.Redis.from_url(redis_url)
+    try:
+        head = r.xrevrange(store._stream, count=1)[0][0].decode()
+        r.xadd(store._stream, {"prev": head, "t": "MODIFIED", "k": "Pod", "n": key, "o": "{not json", "s": hint})
+    finally:
+        r.close()
+
+
+def after_status_write(store, key: str, then: str, terminal: str = "Failed") -> None:
+    """What may follow a status-only write of pod `key`: "finished" (phase `terminal`),
+    "deleted", or "relabelled" (a label change written with a status change: no hint)."""
+    if then == "finished":
+        status_write(store, key, phase=terminal)
+    elif then == "deleted":
+        store.delete("Pod", key)
+    else:
+        obj = store.get("Pod", key)
+        obj["metadata"]["labels"]["app"] = "db"
+        obj["status"]["podIP"] = "10.0.0.8"
+        store.update_status(obj)

@@ -6,9 +6,9 @@ import logging
 import uuid
 
 import pytest
-import redis as redis_py
 
-from builders import binder_view, node, overflowing_pod, pod, too_wide_node
+from builders import (after_status_write, binder_view, forge_status_hint, node, overflowing_pod, pod,
+                      status_write, too_wide_node)
 
 
 def test_objects_the_binder_cannot_count_are_skipped_and_logged(caplog):
@@ -48,12 +48,6 @@ def followed(redis_url):
     store.close()
 
 
-def _status_write(store, key: str, **status) -> None:
-    obj = store.get("Pod", key)
-    obj["status"].update(status)
-    store.update_status(obj)
-
-
 def test_a_status_only_write_of_a_counted_pod_is_taken_from_its_hint_undecoded(followed, redis_url):
     """Seen failing before: the binder decoded every pod event. A Running write of a pod it
     counts is taken from the store's status hint: the counted pod shows the start time a
@@ -61,18 +55,14 @@ def test_a_status_only_write_of_a_counted_pod_is_taken_from_its_hint_undecoded(f
     from common.model.objects import parse_pod
 
     store, view, informer = followed
-    _status_write(store, "default/a", startTime="2026-01-01T00:00:00Z", podIP="10.0.0.7")
+    status_write(store, "default/a", startTime="2026-01-01T00:00:00Z", podIP="10.0.0.7")
     informer.sync()
     counted = view.acc.counted("default/a")
     assert counted.start_time == parse_pod(store.get("Pod", "default/a")).start_time is not None
-    r = redis_py.Redis.from_url(redis_url)
-    head = r.xrevrange(store._stream, count=1)[0][0].decode()
-    r.xadd(store._stream, {"prev": head, "t": "MODIFIED", "k": "Pod", "n": "default/a", "o": "{not json",
-                           "s": '["Running","2026-01-02T00:00:00Z",""]'})
+    forge_status_hint(store, redis_url, "default/a", '["Running","2026-01-02T00:00:00Z",""]')
     informer.sync()
     assert store.skipped_records == 0 and informer.skipped == 0 and not view.errors
     assert view.acc.counted("default/a").start_time > counted.start_time
-    r.close()
 
 
 @pytest.mark.parametrize("then", ["finished", "deleted", "relabelled"])
@@ -80,17 +70,9 @@ def test_what_follows_a_status_write_taken_from_its_hint_is_applied(followed, th
     """After a write taken from its hint: a terminal phase frees the pod's room, a deletion
     drops it, a label change written with a status change (no hint) is counted."""
     store, view, informer = followed
-    _status_write(store, "default/a", startTime="2026-01-01T00:00:00Z")
+    status_write(store, "default/a", startTime="2026-01-01T00:00:00Z")
     informer.sync()
-    if then == "finished":
-        _status_write(store, "default/a", phase="Failed")
-    elif then == "deleted":
-        store.delete("Pod", "default/a")
-    else:
-        obj = store.get("Pod", "default/a")
-        obj["metadata"]["labels"]["app"] = "db"
-        obj["status"]["podIP"] = "10.0.0.8"
-        store.update_status(obj)
+    after_status_write(store, "default/a", then)
     informer.sync()
     counted = view.acc.counted("default/a")
     if then == "relabelled":
@@ -108,7 +90,7 @@ def test_a_status_write_taken_from_its_hint_follows_the_events_read_with_it(foll
     obj = store.get("Pod", "default/a")
     obj["metadata"]["labels"]["app"] = "db"
     store.update(obj)
-    _status_write(store, "default/a", startTime="2026-01-01T00:00:00Z")
+    status_write(store, "default/a", startTime="2026-01-01T00:00:00Z")
     informer.sync()
     counted = view.acc.counted("default/a")
     assert dict(counted.labels) == {"app": "db"}

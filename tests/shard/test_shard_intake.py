@@ -7,11 +7,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
-import redis as redis_py
 
 from common.store.memory import MemoryStore
-from builders import (Clock, allocation, claim_pod, device_class, gpu, make_config, node, resource_claim,
-                      resource_slice)
+from builders import (Clock, after_status_write, allocation, claim_pod, device_class, forge_status_hint, gpu,
+                      make_config, node, resource_claim, resource_slice, status_write)
 
 
 def _loop(*docs):
@@ -183,12 +182,6 @@ def running_on_redis(redis_url):
     store.close()
 
 
-def _status_write(store, key: str, **status) -> None:
-    obj = store.get("Pod", key)
-    obj["status"].update(status)
-    store.update_status(obj)
-
-
 def test_a_status_only_write_of_a_counted_pod_is_applied_from_its_hint_undecoded(running_on_redis, redis_url):
     """Seen failing before: the shard decoded every pod event. The kubelet's Running write
     (startTime, IPs, conditions) changes only what the hint carries: the counted pod shows
@@ -197,20 +190,16 @@ def test_a_status_only_write_of_a_counted_pod_is_applied_from_its_hint_undecoded
     from common.model.objects import parse_pod
 
     store, loop = running_on_redis
-    _status_write(store, "default/a", startTime="2026-01-01T00:00:00Z", podIP="10.0.0.7",
+    status_write(store, "default/a", startTime="2026-01-01T00:00:00Z", podIP="10.0.0.7",
                   conditions=[{"type": "Ready", "status": "True"}])
     loop.sync()
     counted = loop.cache.counted("default/a")
     assert counted.start_time == parse_pod(store.get("Pod", "default/a")).start_time is not None
     assert counted.phase == "Running" and loop.pods["default/a"] is counted
-    r = redis_py.Redis.from_url(redis_url)
-    head = r.xrevrange(store._stream, count=1)[0][0].decode()
-    r.xadd(store._stream, {"prev": head, "t": "MODIFIED", "k": "Pod", "n": "default/a", "o": "{not json",
-                           "s": '["Running","2026-01-02T00:00:00Z",""]'})
+    forge_status_hint(store, redis_url, "default/a", '["Running","2026-01-02T00:00:00Z",""]')
     loop.sync()
     assert store.skipped_records == 0 and not loop.errors
     assert loop.cache.counted("default/a").start_time > counted.start_time
-    r.close()
 
 
 @pytest.mark.parametrize("then", ["finished", "deleted", "relabelled"])
@@ -219,17 +208,9 @@ def test_what_follows_a_status_write_applied_from_its_hint_is_applied(running_on
     (no hint the shard takes: the pod leaves the node), a deletion, a label change written
     together with a status change (no hint at all: more than the status changed)."""
     store, loop = running_on_redis
-    _status_write(store, "default/a", startTime="2026-01-01T00:00:00Z")
+    status_write(store, "default/a", startTime="2026-01-01T00:00:00Z")
     loop.sync()
-    if then == "finished":
-        _status_write(store, "default/a", phase="Succeeded")
-    elif then == "deleted":
-        store.delete("Pod", "default/a")
-    else:
-        obj = store.get("Pod", "default/a")
-        obj["metadata"]["labels"]["app"] = "db"
-        obj["status"]["podIP"] = "10.0.0.8"
-        store.update_status(obj)
+    after_status_write(store, "default/a", then, terminal="Succeeded")
     loop.sync()
     counted = loop.cache.counted("default/a")
     if then == "relabelled":
@@ -248,7 +229,7 @@ def test_a_status_write_taken_from_its_hint_follows_the_events_read_with_it(runn
     obj = store.get("Pod", "default/a")
     obj["metadata"]["labels"]["app"] = "db"
     store.update(obj)
-    _status_write(store, "default/a", startTime="2026-01-01T00:00:00Z")
+    status_write(store, "default/a", startTime="2026-01-01T00:00:00Z")
     loop.sync()
     counted = loop.cache.counted("default/a")
     assert dict(counted.labels) == {"app": "db"}
@@ -261,11 +242,7 @@ def test_catching_up_over_a_status_hint_whose_document_does_not_decode(running_o
     whose document does not decode raised out of the shard's sync. It is applied from its
     hint, as the follow loop applies it, and what follows it is applied too."""
     store, loop = running_on_redis
-    r = redis_py.Redis.from_url(redis_url)
-    head = r.xrevrange(store._stream, count=1)[0][0].decode()
-    r.xadd(store._stream, {"prev": head, "t": "MODIFIED", "k": "Pod", "n": "default/a", "o": "{not json",
-                           "s": '["Running","2026-01-02T00:00:00Z",""]'})
-    r.close()
+    forge_status_hint(store, redis_url, "default/a", '["Running","2026-01-02T00:00:00Z",""]')
     from builders import pod
 
     store.create(pod("b", "1", node_name="n1"))

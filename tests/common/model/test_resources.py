@@ -10,7 +10,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 from common.model.resources import (BASE_RESOURCES, CPU, EPHEMERAL, MEMORY, PODS, ZERO, ResourceTable,
                                     TooManyResources, fits, format_amount, parse_quantity, quantity_to_int,
