@@ -47,13 +47,9 @@ class NodeInfo(NodeUsage):
         if self.tree is not None:
             self.tree.add(pod.priority, pod.requests)
 
-    def add_pods(self, pods: list) -> None:
-        """`add_pod` of each, in one pass: one insert into the splay tree per priority."""
-        if any(pod.key in self.pods for pod in pods):
-            for pod in pods:
-                self.add_pod(pod)
-            return
-        super().add_pods(pods)
+    def _add_new(self, pods: list) -> None:
+        """NodeUsage's, and one insert into the splay tree per priority."""
+        super()._add_new(pods)
         cpu, mem = self.nonzero
         by_priority: dict = {}
         for pod in pods:

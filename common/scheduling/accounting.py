@@ -47,13 +47,18 @@ class NodeUsage:
             self.host_ports[port] = self.host_ports.get(port, 0) + 1
 
     def add_pods(self, pods: list) -> None:
-        """Count `pods` (none of them counted here yet) as `add_pod` of each would, in one
-        pass: a list of a million running pods counts each node's fifty at once."""
-        own = self.pods
-        if any(pod.key in own for pod in pods):
+        """Count `pods` as `add_pod` of each would, in one pass when none of them is counted
+        here yet: a list of a million running pods counts each node's fifty at once."""
+        if any(pod.key in self.pods for pod in pods):
             for pod in pods:  # a pod counted twice: as add_pod does it
                 self.add_pod(pod)
             return
+        self._add_new(pods)
+
+    def _add_new(self, pods: list) -> None:
+        """`add_pods` of pods none of which is counted here: what each node kind keeps of
+        them, in one pass (a shard's NodeInfo adds its splay tree and affinity pods)."""
+        own = self.pods
         ports = self.host_ports
         vectors = [self.requested]
         for pod in pods:
