@@ -191,46 +191,43 @@ def _bound(o: bytes, patch: bytes | None) -> bool:
     return b'"nodeName":"' in o and b'"nodeName":""' not in o
 
 
-def _read_ahead(read, keys: list, size: int, what: str):
-    """(chunk, read(chunk)) for `keys` in chunks of `size`, in order, each read by a thread
-    while the caller works on the one before: a list's round trips (Redis answering a
-    page of HMGETs, the reply read off the socket, both GIL-free) overlap the decoding and
-    parsing of the page before, which used to wait for them. At most _READ_AHEAD pages are
-    held ahead. The reader's error is raised where its page would have come; a caller that
-    stops early (the generator closed) stops the reader before its next page."""
-    starts = range(0, len(keys), size)
-    if len(starts) <= 1:
-        for i in starts:
-            chunk = keys[i:i + size]
-            yield chunk, read(chunk)
-        return
-    pages: queue.Queue = queue.Queue(_READ_AHEAD)
+def _read_ahead(pages, what: str):
+    """The items of the iterator `pages`, each produced by a thread while the caller works on
+    the one before: a list's round trips (Redis answering a page, the reply read off the
+    socket, both GIL-free) overlap the decoding and parsing of the page before, which used
+    to wait for them. At most _READ_AHEAD pages are held ahead. The reader's error is raised
+    where its page would have come; a caller that stops early (the generator closed) stops
+    the reader before its next page."""
+    ahead: queue.Queue = queue.Queue(_READ_AHEAD)
     stop = threading.Event()
+    done = object()
 
     def reader():
-        for i in starts:
-            chunk = keys[i:i + size]  # sliced as read: a million keys are not copied at once
+        it = iter(pages)
+        while not stop.is_set():
             try:
-                item = (chunk, read(chunk), None)
+                item, error = next(it, done), None
             except BaseException as e:  # handed to the caller, which raises it
-                item = (chunk, None, e)
+                item, error = None, e
             while not stop.is_set():
                 try:
-                    pages.put(item, timeout=0.5)
+                    ahead.put((item, error), timeout=0.5)
                     break
                 except queue.Full:
                     continue
-            if stop.is_set() or item[2] is not None:
+            if item is done or error is not None:
                 return
 
     thread = threading.Thread(target=reader, name=f"read-ahead {what}", daemon=True)
     thread.start()
     try:
-        for _ in starts:
-            chunk, result, error = pages.get()
+        while True:
+            item, error = ahead.get()
             if error is not None:
                 raise error
-            yield chunk, result
+            if item is done:
+                return
+            yield item
     finally:
         stop.set()
 
@@ -328,57 +325,83 @@ class RedisStore(ClusterStore):
 
     @_translated
     def list_iter(self, kind: str, cached: bool = False, skip=None):
-        """The list read in pages, one object decoded at a time: one MULTI takes the state
-        records (small: uid, node, rv), the objects' count and the stream head, the snapshot's
-        rv; the objects then come in pages of _LIST_PAGE, each with its state record again, so
-        at most a page of stored JSON is held at once, never the whole list. An object written
-        after the snapshot (its state record differs) or gone since is left out: the watch
-        from the snapshot's rv brings its newer events, ending with its current version. A
-        pod `skip` passes over is judged on its state record's node and its stored bytes,
-        never decoded. Objects come in `list`'s order (the state records').
+        """The list read in pages, one object decoded at a time. The snapshot is the stream's
+        head (the list's rv), taken in one MULTI with the two hashes' sizes; the state records
+        are then scanned a page at a time (HSCAN), each page's objects read with their records
+        again in one MULTI. An object whose record is newer than the snapshot (written after
+        it) or gone since is left out: the watch from the snapshot's rv brings its newer
+        events, ending with its current version. What a scan meets twice (the hash rehashed
+        as it grew) is delivered once. A pod `skip` passes over is judged on its state
+        record's node and its stored bytes, never decoded.
 
-        The snapshot is the list's peak of memory in every process (a million running pods'
-        records held while their pages are read; a snapshot's record is dropped as its page
-        is read): the objects' keys are not taken too, only their count, and looked at only
-        when it says some object has no state record (reported, as `list` reports it)."""
+        No command answers more than a page: Redis answers one command at a time, and one
+        HGETALL of a million running pods' records held the server for seconds, stalling
+        every other process while a restarted shard listed. At most a page of stored JSON is
+        held at once (the keys seen so far are kept, to deliver each once). Objects come in
+        the scan's order (for a small kind, `list`'s)."""
         check_kind(kind)
         _, objs_key, st_key = self._keys(kind)
         pipe = self._r.pipeline(transaction=True)
-        pipe.hlen(objs_key).hgetall(st_key).xrevrange(self._stream, count=1)
-        stored, states, head = pipe.execute()
+        pipe.hlen(objs_key).hlen(st_key).xrevrange(self._stream, count=1)
+        stored, recorded, head = pipe.execute()
         rv = head[0][0].decode() if head else "0-0"
         if kind != "Pod":
             skip = None
-        if stored != len(states):  # a record without its object, or an object without one
-            for key in self._r.hkeys(objs_key):
-                if key not in states:
-                    self._skip(f"stored {kind} {key.decode(errors='replace')}", KeyError("it has no state record"))
-        keys = list(states)
-
-        def page(chunk):
-            try:
-                p = self._r.pipeline(transaction=True)
-                p.hmget(objs_key, chunk).hmget(st_key, chunk)
-                return p.execute()
-            except (redis.ConnectionError, redis.TimeoutError) as e:
-                raise StoreUnavailable(f"cannot reach redis at {self._where}: {e}") from None
+        if stored != recorded:  # a record without its object, or an object without one
+            self._report_unrecorded(kind, objs_key, st_key)
+        snapshot = rv_order(rv)
 
         def each():
-            for chunk, (objs, now) in _read_ahead(page, keys, _LIST_PAGE, f"{kind} list"):
-                for key, o, st in zip(chunk, objs, now):
-                    if o is None or st is None or st != states.pop(key, None):
-                        continue  # deleted or written after the snapshot: the watch has it
-                    if skip is not None:
-                        try:
-                            node = orjson.loads(st).get("node") or ""
-                        except _MALFORMED:
-                            node = ""  # read in full below, which reports it
-                        if skip.skips_record(node, o):
-                            continue
-                    obj = self._object(kind, key, o, st)
+            for keys, objs, now in _read_ahead(self._scan_pages(objs_key, st_key), f"{kind} list"):
+                for key, o, st in zip(keys, objs, now):
+                    if o is None or st is None:
+                        continue  # deleted since the snapshot: the watch has it
+                    try:
+                        state = orjson.loads(st)
+                        if rv_order(state["rv"]) > snapshot:
+                            continue  # written after the snapshot: the watch has it
+                    except _MALFORMED as e:
+                        self._skip(f"stored {kind} {key.decode(errors='replace')}", e)
+                        continue
+                    if skip is not None and skip.skips_record(state.get("node") or "", o):
+                        continue
+                    obj = self._object(kind, key, o, st, state)
                     if obj is not None:
                         yield obj
         return each(), rv
+
+    def _scan_pages(self, objs_key: str, st_key: str):
+        """(keys, objects, state records) a page at a time: the state hash's keys by HSCAN,
+        each key once, then the page's objects and records read together in one MULTI."""
+        seen: set[bytes] = set()
+        cursor = 0
+        while True:
+            try:
+                cursor, records = self._r.hscan(st_key, cursor, count=_LIST_PAGE)
+                keys = [k for k in records if k not in seen]
+                seen.update(keys)
+                if keys:
+                    p = self._r.pipeline(transaction=True)
+                    objs, now = p.hmget(objs_key, keys).hmget(st_key, keys).execute()
+                    yield keys, objs, now
+            except (redis.ConnectionError, redis.TimeoutError) as e:
+                raise StoreUnavailable(f"cannot reach redis at {self._where}: {e}") from None
+            if cursor == 0:
+                return
+
+    def _report_unrecorded(self, kind: str, objs_key: str, st_key: str) -> None:
+        """Report each stored object that has no state record, the objects' keys scanned a
+        page at a time (only when the hashes' sizes disagree: a damaged store)."""
+        cursor = 0
+        while True:
+            cursor, keys = self._r.hscan(objs_key, cursor, count=_LIST_PAGE)
+            keys = list(keys)
+            if keys:
+                for key, st in zip(keys, self._r.hmget(st_key, keys)):
+                    if st is None:
+                        self._skip(f"stored {kind} {key.decode(errors='replace')}", KeyError("it has no state record"))
+            if cursor == 0:
+                return
 
     @_translated
     def get(self, kind: str, key: str) -> dict | None:
@@ -388,13 +411,15 @@ class RedisStore(ClusterStore):
         o, st = pipe.hget(objs_key, key).hget(st_key, key).execute()
         return None if o is None else self._object(kind, key, o, st)
 
-    def _object(self, kind: str, key, o: bytes, st: bytes | None) -> dict | None:
-        """A stored object with its state record folded in; None (logged and counted) when
-        the pair is unreadable: no state record, or either one malformed."""
+    def _object(self, kind: str, key, o: bytes, st: bytes | None, state: dict | None = None) -> dict | None:
+        """A stored object with its state record folded in (`state`: the record already
+        decoded); None (logged and counted) when the pair is unreadable: no state record, or
+        either one malformed."""
         try:
             if st is None:
                 raise KeyError("it has no state record")
-            state = orjson.loads(st)
+            if state is None:
+                state = orjson.loads(st)
             return _merged(o, state.get("p"), state["rv"])
         except _MALFORMED as e:
             self._skip(f"stored {kind} {key.decode(errors='replace') if isinstance(key, bytes) else key}", e)

@@ -15,7 +15,7 @@ import redis as redis_py
 
 from common.errors import ResourceVersionTooOld
 from common.store.redis_store import RedisStore
-from builders import api_pod as pod
+from builders import api_pod as pod, node
 
 
 @pytest.fixture
@@ -251,20 +251,22 @@ def test_a_list_read_ahead_raises_a_failed_page_where_it_comes_and_stops_when_cl
 
     read = []
 
-    def page(chunk):
-        read.append(chunk[0])
-        if chunk[0] == 4:
-            raise StoreUnavailable("cannot reach redis at test")
-        return [k * 10 for k in chunk]
+    def pages(keys):
+        for i in range(0, len(keys), 2):
+            chunk = keys[i:i + 2]
+            read.append(chunk[0])
+            if chunk[0] == 4:
+                raise StoreUnavailable("cannot reach redis at test")
+            yield [k * 10 for k in chunk]
     got = []
     with pytest.raises(StoreUnavailable):
-        for chunk, values in _read_ahead(page, list(range(10)), 2, "test"):
+        for values in _read_ahead(pages(list(range(10))), "test"):
             got += values
     assert got == [0, 10, 20, 30]
     read.clear()
-    pages = _read_ahead(page, list(range(0, 4)) + list(range(5, 200)), 2, "test")
-    next(pages)
-    pages.close()
+    ahead = _read_ahead(pages(list(range(0, 4)) + list(range(5, 200))), "test")
+    next(ahead)
+    ahead.close()
     for t in threading.enumerate():
         if t.name == "read-ahead test":
             t.join(timeout=30)
@@ -349,3 +351,62 @@ def test_an_entry_written_without_the_status_hint_is_still_read(store, r):
     events, _ = store.read(since, timeout=0.5, kinds=("Pod",), skip=skip)
     assert asked == [("default/a", True)] and getattr(events[0], "status", None) is None
     assert events[0].obj["spec"]["nodeName"] == "n2" and events[0].obj["status"]["phase"] == "Running"
+
+
+@pytest.fixture
+def large_hashes(r):
+    """Hashes created while this is on are real hash tables, as a cluster's pods are (Redis
+    keeps a hash of up to 128 small fields as one flat listpack, read whole by any command)."""
+    before = r.config_get("hash-max-listpack-entries")["hash-max-listpack-entries"]
+    r.config_set("hash-max-listpack-entries", 0)
+    yield
+    r.config_set("hash-max-listpack-entries", before)
+
+
+def test_a_paged_list_never_has_the_server_answer_the_whole_kind_in_one_command(
+        store, r, monkeypatch, large_hashes):
+    """Redis answers one command at a time: the list's snapshot used to take every state
+    record in one HGETALL, and over a million running pods that one answer held the server
+    for seconds, so every other process (the shards scheduling, the binder committing)
+    stalled while a restarted shard listed. The state records are scanned a page at a time."""
+    import common.store.redis_store as redis_store
+    monkeypatch.setattr(redis_store, "_LIST_PAGE", 10)
+    store.create_many([pod(f"p{i}") for i in range(60)])
+    r.config_resetstat()
+    objs, _ = store.list_iter("Pod")
+    assert sorted(o["metadata"]["name"] for o in objs) == sorted(f"p{i}" for i in range(60))
+    calls = commands(r)
+    assert calls.get("hgetall", 0) == 0 and calls.get("hkeys", 0) == 0
+    assert calls.get("hscan", 0) >= 3
+
+
+def test_a_paged_list_with_writes_between_its_pages_and_its_watch_make_the_store_once(
+        store, r, monkeypatch, large_hashes):
+    """Whatever is written while the pages are read (the hash grows and rehashes, so a scan
+    may meet a key twice), every object is listed at most once and in its version at the
+    snapshot, and the list followed by the watch from its rv is the store as it ends."""
+    import common.store.redis_store as redis_store
+    monkeypatch.setattr(redis_store, "_LIST_PAGE", 8)
+    store.create(node("n1"))
+    store.create_many([pod(f"p{i}") for i in range(100)])
+    objs, rv = store.list_iter("Pod")
+    seen: dict[str, dict] = {}
+    for i, o in enumerate(objs):
+        name = o["metadata"]["name"]
+        assert name not in seen, f"{name} listed twice"
+        assert "nodeName" not in o["spec"]  # nothing was bound at the snapshot
+        seen[name] = o
+        if i % 5 == 0:  # writes between the pages: new pods, bindings, deletions
+            store.create_many([pod(f"new{i}-{j}") for j in range(20)])
+            store.bind(f"default/p{(i * 7) % 100}", "n1")
+            store.delete("Pod", f"default/p{(i * 3 + 1) % 100}")
+    assert all(not name.startswith("new") for name in seen)
+    for e in store.poll(rv, timeout=0.5, max_events=100_000):
+        key = e.obj["metadata"]["name"]
+        if e.type == "DELETED":
+            seen.pop(key, None)
+        else:
+            seen[key] = e.obj
+    final = {o["metadata"]["name"]: o for o in store.list("Pod")[0]}
+    assert seen.keys() == final.keys()
+    assert all(seen[k]["spec"].get("nodeName") == final[k]["spec"].get("nodeName") for k in final)
