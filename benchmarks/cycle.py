@@ -19,6 +19,10 @@ Baselines, measured in the same run on the same cache:
   form before issue 31's per-pod costs, reproduced here: each tainted node's taints walked
   against the pod's tolerations, and the domains found by np.unique (a sort) instead of a
   count. Both must give the same minimum (asserted).
+- shard_metrics: the metrics of 256 cycles (a full pass) recorded and flushed in one batch
+  (ShardMetrics.cycle holds them back, `flush` applies them), against observing each cycle's
+  series at once as before, reproduced here (`_observe_at_once`). Both registries must scrape
+  the same counts (asserted).
 
 Each item: {"median_ms", "p99_ms", "baseline_median_ms", "baseline_p99_ms", "ratio"}.
 """
@@ -30,6 +34,7 @@ import time
 import numpy as np
 
 from common import config
+from common.runtime.metrics import ShardMetrics
 from common.scheduling.predicates import untolerated_taint
 from shard.scheduler import Scheduler
 
@@ -131,6 +136,49 @@ def bench_spread_prefilter(s: Scheduler, repeat: int) -> dict:
                            measure(lambda: _old_spread_min(table, pod, c, counts), max(5, repeat // 4)))
 
 
+def _observe_at_once(m: ShardMetrics, result, seconds: float) -> None:
+    """ShardMetrics.cycle before its observations were held back: every series at once."""
+    s, series = m.shard, m._series
+    profile = result.profile.name if result.profile is not None else ""
+    outcome = "scheduled" if result.scheduled else "unschedulable"
+    series(m.attempts, outcome, profile, s).inc()
+    series(m.attempt_duration, outcome, profile, s).observe(seconds)
+    status = "Success" if result.scheduled else "Unschedulable"
+    for point, took in result.phases.items():
+        series(m.extension_duration, point, status, profile, s).observe(took)
+    series(m.algorithm_duration, s).observe(sum(result.phases.values()))
+    for plugin, point, code, took in result.plugin_times or ():
+        series(m.plugin_duration, plugin, point, code, s).observe(took)
+    series(m.nodes_evaluated, s).observe(result.evaluated)
+    series(m.threshold, s).set(result.threshold)
+    series(m.snapshot_duration, s).observe(result.snapshot_s)
+    if result.cloned:
+        series(m.snapshot_cloned, s).inc(result.cloned)
+    if result.skipped_by_context:
+        series(m.context_skipped, s).inc(result.skipped_by_context)
+
+
+def bench_shard_metrics(s: Scheduler, repeat: int) -> dict:
+    """A pass of 256 cycles' metrics, held back and flushed, against observed at once."""
+    pod = template_pod(100, 500)
+    results = [s.schedule(pod) for _ in range(256)]  # one in PLUGIN_SAMPLE times its plugins
+    held, at_once = ShardMetrics("0"), ShardMetrics("0")
+
+    def batched():
+        for r in results:
+            held.cycle(r, 0.0004)
+        held.flush()
+
+    def old():
+        for r in results:
+            _observe_at_once(at_once, r, 0.0004)
+    out = harness.latency(measure(batched, repeat), measure(old, repeat))
+    count = "scheduler_scheduling_attempt_duration_seconds_count"
+    labels = {"result": "scheduled", "profile": results[0].profile.name, "shard": "0"}
+    assert held.registry.get_sample_value(count, labels) == at_once.registry.get_sample_value(count, labels)
+    return out
+
+
 def run(args) -> dict:
     t = time.perf_counter()
     cache = fleet_cache(args.nodes, args.pods_per_node, args.seed)
@@ -184,6 +232,7 @@ def run(args) -> dict:
         [retry(fast) for _ in range(max(5, args.repeat // 10))],
         [retry(no_context) for _ in range(max(5, args.repeat // 10))])
     results["spread_prefilter_honor"] = bench_spread_prefilter(fast, args.repeat)
+    results["shard_metrics"] = bench_shard_metrics(fast, args.repeat)
     return results
 
 
