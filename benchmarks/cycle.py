@@ -19,6 +19,10 @@ Baselines, measured in the same run on the same cache:
   form before issue 31's per-pod costs, reproduced here: each tainted node's taints walked
   against the pod's tolerations, and the domains found by np.unique (a sort) instead of a
   count. Both must give the same minimum (asserted).
+- plugin_clock: a basic pod's cycle as most cycles run it, reading no clock per plugin call
+  (only one cycle in PLUGIN_SAMPLE times its plugins), against every cycle timing each plugin
+  call, the upper bound of what the unsampled cycles paid when each call read the clock and
+  handed its time to ScheduleResult.timed to be thrown away.
 - shard_metrics: the metrics of 256 cycles (a full pass) recorded and flushed in one batch
   (ShardMetrics.cycle holds them back, `flush` applies them), against observing each cycle's
   series at once as before, reproduced here (`_observe_at_once`). Both registries must scrape
@@ -36,6 +40,7 @@ import numpy as np
 from common import config
 from common.runtime.metrics import ShardMetrics
 from common.scheduling.predicates import untolerated_taint
+from shard import scheduler as scheduler_module
 from shard.scheduler import Scheduler
 
 from . import harness
@@ -179,6 +184,25 @@ def bench_shard_metrics(s: Scheduler, repeat: int) -> dict:
     return out
 
 
+def bench_plugin_clock(s: Scheduler, repeat: int) -> dict:
+    """Unsampled cycles against cycles that all time their plugins (PLUGIN_SAMPLE = 1)."""
+    pod = template_pod(100, 500)
+    every = scheduler_module.PLUGIN_SAMPLE
+
+    def sampled_every_cycle():
+        scheduler_module.PLUGIN_SAMPLE = 1
+        try:
+            return measure(lambda: cycle(s, pod), repeat)
+        finally:
+            scheduler_module.PLUGIN_SAMPLE = every
+    scheduler_module.PLUGIN_SAMPLE = 10**9  # (no sampled cycle among the timed ones)
+    try:
+        unsampled = measure(lambda: cycle(s, pod), repeat)
+    finally:
+        scheduler_module.PLUGIN_SAMPLE = every
+    return harness.latency(unsampled, sampled_every_cycle())
+
+
 def run(args) -> dict:
     t = time.perf_counter()
     cache = fleet_cache(args.nodes, args.pods_per_node, args.seed)
@@ -232,6 +256,7 @@ def run(args) -> dict:
         [retry(fast) for _ in range(max(5, args.repeat // 10))],
         [retry(no_context) for _ in range(max(5, args.repeat // 10))])
     results["spread_prefilter_honor"] = bench_spread_prefilter(fast, args.repeat)
+    results["plugin_clock"] = bench_plugin_clock(fast, args.repeat)
     results["shard_metrics"] = bench_shard_metrics(fast, args.repeat)
     return results
 

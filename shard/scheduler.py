@@ -322,10 +322,12 @@ class Scheduler:
         table = self.table
         n = len(table)
         names, with_nodes, rejected = None, [], None
+        sampled = result.plugin_times is not None  # (an unsampled cycle reads no clock per plugin)
         for p in profile.pre_filter:
-            t = time.perf_counter()
+            t = time.perf_counter() if sampled else 0.0
             out = p.pre_filter(state, pod)
-            result.timed(p.name, "PreFilter", t, out)
+            if sampled:
+                result.timed(p.name, "PreFilter", t, out)
             if out is None:
                 continue
             if isinstance(out, PreFilterResult):
@@ -576,16 +578,18 @@ class Scheduler:
         plugins' times go to `result`, on a sampled cycle)."""
         table = self.table
         total = None
+        sampled = result.plugin_times is not None  # (an unsampled cycle reads no clock per plugin)
         for p in profile.pre_score:
-            t = time.perf_counter()
+            t = time.perf_counter() if sampled else 0.0
             st = p.pre_score(state, pod, rows)
-            result.timed(p.name, "PreScore", t, st)
+            if sampled:
+                result.timed(p.name, "PreScore", t, st)
             if st is not None and st.code == SKIP:
                 state.skip_score.add(p.name)
         for p, vectorised, normalizes in profile.score_forms:
             if p.name in state.skip_score:
                 continue
-            t = time.perf_counter()
+            t = time.perf_counter() if sampled else 0.0
             if vectorised:
                 s = np.asarray(p.score_vec(state, pod, table, rows), dtype=np.int64)
             else:
@@ -593,7 +597,8 @@ class Scheduler:
                 s = np.fromiter((p.score(state, pod, infos[r]) for r in rows), dtype=np.int64, count=len(rows))
             if normalizes:
                 p.normalize(state, pod, s)
-            result.timed(p.name, "Score", t, None)
+            if sampled:
+                result.timed(p.name, "Score", t, None)
             weighed = s if p.weight == 1 else s * p.weight
             total = weighed if total is None else total + weighed  # never in place: s may be shared
         if self.extenders:
