@@ -105,7 +105,7 @@ class ShardMetrics:
     back (a tuple appended to a deque) and applied to the series in batches by `flush`: the
     shard server flushes with each report (twice a second) and every scrape flushes first.
     Observing each cycle as it ended (about ten histogram observations, each a Python walk
-    over the buckets under a lock) was a twentieth of a shard's scheduling thread."""
+    over the buckets under a lock) was about 5% of a shard's samples in issue 31's profile."""
 
     def __init__(self, shard: str, registry: CollectorRegistry | None = None):
         r = self.registry = registry or new_registry()
