@@ -19,6 +19,26 @@ Baselines, measured in the same run on the same cache:
   form before issue 31's per-pod costs, reproduced here: each tainted node's taints walked
   against the pod's tolerations, and the domains found by np.unique (a sort) instead of a
   count. Both must give the same minimum (asserted).
+- plugin_clock: a basic pod's cycle as most cycles run it, reading no clock per plugin call
+  (only one cycle in PLUGIN_SAMPLE times its plugins), against every cycle timing each plugin
+  call, the upper bound of what the unsampled cycles paid when each call read the clock and
+  handed its time to ScheduleResult.timed to be thrown away.
+- vec_pass: the vectorised filters over one 512-row window for a pod of the mixed workload's
+  GPU shape (two filters turn rows down) and a basic one (none does),
+  `shard.scheduler.vec_pass`, against the loop before it, reproduced here (`_old_vec_pass`:
+  the turned-down rows built for every filter). Both must pass and record the same rows
+  (asserted).
+- balanced_prescore: NodeResourcesBalancedAllocation's PreScore for a basic pod, its request
+  arrays shared by pods of equal requests (a cache, as NodeResourcesFit's), against building
+  them on every call as before (`_old_balanced_prescore`). Both must give the same arrays
+  (asserted).
+- taint_score: TaintToleration's vectorised score over 256 rows of the mixed fleet (which has
+  no PreferNoSchedule taint): zeros at once, against the form before (`_old_taint_score`:
+  the rows' bits gathered, masked and counted). Both must give the same scores (asserted).
+- shard_metrics: the metrics of 256 cycles (a full pass) recorded and flushed in one batch
+  (ShardMetrics.cycle holds them back, `flush` applies them), against observing each cycle's
+  series at once as before, reproduced here (`_observe_at_once`). Both registries must scrape
+  the same counts (asserted).
 
 Each item: {"median_ms", "p99_ms", "baseline_median_ms", "baseline_p99_ms", "ratio"}.
 """
@@ -30,11 +50,18 @@ import time
 import numpy as np
 
 from common import config
+from common.model.objects import parse_pod
+from common.model.resources import BASE_RESOURCES
+from common.runtime.metrics import ShardMetrics
 from common.scheduling.predicates import untolerated_taint
-from shard.scheduler import Scheduler
+from shard import scheduler as scheduler_module
+from shard.diagnosis import Diagnosis
+from shard.framework import CycleState
+from shard.scheduler import Scheduler, vec_pass
 
 from . import harness
 from .fill import fleet_cache, instance, template_pod
+from .workloads import mixed
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -131,6 +158,158 @@ def bench_spread_prefilter(s: Scheduler, repeat: int) -> dict:
                            measure(lambda: _old_spread_min(table, pod, c, counts), max(5, repeat // 4)))
 
 
+def _observe_at_once(m: ShardMetrics, result, seconds: float) -> None:
+    """ShardMetrics.cycle before its observations were held back: every series at once."""
+    s, series = m.shard, m._series
+    profile = result.profile.name if result.profile is not None else ""
+    outcome = "scheduled" if result.scheduled else "unschedulable"
+    series(m.attempts, outcome, profile, s).inc()
+    series(m.attempt_duration, outcome, profile, s).observe(seconds)
+    status = "Success" if result.scheduled else "Unschedulable"
+    for point, took in result.phases.items():
+        series(m.extension_duration, point, status, profile, s).observe(took)
+    series(m.algorithm_duration, s).observe(sum(result.phases.values()))
+    for plugin, point, code, took in result.plugin_times or ():
+        series(m.plugin_duration, plugin, point, code, s).observe(took)
+    series(m.nodes_evaluated, s).observe(result.evaluated)
+    series(m.threshold, s).set(result.threshold)
+    series(m.snapshot_duration, s).observe(result.snapshot_s)
+    if result.cloned:
+        series(m.snapshot_cloned, s).inc(result.cloned)
+    if result.skipped_by_context:
+        series(m.context_skipped, s).inc(result.skipped_by_context)
+
+
+def bench_shard_metrics(s: Scheduler, repeat: int) -> dict:
+    """A pass of 256 cycles' metrics, held back and flushed, against observed at once."""
+    pod = template_pod(100, 500)
+    results = [s.schedule(pod) for _ in range(256)]  # one in PLUGIN_SAMPLE times its plugins
+    held, at_once = ShardMetrics("0"), ShardMetrics("0")
+
+    def batched():
+        for r in results:
+            held.cycle(r, 0.0004)
+        held.flush()
+
+    def old():
+        for r in results:
+            _observe_at_once(at_once, r, 0.0004)
+    out = harness.latency(measure(batched, repeat), measure(old, repeat))
+    count = "scheduler_scheduling_attempt_duration_seconds_count"
+    labels = {"result": "scheduled", "profile": results[0].profile.name, "shard": "0"}
+    assert held.registry.get_sample_value(count, labels) == at_once.registry.get_sample_value(count, labels)
+    return out
+
+
+def bench_plugin_clock(s: Scheduler, repeat: int) -> dict:
+    """Unsampled cycles against cycles that all time their plugins (PLUGIN_SAMPLE = 1)."""
+    pod = template_pod(100, 500)
+    every = scheduler_module.PLUGIN_SAMPLE
+
+    def sampled_every_cycle():
+        scheduler_module.PLUGIN_SAMPLE = 1
+        try:
+            return measure(lambda: cycle(s, pod), repeat)
+        finally:
+            scheduler_module.PLUGIN_SAMPLE = every
+    scheduler_module.PLUGIN_SAMPLE = 10**9  # (no sampled cycle among the timed ones)
+    try:
+        unsampled = measure(lambda: cycle(s, pod), repeat)
+    finally:
+        scheduler_module.PLUGIN_SAMPLE = every
+    return harness.latency(unsampled, sampled_every_cycle())
+
+
+def _old_vec_pass(vec, state, pod, table, rows, base, diag):
+    """The filter loop of Scheduler._scan before vec_pass: every filter built the rows it
+    turned down, and counted them."""
+    alive = None
+    for p in vec:
+        ok = p.filter_vec(state, pod, table, rows)
+        failed = ~ok if alive is None else alive & ~ok
+        alive = ok if alive is None else alive & ok
+        if np.count_nonzero(failed):
+            diag.vec_failures.append((p, base[failed]))
+            if not np.count_nonzero(alive):
+                break
+    return alive
+
+
+def gpu_pod():
+    """The mixed workload's GPU pod: a toleration, the GPU pool's affinity, one GPU."""
+    return parse_pod(next(p for p in mixed(100, 1, 100) if p["metadata"]["name"].startswith("gpu-")))
+
+
+def bench_vec_pass(s: Scheduler, repeat: int) -> dict:
+    """One window's vectorised filters for two pods, each form in turn (the sum of both)."""
+    s.refresh()
+    table = s.table
+    cases = []
+    for pod in (template_pod(100, 500), gpu_pod()):
+        profile = s.profile_for(pod)
+        state = CycleState()
+        assert s._pre_filter(profile, state, pod, Diagnosis(len(table)), s.schedule(pod))
+        vec = s._filters(profile, state)[0]
+        rows = slice(0, min(512, len(table)))
+        cases.append((vec, state, pod, rows, np.arange(rows.start, rows.stop)))
+
+    def each(form):
+        out = []
+        for vec, state, pod, rows, base in cases:
+            diag = Diagnosis(len(table))
+            out.append((form(vec, state, pod, table, rows, base, diag), diag.vec_failures))
+        return out
+    for (new, new_failed), (old, old_failed) in zip(each(vec_pass), each(_old_vec_pass)):
+        assert np.array_equal(new, old)
+        assert [(p.name, list(r)) for p, r in new_failed] == [(p.name, list(r)) for p, r in old_failed]
+    return harness.latency(measure(lambda: each(vec_pass), repeat), measure(lambda: each(_old_vec_pass), repeat))
+
+
+def _old_balanced_prescore(plugin, state, pod) -> None:
+    """NodeResourcesBalancedAllocation.pre_score before its arrays were cached."""
+    requests = pod.requests
+    req = np.array([requests[c] if c < len(requests) else 0 for c in plugin.cols], dtype=np.int64)
+    if not req.any():
+        return
+    use = np.array([c < len(BASE_RESOURCES) or r > 0 for c, r in zip(plugin.cols, req)], dtype=bool)
+    state[plugin.name] = (req, use)
+
+
+def bench_balanced_prescore(s: Scheduler, repeat: int) -> dict:
+    """1,000 PreScore calls (a basic pod), each form."""
+    pod = template_pod(100, 500)
+    plugin = next(p for p in s.profile_for(pod).plugins if p.name == "NodeResourcesBalancedAllocation")
+    new, old = {}, {}
+    plugin.pre_score(new, pod, None)
+    _old_balanced_prescore(plugin, old, pod)
+    assert all(np.array_equal(a, b) for a, b in zip(new[plugin.name], old[plugin.name]))
+    calls = range(1000)
+    return harness.latency(measure(lambda: [plugin.pre_score(new, pod, None) for _ in calls], repeat),
+                           measure(lambda: [_old_balanced_prescore(plugin, old, pod) for _ in calls], repeat))
+
+
+def _old_taint_score(plugin, state, pod, table, rows):
+    """TaintToleration.score_vec without its no-PreferNoSchedule-taint shortcut (no row of the
+    benchmark's fleet overflows the 63 bits, so this is all of it)."""
+    _, tolerated, _ = state[plugin.name]
+    return np.bitwise_count(table.prefer_taints.take(rows, 0) & ~tolerated).astype(np.int64)
+
+
+def bench_taint_score(s: Scheduler, repeat: int) -> dict:
+    """1,000 calls over the same 256 rows, each form."""
+    pod = template_pod(100, 500)
+    s.refresh()
+    table = s.table
+    plugin = next(p for p in s.profile_for(pod).plugins if p.name == "TaintToleration")
+    state = CycleState()
+    plugin.pre_filter(state, pod)
+    rows = np.array(random.Random(0).sample(range(len(table)), min(256, len(table))), dtype=np.int64)
+    assert np.array_equal(plugin.score_vec(state, pod, table, rows), _old_taint_score(plugin, state, pod, table, rows))
+    calls = range(1000)
+    return harness.latency(measure(lambda: [plugin.score_vec(state, pod, table, rows) for _ in calls], repeat),
+                           measure(lambda: [_old_taint_score(plugin, state, pod, table, rows) for _ in calls], repeat))
+
+
 def run(args) -> dict:
     t = time.perf_counter()
     cache = fleet_cache(args.nodes, args.pods_per_node, args.seed)
@@ -184,6 +363,11 @@ def run(args) -> dict:
         [retry(fast) for _ in range(max(5, args.repeat // 10))],
         [retry(no_context) for _ in range(max(5, args.repeat // 10))])
     results["spread_prefilter_honor"] = bench_spread_prefilter(fast, args.repeat)
+    results["plugin_clock"] = bench_plugin_clock(fast, args.repeat)
+    results["vec_pass"] = bench_vec_pass(fast, args.repeat)
+    results["balanced_prescore"] = bench_balanced_prescore(fast, args.repeat)
+    results["taint_score"] = bench_taint_score(fast, args.repeat)
+    results["shard_metrics"] = bench_shard_metrics(fast, args.repeat)
     return results
 
 

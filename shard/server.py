@@ -497,6 +497,7 @@ class ShardServer(Component, rpc.ShardServicer):
         if not force and now - self._last_report < REPORT_EVERY_S:
             return
         self._last_report = now
+        self.metrics.flush()  # what the pass's cycles held back (ShardMetrics)
         self.metrics.queues(self.queues(), self.loop.queue.unschedulable_by_plugin())
         report = pb.ShardReport(returned=self.returned, queued=len(self.loop.queue),
                                 in_flight=len(self.binders.in_flight))

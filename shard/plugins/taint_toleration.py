@@ -55,6 +55,11 @@ class TaintToleration(Plugin, taint_toleration.TaintToleration):
                    and not any(tol.tolerates(t) for tol in prefer_tols))
 
     def score_vec(self, state, pod, table, rows):
+        prefer = table.prefer_bits
+        if not prefer.taints and not prefer.overflowed:
+            # No node has had a PreferNoSchedule taint (most clusters): every row scores 0,
+            # without gathering and counting the rows' bits (a few numpy calls every cycle).
+            return np.zeros(len(range(len(table))[rows]) if isinstance(rows, slice) else len(rows), dtype=np.int64)
         _, tolerated, _ = state[STATE]
         bits = gather(table.prefer_taints, rows)
         scores = np.bitwise_count(bits & ~tolerated).astype(np.int64)

@@ -115,3 +115,14 @@ def test_a_profile_may_score_taints_without_filtering_on_them():
                              enabled=[{"name": "TaintToleration", "weight": 1}])
     assert Cluster(nodes, cfg=only_score).schedule(pod("p")).node == "hard"
     assert Cluster(nodes).schedule(pod("p")).node == "soft"
+
+
+def test_the_first_prefer_no_schedule_taint_counts_as_soon_as_it_appears():
+    """Scores are all zero (then 100) without a single PreferNoSchedule taint in the cluster;
+    the first node to get one scores lower from the next cycle on (the harness compares the
+    vectorised and per-node forms each time)."""
+    c = Cluster([node("n1"), node("n2")])
+    assert c.score("TaintToleration", pod("p"), normalize=False) == {"n1": 0, "n2": 0}
+    c.add_node(node("n2", taints=["a=1:PreferNoSchedule"]))
+    assert c.score("TaintToleration", pod("p"), normalize=False) == {"n1": 0, "n2": 1}
+    assert c.score("TaintToleration", pod("p")) == {"n1": 100, "n2": 0}

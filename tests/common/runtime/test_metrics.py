@@ -70,3 +70,56 @@ def test_shard_serves_kubes_metrics_with_kubes_labels_and_buckets():
     # every series also says which shard served it
     assert all(s.labels["shard"] == "0" for name, samples in f.items() if name.startswith("scheduler_")
                for s in samples)
+
+
+def test_observe_all_scrapes_as_observing_each_value():
+    """A batch on one histogram series equals observing its values one by one: bucket
+    edges included (a value equal to an upper bound counts in that bucket), the +Inf bucket,
+    the count and the sum."""
+    from prometheus_client import CollectorRegistry, Histogram
+    from common.runtime.metrics import observe_all
+
+    bounds = exponential_buckets(0.001, 2, 5)
+    values = [0.0, 0.0005, 0.001, 0.0011, 0.002, 0.004, 0.016, 0.017, 3.0, 0.001]
+    one_by_one, batched = CollectorRegistry(), CollectorRegistry()
+    h1 = Histogram("h", "h", ["shard"], buckets=bounds, registry=one_by_one).labels("0")
+    h2 = Histogram("h", "h", ["shard"], buckets=bounds, registry=batched).labels("0")
+    for v in values:
+        h1.observe(v)
+    observe_all(h2, values[:4])
+    observe_all(h2, values[4:])
+
+    def samples(r):
+        return {(s.name, s.labels.get("le")): s.value for s in r.collect() for s in s.samples}
+    expected, got = samples(one_by_one), samples(batched)
+    assert got.keys() == expected.keys()
+    for k, v in expected.items():
+        assert abs(got[k] - v) < 1e-12, k
+
+
+def test_cycles_held_back_reach_every_series_at_the_next_scrape():
+    """Cycles, bindings and queued pods are applied in batches, and a scrape applies what is
+    held first: the counts are those of every call so far, and a later call shows at the
+    scrape after it."""
+    m = ShardMetrics("0")
+    c = Cluster([node("n1", cpu="1")])
+    fits = parse_pod(pod("fits", cpu="100m"))
+    for _ in range(3):
+        m.cycle(c.sched.schedule(fits), 0.002)
+    m.bound(1, 0.05)
+    m.bound(2, 0.5)
+    m.queued("active", "PodAdd", 2)
+    f = scrape(m)
+    attempts = {s.labels["result"]: s.value for s in f["scheduler_schedule_attempts"] if s.name.endswith("_total")}
+    assert attempts == {"scheduled": 3}
+    duration = {s.name: s.value for s in f["scheduler_scheduling_attempt_duration_seconds"]
+                if s.labels.get("le") in (None, "0.002")}
+    assert duration["scheduler_scheduling_attempt_duration_seconds_count"] == 3
+    assert duration["scheduler_scheduling_attempt_duration_seconds_bucket"] == 3
+    assert abs(duration["scheduler_scheduling_attempt_duration_seconds_sum"] - 0.006) < 1e-12
+    assert {s.labels["attempts"]: s.value for s in f["scheduler_pod_scheduling_sli_duration_seconds"]
+            if s.name.endswith("_count")} == {"1": 1, "2": 1}
+    assert [s.value for s in f["scheduler_queue_incoming_pods"] if s.name.endswith("_total")] == [2]
+    m.cycle(c.sched.schedule(fits), 0.002)
+    f = scrape(m)
+    assert [s.value for s in f["scheduler_schedule_attempts"] if s.name.endswith("_total")] == [4]
