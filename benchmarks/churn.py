@@ -111,7 +111,9 @@ class Churn:
 
     def _heartbeats(self, store) -> None:
         """Every node once per heartbeat_s, evenly: pass i of the fleet writes node j at
-        start + (i + j / n) * heartbeat_s."""
+        start + (i + j / n) * heartbeat_s, the nodes due at one wake in one call (a
+        kubelet writes its node's status through the status subresource, as
+        update_status does)."""
         n = len(self._nodes)
         if not n:
             return
@@ -119,13 +121,10 @@ class Churn:
         while not self._stop.wait(TICK_S):
             due = int((time.monotonic() - start) / self.heartbeat_s * n)
             when = now_rfc3339()
-            while done < due and not self._stop.is_set():
-                try:
-                    store.update(heartbeat(self._nodes[done % n], when))
-                    self.counts["heartbeats"] += 1
-                except Conflict:  # the node was deleted
-                    self.counts["conflicts"] += 1
-                done += 1
+            batch = [heartbeat(self._nodes[i % n], when) for i in range(done, due)]
+            for reason in store.update_status_many(batch) if batch else ():
+                self.counts["heartbeats" if reason is None else "conflicts"] += 1  # (conflict: the node was deleted)
+            done = max(done, due)
 
     def _mark_running(self, store) -> None:
         """Each pod event that shows a pod bound and not yet started gets kwok's Running status."""

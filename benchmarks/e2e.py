@@ -118,10 +118,10 @@ class Observer:
         return keys - self.bound_at.keys()
 
 
-def paced(n: int, rate: float, clock=time.monotonic, sleep=time.sleep):
+def paced(n: int, rate: float, clock=time.monotonic, sleep=time.sleep, tick: float = CREATE_TICK_S):
     """(start, stop) index ranges of the pods to create now, so that pod i is created at
     `i / rate` seconds or a little after: each range holds the pods due by then (at most
-    CREATE_BATCH), and calls come at most every CREATE_TICK_S, so R pods/s arrive a few at a
+    CREATE_BATCH), and calls come at most every `tick`, so R pods/s arrive a few at a
     time, and low-rate latency figures are real (in bursts of CREATE_BATCH, a rate of 300
     used to create 500 pods at once every 1.7 s). A rate of 0 creates as fast as the store
     takes them, CREATE_BATCH at a time."""
@@ -132,7 +132,7 @@ def paced(n: int, rate: float, clock=time.monotonic, sleep=time.sleep):
     while i < n:
         now = clock()
         # the next pod's time, and no sooner than a tick after the last call
-        wake = max(start + i / rate, last + CREATE_TICK_S)
+        wake = max(start + i / rate, last + tick)
         if now < wake:
             sleep(min(PACE_S, wake - now))
             continue
@@ -153,8 +153,9 @@ def create_all(store, objs: list[dict]) -> None:
         raise Rejected(f"the store refused {len(errors)} object(s): " + "; ".join(str(e) for e in errors[:3]))
 
 
-def create_pods(store, pods: list[dict], rate: float, created_at: dict, progress) -> None:
-    for i, j in paced(len(pods), rate):
+def create_pods(store, pods: list[dict], rate: float, created_at: dict, progress,
+                tick: float = CREATE_TICK_S) -> None:
+    for i, j in paced(len(pods), rate, tick=tick):
         batch = pods[i:j]
         create_all(store, batch)
         now = time.monotonic()

@@ -13,7 +13,6 @@ Redis uses stream ids "ms-seq" (see `rv_order`).
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 import uuid
@@ -145,35 +144,6 @@ class ListSkip:
         return f"ListSkip(unless={list(self.unless)})"
 
 
-class UidSource:
-    """Random (version 4) UUIDs as metadata.uid strings, the same as str(uuid.uuid4()), from
-    one read of the system's randomness per `batch` of them: a store gives every object it
-    creates one, and a system call per pod was a visible share of a pod's creation.
-    Thread-safe; a forked child draws afresh (it must never hand out its parent's)."""
-
-    def __init__(self, batch: int = 1024):
-        self._batch = batch
-        self._lock = threading.Lock()
-        self._pool, self._at = b"", 0
-        os.register_at_fork(after_in_child=self._forget)
-
-    def _forget(self) -> None:
-        self._lock = threading.Lock()
-        self._pool, self._at = b"", 0
-
-    def __call__(self) -> str:
-        with self._lock:
-            pool, at = self._pool, self._at
-            if at >= len(pool):
-                pool = self._pool = os.urandom(16 * self._batch)
-                at = 0
-            self._at = at + 16
-        return str(uuid.UUID(bytes=pool[at:at + 16], version=4))
-
-
-new_uid = UidSource()
-
-
 def check_kind(kind: str) -> None:
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
@@ -202,7 +172,7 @@ def prepare(obj: dict, new: bool = True) -> tuple[str, str, dict]:
     meta = dict(obj["metadata"])
     meta.pop("resourceVersion", None)
     if new and not meta.get("uid"):
-        meta["uid"] = new_uid()
+        meta["uid"] = str(uuid.uuid4())
     if new and not meta.get("creationTimestamp"):
         meta["creationTimestamp"] = now_rfc3339()
     if parsed.kind in NAMESPACED and not meta.get("namespace"):
