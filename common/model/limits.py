@@ -46,52 +46,61 @@ def describe(obj) -> str:
 
 
 def check_object(obj) -> None:
-    """Raise ObjectError naming the object and the field when `obj` breaks a limit above."""
-    who = describe(obj)
+    """Raise ObjectError naming the object and the field when `obj` breaks a limit above.
+    The object is named (`describe`) only when it is refused: every write passes here."""
     if not isinstance(obj, dict):
-        raise ObjectError(who, "<root>", f"must be a mapping, got {type(obj).__name__}")
+        raise ObjectError(describe(obj), "<root>", f"must be a mapping, got {type(obj).__name__}")
     if not _plain(obj):
-        problem = _first_problem(obj, Field(who))
+        problem = _first_problem(obj, Field(describe(obj)))
         if problem is not None:
             raise problem
     try:
         size = len(orjson.dumps(obj))
     except orjson.JSONEncodeError as e:  # what the quick pass lets through: a lone surrogate
+        who = describe(obj)
         raise _first_problem(obj, Field(who)) or ObjectError(who, "<root>", f"cannot be stored as JSON: {e}") from None
     if size > MAX_OBJECT_BYTES:
-        raise ObjectError(who, "<root>", f"the object is {size} bytes as JSON, more than the limit of {MAX_OBJECT_BYTES}")
+        raise ObjectError(describe(obj), "<root>",
+                          f"the object is {size} bytes as JSON, more than the limit of {MAX_OBJECT_BYTES}")
 
 
 def _plain(obj: dict) -> bool:
     """The quick pass every object takes: True when it holds nothing but JSON's own types
-    within the limits. False sends it to `_first_problem`, which names what is wrong."""
-    stack = [(obj, 1)]
+    within the limits. False sends it to `_first_problem`, which names what is wrong.
+
+    Only mappings and lists go on the stack (with their depth); the leaves, most of a
+    document (strings above all), are judged where their container is walked, since every
+    write of every client passes here (a kubelet's status writes by the thousand)."""
+    stack = [obj, 1]
     pop, push = stack.pop, stack.append
     while stack:
-        value, depth = pop()
-        cls = value.__class__
-        if cls is dict:
-            if depth > MAX_NESTING_DEPTH:
-                return False
-            for k, v in value.items():
+        depth = pop()
+        value = pop()
+        if depth > MAX_NESTING_DEPTH:
+            return False
+        depth += 1
+        if value.__class__ is dict:
+            for k in value:
                 if k.__class__ is not str:
                     return False
-                push((v, depth + 1))
-        elif cls is list:
-            if depth > MAX_NESTING_DEPTH:
+            value = value.values()
+        for v in value:
+            cls = v.__class__
+            if cls is str:
+                continue
+            if cls is dict or cls is list:
+                push(v)
+                push(depth)
+            elif v is None or cls is bool:
+                continue
+            elif cls is int:
+                if not INT64_MIN <= v <= INT64_MAX:
+                    return False
+            elif cls is float:
+                if not math.isfinite(v):
+                    return False
+            else:
                 return False
-            for v in value:
-                push((v, depth + 1))
-        elif cls is str or value is None or cls is bool:
-            continue
-        elif cls is int:
-            if not INT64_MIN <= value <= INT64_MAX:
-                return False
-        elif cls is float:
-            if not math.isfinite(value):
-                return False
-        else:
-            return False
     return True
 
 

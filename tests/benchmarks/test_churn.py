@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 
+import orjson
+
 from benchmarks import e2e
-from benchmarks.churn import Churn
+from benchmarks.churn import Churn, heartbeat, running
 from builders import node, pod, stack_config
 from common.store.memory import MemoryStore
 
@@ -67,3 +69,38 @@ def test_a_small_bench_with_churn_binds_everything_and_verifies():
     churn = doc["churn"]
     assert churn["errors"] == 0 and churn["heartbeats"] > 0 and churn["running"] > 0
     assert e2e.run(cfg, 50, "uniform", 10, "basic", 0.0, 2, quiet=True)["churn"] is None
+
+
+def test_running_writes_kwoks_status_and_leaves_the_pod_it_was_given_unchanged():
+    bound = pod("p0", node_name="n1", phase="Pending")
+    bound["metadata"]["resourceVersion"] = "7-0"
+    bound["status"]["hostIP"] = "10.1.2.3"
+    before = orjson.dumps(bound)
+    out = running(bound, "2026-01-02T03:04:05Z", "10.0.0.9")
+    assert orjson.dumps(bound) == before
+    when = "2026-01-02T03:04:05Z"
+    assert out["status"] == {
+        "phase": "Running", "hostIP": "10.1.2.3", "startTime": when, "podIP": "10.0.0.9",
+        "conditions": [{"type": t, "status": "True", "lastTransitionTime": when}
+                       for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")]}
+    # the rest of the document is the pod's, key for key and in its order
+    assert orjson.dumps({k: v for k, v in out.items() if k != "status"}) == \
+        orjson.dumps({k: v for k, v in bound.items() if k != "status"})
+    assert list(out) == list(bound)
+
+
+def test_a_heartbeat_moves_only_the_conditions_heartbeat_and_leaves_the_node_unchanged():
+    n = node("n1", ready=True)
+    n["status"]["conditions"].append({"type": "MemoryPressure", "status": "False"})
+    n["metadata"]["resourceVersion"] = "3-0"
+    before = orjson.dumps(n)
+    out = heartbeat(n, "2026-01-02T03:04:05Z")
+    assert orjson.dumps(n) == before
+    assert "resourceVersion" not in out["metadata"]
+    assert [c["lastHeartbeatTime"] for c in out["status"]["conditions"]] == ["2026-01-02T03:04:05Z"] * 2
+    for old, new in zip(n["status"]["conditions"], out["status"]["conditions"]):
+        assert {k: v for k, v in new.items() if k != "lastHeartbeatTime"} == \
+            {k: v for k, v in old.items() if k != "lastHeartbeatTime"}
+    assert {k: v for k, v in out["status"].items() if k != "conditions"} == \
+        {k: v for k, v in n["status"].items() if k != "conditions"}
+    assert out["spec"] == n["spec"] and list(out) == list(n)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.e2e import CREATE_BATCH, PACE_S, paced
+from benchmarks.e2e import CREATE_BATCH, CREATE_TICK_S, PACE_S, paced
 from common.cli import main
 from builders import Clock
 
@@ -50,3 +50,19 @@ def test_gpu_saturated_tries_its_standing_backlog_before_the_clock(tmp_path):
     assert doc["pods"] == 50 and doc["scheduled"] == 50 and doc["verify"]["ok"]
     # the standing pods were all tried before the CPU pods (at least once each, in all)
     assert sum(s["unschedulable_attempts"] for s in doc["per_shard"]) >= 10
+
+
+def call_times(n: int, rate: float) -> list[float]:
+    return sorted(set(created_times(n, rate)))
+
+
+def test_a_high_rate_is_created_a_tick_of_pods_per_call_not_a_call_per_pod():
+    calls = call_times(3000, 1000)
+    assert all(b - a >= CREATE_TICK_S - 1e-9 for a, b in zip(calls, calls[1:]))
+    assert len(calls) <= 3 / CREATE_TICK_S + 1  # 3 s of pods: about one call per tick
+
+
+def test_a_low_rate_still_creates_each_pod_at_its_own_time():
+    times = created_times(50, 100)  # one pod every 10 ms, more than a tick apart
+    assert all(abs(t - i / 100) <= 1e-5 for i, t in enumerate(times))
+    assert len(set(times)) == 50

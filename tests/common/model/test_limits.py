@@ -5,14 +5,20 @@ the object and the field; `admit` keeps the valid objects beside a refused one."
 from __future__ import annotations
 
 import math
+from datetime import date
 
 import orjson
 import pytest
+from hypothesis import given, strategies as st
 
 from builders import node, pod
 from common.model.admission import admit
 from common.errors import ObjectError
 from common.model.limits import MAX_NESTING_DEPTH, MAX_OBJECT_BYTES, check_object
+
+
+class Label(str):
+    """A str subclass (what a YAML loader's tagged scalar may be)."""
 
 
 def refusal(obj) -> ObjectError:
@@ -91,3 +97,62 @@ def test_admission_refuses_each_bad_object_and_keeps_the_rest():
     assert [key for _, key, _ in accepted] == ["n1", "default/ok-1", "default/ok-2"]
     assert sorted((e.obj, e.field.split("[")[0]) for e in errors) == [
         ("Pod default/deep", "spec.x"), ("Pod default/huge", "spec.x"), ("Pod default/keyed", "metadata.labels")]
+
+
+def test_mappings_nested_to_the_limit_pass_and_one_level_more_is_refused():
+    def nested(levels):
+        inner: dict = {"leaf": "x"}
+        for _ in range(levels - 1):
+            inner = {"a": inner}
+        return inner
+    ok = pod("ok")
+    ok["spec"]["x"] = nested(MAX_NESTING_DEPTH - 2)  # pod 1, spec 2, x 3 ... the last at MAX
+    check_object(ok)
+    deep = pod("deep")
+    deep["spec"]["x"] = nested(MAX_NESTING_DEPTH - 1)
+    err = refusal(deep)
+    assert err.field == "spec.x" + ".a" * (MAX_NESTING_DEPTH - 2)
+
+
+@pytest.mark.parametrize("value", [
+    ("a", "tuple"), Label("a subclass of str"), date(2026, 1, 2), [{"k": [1, 2.5, None, True]}],
+])
+def test_values_the_quick_pass_leaves_to_the_full_one_are_still_accepted(value):
+    p = pod("odd")
+    p["spec"]["x"] = value
+    check_object(p)
+
+
+_odd_leaves = (st.none() | st.booleans() | st.integers(min_value=-(2 ** 70), max_value=2 ** 70)
+               | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=5)
+               | st.binary(max_size=3) | st.dates() | st.frozensets(st.integers(), max_size=2))
+_odd_documents = st.recursive(_odd_leaves, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+                              | st.dictionaries(st.text(max_size=3) | st.integers(), inner, max_size=4),
+                              max_leaves=20)
+
+
+def breaks_a_limit(value) -> bool:
+    """The limits on values, said plainly (nesting and size aside)."""
+    if isinstance(value, dict):
+        return any(not isinstance(k, str) for k in value) or any(breaks_a_limit(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(breaks_a_limit(v) for v in value)
+    if value is None or isinstance(value, (bool, str, date)):
+        return False
+    if isinstance(value, int):
+        return not -(2 ** 63) <= value < 2 ** 63
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    return True
+
+
+@given(_odd_documents)
+def test_an_object_is_refused_exactly_when_a_value_in_it_breaks_a_limit(value):
+    doc = pod("p")
+    doc["spec"]["x"] = value
+    try:
+        check_object(doc)
+    except ObjectError:
+        assert breaks_a_limit(value)
+    else:
+        assert not breaks_a_limit(value)
