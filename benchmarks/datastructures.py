@@ -15,6 +15,11 @@
   event shows them (Pod.bound_copy: what a binder or shard does with each of its own
   decisions) against the same with the pod copied by copy.copy (the form before issue 31's
   per-pod costs); the copies must be equal.
+- status_hint: 1,000 bound pods taking their Running write from the store's status hint
+  (common.runtime.intake.status_hinted, every pod's third event with --churn, in every
+  process) against the form before: the hint made a status document again, read by
+  Pod.with_status (its start time parsed with a Field) and copied slot by slot with
+  getattr/setattr; the pods must be equal.
 
 Each item is {"optimised_ms", "baseline_ms", "ratio"} with medians over the repeats.
 """
@@ -25,7 +30,10 @@ import random
 import time
 
 from common.tools.fleet import generate
-from common.model.objects import parse_node
+from common.model.objects import Pod, parse_node
+from common.model.parsing import cached_time, parse_time
+from common.model.selectors import Field
+from common.runtime.intake import status_hinted
 from common.model.resources import ZERO, vadd
 from shard.node_info import NodeInfo
 from shard.snapshot import Snapshot
@@ -136,6 +144,36 @@ def bench_bound_copy(repeat: int) -> dict:
                            harness.time_ms(lambda: [copied(p) for p in pods], repeat))
 
 
+def bench_status_hint(repeat: int) -> dict:
+    pods = [instance(template_pod(100, 128, labels={"app": f"a{i % 50}"}), f"p{i}", node="node-1")
+            for i in range(1000)]
+    for p in pods:
+        p.phase, p.raw = "Pending", None  # bound, not started yet: the Running write to come
+    hint = b'["Running","2026-01-01T00:00:10Z",""]'
+
+    def before(known):
+        """status_hinted as it was: a document made of the hint, read by with_status."""
+        phase, started, nominated = ("Running", "2026-01-01T00:00:10Z", "")
+        if ((cached_time(started) if started else known.start_time) == known.start_time
+                and phase == known.phase and (nominated or None) == (known.nominated_node or None)):
+            return known
+        d = {"spec": {"nodeName": known.node_name},
+             "status": {"phase": phase, "startTime": started, "nominatedNodeName": nominated}}
+        start_time = parse_time(started, Field(f"Pod {known.key}").at("status").at("startTime"))
+        p = object.__new__(Pod)
+        for name in Pod.__slots__:
+            setattr(p, name, getattr(known, name))
+        p.node_name, p.phase = d["spec"]["nodeName"], d["status"]["phase"]
+        p.nominated_node, p.raw, p.resource_version, p.start_time = None, None, "", start_time
+        return p
+
+    for pod in pods[:10]:
+        a, b = status_hinted(pod, hint), before(pod)
+        assert a is not pod and all(getattr(a, n) == getattr(b, n) for n in Pod.__slots__)
+    return harness.compare(harness.time_ms(lambda: [status_hinted(p, hint) for p in pods], repeat),
+                           harness.time_ms(lambda: [before(p) for p in pods], repeat))
+
+
 def main(argv=None) -> int:
     p = harness.parser(__doc__.split("\n\n")[0])
     p.add_argument("--pods-per-node", type=int, default=30)
@@ -150,6 +188,7 @@ def main(argv=None) -> int:
         "node_list_churn": bench_node_list_churn(cache, args.seed, args.nodes, args.repeat),
         "releasable_resources": bench_releasable(cache, max(3, args.repeat // 4)),
         "bound_copy": bench_bound_copy(args.repeat * 5),
+        "status_hint": bench_status_hint(args.repeat * 5),
     }
     return harness.report(f"data structures, {args.nodes} nodes x {args.pods_per_node} pods "
                         "(medians, ratio = baseline / optimised)", results, args.json)
