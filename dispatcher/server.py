@@ -11,6 +11,8 @@ What it does:
   the pool's shards (common/scheduling/pools.py: `shardsPerPool` of the live shards, picked by
   the pool's name; a shard's death moves its pools to the next live ones), so that pools are
   scheduled by different processes and never conflict with each other;
+* sends the pods that came within DISPATCH_EVERY_S of its last message together in the next
+  one (a message costs far more than a pod in it);
 * sends each pod to the live shard with the fewest pods in flight (random tie-break), and
   every pod of a pod group (label scheduling.x-k8s.io/pod-group) to the same shard, so the
   whole group is there to be placed as one unit; when that shard dies, the group's pending

@@ -440,7 +440,9 @@ class Pod:
         started = status.get("startTime")
         start_time = self.start_time
         if started:
-            start_time = parse_time(started, Field(f"Pod {self.key}").at("status").at("startTime"))
+            start_time = cached_time(started)  # (a Field only for the error, rare)
+            if start_time is None:
+                start_time = parse_time(started, Field(f"Pod {self.key}").at("status").at("startTime"))
         if (self.raw is None and start_time == self.start_time
                 and (status.get("phase") or self.phase) == self.phase
                 and (status.get("nominatedNodeName") or None) == (self.nominated_node or None)):

@@ -96,6 +96,8 @@ def test_a_status_hint_gives_the_pod_the_same_write_read_in_full_gives():
         assert [getattr(hinted, n) for n in Pod.__slots__] == [getattr(full, n) for n in Pod.__slots__]
         assert (hinted is known) == (full is known)
     assert status_hinted(known, b'["Running","yesterday",""]') is None
+    with pytest.raises(ObjectError, match="status.startTime"):
+        known.with_status({"spec": {"nodeName": "n1"}, "status": {"startTime": "yesterday"}})
     assert known.phase == "Pending"  # never changed in place
 
 
