@@ -484,13 +484,12 @@ class Dispatcher(Component):
         return (bool(self.revoke) or time.monotonic() - self.dispatched_at >= DISPATCH_EVERY_S
                 or len(self.unsent) >= self.batch_size * max(1, len(self.shards)))
 
-    def _wait(self) -> float:
-        """How long the step's sync may wait for events: until the pods waiting for a shard
-        are due, or as an idle step waits (nothing to send, or nothing can go for want of
-        shards)."""
-        if not (self.unsent and self.shards and not self.held_back):
-            return 0.02
-        return 0.0 if self._due() else max(0.0, self.dispatched_at + DISPATCH_EVERY_S - time.monotonic())
+    def _resting(self) -> float:
+        """How long the pods waiting for a shard have yet to wait for their message (0: none
+        waits, or they are due, or none can go for want of shards)."""
+        if not (self.unsent and self.shards and not self.held_back) or self._due():
+            return 0.0
+        return max(0.0, self.dispatched_at + DISPATCH_EVERY_S - time.monotonic())
 
     def step(self) -> None:
         self._drain()
@@ -499,7 +498,13 @@ class Dispatcher(Component):
             self._lead() if leading else self._stand_by()
         if self.leading:
             self._membership()
-        self.informer.sync(timeout=self._wait())
+        rest = self._resting()
+        if rest:
+            # Pods wait for their message: what the watch brings meanwhile (more pods, the
+            # bindings of those sent) waits with them and is read in one poll before it,
+            # where a sync waiting for events polled every watch linger (5 ms) for nothing.
+            self.stop_event.wait(rest)
+        self.informer.sync(timeout=0.0 if rest or (self.unsent and self.shards and not self.held_back) else 0.02)
         if self.leading:
             self._overdue()
             if not self._adopting() and self._due():
