@@ -15,6 +15,14 @@
   event shows them (Pod.bound_copy: what a binder or shard does with each of its own
   decisions) against the same with the pod copied by copy.copy (the form before issue 31's
   per-pod costs); the copies must be equal.
+- status_hint: 1,000 bound pods taking their Running write from the store's status hint
+  (common.runtime.intake.status_hinted, every pod's third event with --churn, in every
+  process) against the form before: the hint made a status document again, read by
+  Pod.with_status (its start time parsed with a Field) and copied slot by slot with
+  getattr/setattr; the pods must be equal.
+- status_update: the same writes as whole documents (kube://'s watch, or a write without
+  a hint: common.runtime.intake.status_update, Pod.with_status) against with_status as it
+  was (the start time parsed with a Field, the copy by getattr/setattr).
 
 Each item is {"optimised_ms", "baseline_ms", "ratio"} with medians over the repeats.
 """
@@ -25,7 +33,10 @@ import random
 import time
 
 from common.tools.fleet import generate
-from common.model.objects import parse_node
+from common.model.objects import Pod, parse_node
+from common.model.parsing import cached_time, parse_time
+from common.model.selectors import Field
+from common.runtime.intake import status_hinted, status_update
 from common.model.resources import ZERO, vadd
 from shard.node_info import NodeInfo
 from shard.snapshot import Snapshot
@@ -136,6 +147,69 @@ def bench_bound_copy(repeat: int) -> dict:
                            harness.time_ms(lambda: [copied(p) for p in pods], repeat))
 
 
+def bench_status_hint(repeat: int) -> dict:
+    pods = [instance(template_pod(100, 128, labels={"app": f"a{i % 50}"}), f"p{i}", node="node-1")
+            for i in range(1000)]
+    for p in pods:
+        p.phase, p.raw = "Pending", None  # bound, not started yet: the Running write to come
+    hint = b'["Running","2026-01-01T00:00:10Z",""]'
+
+    def before(known):
+        """status_hinted as it was: a document made of the hint, read by with_status."""
+        phase, started, nominated = ("Running", "2026-01-01T00:00:10Z", "")
+        if ((cached_time(started) if started else known.start_time) == known.start_time
+                and phase == known.phase and (nominated or None) == (known.nominated_node or None)):
+            return known
+        d = {"spec": {"nodeName": known.node_name},
+             "status": {"phase": phase, "startTime": started, "nominatedNodeName": nominated}}
+        start_time = parse_time(started, Field(f"Pod {known.key}").at("status").at("startTime"))
+        p = object.__new__(Pod)
+        for name in Pod.__slots__:
+            setattr(p, name, getattr(known, name))
+        p.node_name, p.phase = d["spec"]["nodeName"], d["status"]["phase"]
+        p.nominated_node, p.raw, p.resource_version, p.start_time = None, None, "", start_time
+        return p
+
+    for pod in pods[:10]:
+        a, b = status_hinted(pod, hint), before(pod)
+        assert a is not pod and all(getattr(a, n) == getattr(b, n) for n in Pod.__slots__)
+    return harness.compare(harness.time_ms(lambda: [status_hinted(p, hint) for p in pods], repeat),
+                           harness.time_ms(lambda: [before(p) for p in pods], repeat))
+
+
+def bench_status_update(repeat: int) -> dict:
+    pods = [instance(template_pod(100, 128, labels={"app": f"a{i % 50}"}), f"p{i}", node="node-1")
+            for i in range(1000)]
+    for p in pods:
+        p.phase = "Pending"
+    docs = [{**p.raw, "metadata": {**p.raw["metadata"], "name": p.name, "uid": p.uid},
+             "spec": {**p.raw["spec"], "nodeName": "node-1"},
+             "status": {"phase": "Running", "startTime": "2026-01-01T00:00:10Z"}} for p in pods]
+    for p in pods:
+        p.raw = None  # a bound pod read lean keeps none
+
+    def before(known, d):
+        """status_update as it was: with_status parsing the start time with a Field, the
+        copy by getattr/setattr."""
+        if not known.status_only(d):
+            return None
+        status = d["status"]
+        start_time = parse_time(status["startTime"], Field(f"Pod {known.key}").at("status").at("startTime"))
+        p = object.__new__(Pod)
+        for name in Pod.__slots__:
+            setattr(p, name, getattr(known, name))
+        p.node_name, p.phase = d["spec"]["nodeName"], status["phase"]
+        p.nominated_node, p.raw, p.resource_version, p.start_time = None, None, "", start_time
+        return p
+
+    pairs = list(zip(pods, docs))
+    for pod, d in pairs[:10]:
+        a, b = status_update(pod, d), before(pod, d)
+        assert a is not None and all(getattr(a, n) == getattr(b, n) for n in Pod.__slots__)
+    return harness.compare(harness.time_ms(lambda: [status_update(p, d) for p, d in pairs], repeat),
+                           harness.time_ms(lambda: [before(p, d) for p, d in pairs], repeat))
+
+
 def main(argv=None) -> int:
     p = harness.parser(__doc__.split("\n\n")[0])
     p.add_argument("--pods-per-node", type=int, default=30)
@@ -150,6 +224,8 @@ def main(argv=None) -> int:
         "node_list_churn": bench_node_list_churn(cache, args.seed, args.nodes, args.repeat),
         "releasable_resources": bench_releasable(cache, max(3, args.repeat // 4)),
         "bound_copy": bench_bound_copy(args.repeat * 5),
+        "status_hint": bench_status_hint(args.repeat * 5),
+        "status_update": bench_status_update(args.repeat * 5),
     }
     return harness.report(f"data structures, {args.nodes} nodes x {args.pods_per_node} pods "
                         "(medians, ratio = baseline / optimised)", results, args.json)

@@ -159,20 +159,21 @@ def status_hinted(known, status: bytes):
         hint = orjson.loads(status)
     except orjson.JSONDecodeError:
         return None
-    if not (hint.__class__ is list and len(hint) == 3 and all(x.__class__ is str for x in hint)):
+    if hint.__class__ is not list or len(hint) != 3:
         return None
     phase, started, nominated = hint
+    if phase.__class__ is not str or started.__class__ is not str or nominated.__class__ is not str:
+        return None
     if known is None or not known.node_name or (known.phase in TERMINAL_PHASES) != (phase in TERMINAL_PHASES):
         return None
+    start_time = cached_time(started) if started else known.start_time
+    if start_time is None:
+        return None  # not a time: read in full, which names the field
     # the usual case, a pod's later status writes: nothing it keeps changes, nothing is built
-    if ((cached_time(started) if started else known.start_time) == known.start_time
-            and (phase or known.phase) == known.phase and (nominated or None) == (known.nominated_node or None)):
+    if (start_time == known.start_time and (phase or known.phase) == known.phase
+            and (nominated or None) == (known.nominated_node or None)):
         return known
-    try:
-        return known.with_status({"spec": {"nodeName": known.node_name},
-                                  "status": {"phase": phase, "startTime": started, "nominatedNodeName": nominated}})
-    except ObjectError:
-        return None
+    return known.with_hinted_status(phase, start_time, nominated)
 
 
 class Intake:

@@ -6,7 +6,7 @@ import time
 from common import config
 from common.store.memory import MemoryStore
 from common.model.objects import POD_GROUP_LABEL
-from dispatcher.server import Dispatcher
+from dispatcher.server import DISPATCH_EVERY_S, Dispatcher
 from builders import pod, pod_group
 from proto import shardsched_pb2 as pb
 
@@ -419,6 +419,56 @@ def test_a_dispatcher_holding_pods_back_for_shards_yet_to_join_does_not_spin():
         d.step()
     assert len(d.shards["0"].sent) == 300
     assert waits[-1] > 0
+
+
+def _leading_on_one_shard(**dispatcher_cfg):
+    """A leader whose one shard has reported, its informer's syncs recorded (their timeouts
+    in `waits`) instead of run, and the link's messages counted in `messages`."""
+    store = MemoryStore()
+    store.put_lease("shard", "0", "fake:0", 60)
+    d = Dispatcher(config.validate({"dispatcher": dispatcher_cfg}), store, port=0, seed=1)
+    link = d.shards["0"] = FakeLink("0")
+    d._lead()
+    d.adopt_until = d.joining_until = 0.0  # (no shard is awaited: the one there gets every pod)
+    d.waits, d.messages, d.rests = [], [], []
+    d.informer.sync = lambda timeout=0.0, max_events=10000: d.waits.append(timeout) or 0
+    d.stop_event.wait = lambda timeout: d.rests.append(timeout) or False  # (no time passes)
+    send = link.send
+    link.send = lambda pods, revoked: d.messages.append(([p.key for p in pods], list(revoked))) or send(pods, revoked)
+    return d
+
+
+def test_pods_that_come_soon_after_a_message_go_together_in_the_next():
+    """Seen failing before DISPATCH_EVERY_S (each step sent what it had, a pod or two a
+    message at a paced rate): a pod after a quiet spell goes at once; those that come
+    within DISPATCH_EVERY_S of that message wait, each step meanwhile resting until they are
+    due and then reading what the watch brought in one poll that does not wait (not
+    polling every watch linger, nor going round at once), and then go in one message."""
+    d = _leading_on_one_shard()
+    d.apply("ADDED", "Pod", pending("p0"))
+    d.step()
+    assert d.messages == [(["ns/p0"], [])] and not d.rests
+    for i in (1, 2):
+        d.apply("ADDED", "Pod", pending(f"p{i}"))
+        d.step()
+        assert len(d.messages) == 1 and 0 < d.rests[-1] <= DISPATCH_EVERY_S and d.waits[-1] == 0.0
+    d.dispatched_at -= DISPATCH_EVERY_S  # (the time has come)
+    d.step()
+    assert d.messages[1:] == [(["ns/p1", "ns/p2"], [])]
+    assert d.shards["0"].held == {"ns/p0", "ns/p1", "ns/p2"}
+
+
+def test_a_full_batch_and_a_revocation_go_without_waiting():
+    d = _leading_on_one_shard(batchSize=10)
+    d.apply("ADDED", "Pod", pending("p0"))
+    d.step()
+    for i in range(1, 11):
+        d.apply("ADDED", "Pod", pending(f"p{i}"))
+    d.step()  # a batch for the one shard: no reason to wait
+    assert [len(pods) for pods, _ in d.messages] == [1, 10]
+    d.apply("DELETED", "Pod", pending("p1"))  # deleted while its shard holds it
+    d.step()
+    assert d.messages[2] == ([], ["ns/p1"])
 
 
 def test_the_configured_watch_linger_paces_its_informer():

@@ -9,8 +9,8 @@ import pytest
 
 from common.errors import ObjectError
 from common.model.interning import FrozenMap
-from common.model.objects import parse_pod, parse_priority_class
-from common.runtime.intake import status_update
+from common.model.objects import Pod, parse_pod, parse_priority_class
+from common.runtime.intake import status_hinted, status_update
 from builders import pod
 
 
@@ -77,6 +77,44 @@ def test_a_status_update_that_changes_what_the_pod_keeps_gives_a_new_bound_pod_w
     assert new is not known and new.phase == "Running" and new.resource_version == ""  # (none kept)
     assert new.raw is None and new.labels is known.labels and new.requests is known.requests
     assert known.phase == "Pending"  # the kept version is never changed in place
+
+
+def test_a_status_hint_gives_the_pod_the_same_write_read_in_full_gives():
+    """The hint path (a status-only write taken from the store's status hint) and the full
+    read of the same write (status_update) keep the same pod; a start time that is not one
+    is declined by the hint (the write is then read in full, which names the field)."""
+    d = running("a")
+    d["status"]["phase"] = "Pending"
+    known = parse_pod(d, lean=True)
+    for phase, started, nominated in (("Running", "2026-01-01T00:00:10Z", ""), ("", "", "n2"),
+                                      ("Running", "", ""), ("Pending", "2026-01-01T00:00:10Z", "n3")):
+        update = copy.deepcopy(d)
+        update["status"].update(phase=phase, startTime=started, nominatedNodeName=nominated)
+        full = status_update(known, update)
+        hinted = status_hinted(known, f'["{phase}","{started}","{nominated}"]'.encode())
+        assert full is not None and hinted is not None
+        assert [getattr(hinted, n) for n in Pod.__slots__] == [getattr(full, n) for n in Pod.__slots__]
+        assert (hinted is known) == (full is known)
+    assert status_hinted(known, b'["Running","yesterday",""]') is None
+    with pytest.raises(ObjectError, match="status.startTime"):
+        known.with_status({"spec": {"nodeName": "n1"}, "status": {"startTime": "yesterday"}})
+    assert known.phase == "Pending"  # never changed in place
+
+
+def test_the_copies_of_a_bound_pod_carry_every_slot_of_it():
+    """Pod._copy names the slots one by one: one added to Pod and not to it would be lost
+    by every binding and status write a process applies."""
+    known = parse_pod(running("a"), lean=True)
+    for n in Pod.__slots__:
+        if n not in ("node_name", "phase", "start_time", "nominated_node", "raw", "resource_version"):
+            setattr(known, n, object())  # a value nothing else holds
+    copies = (known.bound_copy({"spec": {"nodeName": "n1"}, "status": {"phase": "Running"}}),
+              known.with_status({"spec": {"nodeName": "n1"}, "status": {"startTime": "2026-01-01T00:00:10Z"}}),
+              known.with_hinted_status("Running", 5.0, None))
+    for c in copies:
+        assert c is not known
+        assert all(getattr(c, n) is getattr(known, n) for n in Pod.__slots__
+                   if n not in ("phase", "start_time", "nominated_node"))
 
 
 def test_the_pods_of_one_spec_share_what_it_parses_to_and_keep_their_own_identity():
