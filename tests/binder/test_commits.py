@@ -105,15 +105,13 @@ def test_a_store_failure_leaves_no_reservation_and_drops_no_pod(fail_call, done_
     decisions = [decision(f"default/p{i}", f"n{i % 3}", [f"default/low{i % 3}"] if preempts[i] else [])
                  for i in range(6)]
     binder.receive(decisions, stream)
-    chunk = []
-    while not binder.commits.queue.empty():
-        chunk.append(binder.commits.queue.get())
-    binder.commits.slots.acquire()
+    chunk = binder.commits.take(timeout=0)
     binder.commits._run(chunk)
     assert not binder.view.reserved and not binder.view.claimed
+    stream.end()
     outcomes = {}
-    while not stream.out.empty():
-        outcomes.update((o.pod_key, o) for o in stream.out.get().outcomes)
+    while (batch := stream.take()) is not None:
+        outcomes.update((o.pod_key, o) for o in batch.outcomes)
     assert set(outcomes) == {d.pod_key for d in decisions}
     for key, o in outcomes.items():
         stored = store.get("Pod", key)
