@@ -168,17 +168,19 @@ class Commits:
                 members = [Pending(r, unit.reply, unit.shard) for r in unit.reservations]
                 settled += self._guarded(members, lambda items, done, u=unit: self._commit_unit(u, items, done))
         finally:
-            self.settle(settled)
-            still = {id(it) for it, _, _ in waiting}  # in flight until their claims are bound
-            with self._lock:
-                for it in chunk:
-                    if id(it) in still:
-                        continue
-                    self.in_flight[it.partition] -= 1
-                    if isinstance(it, GroupPending):
-                        self.groups_in_flight.discard(it.group)
-            if waiting:
-                self.wait_for_volumes([it for it, _, _ in waiting])
+            try:
+                self.settle(settled)
+            finally:  # (a failing settle is the worker's to report; the partitions are not busy for ever)
+                still = {id(it) for it, _, _ in waiting}  # in flight until their claims are bound
+                with self._lock:
+                    for it in chunk:
+                        if id(it) in still:
+                            continue
+                        self.in_flight[it.partition] -= 1
+                        if isinstance(it, GroupPending):
+                            self.groups_in_flight.discard(it.group)
+                if waiting:
+                    self.wait_for_volumes([it for it, _, _ in waiting])
 
     def _guarded(self, items: list[Pending], commit) -> list[tuple]:
         """(pending, outcome, how) of each item after `commit(items, done)`; whatever it had
