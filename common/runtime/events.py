@@ -139,9 +139,14 @@ class _Series:
 
 
 class StatusWriter:
-    def __init__(self, store, instance: str, qps: float, burst: int, clock=time.monotonic, wall=time.time):
-        """`instance`: the reportingInstance of this process's events."""
+    def __init__(self, store, instance: str, qps: float, burst: int, clock=time.monotonic, wall=time.time,
+                 linger_s: float = 0.0):
+        """`instance`: the reportingInstance of this process's events. `linger_s`: how long
+        the writer, woken by something due, waits for more before it writes, so that a
+        steady trickle (a binder's Scheduled event for every binding) goes in batches
+        rather than in one store call each."""
         self.store = store
+        self.linger_s = linger_s
         self.instance = instance
         self.clock, self.wall = clock, wall
         self.bucket = TokenBucket(qps, burst, clock)
@@ -160,8 +165,8 @@ class StatusWriter:
         self.errors = ErrorLog(log)
 
     @classmethod
-    def from_config(cls, cfg, store, instance: str) -> "StatusWriter":
-        return cls(store, instance, cfg.events.qps, cfg.events.burst)
+    def from_config(cls, cfg, store, instance: str, linger_s: float = 0.0) -> "StatusWriter":
+        return cls(store, instance, cfg.events.qps, cfg.events.burst, linger_s=linger_s)
 
     # --- producers (any thread) -------------------------------------------------------------
 
@@ -324,8 +329,10 @@ class StatusWriter:
             elif self.pending():
                 stop.wait(max(0.005, self.bucket.delay()))
             else:
-                self._wake.wait(0.5)
+                woken = self._wake.wait(0.5)
                 self._wake.clear()
+                if woken and self.linger_s:
+                    stop.wait(self.linger_s)
 
     def drain(self, timeout: float) -> int:
         """At shutdown: write what is still due, for up to `timeout` seconds; returns what is

@@ -211,3 +211,30 @@ def test_a_note_of_many_byte_characters_is_cut_at_the_byte_limit():
     assert truncate("\U0001f600" * (NOTE_LIMIT // 4)) == "\U0001f600" * (NOTE_LIMIT // 4)
     cut = truncate("\U0001f600" * (NOTE_LIMIT // 4 + 1))
     assert cut.endswith(" ...") and len(cut.encode()) <= NOTE_LIMIT
+
+
+def test_a_lingering_writer_writes_a_trickle_of_events_in_one_call():
+    """With `linger_s` (the binder's), the writer woken by an event waits that long for more
+    before it writes: events produced one after another go in one store call."""
+    import time
+
+    store = RecordingStore()
+    w = StatusWriter(store, "shardsched-binder-0", qps=1e6, burst=10 ** 6, linger_s=2.0)  # the real clock
+    stop = threading.Event()
+    thread = threading.Thread(target=w.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        w.event(pod_ref("default/a", "uid-a"), NORMAL, "Scheduled", "Binding", "assigned a")
+        deadline = time.monotonic() + 30
+        while not store.event_calls:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        for name in ("b", "c", "d"):  # the writer is idle now: the first wakes it
+            w.event(pod_ref(f"default/{name}", f"uid-{name}"), NORMAL, "Scheduled", "Binding", f"assigned {name}")
+        while len(store.event_calls) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert [e["regarding"]["name"] for e in store.event_calls[1]] == ["b", "c", "d"]
+    finally:
+        stop.set()
+        thread.join(10)
