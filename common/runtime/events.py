@@ -326,8 +326,8 @@ class StatusWriter:
             wrote = self.flush()
             if wrote < 0:
                 stop.wait(RETRY_S)
-            elif self.pending():
-                stop.wait(max(0.005, self.bucket.delay()))
+            elif self.pending():  # (held back by the rate: wait for a token, and no less than the linger)
+                stop.wait(max(0.005, self.bucket.delay(), self.linger_s))
             else:
                 woken = self._wake.wait(0.5)
                 self._wake.clear()
