@@ -8,8 +8,8 @@
   drains; the CPU time of the whole process (every thread, time.process_time) per 1,000
   decisions from the first batch to the last outcome (the partition leases renewed meanwhile). Optimised: the code as it is (commit
   workers taking their chunks from the queue, a chunk's Scheduled events handed to the
-  writer at once, outcome metrics per reason and shard, the stream's outcomes gathered for
-  REPLY_LINGER_S into one message, the event writer lingering). Baseline: the same binder with those parts as
+  writer at once, outcome metrics per reason and shard, what gathered on the stream sent as
+  one message, the event writer lingering). Baseline: the same binder with those parts as
   they were (a feeder thread handing chunks to a thread pool, one `event` call and one
   metric increment per outcome, one message per reply, a writer that writes as soon as it
   wakes). Both variants alternate, `--repeat` times each, on fresh pods.
@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
 from binder.commits import Commits
-from binder.server import REPLY_LINGER_S, BinderServer, Stream
+from binder.server import BinderServer, Stream
 from common import config as config_mod
 from common.runtime.events import micro_time
 from common.store.podstatus import now_rfc3339
@@ -64,7 +64,7 @@ class PooledCommits(Commits):
 
 
 class OneByOneStream(Stream):
-    """A message for every reply, at once."""
+    """A message for every reply."""
 
     def take(self):
         got = self.out.get()
@@ -104,7 +104,7 @@ def run_once(cfg, store, nodes: list[str], decisions: int, serial: int, baseline
                                                                  binder.partitions_forever)]
     for t in threads:
         t.start()
-    stream = OneByOneStream("0") if baseline else Stream("0", linger_s=REPLY_LINGER_S)
+    stream = (OneByOneStream if baseline else Stream)("0")
     answered = threading.Event()
 
     def read():

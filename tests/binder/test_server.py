@@ -34,15 +34,3 @@ def test_a_stream_waits_for_its_next_outcome():
     reader.join(30)
     assert [o.pod_key for o in got[0].outcomes] == ["default/a"]
 
-
-def test_a_lingering_stream_sends_what_came_meanwhile_in_the_same_message():
-    """Decide's streams wait `linger_s` after the first outcome for more: outcomes of
-    chunks committed one after another reach the shard as one message."""
-    stream = Stream("0", linger_s=2.0)
-    got = []
-    reader = threading.Thread(target=lambda: got.append(stream.take()))
-    reader.start()
-    stream.reply([outcome("default/a")])
-    stream.reply([outcome("default/b")])
-    reader.join(60)
-    assert [o.pod_key for o in got[0].outcomes] == ["default/a", "default/b"]
