@@ -1,9 +1,11 @@
 """The binder's commit pipeline: reservations in, store writes out, outcomes back.
 
 Decisions are checked and reserved as they arrive (binder/server.py); this module commits
-them. A feeder groups whatever is waiting into chunks and runs up to `workers` chunks at
-once, each as pipelined store calls (evictions, then bindings); the store's connection pool
-is sized to `binders.maxInFlight`, so that many requests can be in flight. Each chunk's
+them. `workers` threads each take whatever is waiting as one chunk and commit it as
+pipelined store calls (evictions, then bindings); the store's connection pool is sized to
+`binders.maxInFlight`, so that many requests can be in flight. A worker takes its chunk from
+the queue itself (no feeder thread handing chunks to a pool: at 1,000 pods a second a chunk
+is a few pods, and each hand-over was two more thread wake-ups per chunk). Each chunk's
 outcomes go back to their shards' streams as soon as it completes: nothing waits for
 another shard's batch, or for the next batch of the same shard.
 
@@ -24,7 +26,6 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 from common.scheduling.disruption import VICTIMS_TERMINATING, eviction_failures
 from common.scheduling.extenders import ExtenderError
@@ -82,9 +83,10 @@ class Commits:
         self.groups_in_flight: set[str] = set()
         self.wait_for_volumes = wait_for_volumes
         self.stop = stop
+        #: lists of Pending and GroupPending, as submitted
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
-        self.slots = threading.Semaphore(workers)
-        self.pool = ThreadPoolExecutor(workers, thread_name_prefix="commit")
+        self.workers = workers
+        self._threads: list[threading.Thread] = []
         self.errors = ErrorLog(log)
         self.in_flight: dict[int, int] = {}  # partition -> reservations not yet settled
         self._lock = threading.Lock()
@@ -96,8 +98,7 @@ class Commits:
                 self.in_flight[it.partition] = self.in_flight.get(it.partition, 0) + 1
                 if isinstance(it, GroupPending):
                     self.groups_in_flight.add(it.group)
-        for it in items:
-            self.queue.put(it)
+        self.queue.put(items)
 
     def groups_busy(self) -> set[str]:
         with self._lock:
@@ -105,8 +106,8 @@ class Commits:
 
     def resume(self, items: list[Pending]) -> None:
         """Decisions whose claims are bound now: on to their binding (still counted in flight)."""
-        for it in items:
-            self.queue.put(it)
+        if items:
+            self.queue.put(items)
 
     def finish(self, refused: list[tuple]) -> None:
         """End decisions refused while their claims were awaited: [(pending, reason)]."""
@@ -120,22 +121,40 @@ class Commits:
             return self.in_flight.get(partition, 0) > 0
 
     def feed_forever(self, beat=lambda: None) -> None:
-        """Group what waits into chunks and start each when a worker is free; `beat()` each
-        time round (liveness)."""
+        """Commit until stopped: `workers - 1` threads of their own and the calling one, each
+        taking what waits as a chunk; `beat()` each time round (liveness)."""
+        self._threads = [threading.Thread(target=self._work_forever, args=(beat,), daemon=True,
+                                          name=f"commit_{i}") for i in range(1, self.workers)]
+        for t in self._threads:
+            t.start()
+        self._threads.append(threading.current_thread())
+        self._work_forever(beat)
+
+    def _work_forever(self, beat) -> None:
         while not self.stop.is_set():
             beat()
-            try:
-                first = self.queue.get(timeout=0.2)
-            except queue.Empty:
+            chunk = self.take()
+            if not chunk:
                 continue
-            self.slots.acquire()
-            chunk = [first]
-            while len(chunk) < CHUNK:
-                try:
-                    chunk.append(self.queue.get_nowait())
-                except queue.Empty:
-                    break
-            self.pool.submit(self._run, chunk)
+            try:
+                self._run(chunk)
+            except Exception as e:  # _run settled what it could; the next chunk is another matter
+                self.count("commit_errors", 1)
+                self.errors.error("commit worker", e)
+
+    def take(self, timeout: float = 0.2) -> list:
+        """What waits, as one chunk (about CHUNK reservations at most; a submitted batch is
+        never split), after waiting up to `timeout` for the first; [] if nothing came."""
+        try:
+            chunk = list(self.queue.get(timeout=timeout))
+        except queue.Empty:
+            return []
+        while len(chunk) < CHUNK:
+            try:
+                chunk += self.queue.get_nowait()
+            except queue.Empty:
+                break
+        return chunk
 
     def _run(self, chunk: list) -> None:
         singles = [it for it in chunk if isinstance(it, Pending)]
@@ -149,18 +168,19 @@ class Commits:
                 members = [Pending(r, unit.reply, unit.shard) for r in unit.reservations]
                 settled += self._guarded(members, lambda items, done, u=unit: self._commit_unit(u, items, done))
         finally:
-            self.settle(settled)
-            still = {id(it) for it, _, _ in waiting}  # in flight until their claims are bound
-            with self._lock:
-                for it in chunk:
-                    if id(it) in still:
-                        continue
-                    self.in_flight[it.partition] -= 1
-                    if isinstance(it, GroupPending):
-                        self.groups_in_flight.discard(it.group)
-            self.slots.release()
-            if waiting:
-                self.wait_for_volumes([it for it, _, _ in waiting])
+            try:
+                self.settle(settled)
+            finally:  # (a failing settle is the worker's to report; the partitions are not busy for ever)
+                still = {id(it) for it, _, _ in waiting}  # in flight until their claims are bound
+                with self._lock:
+                    for it in chunk:
+                        if id(it) in still:
+                            continue
+                        self.in_flight[it.partition] -= 1
+                        if isinstance(it, GroupPending):
+                            self.groups_in_flight.discard(it.group)
+                if waiting:
+                    self.wait_for_volumes([it for it, _, _ in waiting])
 
     def _guarded(self, items: list[Pending], commit) -> list[tuple]:
         """(pending, outcome, how) of each item after `commit(items, done)`; whatever it had
@@ -209,12 +229,14 @@ class Commits:
             return
         results = self.groups.commit(unit.group, [(it.reservation.pod.key, it.reservation.pod.uid or "",
                                                    it.reservation.node) for it in items], unit.partition)
+        bound = []
         for i, (it, reason) in enumerate(zip(items, results)):
             if reason is None:
                 done[i] = (self._outcome(it, True, evicted=[k for k, _ in it.reservation.victims]), "bound")
-                self._scheduled(it.reservation)
+                bound.append(it.reservation)
             else:
                 done[i] = (self._outcome(it, False, self._explained(it, reason)), "refused")
+        self._scheduled(bound)
 
     def _write_claims(self, chunk: list[Pending], ids: list, refusals: dict) -> None:
         """DynamicResources' PreBind for the chunk's decisions with devices: their claims'
@@ -273,13 +295,15 @@ class Commits:
             return
         results = self.store.bind_many([(chunk[i].reservation.pod.key, chunk[i].reservation.node,
                                           chunk[i].reservation.pod.uid or None) for i in to_bind])
+        bound = []
         for i, reason in zip(to_bind, results):
             r = chunk[i].reservation
             if reason is None:
                 done[i] = (self._outcome(chunk[i], True, evicted=[k for k, _ in r.victims]), "bound")
-                self._scheduled(r)
+                bound.append(r)
             else:
                 done[i] = (self._outcome(chunk[i], False, self._explained(chunk[i], reason)), "refused")
+        self._scheduled(bound)
 
     def _bind_through_extender(self, chunk: list[Pending], indices: list[int], done: dict) -> list[int]:
         """kube's extender Bind: the pods the binding extender is interested in are bound by
@@ -300,7 +324,7 @@ class Commits:
                 done[i] = (self._outcome(chunk[i], False, f"ExtenderBindError: {e}"), "doubt")
                 continue
             done[i] = (self._outcome(chunk[i], True, evicted=[k for k, _ in r.victims]), "bound")
-            self._scheduled(r)
+            self._scheduled([r])
         return rest
 
     def _fenced(self, chunk: list[Pending], indices: list[int], done: dict) -> list[int]:
@@ -340,19 +364,16 @@ class Commits:
                 self.count("victims_deleted" if delete else "victims_evicted", len(batch))
         return out
 
-    def _scheduled(self, r) -> None:
-        """kube-scheduler's Scheduled event, once the binding landed."""
-        self.status.event(pod_ref(r.pod.key, r.pod.uid), NORMAL, SCHEDULED, "Binding",
-                          f"Successfully assigned {r.pod.key} to {r.node}")
+    def _scheduled(self, reservations: list) -> None:
+        """kube-scheduler's Scheduled event of each binding that landed, handed over together."""
+        self.status.events([(pod_ref(r.pod.key, r.pod.uid), NORMAL, SCHEDULED, "Binding",
+                             f"Successfully assigned {r.pod.key} to {r.node}", None) for r in reservations])
 
     def _preempted(self, reservations, evicted: dict) -> None:
         """A Preempted event on each victim now evicted (or deleted), naming its preemptor."""
-        for r in reservations:
-            for key, uid in r.victims:
-                if evicted.get(key, "") is None:
-                    self.status.event(pod_ref(key, uid), NORMAL, PREEMPTED, "Preempting",
-                                      f"Preempted by pod {r.pod.uid} on node {r.node}",
-                                      related=pod_ref(r.pod.key, r.pod.uid))
+        self.status.events([(pod_ref(key, uid), NORMAL, PREEMPTED, "Preempting",
+                             f"Preempted by pod {r.pod.uid} on node {r.node}", pod_ref(r.pod.key, r.pod.uid))
+                            for r in reservations for key, uid in r.victims if evicted.get(key, "") is None])
 
     def _still_there(self, victims) -> list[str]:
         """Victims the store still holds after their eviction: on a real cluster an evicted
@@ -363,4 +384,7 @@ class Commits:
                 and (not uid or (obj.get("metadata") or {}).get("uid") == uid)]
 
     def shutdown(self) -> None:
-        self.pool.shutdown(wait=True)
+        """After `stop` is set: wait for the workers' chunks in hand to settle."""
+        for t in self._threads:
+            if t is not threading.current_thread():
+                t.join()

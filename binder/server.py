@@ -47,20 +47,54 @@ log = logging.getLogger(__name__)
 
 #: How long a decision about a pod the watch has not shown yet may wait for it.
 WAIT_FOR_WATCH_S = 2.0
-#: Chunks committed at once; each is one pipelined store call, spread over the pool.
+#: Chunks committed at once, one by each commit worker; each is one pipelined store call.
 COMMIT_WORKERS = 4
+#: How long the event writer gathers Scheduled events before it writes them: one store call
+#: for about 50 of them at 1,000 bindings a second instead of one for every few (events are
+#: best effort and read by people, so 50 ms later is no loss).
+EVENT_LINGER_S = 0.05
 
 
 class Stream:
-    """One shard's Decide stream: where its outcomes go."""
+    """One shard's Decide stream: where its outcomes go. Commit workers and the stream's
+    reader hand over lists of outcomes; the stream sends whatever has gathered since its
+    last message as one message. (It does not wait for more: holding outcomes back 10 ms
+    to send fewer messages cut the binder's CPU per pod by a tenth, but the whole-stack
+    bench's p50 and p90 latency rose by seconds in three runs of four; why was not found.)"""
 
     def __init__(self, shard: str = ""):
         self.shard = shard
-        self.out: queue.SimpleQueue = queue.SimpleQueue()
+        self.out: queue.SimpleQueue = queue.SimpleQueue()  # lists of pb.Outcome; None ends
+        self._ended = False
 
     def reply(self, outcomes: list) -> None:
         if outcomes:
-            self.out.put(pb.OutcomeBatch(outcomes=outcomes))
+            self.out.put(outcomes)
+
+    def end(self) -> None:
+        """No more outcomes: `take` returns None once what came before is taken."""
+        self.out.put(None)
+
+    def take(self) -> "pb.OutcomeBatch | None":
+        """The next message: every outcome handed over so far, in order (waiting for the
+        first); None once the stream has ended."""
+        if self._ended:
+            return None
+        first = self.out.get()
+        if first is None:
+            self._ended = True
+            return None
+        outcomes = list(first)
+        while True:
+            try:
+                more = self.out.get_nowait()
+            except queue.Empty:
+                break
+            if more is None:
+                self._ended = True
+                break
+            outcomes += more
+        return pb.OutcomeBatch(outcomes=outcomes)
 
 
 def plugin_of(reason: str) -> str | None:
@@ -100,7 +134,7 @@ class BinderServer(Component, rpc.BinderServicer):
                                                   NATIVE_KIND: gang_scheduler_names(cfg, GANG_SCHEDULING)})
         self.group_commit = GroupCommit(store, failpoint=env_failpoint())
         #: Scheduled and Preempted events, written off the commit path.
-        self.status = StatusWriter.from_config(cfg, store, f"shardsched-binder-{self.id}")
+        self.status = StatusWriter.from_config(cfg, store, f"shardsched-binder-{self.id}", linger_s=EVENT_LINGER_S)
         self.volume_waits = VolumeWaits(cfg, lambda p: self.partitions.holds(p))
         self.commits = Commits(store, self._settle, lambda p: self.partitions.holds(p),
                                max(1, min(COMMIT_WORKERS, binders.max_in_flight)), self.stop_event,
@@ -213,13 +247,10 @@ class BinderServer(Component, rpc.BinderServicer):
             except Exception as e:  # the shard went away; its in-flight commits still settle
                 if not self.stop_event.is_set():
                     log.warning("decision stream from %s broke: %s", context.peer(), str(e) or type(e).__name__)
-            stream.out.put(None)
+            stream.end()
 
         threading.Thread(target=read, daemon=True, name="decide-reader").start()
-        while True:
-            batch = stream.out.get()
-            if batch is None:
-                return
+        while (batch := stream.take()) is not None:
             yield batch
 
     def receive(self, decisions, stream: Stream, units=()) -> None:
@@ -253,8 +284,8 @@ class BinderServer(Component, rpc.BinderServicer):
 
     def _receive_locked(self, decisions, stream: Stream, waited: dict) -> None:
         refused, passed = [], []
+        self.counters["decisions"] += len(decisions)
         for d in decisions:
-            self.counters["decisions"] += 1
             if d.traceparent:  # (a decision waiting for the watch keeps its first arrival)
                 self.traces.setdefault(d.pod_key, (d.traceparent, time.monotonic()))
             last, deadline = waited.get(d.pod_key, (False, None))
@@ -327,20 +358,27 @@ class BinderServer(Component, rpc.BinderServicer):
             log.debug("decision for %s on %s refused: %s", d.pod_key, d.node, reason,
                       **keys(d.pod_key, d.node, plugin_of(reason)))
         outcome = pb.Outcome(pod_key=d.pod_key, node=d.node, bound=False, reason=reason)
-        self._record(outcome, shard)
+        self._record([(outcome, shard)])
         return outcome
 
-    def _record(self, outcome, shard: str) -> None:
-        reason = outcome.reason
-        if self.traces:
-            self._trace_commit(outcome, shard)
-        name = "Bound" if not reason else reason.split(":", 1)[0].split(" ", 1)[0]
-        self.metrics.outcomes.labels(name, shard, self.id).inc()
-        if reason:
-            self.counters["rejected"] += 1
-            self.counters["rejected_" + name] += 1
-        else:
-            self.counters["bound"] += 1
+    def _record(self, answered: list[tuple]) -> None:
+        """Count outcomes, [(outcome, shard)], into the metrics and counters: one increment
+        per reason and shard (a labelled metric's look-up and lock cost more than the
+        rest of a decision's bookkeeping)."""
+        by_label: dict[tuple[str, str], int] = {}
+        for outcome, shard in answered:
+            if self.traces:
+                self._trace_commit(outcome, shard)
+            reason = outcome.reason
+            name = "Bound" if not reason else reason.split(":", 1)[0].split(" ", 1)[0]
+            by_label[name, shard] = by_label.get((name, shard), 0) + 1
+        for (name, shard), n in by_label.items():
+            self.metrics.outcomes.labels(name, shard, self.id).inc(n)
+            if name == "Bound":
+                self.counters["bound"] += n
+            else:
+                self.counters["rejected"] += n
+                self.counters["rejected_" + name] += n
 
     def _trace_commit(self, outcome, shard: str) -> None:
         """The commit's span, from the decision's arrival to its outcome, a child of the
@@ -357,12 +395,13 @@ class BinderServer(Component, rpc.BinderServicer):
             for _, outcome, how in settled:
                 self.view.settle(outcome.pod_key, how)
         replies: dict = {}
+        debug = log.isEnabledFor(logging.DEBUG)
         for it, outcome, _ in settled:
-            if not outcome.bound:
+            if debug and not outcome.bound:
                 log.debug("decision for %s on %s not committed: %s", outcome.pod_key, outcome.node, outcome.reason,
                           **keys(outcome.pod_key, outcome.node, plugin_of(outcome.reason)))
-            self._record(outcome, it.shard)
             replies.setdefault(it.reply, []).append(outcome)
+        self._record([(outcome, it.shard) for it, outcome, _ in settled])
         for stream, outcomes in replies.items():
             stream.reply(outcomes)
 

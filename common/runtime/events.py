@@ -30,10 +30,10 @@ event is best effort; conditions are never dropped (there is one per pod at most
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import OrderedDict
-from datetime import datetime, timezone
 
 from .logs import ErrorLog
 
@@ -64,15 +64,37 @@ def pod_ref(key: str, uid: str) -> dict:
 
 def truncate(note: str) -> str:
     """kube-scheduler's truncateMessage (the limit is in bytes)."""
+    if len(note) * 4 <= NOTE_LIMIT:  # (UTF-8 takes at most 4 bytes a character)
+        return note
     data = note.encode()
     if len(data) <= NOTE_LIMIT:
         return note
     return data[:NOTE_LIMIT - 4].decode(errors="ignore") + " ..."
 
 
+#: (whole second, its "%Y-%m-%dT%H:%M:%S" form) of the last micro_time: the binder stamps an
+#: event for every binding, and the date is the costly part. Replaced whole (any thread).
+_last_second: tuple[float, str] = (float("nan"), "")
+
+
 def micro_time(t: float) -> str:
-    """A MicroTime: RFC 3339 with microseconds, UTC."""
-    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """A MicroTime: RFC 3339 with microseconds, UTC, exactly as
+    `datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")` writes it
+    (the fraction rounded half to even, carrying into the second), the date part formatted
+    once per second."""
+    global _last_second
+    fraction, second = math.modf(t)
+    micro = round(fraction * 1e6)
+    if micro >= 1_000_000:
+        micro -= 1_000_000
+        second += 1.0
+    elif micro < 0:
+        micro += 1_000_000
+        second -= 1.0
+    last = _last_second
+    if last[0] != second:
+        last = _last_second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    return f"{last[1]}.{micro:06d}Z"
 
 
 class TokenBucket:
@@ -117,9 +139,14 @@ class _Series:
 
 
 class StatusWriter:
-    def __init__(self, store, instance: str, qps: float, burst: int, clock=time.monotonic, wall=time.time):
-        """`instance`: the reportingInstance of this process's events."""
+    def __init__(self, store, instance: str, qps: float, burst: int, clock=time.monotonic, wall=time.time,
+                 linger_s: float = 0.0):
+        """`instance`: the reportingInstance of this process's events. `linger_s`: how long
+        the writer, woken by something due, waits for more before it writes, so that a
+        steady trickle (a binder's Scheduled event for every binding) goes in batches
+        rather than in one store call each."""
         self.store = store
+        self.linger_s = linger_s
         self.instance = instance
         self.clock, self.wall = clock, wall
         self.bucket = TokenBucket(qps, burst, clock)
@@ -138,8 +165,8 @@ class StatusWriter:
         self.errors = ErrorLog(log)
 
     @classmethod
-    def from_config(cls, cfg, store, instance: str) -> "StatusWriter":
-        return cls(store, instance, cfg.events.qps, cfg.events.burst)
+    def from_config(cls, cfg, store, instance: str, linger_s: float = 0.0) -> "StatusWriter":
+        return cls(store, instance, cfg.events.qps, cfg.events.burst, linger_s=linger_s)
 
     # --- producers (any thread) -------------------------------------------------------------
 
@@ -148,32 +175,45 @@ class StatusWriter:
         with self._lock:
             self._conditions[key] = message
             self._due_locked(("c", key))
+            self._wake_writer()
         self.event(pod_ref(key, uid), WARNING, FAILED_SCHEDULING, "Scheduling", message)
 
     def event(self, regarding: dict, type_: str, reason: str, action: str, note: str,
               related: dict | None = None) -> None:
-        note = truncate(note)
-        key = (type_, reason, action, regarding["namespace"], regarding["name"], regarding["uid"],
-               (related or {}).get("uid"), note)
+        self.events([(regarding, type_, reason, action, note, related)])
+
+    def events(self, items: list[tuple]) -> None:
+        """Several events at once, (regarding, type, reason, action, note, related or None)
+        each, as `event` takes them: one lock and one wake-up of the writer for all (the
+        binder's commit workers hand over a chunk's Scheduled events together)."""
+        if not items:
+            return
         now, seen = self.wall(), self.clock()
         with self._lock:
-            s = self._series.get(key)
-            if s is not None:
-                s.count += 1
-                s.last, s.seen = now, seen
-                self._series.move_to_end(key)
-            elif self._events_due >= MAX_QUEUED:
-                self.counters["events_dropped"] += 1
-                dropped = self.counters["events_dropped"]
-                if dropped in (1, 10, 100, 1000) or dropped % 10000 == 0:
-                    log.warning("%d events dropped so far: more than %d waiting to be written "
-                                "(events.qps %g)", dropped, MAX_QUEUED, self.bucket.rate)
-                return
-            else:
-                s = self._series[key] = _Series(self._new_event(regarding, type_, reason, action, note,
-                                                                related, now), now, seen)
-                self._forget_old_locked()
-            self._due_locked(("e", key))
+            for regarding, type_, reason, action, note, related in items:
+                self._event_locked(regarding, type_, reason, action, truncate(note), related, now, seen)
+            self._wake_writer()
+
+    def _event_locked(self, regarding, type_, reason, action, note, related, now, seen) -> None:
+        key = (type_, reason, action, regarding["namespace"], regarding["name"], regarding["uid"],
+               (related or {}).get("uid"), note)
+        s = self._series.get(key)
+        if s is not None:
+            s.count += 1
+            s.last, s.seen = now, seen
+            self._series.move_to_end(key)
+        elif self._events_due >= MAX_QUEUED:
+            self.counters["events_dropped"] += 1
+            dropped = self.counters["events_dropped"]
+            if dropped in (1, 10, 100, 1000) or dropped % 10000 == 0:
+                log.warning("%d events dropped so far: more than %d waiting to be written "
+                            "(events.qps %g)", dropped, MAX_QUEUED, self.bucket.rate)
+            return
+        else:
+            s = self._series[key] = _Series(self._new_event(regarding, type_, reason, action, note,
+                                                            related, now), now, seen)
+            self._forget_old_locked()
+        self._due_locked(("e", key))
 
     def _new_event(self, regarding, type_, reason, action, note, related, now) -> dict:
         ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event",
@@ -197,7 +237,13 @@ class StatusWriter:
             self._due[item] = None
             if item[0] == "e":
                 self._events_due += 1
-        self._wake.set()
+
+    def _wake_writer(self) -> None:
+        """Wake the writer unless it is awake already: setting an Event takes its condition's
+        lock and notifies even when nobody waits. (The writer clears it before it flushes,
+        and a producer adds before it looks, so nothing added is left unseen.)"""
+        if not self._wake.is_set():
+            self._wake.set()
 
     def _forget_old_locked(self) -> None:
         """Drop series beyond MAX_SERIES and those over (FINISH_S), least recently seen first,
@@ -272,6 +318,7 @@ class StatusWriter:
             for key, s, _, _ in events:
                 if key in self._series:
                     self._due_locked(("e", key))
+            self._wake_writer()
 
     def run(self, stop: threading.Event) -> None:
         """Write until `stop` (the writer thread)."""
@@ -279,11 +326,13 @@ class StatusWriter:
             wrote = self.flush()
             if wrote < 0:
                 stop.wait(RETRY_S)
-            elif self.pending():
-                stop.wait(max(0.005, self.bucket.delay()))
+            elif self.pending():  # (held back by the rate: wait for a token, and no less than the linger)
+                stop.wait(max(0.005, self.bucket.delay(), self.linger_s))
             else:
-                self._wake.wait(0.5)
+                woken = self._wake.wait(0.5)
                 self._wake.clear()
+                if woken and self.linger_s:
+                    stop.wait(self.linger_s)
 
     def drain(self, timeout: float) -> int:
         """At shutdown: write what is still due, for up to `timeout` seconds; returns what is

@@ -105,15 +105,13 @@ def test_a_store_failure_leaves_no_reservation_and_drops_no_pod(fail_call, done_
     decisions = [decision(f"default/p{i}", f"n{i % 3}", [f"default/low{i % 3}"] if preempts[i] else [])
                  for i in range(6)]
     binder.receive(decisions, stream)
-    chunk = []
-    while not binder.commits.queue.empty():
-        chunk.append(binder.commits.queue.get())
-    binder.commits.slots.acquire()
+    chunk = binder.commits.take(timeout=0)
     binder.commits._run(chunk)
     assert not binder.view.reserved and not binder.view.claimed
+    stream.end()
     outcomes = {}
-    while not stream.out.empty():
-        outcomes.update((o.pod_key, o) for o in stream.out.get().outcomes)
+    while (batch := stream.take()) is not None:
+        outcomes.update((o.pod_key, o) for o in batch.outcomes)
     assert set(outcomes) == {d.pod_key for d in decisions}
     for key, o in outcomes.items():
         stored = store.get("Pod", key)
@@ -165,3 +163,48 @@ def test_the_configured_watch_linger_paces_the_binders_informer():
     """store.watchLingerSeconds reaches the binder's watch."""
     binder = BinderServer(make_config(store={"watchLingerSeconds": 0.01}), MemoryStore(), 0, port=0, metrics_port=0)
     assert binder.informer.pace.linger_s == 0.01
+
+
+# --- the commit workers -------------------------------------------------------------------------
+
+def test_a_chunk_that_fails_after_its_store_call_is_reported_and_the_workers_go_on(caplog):
+    """A failure past the store call (here: ending the reservations) is logged and counted,
+    the chunk's partition is not left busy, and the next decisions are committed."""
+    import threading
+
+    store = MemoryStore()
+    store.create(node("n1", cpu="4"))
+    for name in ("p1", "p2"):
+        store.create(pod(name, cpu="1"))
+    binder = BinderServer(make_config(), store, 0, port=0, metrics_port=0)
+    binder.informer.start()
+    binder.partitions.holder = "test"
+    binder.partitions.step(lambda p: False)
+    settle, calls = binder.commits.settle, []
+
+    def failing_once(settled):
+        calls.append(settled)
+        if len(calls) == 1:
+            raise RuntimeError("injected: settling failed")
+        settle(settled)
+
+    binder.commits.settle = failing_once
+    worker = threading.Thread(target=binder.feed_forever, daemon=True)
+    worker.start()
+    try:
+        stream = Stream("0")
+        binder.receive([decision("default/p1", "n1")], stream)
+        deadline = time.monotonic() + 30
+        while binder.counters["commit_errors"] < 1:
+            assert time.monotonic() < deadline, "the failure was not reported"
+            time.sleep(0.01)
+        assert "injected: settling failed" in caplog.text
+        assert not binder.commits.busy(binder.view.reserved["default/p1"].partition)
+        binder.receive([decision("default/p2", "n1")], stream)
+        (answer,) = stream.take().outcomes
+        assert answer.pod_key == "default/p2" and answer.bound
+        assert store.get("Pod", "default/p2")["spec"]["nodeName"] == "n1"
+    finally:
+        binder.stop_event.set()
+        worker.join(30)
+        binder.commits.shutdown()

@@ -18,16 +18,13 @@ def test_a_binder_whose_lease_ran_out_before_the_store_call_commits_nothing():
     binder.partitions.step(lambda p: False)
     stream = Stream("0")
     binder.receive([decision("default/p1", "n1")], stream)
-    chunk = []
-    while not binder.commits.queue.empty():
-        chunk.append(binder.commits.queue.get())
+    chunk = binder.commits.take(timeout=0)
     assert chunk
     # the commit starts while the lease is held; the binder freezes; it wakes without it
     answers = iter([True])
     binder.commits.holds = lambda p: next(answers, False)
-    binder.commits.slots.acquire()
     binder.commits._run(chunk)
-    (outcome,) = stream.out.get().outcomes
+    (outcome,) = stream.take().outcomes
     assert not outcome.bound and outcome.reason.startswith("NotPartitionHolder")
     assert not store.get("Pod", "default/p1")["spec"].get("nodeName")
     assert binder.counters["fenced"] == 1

@@ -36,15 +36,13 @@ def send(binder, decisions=(), units=()) -> dict:
     """Receive, commit what passed, return pod key -> Outcome."""
     stream = Stream("0")
     binder.receive(list(decisions), stream, list(units))
-    chunk = []
-    while not binder.commits.queue.empty():
-        chunk.append(binder.commits.queue.get())
+    chunk = binder.commits.take(timeout=0)
     if chunk:
-        binder.commits.slots.acquire()
         binder.commits._run(chunk)
+    stream.end()
     out = {}
-    while not stream.out.empty():
-        out.update((o.pod_key, o) for o in stream.out.get().outcomes)
+    while (batch := stream.take()) is not None:
+        out.update((o.pod_key, o) for o in batch.outcomes)
     binder.informer.sync()
     return out
 

@@ -161,3 +161,80 @@ def test_long_messages_are_cut_as_kube_scheduler_cuts_them():
     assert truncate("short") == "short"
     cut = truncate("x" * 5000)
     assert len(cut.encode()) == NOTE_LIMIT and cut.endswith(" ...")
+
+
+def test_events_handed_over_together_are_what_one_at_a_time_would_write():
+    """`events` (a commit chunk's Scheduled events, one lock for all) records exactly what as
+    many `event` calls record: the same objects, and a repeat within or across batches is
+    one series."""
+    items = [(pod_ref(f"default/p{i % 3}", f"uid-{i % 3}"), NORMAL, "Scheduled", "Binding", f"assigned p{i % 3}", None)
+             for i in range(5)]
+    items.append((pod_ref("default/v", "uid-v"), NORMAL, PREEMPTED, "Preempting", "Preempted by pod uid-0 on node n1",
+                  pod_ref("default/p0", "uid-0")))
+    written = []
+    for together in (True, False):
+        store = RecordingStore()
+        w = writer(store)
+        if together:
+            w.events(items)
+            w.events(items[:1])
+        else:
+            for it in items + items[:1]:
+                w.event(*it)
+        assert w.pending() == 4 and w.flush() == 4
+        written.append(sorted(store.list_events(), key=lambda e: e["metadata"]["name"]))
+    batched, single = written
+    assert [(e["regarding"]["name"], e["note"], e.get("series", {}).get("count"), e.get("related", {}).get("uid"))
+            for e in batched] == [("p0", "assigned p0", 3, None), ("p1", "assigned p1", 2, None),
+                                  ("p2", "assigned p2", None, None), ("v", "Preempted by pod uid-0 on node n1", None, "uid-0")]
+    assert [{k: v for k, v in e.items() if k != "metadata"} for e in batched] == \
+        [{k: v for k, v in e.items() if k != "metadata"} for e in single]
+
+
+def test_micro_time_is_what_datetime_writes_rounding_included():
+    """Formatted once per second, the fraction rounded half to even and carried into the next
+    second as datetime.fromtimestamp does."""
+    import random
+    from datetime import datetime, timezone
+
+    from common.runtime.events import micro_time
+
+    rng = random.Random(7)
+    times = [0.0, 1.9999995, 1.9999985, 1.8e9 + 0.9999996, 1.8e9 + 0.0000005, 1.8e9 + 0.0000015, 1.8e9 + 59.9999999]
+    times += [rng.uniform(0, 4e9) for _ in range(20000)]
+    times += [round(rng.uniform(1.7e9, 1.9e9), 6) + rng.choice((5e-7, -5e-7, 4.9e-7)) for _ in range(20000)]
+    for t in times:
+        assert micro_time(t) == datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), t
+
+
+def test_a_note_of_many_byte_characters_is_cut_at_the_byte_limit():
+    assert truncate("\U0001f600" * (NOTE_LIMIT // 4)) == "\U0001f600" * (NOTE_LIMIT // 4)
+    cut = truncate("\U0001f600" * (NOTE_LIMIT // 4 + 1))
+    assert cut.endswith(" ...") and len(cut.encode()) <= NOTE_LIMIT
+
+
+def test_a_lingering_writer_writes_a_trickle_of_events_in_one_call():
+    """With `linger_s` (the binder's), the writer woken by an event waits that long for more
+    before it writes: events produced one after another go in one store call."""
+    import time
+
+    store = RecordingStore()
+    w = StatusWriter(store, "shardsched-binder-0", qps=1e6, burst=10 ** 6, linger_s=2.0)  # the real clock
+    stop = threading.Event()
+    thread = threading.Thread(target=w.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        w.event(pod_ref("default/a", "uid-a"), NORMAL, "Scheduled", "Binding", "assigned a")
+        deadline = time.monotonic() + 30
+        while not store.event_calls:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        for name in ("b", "c", "d"):  # the writer is idle now: the first wakes it
+            w.event(pod_ref(f"default/{name}", f"uid-{name}"), NORMAL, "Scheduled", "Binding", f"assigned {name}")
+        while len(store.event_calls) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert [e["regarding"]["name"] for e in store.event_calls[1]] == ["b", "c", "d"]
+    finally:
+        stop.set()
+        thread.join(10)

@@ -1,23 +1,24 @@
-"""The store's timestamps (common/store/podstatus.py `now_rfc3339`): Kubernetes' form, to the
-second, UTC; formatted once per second and the same as a fresh formatting at every moment."""
+"""The scheduler's pod writes (common/store/podstatus.py): the timestamps they carry,
+Kubernetes' form to the second, UTC; formatted once per second and the same as a fresh
+formatting at every moment."""
 from __future__ import annotations
 
 import threading
 from datetime import datetime, timezone
 
-from common.store import podstatus
+from common.store.podstatus import now_rfc3339
 
 
-def test_a_timestamp_is_the_current_second_in_kubernetes_form(monkeypatch):
-    clock = [1764147600.999]  # 2025-11-26T09:00:00.999Z
-    monkeypatch.setattr(podstatus.time, "time", lambda: clock[0])
-    assert podstatus.now_rfc3339() == "2025-11-26T09:00:00Z"
-    clock[0] = 1764147601.0  # the next second: a new text, not the remembered one
-    assert podstatus.now_rfc3339() == "2025-11-26T09:00:01Z"
-    clock[0] = 1764147601.5
-    assert podstatus.now_rfc3339() == "2025-11-26T09:00:01Z"
-    clock[0] = 1764147599.2  # the clock stepped back: the earlier second again
-    assert podstatus.now_rfc3339() == "2025-11-26T08:59:59Z"
+def test_now_is_the_current_second_as_the_api_server_writes_it():
+    """Formatted once per second (a binder stamps every binding), a new second is a new
+    string at once, and a clock stepped back gives the earlier second again."""
+    for ns in (0, 999_999_999, 1_000_000_000, 1_800_000_000_999_999_999, 1_800_000_001_000_000_000,
+               1_800_000_000_000_000_000):
+        second = datetime.fromtimestamp(ns // 1_000_000_000, timezone.utc)
+        assert now_rfc3339(lambda: ns) == second.strftime("%Y-%m-%dT%H:%M:%SZ")
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    now = datetime.strptime(now_rfc3339(), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    assert before <= now <= datetime.now(timezone.utc)
 
 
 def test_a_timestamp_agrees_with_the_system_clock_across_threads():
@@ -26,7 +27,7 @@ def test_a_timestamp_agrees_with_the_system_clock_across_threads():
     def stamp():
         for _ in range(2000):
             before = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            text = podstatus.now_rfc3339()
+            text = now_rfc3339()
             after = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
             seen.append((before, text, after))
 
