@@ -21,12 +21,13 @@ every_step / paced of CPU per pod.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import queue
 import resource
 import statistics
 import time
+
+from benchmarks.harness import write_json
 
 
 def _serve(ports, totals) -> None:
@@ -140,9 +141,7 @@ def main(argv=None) -> int:
         print(f"{name:10s}: {r['us_per_pod']:7.1f} us CPU per pod, {r['us_per_message']:7.1f} per message, "
               f"{r['pods_per_message']:5.1f} pods a message (runs {r['runs_us_per_pod']})")
     print(f"CPU per pod, every_step / paced: {doc['cpu_ratio_every_step_over_paced']}  (load {doc['load']})")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=2)
+    write_json(args.json, doc)
     return 0
 
 

@@ -19,12 +19,12 @@ Redis; medians over the repeats, and the ratio decode / hint of CPU per event.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 import uuid
 
 from benchmarks.churn import running
+from benchmarks.harness import write_json
 from benchmarks.workloads import SCHEDULER, mixed
 from binder.view import BinderView
 from common.store.embedded import EmbeddedRedis
@@ -97,9 +97,7 @@ def main(argv=None) -> int:
         print(f"{name}: {r['us_per_event']} us CPU per event, {r['events_per_s']} events/s "
               f"(runs {r['runs_us_per_event']})")
     print(f"CPU per event, decode / hint: {doc['cpu_ratio_decode_over_hint']}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=2)
+    write_json(args.json, doc)
     return 0
 
 
