@@ -338,7 +338,7 @@ class RedisStore(ClusterStore):
         HGETALL of a million running pods' records held the server for seconds, stalling
         every other process while a restarted shard listed. At most a page of stored JSON is
         held at once (the keys seen so far are kept, to deliver each once). Objects come in
-        the scan's order (for a small kind, `list`'s)."""
+        the scan's order, not `list`'s (no reader depends on a list's order)."""
         check_kind(kind)
         _, objs_key, st_key = self._keys(kind)
         pipe = self._r.pipeline(transaction=True)
