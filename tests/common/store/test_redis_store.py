@@ -410,3 +410,19 @@ def test_a_paged_list_with_writes_between_its_pages_and_its_watch_make_the_store
     final = {o["metadata"]["name"]: o for o in store.list("Pod")[0]}
     assert seen.keys() == final.keys()
     assert all(seen[k]["spec"].get("nodeName") == final[k]["spec"].get("nodeName") for k in final)
+
+
+@pytest.mark.parametrize("record", [b"not json", b'{"uid": "u"}', b'{"rv": "yesterday"}', b'["rv"]'])
+def test_a_list_skips_an_unreadable_state_record_naming_its_object_and_lists_the_rest(
+        store, r, caplog, record, large_hashes):
+    """The paged list reads each record's rv to leave what was written after its snapshot
+    to the watch: a record it cannot read is reported with its object's key and counted,
+    and the other objects are listed."""
+    store.create_many([pod(name) for name in ("a", "broken", "b")])
+    r.hset(f"{store._prefix}st:Pod", "default/broken", record)
+    with caplog.at_level(logging.WARNING):
+        objs, _ = store.list_iter("Pod")
+        names = sorted(o["metadata"]["name"] for o in objs)
+    assert names == ["a", "b"]
+    assert store.skipped_records == 1
+    assert any("default/broken" in rec.getMessage() for rec in caplog.records)
