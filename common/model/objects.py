@@ -419,13 +419,9 @@ class Pod:
         pending pod (a shard or binder that assumed it) takes everything else from here: the
         second parse would cost as much as the scheduling cycle.
         """
-        p = self._copy()
         status = d.get("status") or {}
+        p = self.with_hinted_status(status.get("phase"), self.start_time, status.get("nominatedNodeName"))
         p.node_name = shared_str(d["spec"]["nodeName"])
-        p.phase = shared_str(status.get("phase") or self.phase)
-        p.nominated_node = status.get("nominatedNodeName") or None
-        p.raw = None  # a bound pod keeps no document (see the class doc)
-        p.resource_version = ""  # nor its version
         return p
 
     def with_status(self, d: dict) -> "Pod":
@@ -447,22 +443,19 @@ class Pod:
                 and (status.get("phase") or self.phase) == self.phase
                 and (status.get("nominatedNodeName") or None) == (self.nominated_node or None)):
             return self
-        p = self.bound_copy(d)
-        p.start_time = start_time
-        return p
+        return self.with_hinted_status(status.get("phase"), start_time, status.get("nominatedNodeName"))
 
-    def with_hinted_status(self, phase: str, start_time: float, nominated: str | None) -> "Pod":
+    def with_hinted_status(self, phase: str | None, start_time: float, nominated: str | None) -> "Pod":
         """A copy of this bound pod with the phase (kept when empty), start time and
-        nominated node a status-only write shows, read already (the store's status hint:
-        common.runtime.intake.status_hinted): what `with_status` makes of the same write,
-        without a document to build and read again, nor a Field for a start time that was
-        parsed before."""
+        nominated node a status write shows, read already: the store's status hint
+        (common.runtime.intake.status_hinted) comes here directly, without a document to
+        build and read again; `with_status` and `bound_copy` after reading theirs."""
         p = self._copy()
         p.phase = shared_str(phase or self.phase)
         p.start_time = start_time
         p.nominated_node = nominated or None
-        p.raw = None
-        p.resource_version = ""
+        p.raw = None  # a bound pod keeps no document (see the class doc)
+        p.resource_version = ""  # nor its version
         return p
 
     def _copy(self) -> "Pod":
