@@ -438,13 +438,21 @@ def _leading_on_one_shard(**dispatcher_cfg):
     return d
 
 
-def test_pods_that_come_soon_after_a_message_go_together_in_the_next():
+def test_pods_that_come_soon_after_a_message_go_together_in_the_next(monkeypatch):
     """Seen failing before DISPATCH_EVERY_S (each step sent what it had, a pod or two a
     message at a paced rate): a pod after a quiet spell goes at once; those that come
     within DISPATCH_EVERY_S of that message wait, each step meanwhile resting until they are
     due and then reading what the watch brought in one poll that does not wait (not
-    polling every watch linger, nor going round at once), and then go in one message."""
+    polling every watch linger, nor going round at once), and then go in one message.
+    The dispatcher's clock moves a microsecond a look, so a busy machine's pause between two
+    steps does not make the pods due."""
+    import itertools
+    import types
+
+    import dispatcher.server as server_mod
     d = _leading_on_one_shard()
+    ticks, start = itertools.count(), time.monotonic()  # a microsecond a look, however busy the machine
+    monkeypatch.setattr(server_mod, "time", types.SimpleNamespace(monotonic=lambda: start + next(ticks) * 1e-6))
     d.apply("ADDED", "Pod", pending("p0"))
     d.step()
     assert d.messages == [(["ns/p0"], [])] and not d.rests
