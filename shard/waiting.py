@@ -8,7 +8,7 @@ complete, then allows them all.
 """
 from __future__ import annotations
 
-from common.config.validation import format_duration
+from common.validation import format_duration
 
 #: The start of kube's message for a pod whose Permit wait ran out ("... waiting 5m0s at
 #: plugin NAME").

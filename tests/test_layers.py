@@ -194,7 +194,9 @@ def test_an_arrow_back_up_is_caught(tmp_path):
 
 def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
     """module -> the modules of ours it imports, anywhere in it (functions included). `from
-    pkg import name` imports the module pkg.name when there is one, else the module pkg."""
+    pkg import name` imports the module pkg.name when there is one, else the module pkg.
+    Importing a.b.c runs the packages a and a.b first, so those count as imported too, unless
+    they enclose the importing module (then they are already being run)."""
     paths = {module_name(path, root): path for top in OURS for path in sorted((root / top).rglob("*.py"))
              if "_pb2" not in path.name}
     graph = {}
@@ -203,8 +205,16 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
         for _, target, names in import_statements(path, root):
             submodules = {f"{target}.{name}" for name in names} & paths.keys()
             graph[module] |= submodules or ({target} & paths.keys())
+        graph[module] |= {package for imported in set(graph[module]) for package in _packages_of(imported)
+                          if package in paths and package not in _packages_of(module)}
         graph[module].discard(module)
     return graph
+
+
+def _packages_of(module: str) -> list[str]:
+    """The packages enclosing a dotted module name, outermost first (a.b.c: a, a.b)."""
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def import_circles(root: Path = ROOT) -> list[list[str]]:
@@ -253,6 +263,26 @@ def test_an_import_circle_is_caught(tmp_path):
     (tmp_path / "common" / "store" / "base.py").write_text("from common.objects import KINDS\n")
     (tmp_path / "common" / "store" / "memory.py").write_text("from . import base\nfrom .base import Store\n")
     assert import_circles(tmp_path) == [["common.group", "common.objects"]]
+
+
+def test_a_circle_through_a_package_run_first_is_caught(tmp_path):
+    """Importing pkg.mod runs pkg's __init__ first. A plugin importing config.schema, while the
+    config package's __init__ reads the plugin registry, is a circle although neither module
+    names the other (a registry imported before the config failed so); a package's own
+    modules importing one another through it are not."""
+    for top in OURS:
+        (tmp_path / top).mkdir()
+    for package, modules in {"config": {"__init__": "from . import reader\n",
+                                        "reader": "from ..plugins import KNOWN\n", "schema": ""},
+                             "plugins": {"__init__": "from . import fit\nKNOWN = {}\n",
+                                         "fit": "from ..config.schema import Int\n"},
+                             "store": {"__init__": "from . import base, memory\n", "base": "",
+                                       "memory": "from .base import Store\nfrom common.store import base\n"}}.items():
+        (tmp_path / "common" / package).mkdir()
+        for name, text in modules.items():
+            (tmp_path / "common" / package / f"{name}.py").write_text(text)
+    assert import_circles(tmp_path) == [["common.config", "common.config.reader", "common.plugins",
+                                         "common.plugins.fit"]]
 
 
 def test_a_component_process_loads_neither_benchmarks_nor_the_cli():

@@ -27,7 +27,7 @@ from . import extenders, kube_config, plugin_args, profile_plugins
 from .. import plugins
 from ..model import yaml_input
 from ..runtime import identity
-from .validation import FieldError, qualified_name_errors
+from ..validation import FieldError, qualified_name_errors
 
 API_VERSION = "shardsched.io/v1alpha1"
 KIND = "ShardschedConfiguration"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-from .validation import FieldError, invalid, qualified_name_errors
+from ..validation import FieldError, invalid, qualified_name_errors
 
 #: client-go's prefix of quota names for requests, which an extended resource must not start with.
 _REQUESTS_PREFIX = "requests."

@@ -31,7 +31,7 @@ import copy
 from . import plugin_names as names
 from ..plugins import EXTENSION_POINTS, KNOWN, PAIRED_POINTS, POINTS
 from . import extenders, plugin_args
-from .validation import (ANY, Bool, Int, List, Num, Obj, Str, Verbatim, collecting, decode_object, duplicate,
+from ..validation import (ANY, Bool, Int, List, Num, Obj, Str, Verbatim, collecting, decode_object, duplicate,
                          forbidden, format_duration, invalid, not_supported, parse_duration, raise_all, required)
 
 API_GROUP = "kubescheduler.config.k8s.io"

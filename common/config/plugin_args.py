@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from . import plugin_names as names
 from ..plugins import SPECS, ArgsKind
-from .validation import decode_object, duplicate, invalid, not_supported, raise_all, collecting
+from ..validation import decode_object, duplicate, invalid, not_supported, raise_all, collecting
 
 ARGS_API_VERSION = "kubescheduler.config.k8s.io/v1"
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .plugin_names import COSCHEDULING, DEFAULT_PLUGINS
 from ..plugins import EXTENSION_POINTS, KNOWN, PAIRED_POINTS, POINTS
-from .validation import duplicate, invalid, not_supported, required
+from ..validation import duplicate, invalid, not_supported, required
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import copy
 from dataclasses import dataclass
 from typing import Callable
 
-from ..config.validation import Int, Obj, Str, invalid, required
+from ..validation import Int, Obj, Str, invalid, required
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 highest."""
 from __future__ import annotations
 
-from ..config.validation import List, duplicate, invalid
+from ..validation import List, duplicate, invalid
 from .args import RESOURCE_SPEC, ArgsKind, default_weights, resource_names
 from .interface import PreScorePlugin, ScorePlugin
 from .spec import PluginSpec

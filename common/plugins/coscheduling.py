@@ -3,7 +3,7 @@ QueueSort replaces PrioritySort's when both run; the binder judges a group as a 
 (binder/groups.py)."""
 from __future__ import annotations
 
-from ..config.validation import Int, invalid
+from ..validation import Int, invalid
 from .args import ArgsKind
 from .interface import FilterPlugin, PermitPlugin, PostFilterPlugin, PreFilterPlugin, QueueSortPlugin, ReservePlugin
 from .spec import PluginSpec

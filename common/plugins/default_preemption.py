@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..config.validation import Int, invalid
+from ..validation import Int, invalid
 from .args import ArgsKind
 from .interface import PostFilterPlugin
 from .spec import ACROSS_NODES, PluginSpec, always, grown

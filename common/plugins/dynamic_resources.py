@@ -28,7 +28,7 @@ deallocated or a slice appears.
 """
 from __future__ import annotations
 
-from ..config.validation import Str, format_duration, invalid, parse_duration
+from ..validation import Str, format_duration, invalid, parse_duration
 from ..scheduling.device_state import pod_claims
 from ..scheduling.dra import AllocatorError, allocate, with_config
 from .args import ArgsKind

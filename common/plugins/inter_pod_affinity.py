@@ -4,7 +4,7 @@ preferred terms score."""
 from __future__ import annotations
 
 from ..scheduling.constraints import INTER_POD_AFFINITY, inter_pod_affinity_failure
-from ..config.validation import Bool, Int, invalid
+from ..validation import Bool, Int, invalid
 from .args import ArgsKind
 from .interface import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from .spec import ACROSS_NODES, PluginSpec

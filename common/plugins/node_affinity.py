@@ -3,7 +3,7 @@ predicate, common.scheduling.predicates.node_matches, is shared with verify); pr
 from __future__ import annotations
 
 from ..scheduling.predicates import NODE_AFFINITY_MISMATCH, node_matches
-from ..config.validation import Refused
+from ..validation import Refused
 from .args import ArgsKind
 from .interface import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from .spec import PluginSpec, QueueingHints, could_host

@@ -6,7 +6,7 @@ from functools import partial
 
 from ..scheduling.predicates import IgnoredResources, insufficient
 from ..model.resources import shortfalls, vadd
-from ..config.validation import (List, Obj, Str, forbidden, invalid, label_name_errors, not_supported,
+from ..validation import (List, Obj, Str, forbidden, invalid, label_name_errors, not_supported,
                                  required)
 from .args import RESOURCE_SPEC, SHAPE_POINT, ArgsKind, default_weights, resource_names, shape_rules
 from .interface import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin

@@ -9,7 +9,7 @@ from functools import partial
 
 from ..model.objects import SpreadConstraint
 from ..scheduling.constraints import POD_TOPOLOGY_SPREAD, topology_spread_failure
-from ..config.validation import (ANY, Int, List, Obj, Refused, Str, duplicate, forbidden, invalid,
+from ..validation import (ANY, Int, List, Obj, Refused, Str, duplicate, forbidden, invalid,
                                  label_name_errors, not_supported, required)
 from .args import ArgsKind
 from .interface import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin

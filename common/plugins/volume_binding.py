@@ -5,7 +5,7 @@ as kube-scheduler v1.37 does with StorageCapacityScoring (beta, on by default si
 node by how full the volumes it would bind the pod's claims to are (`shape`)."""
 from __future__ import annotations
 
-from ..config.validation import Int, List, invalid
+from ..validation import Int, List, invalid
 from ..scheduling.volumes import binding_claims, binding_refusal, find_pod_volumes
 from .args import SHAPE_POINT, ArgsKind, shape_rules
 from .interface import FilterPlugin, PreFilterPlugin, PreScorePlugin, ReservePlugin, ScorePlugin

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from common.config.validation import (Int, Obj, Str, Verbatim, decode_object, duplicate, forbidden,
+from common.validation import (Int, Obj, Str, Verbatim, decode_object, duplicate, forbidden,
                                       format_duration, invalid, not_supported, parse_duration,
                                       qualified_name_errors, required)
 

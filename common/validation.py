@@ -3,6 +3,11 @@ k8s.io/apimachinery's field.Error prints them (`path: Invalid value: 101: not in
 [0, 100]`), the qualified-name rule label keys and resource names follow, and Go's duration
 strings (`15s`, `1m30s`) that kube's configuration files use.
 
+It sits beside common/config, not inside it, because the plugins' arguments (common/plugins)
+are checked with it too, and common/config reads the plugin registry: inside the config
+package, importing any plugin would first run the config package, which needs the registry
+that plugin is part of.
+
 A user who pastes a KubeSchedulerConfiguration gets kube-scheduler's own words for its
 mistakes, byte for byte where kube-scheduler reports them, so they can search for them.
 """
