@@ -1086,6 +1086,20 @@ def forge_status_hint(store, redis_url: str, key: str, hint: str) -> None:
         r.close()
 
 
+def forge_pod_creation(store, redis_url: str, key: str, document: str) -> None:
+    """A stream entry creating pod `key` with the stored `document` as it is (one that looks
+    like a pod's JSON but does not decode, say): what a reader that holds creations
+    undecoded reads only if it ever needs the pod."""
+    import redis as redis_py
+
+    r = redis_py.Redis.from_url(redis_url)
+    try:
+        head = r.xrevrange(store._stream, count=1)[0][0].decode()
+        r.xadd(store._stream, {"prev": head, "t": "ADDED", "k": "Pod", "n": key, "o": document})
+    finally:
+        r.close()
+
+
 def after_status_write(store, key: str, then: str, terminal: str = "Failed") -> None:
     """What may follow a status-only write of pod `key`: "finished" (phase `terminal`),
     "deleted", or "relabelled" (a label change written with a status change: no hint)."""

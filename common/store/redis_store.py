@@ -118,13 +118,15 @@ def _merged(o: bytes, patch: dict | None, rv: str) -> dict:
     return obj
 
 
-def _event(id_: bytes, flat: list, wanted, skip=None) -> WatchEvent | None:
+def _event(id_: bytes, flat: list, wanted, skip=None, undecoded: bool = False) -> WatchEvent | None:
     """The event of one stream entry (None when its kind is not `wanted`, or `skip`, a
     reader's common.store.base.EventSkip, passes over it). The fields are prev, t, k, n,
     o[, p][, s] in this order (redis_scripts._EMIT); the fixed five are read by position,
     since every process reads every event, the optional ones by name (an entry written
     before `s` existed has none); an entry that does not follow that layout raises one of
-    _MALFORMED. An entry with a status hint becomes a StatusEvent, decoded when read."""
+    _MALFORMED. An entry with a status hint becomes a StatusEvent, decoded when read; with
+    `undecoded` (the reader may hold some events undecoded: ClusterStore.read), so does a
+    pod's creation whose document looks whole (_looks_whole): a StoredEvent."""
     if len(flat) < 10 or flat[2] != b"t" or flat[4] != b"k" or flat[8] != b"o":
         raise ValueError("not an event entry (fields prev, t, k, n, o)")
     type_, kind = flat[3], flat[5]
@@ -145,6 +147,8 @@ def _event(id_: bytes, flat: list, wanted, skip=None) -> WatchEvent | None:
     rv = id_.decode()
     if hint is not None:
         return StatusEvent(type_.decode(), kind.decode(), rv, flat[7].decode(), flat[9], patch, hint)
+    if undecoded and patch is None and type_ == b"ADDED" and kind == b"Pod" and _looks_whole(flat[9]):
+        return StoredEvent("ADDED", "Pod", rv, flat[7].decode(), flat[9], None)
     return WatchEvent(type_.decode(), kind.decode(), _merged(flat[9], orjson.loads(patch) if patch is not None else None, rv), rv)
 
 
@@ -160,16 +164,27 @@ def _last_of_each(entries: list) -> list:
     return [entries[i] for i in sorted(last.values())]
 
 
-class StatusEvent(WatchEvent):
-    """The event of a status-only write (its entry's status hint, redis_scripts), its `obj`
-    decoded when first read: a reader that holds the pod bound takes the write from `status`
-    alone (common.runtime.informer, in the events' order), and the document is never
-    decoded. Reading `obj` of an entry that does not decode raises one of _MALFORMED."""
+def _looks_whole(o: bytes) -> bool:
+    """Whether a stored document looks like a JSON object with a metadata mapping, judged on
+    its bytes (as the store writes them: compact): one that does not is decoded at once, so
+    that a malformed record is counted and logged when read (skipped_records), as before
+    events could be held undecoded. One that looks whole but does not decode fails when its
+    reader first reads it."""
+    return o[:1] == b"{" and o[-1:] == b"}" and b'"metadata":{' in o
 
-    __slots__ = ("key", "status", "_o", "_patch", "_obj")
 
-    def __init__(self, type_: str, kind: str, rv: str, key: str, o: bytes, patch: bytes | None, status: bytes):
-        self.type, self.kind, self.rv, self.key, self.status = type_, kind, rv, key, status
+class StoredEvent(WatchEvent):
+    """An event whose `obj` is decoded when first read, from the stored document (and the
+    entry's pending patch). A shard holds another shard's pending pods this way until one is
+    dispatched to it (common.runtime.intake's take_undecoded): most never are, and are
+    bound by the other shard before they are read. `document`: the stored bytes while they
+    are the whole object (no patch pending) and not decoded yet. Reading `obj` of an entry
+    that does not decode raises one of _MALFORMED."""
+
+    __slots__ = ("key", "_o", "_patch", "_obj")
+
+    def __init__(self, type_: str, kind: str, rv: str, key: str, o: bytes, patch: bytes | None):
+        self.type, self.kind, self.rv, self.key = type_, kind, rv, key
         self._o, self._patch, self._obj = o, patch, None
 
     @property
@@ -179,6 +194,23 @@ class StatusEvent(WatchEvent):
             self._obj = _merged(self._o, orjson.loads(patch) if patch is not None else None, self.rv)
             self._o = self._patch = None
         return self._obj
+
+    @property
+    def document(self) -> bytes | None:
+        return self._o if self._patch is None else None
+
+
+class StatusEvent(StoredEvent):
+    """The event of a status-only write (its entry's status hint, redis_scripts), its `obj`
+    decoded when first read: a reader that holds the pod bound takes the write from `status`
+    alone (common.runtime.informer, in the events' order), and the document is never
+    decoded. Reading `obj` of an entry that does not decode raises one of _MALFORMED."""
+
+    __slots__ = ("status",)
+
+    def __init__(self, type_: str, kind: str, rv: str, key: str, o: bytes, patch: bytes | None, status: bytes):
+        super().__init__(type_, kind, rv, key, o, patch)
+        self.status = status
 
 
 def _bound(o: bytes, patch: bytes | None) -> bool:
@@ -433,7 +465,8 @@ class RedisStore(ClusterStore):
     collapses_unread = True
 
     @_translated
-    def _read(self, since_rv, timeout, max_events, kinds, positions=None, skip=None, latest=False):
+    def _read(self, since_rv, timeout, max_events, kinds, positions=None, skip=None, latest=False,
+              undecoded=False):
         since = "0-0" if since_rv == "0" else since_rv
         if not _RV.match(since):
             raise ValueError(f"not a redis resourceVersion: {since_rv!r}")
@@ -447,7 +480,7 @@ class RedisStore(ClusterStore):
         for id_, flat in (_last_of_each(entries) if latest else entries):
             try:
                 ev = _event(id_, flat, wanted, skip if skip is None or not delivered
-                            or (flat[5], flat[7]) not in delivered else None)
+                            or (flat[5], flat[7]) not in delivered else None, undecoded)
             except _MALFORMED as e:
                 self._skip(f"event stream entry {id_.decode()}", e)
                 continue

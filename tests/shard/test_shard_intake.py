@@ -250,3 +250,78 @@ def test_catching_up_over_a_status_hint_whose_document_does_not_decode(running_o
         pass
     assert loop.cache.counted("default/a").phase == "Running"
     assert loop.cache.counted("default/b") is not None
+
+
+@pytest.fixture
+def dispatched_on_redis(redis_url):
+    """A shard that owns what is dispatched to it (as the server's), following an embedded
+    Redis with the node n1."""
+    from common.store.redis_store import RedisStore
+    from shard.intake import DispatchedPods
+    from shard.loop import ShardLoop
+
+    store = RedisStore(redis_url, prefix=f"test-{uuid.uuid4().hex[:12]}:")
+    store.create(node("n1", cpu="8"))
+    loop = ShardLoop(make_config(), store, owner=DispatchedPods())
+    loop.start()
+    yield store, loop
+    store.close()
+
+
+def test_another_shards_pending_pod_is_decoded_only_when_dispatched_here(dispatched_on_redis, redis_url):
+    """Seen failing before: the shard decoded every pod's creation, though most pending pods
+    are another shard's and bound by it before any is dispatched here. A creation whose
+    document would not decode is not even noticed until the pod is dispatched here (then
+    it is reported, and the dispatch answered as for a pod the store does not hold); one
+    that decodes is queued and scheduled as the watch showed it."""
+    from builders import forge_pod_creation, pod
+    from common.model.objects import parse_pod
+
+    store, loop = dispatched_on_redis
+    forge_pod_creation(store, redis_url, "default/bad", '{"kind":"Pod","metadata":{"name":"bad",}')
+    created = store.create(pod("p", "1"))
+    loop.sync()
+    assert store.skipped_records == 0 and loop.informer.skipped == 0
+    assert loop.take("default/bad", "", "") is False
+    assert loop.informer.skipped == 1 and store.skipped_records == 0
+    assert loop.take("default/p", created["metadata"]["uid"], created["metadata"]["resourceVersion"]) is True
+    expected = parse_pod(store.get("Pod", "default/p"))
+    assert loop.pods["default/p"].resource_version == expected.resource_version
+    assert loop.pods["default/p"].requests == expected.requests
+    result = loop.schedule_next()
+    assert result.scheduled and result.node == "n1"
+
+
+def test_another_shards_pending_pod_bound_by_it_is_counted_without_its_creation_read(dispatched_on_redis):
+    """The other shard's binding brings the pod in full: counted on its node, and no longer
+    waiting to be dispatched here."""
+    from builders import pod
+
+    store, loop = dispatched_on_redis
+    store.create(pod("q", "2"))
+    loop.sync()
+    store.bind("default/q", "n1")
+    loop.sync()
+    assert loop.cache.counted("default/q").node_name == "n1"
+    assert "default/q" not in loop.intake.unowned and loop.take("default/q", "", "") is True
+    assert loop.schedule_next() is None
+
+
+@pytest.mark.parametrize("shape", ["group member", "nominated"])
+def test_a_pending_pod_another_shard_holds_is_read_at_once_when_it_concerns_this_one(dispatched_on_redis, shape):
+    """A pod group's member (the group index counts its members) and a nominated pod (its
+    room is kept from pods of lower priority) are read from their creation as before."""
+    from builders import pod
+    from common.model.podgroup import POD_GROUP_LABEL
+
+    store, loop = dispatched_on_redis
+    if shape == "group member":
+        store.create(pod("m", "1", labels={POD_GROUP_LABEL: "g"}))
+        loop.sync()
+        assert loop.groups.group_of["default/m"] == "default/g"
+    else:
+        doc = pod("m", "1")
+        doc["status"]["nominatedNodeName"] = "n1"
+        store.create(doc)
+        loop.sync()
+        assert loop.pods["default/m"].nominated_node == "n1"
