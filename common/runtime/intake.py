@@ -193,6 +193,24 @@ def status_hinted(known, status: bytes):
     return known.with_hinted_status(phase, start_time, nominated)
 
 
+def bound_from_patch(known, event):
+    """`known`, a pending pod this process parsed, as the binding `event` (a store's event
+    handed over undecoded: its stored `document` and pending `patch`, Redis's StoredEvent)
+    shows it, from the patch alone: the binding's patch sets the node, the phase and the
+    nominated node, all that common.model.objects.Pod.bound_copy reads of the document.
+    None when the patch does not set all three, or the document is not `known`'s (another
+    uid, searched in its bytes): then it is decoded and applied as usual."""
+    patch = event.patch
+    if patch is None or not known.uid:
+        return None
+    node, phase, nominated = patch.get("node"), patch.get("phase"), patch.get("nominated")
+    if node.__class__ is not str or not node or phase.__class__ is not str or nominated.__class__ is not str:
+        return None
+    if f'"uid":"{known.uid}"'.encode() not in event.document:
+        return None
+    return known.bound_to(node, phase, nominated)
+
+
 class Intake:
     """Routes a store's events to the declarations of their kind.
 

@@ -125,8 +125,9 @@ def _event(id_: bytes, flat: list, wanted, skip=None, undecoded: bool = False) -
     since every process reads every event, the optional ones by name (an entry written
     before `s` existed has none); an entry that does not follow that layout raises one of
     _MALFORMED. An entry with a status hint becomes a StatusEvent, decoded when read; with
-    `undecoded` (the reader may hold some events undecoded: ClusterStore.read), so does a
-    pod's creation whose document looks whole (_looks_whole): a StoredEvent."""
+    `undecoded` (the reader may hold some events undecoded: ClusterStore.read), a pod's
+    creation and a write with a patch naming its node (a binding), their document looking
+    whole (_looks_whole), become StoredEvents (the patch decoded, the document not)."""
     if len(flat) < 10 or flat[2] != b"t" or flat[4] != b"k" or flat[8] != b"o":
         raise ValueError("not an event entry (fields prev, t, k, n, o)")
     type_, kind = flat[3], flat[5]
@@ -147,8 +148,13 @@ def _event(id_: bytes, flat: list, wanted, skip=None, undecoded: bool = False) -
     rv = id_.decode()
     if hint is not None:
         return StatusEvent(type_.decode(), kind.decode(), rv, flat[7].decode(), flat[9], patch, hint)
-    if undecoded and patch is None and type_ == b"ADDED" and kind == b"Pod" and _looks_whole(flat[9]):
-        return StoredEvent("ADDED", "Pod", rv, flat[7].decode(), flat[9], None)
+    if undecoded and kind == b"Pod" and _looks_whole(flat[9]):
+        if type_ == b"ADDED" and patch is None:
+            return StoredEvent("ADDED", "Pod", rv, flat[7].decode(), flat[9], None)
+        if type_ == b"MODIFIED" and patch is not None and b'"node":"' in patch:
+            fields = orjson.loads(patch)
+            if fields.__class__ is dict:
+                return StoredEvent("MODIFIED", "Pod", rv, flat[7].decode(), flat[9], fields)
     return WatchEvent(type_.decode(), kind.decode(), _merged(flat[9], orjson.loads(patch) if patch is not None else None, rv), rv)
 
 
@@ -174,17 +180,37 @@ def _looks_whole(o: bytes) -> bool:
 
 
 class StoredEvent(WatchEvent):
-    """An event whose `obj` is decoded when first read, from the stored document (and the
-    entry's pending patch). A shard holds another shard's pending pods this way until one is
-    dispatched to it (common.runtime.intake's take_undecoded): most never are, and are
-    bound by the other shard before they are read. `document`: the stored bytes while they
-    are the whole object (no patch pending) and not decoded yet. Reading `obj` of an entry
-    that does not decode raises one of _MALFORMED."""
+    """A pod's event handed over undecoded (ClusterStore.read's `undecoded`): `document`,
+    the stored document's bytes, and `patch`, its pending patch (decoded: it is small), or
+    None; `obj`, decoded when first read, is the document with the patch folded in, as any
+    event's. A shard holds another shard's pending pods this way until one is dispatched
+    to it, and a shard or binder takes the binding of a pod it parsed pending from the
+    binding's patch alone (common.runtime.intake's take_undecoded). Reading `obj` of a
+    document that does not decode raises one of _MALFORMED."""
 
-    __slots__ = ("key", "_o", "_patch", "_obj")
+    __slots__ = ("key", "document", "patch", "_obj")
 
-    def __init__(self, type_: str, kind: str, rv: str, key: str, o: bytes, patch: bytes | None):
+    def __init__(self, type_: str, kind: str, rv: str, key: str, document: bytes, patch: dict | None):
         self.type, self.kind, self.rv, self.key = type_, kind, rv, key
+        self.document, self.patch, self._obj = document, patch, None
+
+    @property
+    def obj(self) -> dict:
+        if self._obj is None:
+            self._obj = _merged(self.document, self.patch, self.rv)
+        return self._obj
+
+
+class StatusEvent(WatchEvent):
+    """The event of a status-only write (its entry's status hint, redis_scripts), its `obj`
+    decoded when first read: a reader that holds the pod bound takes the write from `status`
+    alone (common.runtime.informer, in the events' order), and the document is never
+    decoded. Reading `obj` of an entry that does not decode raises one of _MALFORMED."""
+
+    __slots__ = ("key", "status", "_o", "_patch", "_obj")
+
+    def __init__(self, type_: str, kind: str, rv: str, key: str, o: bytes, patch: bytes | None, status: bytes):
+        self.type, self.kind, self.rv, self.key, self.status = type_, kind, rv, key, status
         self._o, self._patch, self._obj = o, patch, None
 
     @property
@@ -194,23 +220,6 @@ class StoredEvent(WatchEvent):
             self._obj = _merged(self._o, orjson.loads(patch) if patch is not None else None, self.rv)
             self._o = self._patch = None
         return self._obj
-
-    @property
-    def document(self) -> bytes | None:
-        return self._o if self._patch is None else None
-
-
-class StatusEvent(StoredEvent):
-    """The event of a status-only write (its entry's status hint, redis_scripts), its `obj`
-    decoded when first read: a reader that holds the pod bound takes the write from `status`
-    alone (common.runtime.informer, in the events' order), and the document is never
-    decoded. Reading `obj` of an entry that does not decode raises one of _MALFORMED."""
-
-    __slots__ = ("status",)
-
-    def __init__(self, type_: str, kind: str, rv: str, key: str, o: bytes, patch: bytes | None, status: bytes):
-        super().__init__(type_, kind, rv, key, o, patch)
-        self.status = status
 
 
 def _bound(o: bytes, patch: bytes | None) -> bool:

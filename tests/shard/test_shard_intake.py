@@ -274,11 +274,11 @@ def test_another_shards_pending_pod_is_decoded_only_when_dispatched_here(dispatc
     document would not decode is not even noticed until the pod is dispatched here (then
     it is reported, and the dispatch answered as for a pod the store does not hold); one
     that decodes is queued and scheduled as the watch showed it."""
-    from builders import forge_pod_creation, pod
+    from builders import forge_pod_event, pod
     from common.model.objects import parse_pod
 
     store, loop = dispatched_on_redis
-    forge_pod_creation(store, redis_url, "default/bad", '{"kind":"Pod","metadata":{"name":"bad",}')
+    forge_pod_event(store, redis_url, "default/bad", "ADDED", '{"kind":"Pod","metadata":{"name":"bad",}')
     created = store.create(pod("p", "1"))
     loop.sync()
     assert store.skipped_records == 0 and loop.informer.skipped == 0
@@ -325,3 +325,54 @@ def test_a_pending_pod_another_shard_holds_is_read_at_once_when_it_concerns_this
         store.create(doc)
         loop.sync()
         assert loop.pods["default/m"].nominated_node == "n1"
+
+
+def _decided_on_redis(store):
+    """A shard with the pod p dispatched to it and its decision (n1) sent, not yet bound."""
+    from builders import pod
+    from shard.intake import DispatchedPods
+    from shard.loop import ShardLoop
+
+    class Recorder:  # a committer that keeps the decision, as the shard server's does
+        def commit(self, entry, result, budgets):
+            return None
+
+    loop = ShardLoop(make_config(), store, owner=DispatchedPods(), committer=Recorder())
+    loop.start()
+    created = store.create(pod("p", "1", labels={"app": "web"}))
+    loop.sync()
+    assert loop.take("default/p", created["metadata"]["uid"], created["metadata"]["resourceVersion"]) is True
+    result = loop.schedule_next()
+    assert result.node == "n1" and loop.cache.is_assumed("default/p")
+    return loop
+
+
+def test_the_binding_of_this_shards_own_decision_is_taken_from_its_patch(dispatched_on_redis, redis_url):
+    """Seen failing before: the shard decoded its own decisions' bindings to read the node,
+    phase and nominated node the binding's patch sets. A binding whose document would not
+    decode (its uid readable) is taken from the patch alone: the pod counted on n1,
+    Running, no longer assumed, nothing reported."""
+    from builders import BINDING_PATCH, forge_pod_event
+
+    store, _ = dispatched_on_redis
+    loop = _decided_on_redis(store)
+    forge_pod_event(store, redis_url, "default/p", "MODIFIED", '{"metadata":{"uid":"uid-default-p"},}', BINDING_PATCH)
+    loop.sync()
+    assert store.skipped_records == 0 and loop.informer.skipped == 0 and not loop.errors
+    counted = loop.cache.counted("default/p")
+    assert counted.node_name == "n1" and counted.phase == "Running" and not loop.cache.is_assumed("default/p")
+
+
+def test_the_binding_of_this_shards_own_decision_shows_what_a_parse_would(dispatched_on_redis):
+    """The store's own binding, taken from its patch: the counted pod as parsing the bound
+    document gives it, but its version (a bound pod keeps none)."""
+    from common.model.objects import parse_pod
+
+    store, _ = dispatched_on_redis
+    loop = _decided_on_redis(store)
+    store.bind("default/p", "n1")
+    loop.sync()
+    counted, parsed = loop.cache.counted("default/p"), parse_pod(store.get("Pod", "default/p"))
+    assert not loop.cache.is_assumed("default/p") and loop.pods["default/p"] is counted
+    assert ((counted.node_name, counted.phase, counted.nominated_node or None, counted.labels, counted.requests, counted.uid)
+            == (parsed.node_name, parsed.phase, parsed.nominated_node or None, parsed.labels, parsed.requests, parsed.uid))
