@@ -328,12 +328,11 @@ class ShardIntake:
         patch (common.runtime.intake.bound_from_patch). With two shards, each shard's
         pods' bindings and the other shard's pods' creations are half of the pod events it
         reads; what it declines is decoded and applied as usual."""
-        if key in self.groups.group_of or may_name_group(document):
-            return False
         if type_ == "ADDED":
             return self._holds(key, document, event)
         known = self.pods.get(key)
-        if type_ != "MODIFIED" or known is None or known.node_name or not self.cache.is_assumed(key):
+        if (type_ != "MODIFIED" or known is None or known.node_name or not self.cache.is_assumed(key)
+                or key in self.groups.group_of or may_name_group(document)):
             return False
         pod = bound_from_patch(known, event)
         if pod is None:
@@ -347,8 +346,8 @@ class ShardIntake:
         there: another shard's pending pod (not dispatched here), not bound, not nominated.
         Most are bound by the other shard before any is dispatched here: their creation is
         never decoded."""
-        if (key in self.pods or not self.owner.may_skip(key)
-                or b'"nodeName"' in document or b'"nominatedNodeName"' in document):
+        if (key in self.pods or not self.owner.may_skip(key) or key in self.groups.group_of
+                or may_name_group(document) or b'"nodeName"' in document or b'"nominatedNodeName"' in document):
             return False
         self.unowned[key] = event
         return True
