@@ -21,9 +21,10 @@ import uuid
 
 from common.model.changes import node_unchanged
 from common.scheduling.constraints import ConstrainedAccounting, ConstraintIndex
-from common.runtime.intake import Intake, Kind, device_kinds, status_hinted, status_update, volume_kinds, workload_kinds
+from common.runtime.intake import (Intake, Kind, bound_from_patch, device_kinds, status_hinted, status_update,
+                                   volume_kinds, workload_kinds)
 from common.model.objects import raw_pod_key
-from common.model.podgroup import NATIVE_KIND, GroupIndex, index_key_of
+from common.model.podgroup import NATIVE_KIND, GroupIndex, index_key_of, may_name_group
 from common.model.workloads import Namespaces
 from common.scheduling.device_state import DeviceState
 from common.scheduling.volumes import VolumeState
@@ -80,7 +81,8 @@ class BinderView:
             Kind("Node", handle=self._apply_node, current=self._node, unchanged=node_unchanged),
             Kind("PodGroup", handle=self._apply_group),
             Kind(NATIVE_KIND, handle=self._apply_group),
-            Kind("Pod", handle=self._apply_pod, take_status=self._takes_status),
+            Kind("Pod", handle=self._apply_pod, take_status=self._takes_status,
+                 take_undecoded=self._takes_binding),
         ], priority_classes=self.priority_classes, logger=log)
         self.errors = self.intake.errors
 
@@ -152,6 +154,22 @@ class BinderView:
             return False
         pod = status_hinted(self.acc.counted(key), status)
         return pod is not None and self.acc.refresh_pod(pod)
+
+    def _takes_binding(self, type_: str, key: str, document: bytes, event) -> bool:
+        """A pod event handed over undecoded (Kind.take_undecoded): the binding of a pending
+        pod the view parsed, taken from its patch alone (common.runtime.intake.
+        bound_from_patch) as _apply_pod takes it from the document, when it concerns no pod
+        group (read on the document's bytes; the group index reads members' documents):
+        every binding the binder commits. What it declines is decoded and applied."""
+        if type_ != "MODIFIED" or key in self.groups.group_of or may_name_group(document):
+            return False
+        pending = self.pending.get(key)
+        pod = bound_from_patch(pending, event) if pending is not None else None
+        if pod is None:
+            return False
+        del self.pending[key]
+        self.acc.set_pod(pod)
+        return True
 
     def _refreshed(self, key: str, obj: dict) -> bool:
         """A status-only update of a bound pod we count: swapped in without a parse."""

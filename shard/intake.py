@@ -19,10 +19,10 @@ from __future__ import annotations
 import logging
 
 from common.model.changes import node_unchanged
-from common.runtime.intake import (Intake, Kind, key_of, same_version, status_hinted, status_update, volume_kinds,
-                                   workload_kinds)
+from common.runtime.intake import (Intake, Kind, bound_from_patch, key_of, same_version, status_hinted, status_update,
+                                   volume_kinds, workload_kinds)
 from common.model.objects import raw_pod_key
-from common.model.podgroup import NATIVE_KIND, index_key_of
+from common.model.podgroup import NATIVE_KIND, index_key_of, may_name_group
 from common.scheduling.device_state import claim_name
 from common.scheduling.volumes import counts_volumes
 from common.store.base import WATCH_LINGER_S
@@ -84,9 +84,11 @@ class ShardIntake:
         self.groups = scheduler.groups
         self.priority_classes: dict = {}
         self.pods: dict = {}          # every pod we have parsed, by key (pending and bound)
-        #: Pending pods we do not own, unparsed, as the watch showed them: what a dispatch
-        #: names is taken from here (the message carries no pod).
-        self.unowned: dict[str, dict] = {}
+        #: Pending pods we do not own, unparsed, as the watch showed them (their creation
+        #: still undecoded, as the store handed it over, until one is dispatched here:
+        #: `_holds`): what a dispatch names is taken from here (the message carries no pod),
+        #: through `unowned_pod`.
+        self.unowned: dict = {}
         #: Victims of pod group members that wait for their group (or whose unit is being
         #: committed): victim key -> preemptor key. They are left out of the cache until
         #: the unit is bound (the binder evicts them) or released (they count again), so the
@@ -113,7 +115,8 @@ class ShardIntake:
             Kind("Node", handle=self._apply_node, current=self._node, unchanged=node_unchanged),
             Kind("PodGroup", handle=self._apply_group),
             Kind(NATIVE_KIND, handle=self._apply_group),
-            Kind("Pod", handle=self.apply_pod, take_status=self._takes_status),
+            Kind("Pod", handle=self.apply_pod, take_status=self._takes_status,
+                 take_undecoded=self._takes_undecoded),
         ], priority_classes=self.priority_classes, logger=log)
         self.errors = self.intake.errors
         self.apply = self.intake.apply
@@ -278,6 +281,11 @@ class ShardIntake:
         if pod is None:
             self._report_bad_pod(key, obj)
             return
+        self._apply_parsed(key, known, pod)
+
+    def _apply_parsed(self, key: str, known, pod) -> None:
+        """`pod`, the new version of the pod under `key` (`known` before), parsed or taken
+        from its binding: nominations, claims, the queue and the cache follow it."""
         if self._nominate(key, None if pod.node_name or pod.deleting else pod):
             self.queue.wake(hints.preemption_changed)
         self._index_claims(known, pod)
@@ -311,6 +319,53 @@ class ShardIntake:
             return False  # read in full (and reported, if unreadable) by apply_pod
         self._swap_status(pod)
         return True
+
+    def _takes_undecoded(self, type_: str, key: str, document: bytes, event) -> bool:
+        """A pod event handed over undecoded (Kind.take_undecoded), taken as apply_pod would
+        take it without decoding it, when it concerns no pod group (read on the document's
+        bytes; the group index reads members' documents): another shard's pending pod held
+        as it is (`_holds`), or the binding of this shard's own decision taken from its
+        patch (common.runtime.intake.bound_from_patch). With two shards, each shard's
+        pods' bindings and the other shard's pods' creations are half of the pod events it
+        reads; what it declines is decoded and applied as usual."""
+        if type_ == "ADDED":
+            return self._holds(key, document, event)
+        known = self.pods.get(key)
+        if (type_ != "MODIFIED" or known is None or known.node_name or not self.cache.is_assumed(key)
+                or key in self.groups.group_of or may_name_group(document)):
+            return False
+        pod = bound_from_patch(known, event)
+        if pod is None:
+            return False
+        self.unowned.pop(key, None)
+        self._apply_parsed(key, known, pod)
+        return True
+
+    def _holds(self, key: str, document: bytes, event) -> bool:
+        """A pod's creation held as it is in `unowned` when apply_pod would only keep it
+        there: another shard's pending pod (not dispatched here), not bound, not nominated.
+        Most are bound by the other shard before any is dispatched here: their creation is
+        never decoded."""
+        if (key in self.pods or not self.owner.may_skip(key) or key in self.groups.group_of
+                or may_name_group(document) or b'"nodeName"' in document or b'"nominatedNodeName"' in document):
+            return False
+        self.unowned[key] = event
+        return True
+
+    def unowned_pod(self, key: str) -> dict | None:
+        """The pending pod under `key` the watch showed and this shard does not own yet, as
+        a dict (decoded now if it was held undecoded: `_holds`); None when there is none, or
+        when its record does not decode (then skipped, logged and counted by the informer,
+        as at delivery)."""
+        held = self.unowned.get(key)
+        if held is None or held.__class__ is dict:
+            return held
+        obj = self.informer.decoded(held)
+        if obj is None:
+            del self.unowned[key]
+            return None
+        self.unowned[key] = obj
+        return obj
 
     def _refreshed(self, known, obj: dict) -> bool:
         """A status update of a bound pod (kubelet or kwok saying it runs): swapped in without

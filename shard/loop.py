@@ -344,7 +344,7 @@ class ShardLoop:
                     or key in self.waiting):
                 self.intake.enqueue(known)  # taken back after a re-dispatch: schedule it again
             return True
-        raw = self.intake.unowned.get(key)
+        raw = self.intake.unowned_pod(key)
         if raw is not None and (not uid or (raw.get("metadata") or {}).get("uid") == uid):
             self.intake.apply_pod("MODIFIED", raw)
             return True

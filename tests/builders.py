@@ -19,6 +19,7 @@ unless told otherwise) and offers two harnesses over one plugin:
 from __future__ import annotations
 
 import copy
+import json
 from collections import Counter
 from functools import partial
 
@@ -1084,6 +1085,29 @@ def forge_status_hint(store, redis_url: str, key: str, hint: str) -> None:
         r.xadd(store._stream, {"prev": head, "t": "MODIFIED", "k": "Pod", "n": key, "o": "{not json", "s": hint})
     finally:
         r.close()
+
+
+def forge_pod_event(store, redis_url: str, key: str, type_: str, document: str, patch: dict | None = None) -> None:
+    """A stream entry of pod `key` (`type_`, ADDED or MODIFIED) with the stored `document` as
+    it is (one that looks like a pod's JSON but does not decode, say) and the pending
+    `patch`: what a reader that takes such events undecoded reads only if it ever needs the
+    document. BINDING_PATCH is the patch of a binding to n1."""
+    import redis as redis_py
+
+    r = redis_py.Redis.from_url(redis_url)
+    try:
+        head = r.xrevrange(store._stream, count=1)[0][0].decode()
+        fields = {"prev": head, "t": type_, "k": "Pod", "n": key, "o": document}
+        if patch is not None:
+            fields["p"] = json.dumps(patch, separators=(",", ":"))  # compact, as the scripts write it
+        r.xadd(store._stream, fields)
+    finally:
+        r.close()
+
+
+#: what the store's binding script writes as the pending patch of a pod it binds to n1
+BINDING_PATCH = {"node": "n1", "phase": "Running", "nominated": "",
+                 "cond": {"status": "True", "time": "2026-01-01T00:00:00Z"}}
 
 
 def after_status_write(store, key: str, then: str, terminal: str = "Failed") -> None:

@@ -420,8 +420,14 @@ class Pod:
         second parse would cost as much as the scheduling cycle.
         """
         status = d.get("status") or {}
-        p = self.with_hinted_status(status.get("phase"), self.start_time, status.get("nominatedNodeName"))
-        p.node_name = shared_str(d["spec"]["nodeName"])
+        return self.bound_to(d["spec"]["nodeName"], status.get("phase"), status.get("nominatedNodeName"))
+
+    def bound_to(self, node: str, phase: str | None, nominated: str | None) -> "Pod":
+        """This pending pod bound to `node`, with the phase and nominated node its binding
+        shows: `bound_copy` after reading them from the document, or the binding's patch
+        alone (common.runtime.intake.bound_from_patch), the document never decoded."""
+        p = self.with_hinted_status(phase, self.start_time, nominated)
+        p.node_name = shared_str(node)
         return p
 
     def with_status(self, d: dict) -> "Pod":

@@ -75,6 +75,16 @@ def raw_group_key(obj: dict) -> str | None:
     return f"{meta.get('namespace') or 'default'}/{name}"
 
 
+#: what a stored pod document that may name a pod group holds (its bytes searched)
+_GROUP_MARKS = (f'"{POD_GROUP_LABEL}"'.encode(), b'"schedulingGroup"')
+
+
+def may_name_group(document: bytes) -> bool:
+    """Whether a pod's stored JSON may name a pod group (raw_group_key), judged on its bytes:
+    False only when it holds neither the group label's name nor spec.schedulingGroup."""
+    return _GROUP_MARKS[0] in document or _GROUP_MARKS[1] in document
+
+
 def is_native(obj: dict) -> bool:
     """Whether a PodGroup document is kube's own (by its apiVersion), not scheduler-plugins'."""
     return str(obj.get("apiVersion") or "").startswith(NATIVE_API_GROUP + "/")

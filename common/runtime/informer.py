@@ -38,7 +38,8 @@ class Informer:
 
     def __init__(self, store, kinds: Iterable[str], on_event: Callable[[str, str, dict], None],
                  on_relist: Callable[[], None] | None = None, skips: dict | None = None,
-                 event_skip=None, linger_s: float = WATCH_LINGER_S, listing=None, take_status=None):
+                 event_skip=None, linger_s: float = WATCH_LINGER_S, listing=None, take_status=None,
+                 take_undecoded=None):
         """`skips`: kind -> common.store.base.ListSkip, what the owner's lists may pass over
         unread (a dispatcher's bound pods); `event_skip`: the watch events it may pass over
         (common.store.base.EventSkip), on a store that can skip them unread (Redis, in its
@@ -50,7 +51,10 @@ class Informer:
         `take_status(kind, type_, key, status) -> bool`: applies an event that carries a
         status hint (a pod's status-only write) from the hint alone, asked in the events'
         order, each event before it applied; what it declines (False) is decoded and
-        delivered."""
+        delivered; `take_undecoded(kind, type_, key, document, event) -> bool`: likewise
+        for an event the store hands over undecoded (`document`, its bytes: a pod's
+        creation, ClusterStore.read's `undecoded`), which the owner may hold as it is (True)
+        and decode only if it ever needs it (a shard, another shard's pending pod)."""
         self.store = store
         self.listing = listing if listing is not None else nullcontext
         self.pace = PollPace(linger_s)
@@ -63,6 +67,7 @@ class Informer:
         self.reads_ahead = getattr(store, "skips_unread", False)
         self.event_skip = event_skip
         self.take_status = take_status
+        self.take_undecoded = take_undecoded
         self.rv: str | None = None
         #: kind -> the resourceVersion up to which this kind's events have been applied.
         #: Not `rv`: a store that watches each kind apart (the API server) may deliver an
@@ -89,14 +94,21 @@ class Informer:
     def _deliver_decoded(self, ev) -> None:
         """`ev` delivered; an event decoded only now (a StatusEvent) that does not decode is
         skipped, logged and counted as one `on_event` fails on."""
+        obj = self.decoded(ev)
+        if obj is not None:
+            self._deliver(ev.type, ev.kind, obj, ev.rv)
+
+    def decoded(self, ev) -> dict | None:
+        """The object of `ev`, an event perhaps decoded only now (a StatusEvent, or one its
+        owner held undecoded: take_undecoded); None when it does not decode: then skipped,
+        logged and counted as one `on_event` fails on."""
         try:
-            obj = ev.obj
+            return ev.obj
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
             self.skipped += 1
             self.errors.error(f"skipped {ev.type} {ev.kind} {getattr(ev, 'key', '?')} at resourceVersion {ev.rv}: "
                               "a record that does not decode", e)
-            return
-        self._deliver(ev.type, ev.kind, obj, ev.rv)
+            return None
 
     def start(self) -> None:
         t = time.monotonic()
@@ -152,6 +164,8 @@ class Informer:
         try:
             if self.reads_ahead:
                 extra = {"latest": True} if latest else {}
+                if self.take_undecoded is not None and not latest:
+                    extra["undecoded"] = True
                 events, read_to = self.store.read(self.rv, timeout, max_events, self.kinds, self.kind_rv,
                                                   self.event_skip, pace=self.pace, **extra)
             else:
@@ -178,15 +192,18 @@ class Informer:
         return len(events)
 
     def _apply(self, events: list) -> None:
-        skip, take = self.event_skip, self.take_status
+        skip, take, hold = self.event_skip, self.take_status, self.take_undecoded
         for ev in events:
             # an event still the server's bytes (kube://'s watch) may be passed over undecoded
             raw = getattr(ev, "raw", None) if skip is not None else None
             status = getattr(ev, "status", None) if take is not None else None
+            document = getattr(ev, "document", None) if hold is not None else None
             if raw is not None and skip(ev.kind, ev.type, ev.key, BOUND_MARK in raw, raw):
                 pass
             elif status is not None and take(ev.kind, ev.type, ev.key, status):
                 pass  # a status-only write, applied from its hint: never decoded
+            elif document is not None and hold(ev.kind, ev.type, ev.key, document, ev):
+                pass  # held by the owner as it is, decoded if it ever needs it
             else:
                 self._deliver_decoded(ev)
             self.rv = self.kind_rv[ev.kind] = ev.rv

@@ -27,7 +27,10 @@ events of bound pods it does not hold. And `take_status(type_, key, status)`: a 
 status-only write (an event with the store's status hint, Redis's StatusEvent) the role
 applies from the hint alone, its document never decoded (the shard's and the binder's
 bound pods: `status_hinted`); asked in the events' order, and only of a kind with one
-declaration; what it declines is decoded and applied as usual.
+declaration; what it declines is decoded and applied as usual. Likewise
+`take_undecoded(type_, key, document, event)`: an event the store hands over undecoded (a
+pod's creation on Redis, its `document` the stored bytes) the role holds as it is, decoding
+it only if it ever needs it (the shard, another shard's pending pod: Informer.decoded).
 
 and may add `then()`, called after each event `keep` or `put`/`drop` applied (what to wake
 up), `parse` (the kind's parse function; common.model.objects.parse_object by default), and
@@ -81,6 +84,9 @@ class Kind:
     #: `(type_, key, status) -> bool`: a status-only write applied from its hint (kind Pod;
     #: the kind's only declaration), True when taken
     take_status: Callable[[str, str, bytes], bool] | None = None
+    #: `(type_, key, document, event) -> bool`: an undecoded event held as it is (kind Pod;
+    #: the kind's only declaration), True when taken
+    take_undecoded: Callable[[str, str, bytes, Any], bool] | None = None
 
     def __post_init__(self):
         ways = [self.keep is not None, self.put is not None or self.drop is not None, self.handle is not None]
@@ -92,9 +98,20 @@ class Kind:
             raise ValueError(f"{self.kind}: a handler parses and wakes what it needs itself")
         if (self.current is None) != (self.unchanged is None):
             raise ValueError(f"{self.kind}: current and unchanged go together")
-        if (self.skip_listed is not None or self.skip_event is not None or self.take_status is not None) \
-                and self.kind != "Pod":
+        if (self.skip_listed is not None or self.skip_event is not None or self.take_status is not None
+                or self.take_undecoded is not None) and self.kind != "Pod":
             raise ValueError(f"{self.kind}: only a Pod list or watch can skip what it does not need")
+
+
+def _locked(take: Callable[..., bool] | None, lock) -> Callable[..., bool] | None:
+    """`take` called under `lock` (when both are given)."""
+    if take is None or lock is None:
+        return take
+
+    def locked(*event) -> bool:
+        with lock:
+            return take(*event)
+    return locked
 
 
 #: the kinds a common.scheduling.volumes.VolumeState keeps
@@ -176,6 +193,24 @@ def status_hinted(known, status: bytes):
     return known.with_hinted_status(phase, start_time, nominated)
 
 
+def bound_from_patch(known, event):
+    """`known`, a pending pod this process parsed, as the binding `event` (a store's event
+    handed over undecoded: its stored `document` and pending `patch`, Redis's StoredEvent)
+    shows it, from the patch alone: the binding's patch sets the node, the phase and the
+    nominated node, all that common.model.objects.Pod.bound_copy reads of the document.
+    None when the patch does not set all three, or the document is not `known`'s (another
+    uid, searched in its bytes): then it is decoded and applied as usual."""
+    patch = event.patch
+    if patch is None or not known.uid:
+        return None
+    node, phase, nominated = patch.get("node"), patch.get("phase"), patch.get("nominated")
+    if node.__class__ is not str or not node or phase.__class__ is not str or nominated.__class__ is not str:
+        return None
+    if f'"uid":"{known.uid}"'.encode() not in event.document:
+        return None
+    return known.bound_to(node, phase, nominated)
+
+
 class Intake:
     """Routes a store's events to the declarations of their kind.
 
@@ -211,6 +246,9 @@ class Intake:
         #: kind -> what takes its status-only writes from their hint (its one declaration)
         self.status_takers = {kind: decls[0].take_status for kind, decls in by_kind.items()
                               if len(decls) == 1 and decls[0].take_status is not None}
+        #: kind -> what holds its undecoded events (its one declaration)
+        self.undecoded_takers = {kind: decls[0].take_undecoded for kind, decls in by_kind.items()
+                                 if len(decls) == 1 and decls[0].take_undecoded is not None}
         self._routes: dict[str, Callable[[str, dict], None]] = {
             kind: self._route(kind, decls) for kind, decls in by_kind.items()}
 
@@ -229,16 +267,11 @@ class Intake:
         lock passes its own, which calls this intake's, and the lock, which `take_status`
         takes too); `linger_s`: its syncs' linger (store.watchLingerSeconds); `listing`: the
         Informer's (what each list is delivered within)."""
-        take = self.take_status if self.status_takers else None
-        if take is not None and lock is not None:
-            unlocked = take
-
-            def take(*event) -> bool:
-                with lock:
-                    return unlocked(*event)
+        take = _locked(self.take_status if self.status_takers else None, lock)
+        hold = _locked(self.take_undecoded if self.undecoded_takers else None, lock)
         return Informer(store, self.kinds, apply or self.apply, on_relist, self.skips,
                         self.skip_event if self.event_skips else None, linger_s,
-                        listing=listing, take_status=take)
+                        listing=listing, take_status=take, take_undecoded=hold)
 
     def skip_event(self, kind: str, type_: str, key: str, bound: bool, data: bytes) -> bool:
         """The store's EventSkip over the declarations: an event every declaration of its
@@ -251,6 +284,12 @@ class Intake:
         (then it is decoded and applied)."""
         take = self.status_takers.get(kind)
         return take is not None and take(type_, key, status)
+
+    def take_undecoded(self, kind: str, type_: str, key: str, document: bytes, event) -> bool:
+        """An undecoded event held as it is by its kind's declaration (True), or not (then it
+        is decoded and applied)."""
+        take = self.undecoded_takers.get(kind)
+        return take is not None and take(type_, key, document, event)
 
     def parse(self, obj: dict, parse: Callable[[dict], Any] | None = None):
         """`obj` parsed (by `parse`, else common.model.objects.parse_object against the kept

@@ -275,7 +275,7 @@ class ClusterStore(ABC):
     def read(self, since_rv: str, timeout: float = 1.0, max_events: int = 10000,
              kinds: Iterable[str] | None = None, positions: dict[str, str] | None = None,
              skip: "EventSkip | None" = None, pace: PollPace | None = None,
-             latest: bool = False) -> tuple[list[WatchEvent], str | None]:
+             latest: bool = False, undecoded: bool = False) -> tuple[list[WatchEvent], str | None]:
         """`poll`, and the rv it read up to (None when it read nothing), from which the reader
         continues: with `skip`, a poll may read only events it passes over; with `pace` (the
         reader's PollPace), every poll that may wait first lets events gather (a read that
@@ -300,11 +300,18 @@ class ClusterStore(ABC):
         `latest`: the reader keeps only each object's last event of those read (a shard
         catching up after its list, common.runtime.informer's `latest`); a store that can
         (`collapses_unread`: Redis) leaves the superseded ones out undecoded; others deliver
-        them all, and the reader drops them itself."""
+        them all, and the reader drops them itself.
+
+        `undecoded`: the reader may hold events it does not need yet without decoding them
+        (common.runtime.informer's take_undecoded); a store that can (`skips_unread`:
+        Redis) delivers a pod's creation, its whole document as stored, undecoded until its
+        `obj` is read (`document`: the bytes; Redis's StoredEvent)."""
         wanted = frozenset(kinds) if kinds is not None else None
         extra = {"skip": skip} if skip is not None and self.skips_unread else {}
         if latest and self.collapses_unread:
             extra["latest"] = True
+        if undecoded and self.skips_unread:
+            extra["undecoded"] = True
         deadline = time.monotonic() + timeout
         read_to = None
         while True:

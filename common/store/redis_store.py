@@ -118,13 +118,16 @@ def _merged(o: bytes, patch: dict | None, rv: str) -> dict:
     return obj
 
 
-def _event(id_: bytes, flat: list, wanted, skip=None) -> WatchEvent | None:
+def _event(id_: bytes, flat: list, wanted, skip=None, undecoded: bool = False) -> WatchEvent | None:
     """The event of one stream entry (None when its kind is not `wanted`, or `skip`, a
     reader's common.store.base.EventSkip, passes over it). The fields are prev, t, k, n,
     o[, p][, s] in this order (redis_scripts._EMIT); the fixed five are read by position,
     since every process reads every event, the optional ones by name (an entry written
     before `s` existed has none); an entry that does not follow that layout raises one of
-    _MALFORMED. An entry with a status hint becomes a StatusEvent, decoded when read."""
+    _MALFORMED. An entry with a status hint becomes a StatusEvent, decoded when read; with
+    `undecoded` (the reader may hold some events undecoded: ClusterStore.read), a pod's
+    creation and a write with a patch naming its node (a binding), their document looking
+    whole (_looks_whole), become StoredEvents (the patch decoded, the document not)."""
     if len(flat) < 10 or flat[2] != b"t" or flat[4] != b"k" or flat[8] != b"o":
         raise ValueError("not an event entry (fields prev, t, k, n, o)")
     type_, kind = flat[3], flat[5]
@@ -145,6 +148,13 @@ def _event(id_: bytes, flat: list, wanted, skip=None) -> WatchEvent | None:
     rv = id_.decode()
     if hint is not None:
         return StatusEvent(type_.decode(), kind.decode(), rv, flat[7].decode(), flat[9], patch, hint)
+    if undecoded and kind == b"Pod" and _looks_whole(flat[9]):
+        if type_ == b"ADDED" and patch is None:
+            return StoredEvent("ADDED", "Pod", rv, flat[7].decode(), flat[9], None)
+        if type_ == b"MODIFIED" and patch is not None and b'"node":"' in patch:
+            fields = orjson.loads(patch)
+            if fields.__class__ is dict:
+                return StoredEvent("MODIFIED", "Pod", rv, flat[7].decode(), flat[9], fields)
     return WatchEvent(type_.decode(), kind.decode(), _merged(flat[9], orjson.loads(patch) if patch is not None else None, rv), rv)
 
 
@@ -158,6 +168,37 @@ def _last_of_each(entries: list) -> list:
     if len(last) == len(entries):
         return entries
     return [entries[i] for i in sorted(last.values())]
+
+
+def _looks_whole(o: bytes) -> bool:
+    """Whether a stored document looks like a JSON object with a metadata mapping, judged on
+    its bytes (as the store writes them: compact): one that does not is decoded at once, so
+    that a malformed record is counted and logged when read (skipped_records), as before
+    events could be held undecoded. One that looks whole but does not decode fails when its
+    reader first reads it."""
+    return o[:1] == b"{" and o[-1:] == b"}" and b'"metadata":{' in o
+
+
+class StoredEvent(WatchEvent):
+    """A pod's event handed over undecoded (ClusterStore.read's `undecoded`): `document`,
+    the stored document's bytes, and `patch`, its pending patch (decoded: it is small), or
+    None; `obj`, decoded when first read, is the document with the patch folded in, as any
+    event's. A shard holds another shard's pending pods this way until one is dispatched
+    to it, and a shard or binder takes the binding of a pod it parsed pending from the
+    binding's patch alone (common.runtime.intake's take_undecoded). Reading `obj` of a
+    document that does not decode raises one of _MALFORMED."""
+
+    __slots__ = ("key", "document", "patch", "_obj")
+
+    def __init__(self, type_: str, kind: str, rv: str, key: str, document: bytes, patch: dict | None):
+        self.type, self.kind, self.rv, self.key = type_, kind, rv, key
+        self.document, self.patch, self._obj = document, patch, None
+
+    @property
+    def obj(self) -> dict:
+        if self._obj is None:
+            self._obj = _merged(self.document, self.patch, self.rv)
+        return self._obj
 
 
 class StatusEvent(WatchEvent):
@@ -433,7 +474,8 @@ class RedisStore(ClusterStore):
     collapses_unread = True
 
     @_translated
-    def _read(self, since_rv, timeout, max_events, kinds, positions=None, skip=None, latest=False):
+    def _read(self, since_rv, timeout, max_events, kinds, positions=None, skip=None, latest=False,
+              undecoded=False):
         since = "0-0" if since_rv == "0" else since_rv
         if not _RV.match(since):
             raise ValueError(f"not a redis resourceVersion: {since_rv!r}")
@@ -447,7 +489,7 @@ class RedisStore(ClusterStore):
         for id_, flat in (_last_of_each(entries) if latest else entries):
             try:
                 ev = _event(id_, flat, wanted, skip if skip is None or not delivered
-                            or (flat[5], flat[7]) not in delivered else None)
+                            or (flat[5], flat[7]) not in delivered else None, undecoded)
             except _MALFORMED as e:
                 self._skip(f"event stream entry {id_.decode()}", e)
                 continue

@@ -95,3 +95,27 @@ def test_a_status_write_taken_from_its_hint_follows_the_events_read_with_it(foll
     counted = view.acc.counted("default/a")
     assert dict(counted.labels) == {"app": "db"}
     assert counted.start_time == parse_pod(store.get("Pod", "default/a")).start_time
+
+
+def test_the_binding_of_a_pending_pod_is_taken_from_its_patch(followed, redis_url):
+    """Seen failing before: the binder decoded every binding it committed to read the node,
+    phase and nominated node the binding's patch sets. A binding whose document would not
+    decode (its uid readable) is taken from the patch alone; the store's own binding shows
+    what parsing the bound document gives."""
+    from builders import BINDING_PATCH, forge_pod_event
+    from common.model.objects import parse_pod
+
+    store, view, informer = followed
+    store.create(pod("p", "1"))
+    store.create(pod("q", "1"))
+    informer.sync()
+    assert {"default/p", "default/q"} <= set(view.pending)
+    forge_pod_event(store, redis_url, "default/p", "MODIFIED", '{"metadata":{"uid":"uid-default-p"},}', BINDING_PATCH)
+    store.bind("default/q", "n1")
+    informer.sync()
+    assert store.skipped_records == 0 and informer.skipped == 0 and not view.errors
+    p, q = view.acc.counted("default/p"), view.acc.counted("default/q")
+    assert (p.node_name, p.phase) == ("n1", "Running") and not ({"default/p", "default/q"} & set(view.pending))
+    parsed = parse_pod(store.get("Pod", "default/q"))
+    assert ((q.node_name, q.phase, q.nominated_node or None, q.labels, q.requests, q.uid)
+            == (parsed.node_name, parsed.phase, parsed.nominated_node or None, parsed.labels, parsed.requests, parsed.uid))

@@ -250,3 +250,129 @@ def test_catching_up_over_a_status_hint_whose_document_does_not_decode(running_o
         pass
     assert loop.cache.counted("default/a").phase == "Running"
     assert loop.cache.counted("default/b") is not None
+
+
+@pytest.fixture
+def dispatched_on_redis(redis_url):
+    """A shard that owns what is dispatched to it (as the server's), following an embedded
+    Redis with the node n1."""
+    from common.store.redis_store import RedisStore
+    from shard.intake import DispatchedPods
+    from shard.loop import ShardLoop
+
+    store = RedisStore(redis_url, prefix=f"test-{uuid.uuid4().hex[:12]}:")
+    store.create(node("n1", cpu="8"))
+    loop = ShardLoop(make_config(), store, owner=DispatchedPods())
+    loop.start()
+    yield store, loop
+    store.close()
+
+
+def test_another_shards_pending_pod_is_decoded_only_when_dispatched_here(dispatched_on_redis, redis_url):
+    """Seen failing before: the shard decoded every pod's creation, though most pending pods
+    are another shard's and bound by it before any is dispatched here. A creation whose
+    document would not decode is not even noticed until the pod is dispatched here (then
+    it is reported, and the dispatch answered as for a pod the store does not hold); one
+    that decodes is queued and scheduled as the watch showed it."""
+    from builders import forge_pod_event, pod
+    from common.model.objects import parse_pod
+
+    store, loop = dispatched_on_redis
+    forge_pod_event(store, redis_url, "default/bad", "ADDED", '{"kind":"Pod","metadata":{"name":"bad",}')
+    created = store.create(pod("p", "1"))
+    loop.sync()
+    assert store.skipped_records == 0 and loop.informer.skipped == 0
+    assert loop.take("default/bad", "", "") is False
+    assert loop.informer.skipped == 1 and store.skipped_records == 0
+    assert loop.take("default/p", created["metadata"]["uid"], created["metadata"]["resourceVersion"]) is True
+    expected = parse_pod(store.get("Pod", "default/p"))
+    assert loop.pods["default/p"].resource_version == expected.resource_version
+    assert loop.pods["default/p"].requests == expected.requests
+    result = loop.schedule_next()
+    assert result.scheduled and result.node == "n1"
+
+
+def test_another_shards_pending_pod_bound_by_it_is_counted_without_its_creation_read(dispatched_on_redis):
+    """The other shard's binding brings the pod in full: counted on its node, and no longer
+    waiting to be dispatched here."""
+    from builders import pod
+
+    store, loop = dispatched_on_redis
+    store.create(pod("q", "2"))
+    loop.sync()
+    store.bind("default/q", "n1")
+    loop.sync()
+    assert loop.cache.counted("default/q").node_name == "n1"
+    assert "default/q" not in loop.intake.unowned and loop.take("default/q", "", "") is True
+    assert loop.schedule_next() is None
+
+
+@pytest.mark.parametrize("shape", ["group member", "nominated"])
+def test_a_pending_pod_another_shard_holds_is_read_at_once_when_it_concerns_this_one(dispatched_on_redis, shape):
+    """A pod group's member (the group index counts its members) and a nominated pod (its
+    room is kept from pods of lower priority) are read from their creation as before."""
+    from builders import pod
+    from common.model.podgroup import POD_GROUP_LABEL
+
+    store, loop = dispatched_on_redis
+    if shape == "group member":
+        store.create(pod("m", "1", labels={POD_GROUP_LABEL: "g"}))
+        loop.sync()
+        assert loop.groups.group_of["default/m"] == "default/g"
+    else:
+        doc = pod("m", "1")
+        doc["status"]["nominatedNodeName"] = "n1"
+        store.create(doc)
+        loop.sync()
+        assert loop.pods["default/m"].nominated_node == "n1"
+
+
+def _decided_on_redis(store):
+    """A shard with the pod p dispatched to it and its decision (n1) sent, not yet bound."""
+    from builders import pod
+    from shard.intake import DispatchedPods
+    from shard.loop import ShardLoop
+
+    class Recorder:  # a committer that keeps the decision, as the shard server's does
+        def commit(self, entry, result, budgets):
+            return None
+
+    loop = ShardLoop(make_config(), store, owner=DispatchedPods(), committer=Recorder())
+    loop.start()
+    created = store.create(pod("p", "1", labels={"app": "web"}))
+    loop.sync()
+    assert loop.take("default/p", created["metadata"]["uid"], created["metadata"]["resourceVersion"]) is True
+    result = loop.schedule_next()
+    assert result.node == "n1" and loop.cache.is_assumed("default/p")
+    return loop
+
+
+def test_the_binding_of_this_shards_own_decision_is_taken_from_its_patch(dispatched_on_redis, redis_url):
+    """Seen failing before: the shard decoded its own decisions' bindings to read the node,
+    phase and nominated node the binding's patch sets. A binding whose document would not
+    decode (its uid readable) is taken from the patch alone: the pod counted on n1,
+    Running, no longer assumed, nothing reported."""
+    from builders import BINDING_PATCH, forge_pod_event
+
+    store, _ = dispatched_on_redis
+    loop = _decided_on_redis(store)
+    forge_pod_event(store, redis_url, "default/p", "MODIFIED", '{"metadata":{"uid":"uid-default-p"},}', BINDING_PATCH)
+    loop.sync()
+    assert store.skipped_records == 0 and loop.informer.skipped == 0 and not loop.errors
+    counted = loop.cache.counted("default/p")
+    assert counted.node_name == "n1" and counted.phase == "Running" and not loop.cache.is_assumed("default/p")
+
+
+def test_the_binding_of_this_shards_own_decision_shows_what_a_parse_would(dispatched_on_redis):
+    """The store's own binding, taken from its patch: the counted pod as parsing the bound
+    document gives it, but its version (a bound pod keeps none)."""
+    from common.model.objects import parse_pod
+
+    store, _ = dispatched_on_redis
+    loop = _decided_on_redis(store)
+    store.bind("default/p", "n1")
+    loop.sync()
+    counted, parsed = loop.cache.counted("default/p"), parse_pod(store.get("Pod", "default/p"))
+    assert not loop.cache.is_assumed("default/p") and loop.pods["default/p"] is counted
+    assert ((counted.node_name, counted.phase, counted.nominated_node or None, counted.labels, counted.requests, counted.uid)
+            == (parsed.node_name, parsed.phase, parsed.nominated_node or None, parsed.labels, parsed.requests, parsed.uid))

@@ -215,3 +215,23 @@ def test_a_role_that_applies_under_a_lock_has_its_event_skips_run_under_it():
     assert locked.take_status("Pod", "MODIFIED", "default/a", b'["Running","",""]')
     intake.informer(MemoryStore()).take_status("Pod", "MODIFIED", "default/a", b'["Running","",""]')
     assert held == [True, False] and not lock.locked()
+
+
+def test_an_undecoded_event_is_held_under_the_roles_lock_and_only_for_pods():
+    """take_undecoded, like take_status, runs holding the lock the role's apply takes; only
+    a Pod declaration may hold events undecoded."""
+    import threading
+
+    lock = threading.Lock()
+    held = []
+
+    def hold(type_, key, document, event):
+        held.append(lock.locked())
+        return True
+
+    intake = Intake([Kind("Pod", handle=lambda t, o: None, take_undecoded=hold)])
+    assert intake.informer(MemoryStore(), lock=lock).take_undecoded("Pod", "ADDED", "default/a", b"{}", None)
+    assert intake.informer(MemoryStore()).take_undecoded("Pod", "ADDED", "default/a", b"{}", None)
+    assert held == [True, False] and not lock.locked()
+    with pytest.raises(ValueError, match="Node"):
+        Kind("Node", handle=lambda t, o: None, take_undecoded=hold)

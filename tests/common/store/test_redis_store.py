@@ -426,3 +426,24 @@ def test_a_list_skips_an_unreadable_state_record_naming_its_object_and_lists_the
     assert names == ["a", "b"]
     assert store.skipped_records == 1
     assert any("default/broken" in rec.getMessage() for rec in caplog.records)
+
+
+@pytest.mark.parametrize("case", ["invalid JSON", "metadata a list"])
+def test_a_reader_that_holds_creations_undecoded_still_counts_a_malformed_one_when_read(store, r, case):
+    """`read(undecoded=True)` hands a pod's creation and binding over undecoded only when
+    the document looks like a pod's JSON: the poison records of a creation are decoded,
+    skipped and counted at once, as for any reader; the good events around them come with
+    the stored bytes (and the binding with its patch) and decode to what an eager read
+    gives."""
+    store.create(pod("before"))
+    since = last_rv(store, r)
+    r.xadd(store._stream, POISON[case])
+    store.create(pod("after"))
+    store.bind("default/after", "n1")
+    held, _ = store.read(since, timeout=0.5, kinds=("Pod",), undecoded=True)
+    assert store.skipped_records == 1
+    eager, _ = store.read(since, timeout=0.5, kinds=("Pod",))
+    assert [(e.type, e.patch is None) for e in held] == [("ADDED", True), ("MODIFIED", False)]
+    assert [orjson.loads(e.document)["metadata"]["name"] for e in held] == ["after", "after"]
+    assert held[1].patch["node"] == "n1" and held[1].patch["phase"] == "Running"
+    assert [(e.type, e.rv, e.obj) for e in held] == [(e.type, e.rv, e.obj) for e in eager]
