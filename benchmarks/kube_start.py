@@ -46,7 +46,7 @@ PROCESSES = (("binder", 0), ("shard", 0), ("shard", 1), ("dispatcher", 0))
 
 
 def trial(tree: Path, config: str, kubeconfig: Path, store: KubeStore, n: int, work: Path,
-          timeout: float = 120.0) -> dict:
+          timeout: float = 60.0) -> dict:
     """One start of the four processes with `tree`'s code, until the trial's pod is bound."""
     pod = WORKLOADS["basic"](1, 0, 1)[0]
     pod["metadata"].update(name=f"start-{n}", namespace="vs-start")
@@ -120,7 +120,8 @@ def main(argv=None) -> int:
                 shards={"count": 2, "base_port": 0, "metrics_base_port": None},
                 binders={"count": 1, "base_port": 0, "metrics_base_port": None},
                 dispatcher={"port": 0, "metrics_port": None})
-            config = LocalCluster(cfg, f"kube://{cluster.kubeconfig}", args.seed, log_dir=str(work)).config_path
+            local = LocalCluster(cfg, f"kube://{cluster.kubeconfig}", args.seed, log_dir=str(work))  # holds the file
+            config = local.config_path
             trials, n = [], 0
             for _ in range(args.repeats):
                 for tree in trees:
