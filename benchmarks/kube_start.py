@@ -45,6 +45,17 @@ ROOT = Path(__file__).resolve().parents[1]
 PROCESSES = (("binder", 0), ("shard", 0), ("shard", 1), ("dispatcher", 0))
 
 
+def configured(kubeconfig: Path, work: Path, seed: int = 0) -> LocalCluster:
+    """kube_vs's shardsched (2 shards, 1 binder, any free ports, no metrics) on `kubeconfig`;
+    its `config_path` is the processes' config file, removed when it is collected."""
+    cfg = config_mod.defaults().replace(
+        store={"kubeconfig": str(kubeconfig)},
+        shards={"count": len([p for p in PROCESSES if p[0] == "shard"]), "base_port": 0, "metrics_base_port": None},
+        binders={"count": 1, "base_port": 0, "metrics_base_port": None},
+        dispatcher={"port": 0, "metrics_port": None})
+    return LocalCluster(cfg, f"kube://{kubeconfig}", seed, log_dir=str(work))
+
+
 def trial(tree: Path, config: str, kubeconfig: Path, store: KubeStore, n: int, work: Path,
           timeout: float = 60.0) -> dict:
     """One start of the four processes with `tree`'s code, until the trial's pod is bound."""
@@ -115,12 +126,7 @@ def main(argv=None) -> int:
                 pod["metadata"]["namespace"] = "vs-idle"
                 pod["spec"]["schedulerName"] = "no-one"
             kube_vs.create_all(store, pods, 0)
-            cfg = config_mod.defaults().replace(
-                store={"kubeconfig": str(cluster.kubeconfig)},
-                shards={"count": 2, "base_port": 0, "metrics_base_port": None},
-                binders={"count": 1, "base_port": 0, "metrics_base_port": None},
-                dispatcher={"port": 0, "metrics_port": None})
-            local = LocalCluster(cfg, f"kube://{cluster.kubeconfig}", args.seed, log_dir=str(work))  # holds the file
+            local = configured(cluster.kubeconfig, work, args.seed)  # holds the config file
             config = local.config_path
             trials, n = [], 0
             for _ in range(args.repeats):
