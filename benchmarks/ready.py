@@ -59,8 +59,8 @@ elif role == "binder":
     informer = holder.intake.informer(store, None)
 import common
 out = {"import_s": time.time() - t0, "code": os.path.dirname(os.path.dirname(common.__file__))}
-gc.collect()  # as common.runtime.runner does before the lists
-gc.disable()
+gc.disable()  # as common.runtime.runner does before the lists (freeze_before_list)
+gc.freeze()
 c0, t1 = time.process_time(), time.perf_counter()
 if role in ("shard", "binder"):
     informer.start()

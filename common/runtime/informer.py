@@ -22,6 +22,10 @@ log = logging.getLogger(__name__)
 
 #: Lists opened at once where a store's lists are round trips (`lists_in_parallel`).
 LIST_THREADS = 8
+#: The kinds whose lists are asked for first (the largest, and last in the kinds' order):
+#: with more kinds than LIST_THREADS, the Pods otherwise waited for a thread behind the
+#: round trips of kinds that are mostly empty, while every process's start waited for them.
+LIST_FIRST = ("Pod", "Node")
 
 
 class Informer:
@@ -137,8 +141,9 @@ class Informer:
         """(objects, rv) of each kind, in the kinds' order. One object at a time where the
         store can (each decoded when delivered, and what the owner does not keep freed at
         once): a million pods never held whole. Where each list is a round trip
-        (`lists_in_parallel`), all are opened at once: the answers are delivered in order
-        all the same, and the first list's wait covers the others'."""
+        (`lists_in_parallel`), all are opened at once, the largest first (LIST_FIRST): the
+        answers are delivered in order all the same, and the first list's wait covers the
+        others'."""
         list_iter = getattr(self.store, "list_iter", None)
 
         def open_one(kind):
@@ -147,8 +152,11 @@ class Informer:
             return self.store.list(kind, cached=True)
         if not getattr(self.store, "lists_in_parallel", False) or len(self.kinds) < 2:
             return [open_one(kind) for kind in self.kinds]
+        first = [k for k in LIST_FIRST if k in self.kinds]
         with ThreadPoolExecutor(min(LIST_THREADS, len(self.kinds)), thread_name_prefix="list") as pool:
-            return list(pool.map(open_one, self.kinds))
+            opened = {kind: pool.submit(open_one, kind)
+                      for kind in (*first, *(k for k in self.kinds if k not in first))}
+            return [opened[kind].result() for kind in self.kinds]
 
     def sync(self, timeout: float = 0.0, max_events: int = 10000, latest: bool = False) -> int:
         """Apply the events since the last sync (waiting up to `timeout` for the first; with a

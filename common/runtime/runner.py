@@ -10,7 +10,7 @@ import logging
 
 from .. import config as config_mod
 from . import orphans
-from .component import METRICS_OFF, collect_before_list, stop_on_signals
+from .component import METRICS_OFF, freeze_before_list, stop_on_signals
 from ..errors import StoreUnavailable
 from .logs import FORMATS, setup
 from .security import SecurityError
@@ -92,7 +92,7 @@ def run(role: str, args, build) -> int:
         # No cyclic collections while the initial lists are loaded (hundreds of ms each at
         # 50,000 pods, common.runtime.gcstats); Component.start's settle_heap (the dispatcher's run calls it)
         # freezes what they built and turns collection back on.
-        collect_before_list()
+        freeze_before_list()
         try:
             component.run()
         except OSError as e:  # its ports: nothing was served yet

@@ -115,3 +115,41 @@ def test_a_store_whose_lists_are_round_trips_has_them_opened_at_once_and_deliver
     assert seen == [("ADDED", kind) for kind in kinds]
     assert informer.rv == "5" and informer.kind_rv == {"PriorityClass": "5", "Node": "5", "Namespace": "5",
                                                        "Pod": "7"}
+
+
+class PodsAnswerLast(KindsApart):
+    """A store whose lists are round trips, each of the small kinds answered only once the
+    Pod list has been asked for (or after `wait_s`): the Pods' list, the largest and the
+    last of the kinds' order, is the one every process's start-up waits for longest."""
+
+    lists_in_parallel = True
+
+    def __init__(self, wait_s: float = 10.0):
+        super().__init__([])
+        self.wait_s = wait_s
+        self.pods_asked = threading.Event()
+        self.asked_after_pods: list[bool] = []
+
+    def list(self, kind, cached=False):
+        if kind == "Pod":
+            self.pods_asked.set()
+        else:
+            self.asked_after_pods.append(self.pods_asked.wait(self.wait_s))
+        return [{"metadata": {"name": kind.lower()}}], "5"
+
+
+def test_the_pods_list_is_asked_for_first_and_still_delivered_last():
+    """About twenty kinds are listed at start, more than the informer's list threads: the
+    Pods, last in the kinds' order, waited for a thread behind round trips of empty kinds
+    (each a consistent read from etcd) while every process's start waited for the Pods. The
+    largest lists are asked for first; delivery keeps the kinds' order."""
+    from common.model.objects import CREATE_ORDER
+    from common.runtime.informer import LIST_THREADS
+
+    kinds = CREATE_ORDER
+    assert len(kinds) > LIST_THREADS and kinds[-1] == "Pod"
+    seen = []
+    store = PodsAnswerLast()
+    Informer(store, kinds, lambda t, kind, obj: seen.append(kind)).start()
+    assert all(store.asked_after_pods), "a small kind's list held a thread while the Pods waited"
+    assert seen == list(kinds)

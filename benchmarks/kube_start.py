@@ -1,0 +1,155 @@
+"""shardsched's start on a real API server, alone and repeated: from its four processes' spawn
+to their first binding, phase by phase, and the CPU they spent to get there.
+
+    python -m benchmarks.kube_start [--nodes 1000] [--pods 5000] [--repeats 3] [--baseline-tree DIR] [--json FILE]
+
+In `benchmarks.kube_vs --mode backlog` shardsched's start (imports, lists, leases, streams) is
+a fifth of its run and one run gives one sample of it; this gives many, from one control
+plane. It starts the control plane of benchmarks/kube_cluster.py once, the `mixed` fleet of
+`--nodes` nodes and `--pods` pending pods of kube_vs's `mixed` workload for a scheduler no one
+runs (every process lists them, as in a backlog; the binder keeps only its own scheduler's
+and the shards and the dispatcher do not decode them further), then, `--repeats` times: one
+pod for shardsched, the dispatcher, two shards and a binder spawned as kube_vs spawns them,
+and the time until that pod is bound (the start's end), then each process's CPU (user +
+system, read from /proc at that moment), then SIGTERM. Per trial it prints the first binding,
+the CPU of each process and every process's phases from its log (kube_vs.startup: seconds
+after the spawn).
+
+`--baseline-tree DIR` (a `git archive` of main unpacked there, its .cache linked) runs the
+same trials with DIR's code, alternating with this tree's, and prints the ratio of the
+medians: the same-run baseline. The wall figures follow how busy the machine is; the CPU to
+the first binding much less so. The JSON has {"load", "trials": [{"tree", "bound_s",
+"cpu_s": {process: s}, "startup_s": {process: {phase: s}}}], "medians": {tree: {...}}}.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import config as config_mod
+from common.store.kube_store import KubeStore
+from common.tools.local_cluster import LocalCluster
+
+from . import kube_cluster, kube_vs, processes
+from .workloads import WORKLOADS
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The processes of one start, in kube_vs's order of spawning.
+PROCESSES = (("binder", 0), ("shard", 0), ("shard", 1), ("dispatcher", 0))
+
+
+def configured(kubeconfig: Path, work: Path, seed: int = 0) -> LocalCluster:
+    """kube_vs's shardsched (2 shards, 1 binder, any free ports, no metrics) on `kubeconfig`;
+    its `config_path` is the processes' config file, removed when it is collected."""
+    cfg = config_mod.defaults().replace(
+        store={"kubeconfig": str(kubeconfig)},
+        shards={"count": len([p for p in PROCESSES if p[0] == "shard"]), "base_port": 0, "metrics_base_port": None},
+        binders={"count": 1, "base_port": 0, "metrics_base_port": None},
+        dispatcher={"port": 0, "metrics_port": None})
+    return LocalCluster(cfg, f"kube://{kubeconfig}", seed, log_dir=str(work))
+
+
+def trial(tree: Path, config: str, kubeconfig: Path, store: KubeStore, n: int, work: Path,
+          timeout: float = 60.0) -> dict:
+    """One start of the four processes with `tree`'s code, until the trial's pod is bound."""
+    pod = WORKLOADS["basic"](1, 0, 1)[0]
+    pod["metadata"].update(name=f"start-{n}", namespace="vs-start")
+    pod["spec"]["schedulerName"] = kube_vs.SCHEDULER_NAME["shardsched"]
+    kube_vs.create_all(store, [pod], 0)
+    logs = work / f"trial-{n}"
+    logs.mkdir()
+    procs = {}
+    spawned = time.time()
+    for role, i in PROCESSES:
+        with open(logs / f"{role}-{i}.log", "wb") as out:
+            procs[f"{role} {i}"] = subprocess.Popen(
+                [sys.executable, "-m", role, "--config", config, "--id", str(i), "--store", f"kube://{kubeconfig}"],
+                cwd=tree, stdout=out, stderr=subprocess.STDOUT)
+    bound = None
+    try:
+        while bound is None and time.time() - spawned < timeout:
+            got = store.get("Pod", f"vs-start/start-{n}")
+            if got is not None and (got.get("spec") or {}).get("nodeName"):
+                bound = time.time() - spawned
+            else:
+                time.sleep(0.01)
+        cpu = {name: processes.cpu_seconds(p.pid) for name, p in procs.items()}
+    finally:
+        for p in procs.values():
+            p.terminate()
+        for p in procs.values():
+            p.wait(30)
+        store.delete("Pod", f"vs-start/start-{n}")
+    return {"tree": str(tree), "bound_s": None if bound is None else round(bound, 3), "cpu_s": cpu,
+            "startup_s": kube_vs.startup(logs, spawned, procs)}
+
+
+def medians(trials: list[dict]) -> dict:
+    bound = [t["bound_s"] for t in trials if t["bound_s"] is not None]
+    cpu = [sum(t["cpu_s"].values()) for t in trials]
+    out = {"bound_s": statistics.median(bound) if bound else None, "cpu_s": round(statistics.median(cpu), 3),
+           "trials": len(trials), "unbound": len(trials) - len(bound)}
+    for name in trials[0]["cpu_s"]:
+        out[f"cpu_s {name}"] = round(statistics.median(t["cpu_s"][name] for t in trials), 3)
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--nodes", type=int, default=1000)
+    p.add_argument("--pods", type=int, default=5000)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--baseline-tree", help="a tree of the code to compare with (alternated, run first)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", help="write the results to this file")
+    args = p.parse_args(argv)
+    trees = ([Path(args.baseline_tree).resolve()] if args.baseline_tree else []) + [ROOT]
+    for tree in trees:
+        kube_vs.compile_bytecode(tree)
+    with tempfile.TemporaryDirectory(prefix="kube-start-") as tmp:
+        work = Path(tmp)
+        cluster = kube_cluster.KubeCluster(work, kube_cluster.kube_bin_dir()).start()
+        try:
+            cluster.create_fleet(args.nodes, "mixed", timeout=3600)
+            store = KubeStore(str(cluster.kubeconfig))
+            for ns in ("vs-idle", "vs-start"):
+                kube_vs.create_namespace(store, ns)
+            pods = WORKLOADS["mixed"](args.pods, args.seed, args.nodes)
+            for pod in pods:
+                pod["metadata"]["namespace"] = "vs-idle"
+                pod["spec"]["schedulerName"] = "no-one"
+            kube_vs.create_all(store, pods, 0)
+            local = configured(cluster.kubeconfig, work, args.seed)  # holds the config file
+            config = local.config_path
+            trials, n = [], 0
+            for _ in range(args.repeats):
+                for tree in trees:
+                    n += 1
+                    t = trial(tree, config, cluster.kubeconfig, store, n, work)
+                    t["load"] = round(os.getloadavg()[0], 2)
+                    trials.append(t)
+                    print(json.dumps(t), flush=True)
+        finally:
+            cluster.stop()
+    doc = {"nodes": args.nodes, "pods": args.pods, "trials": trials,
+           "medians": {str(tree): medians([t for t in trials if t["tree"] == str(tree)]) for tree in trees}}
+    for tree, m in doc["medians"].items():
+        print(f"{tree}: " + ", ".join(f"{k} {v}" for k, v in m.items()), flush=True)
+    if args.baseline_tree:
+        base, ours = doc["medians"][str(trees[0])], doc["medians"][str(ROOT)]
+        doc["ratio"] = {k: round(ours[k] / base[k], 3) for k in ("bound_s", "cpu_s") if ours[k] and base[k]}
+        print(f"this tree / baseline: {doc['ratio']}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(doc, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
