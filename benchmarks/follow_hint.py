@@ -20,31 +20,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 import uuid
 
-from benchmarks.churn import running
+from benchmarks.following import NODES, follow, write_bound
 from benchmarks.harness import write_json
-from benchmarks.workloads import SCHEDULER, mixed
+from benchmarks.workloads import SCHEDULER
 from binder.view import BinderView
 from common.store.embedded import EmbeddedRedis
 from common.store.redis_store import RedisStore
 from common.tools.fleet import generate
-
-NODES = 200
-_WRITE_CHUNK = 1000
-
-
-def _write(store: RedisStore, pods: int) -> None:
-    docs = mixed(pods, seed=1, nodes=NODES)
-    for start in range(0, pods, _WRITE_CHUNK):
-        chunk = docs[start:start + _WRITE_CHUNK]
-        assert not store.create_many(chunk)
-        keys = [f"bench/{d['metadata']['name']}" for d in chunk]
-        store.bind_many([(k, f"kwok-node-{i % NODES}", None) for i, k in enumerate(keys, start)])
-        when = "2026-01-01T00:00:00Z"
-        store.update_status_many([running(store.get("Pod", k), when, f"10.1.{i // 250 % 250}.{i % 250}")
-                                  for i, k in enumerate(keys, start)])
 
 
 def measure(url: str, pods: int, hint: bool) -> dict:
@@ -57,12 +41,8 @@ def measure(url: str, pods: int, hint: bool) -> dict:
         informer.start()
         if not hint:
             informer.take_status = None
-        _write(store, pods)
-        head = store.list("PriorityClass")[1]  # the last event written
-        cpu0, wall0 = time.thread_time(), time.perf_counter()
-        while informer.rv != head:
-            informer.sync(0.0, max_events=10000)
-        cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
+        write_bound(store, pods, run=True)
+        cpu, wall = follow(store, informer)
         counted = sum(1 for _ in view.acc.counted_pods())
         assert counted == pods, f"counted {counted} of {pods}"
         events = 3 * pods

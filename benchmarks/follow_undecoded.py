@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 import uuid
 
+from benchmarks.following import NODES, follow, write_bound
 from benchmarks.harness import write_json
-from benchmarks.workloads import SCHEDULER, mixed
+from benchmarks.workloads import SCHEDULER
 from binder.view import BinderView
 from common import config as config_mod
 from common.store.embedded import EmbeddedRedis
@@ -35,18 +35,6 @@ from common.store.redis_store import RedisStore
 from common.tools.fleet import generate
 from shard.intake import DispatchedPods
 from shard.loop import ShardLoop
-
-NODES = 200
-_WRITE_CHUNK = 1000
-
-
-def _write(store: RedisStore, pods: int) -> None:
-    docs = mixed(pods, seed=1, nodes=NODES)
-    for start in range(0, pods, _WRITE_CHUNK):
-        chunk = docs[start:start + _WRITE_CHUNK]
-        assert not store.create_many(chunk)
-        keys = [f"bench/{d['metadata']['name']}" for d in chunk]
-        store.bind_many([(k, f"kwok-node-{i % NODES}", None) for i, k in enumerate(keys, start)])
 
 
 def _shard(store: RedisStore):
@@ -74,12 +62,8 @@ def measure(url: str, pods: int, reader: str, undecoded: bool) -> dict:
         informer, counted = READERS[reader](store)
         if not undecoded:
             informer.take_undecoded = None
-        _write(store, pods)
-        head = store.list("PriorityClass")[1]  # the last event written
-        cpu0, wall0 = time.thread_time(), time.perf_counter()
-        while informer.rv != head:
-            informer.sync(0.0, max_events=10000)
-        cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
+        write_bound(store, pods)
+        cpu, wall = follow(store, informer)
         assert counted() == pods, f"{reader}: counted {counted()} of {pods}"
         return {"us_per_pod": 1e6 * cpu / pods, "pods_per_s": pods / wall}
     finally:
