@@ -93,10 +93,10 @@ DISPATCH_EVERY_S = 0.02
 class Pending:
     __slots__ = ("key", "uid", "rv", "group", "shard", "sent_at", "avoid", "gated", "seen_at", "pool")
 
-    def __init__(self, key: str, uid: str, rv: str, group: str | None, gated: bool = False,
+    def __init__(self, key: str, uid: str, rv: str, group: str | None, seen_at: float, gated: bool = False,
                  pool: str = CLUSTER_WIDE):
         self.key, self.uid, self.rv, self.group = key, uid, rv, group
-        self.seen_at = time.monotonic()  # for the age of the oldest pending pod (metrics)
+        self.seen_at = seen_at  # for the age of the oldest pending pod (metrics)
         self.pool = pool  # its sub-cluster pool (common/scheduling/pools.py)
         self.gated = gated  # has scheduling gates: no shard may schedule it yet
         self.shard: str | None = None
@@ -147,9 +147,11 @@ class Dispatcher(Component):
     port_key, metrics_port_key = "port", "metrics_port"
 
     def __init__(self, cfg, store, index: int | str = 0, port: int | None = None, seed: int = 0,
-                 metrics_port: int | None = None, tracer=None, link_factory=None):
+                 metrics_port: int | None = None, tracer=None, link_factory=None, clock=time.monotonic):
         """`link_factory(id, address, inbox, security)` opens the stream to a shard (ShardLink;
-        tests pass their own)."""
+        tests pass their own); `clock`, what its pacing, grace periods and ages are read from
+        (tests pass one that a busy machine's pauses cannot move)."""
+        self.clock = clock
         d = cfg.dispatcher
         self.metrics = DispatcherMetrics(cfg.leader_election.resource_name)
         super().__init__(cfg, store, int(index) if str(index).isdigit() else 0, port, metrics_port,
@@ -247,14 +249,15 @@ class Dispatcher(Component):
         if known is not None and known.uid == uid:
             if known.gated and not gated:  # its last gate was removed: schedule it now
                 known.gated, known.rv = False, str(meta.get("resourceVersion") or "")
-                known.seen_at = time.monotonic()  # it waits for a scheduler from now on
+                known.seen_at = self.clock()  # it waits for a scheduler from now on
                 self.unsent[key] = None
             return  # otherwise a status change of a pod we already handle
         if known is not None:
             self._forget(known, revoke=True)  # deleted and recreated under the same name
         group = raw_group_key(obj)
         pool = raw_pool_of(obj, self.pool_label)
-        self.pending[key] = Pending(key, uid, str(meta.get("resourceVersion") or ""), group, gated, pool)
+        self.pending[key] = Pending(key, uid, str(meta.get("resourceVersion") or ""), group, self.clock(), gated,
+                                    pool)
         self.pools[pool] += 1
         if not gated:
             self.unsent[key] = None
@@ -264,7 +267,7 @@ class Dispatcher(Component):
     def _oldest_pending_age(self) -> float:
         """Seconds since the oldest ungated pending pod was first seen (0 with none); runs in
         the metrics server's thread: list() copies the values in one step under the GIL."""
-        now = time.monotonic()
+        now = self.clock()
         return max((now - p.seen_at for p in list(self.pending.values()) if not p.gated), default=0.0)
 
     def _forget(self, p: Pending, revoke: bool) -> None:
@@ -302,7 +305,7 @@ class Dispatcher(Component):
     # --- shards -----------------------------------------------------------------------------
 
     def _membership(self) -> None:
-        now = time.monotonic()
+        now = self.clock()
         joining = not self.shards or (len(self.shards) < self.cfg.shards.count and now < self.joining_until)
         if now - self._membership_at < (JOINING_EVERY_S if joining else MEMBERSHIP_EVERY_S):
             return
@@ -368,7 +371,7 @@ class Dispatcher(Component):
             if payload is not None:
                 self._take_back(link, payload.returned)
                 if payload.holding_listed:
-                    link.holding, link.holding_at = set(payload.holding), time.monotonic()
+                    link.holding, link.holding_at = set(payload.holding), self.clock()
                     if not link.adopted and self.shards.get(link.id) is link:
                         self._adopt(link)
             elif self.shards.get(link.id) is link:
@@ -379,7 +382,7 @@ class Dispatcher(Component):
         by shardTimeoutSeconds). Its pods go to the live shards now, and it is dialled again
         only after a pause (Redial), getting pods once it reports on the new stream."""
         if link.id not in self.redial:
-            self.redial[link.id] = Redial(link.address, time.monotonic())
+            self.redial[link.id] = Redial(link.address, self.clock())
         self._shard_down(link)
 
     # --- dispatching ------------------------------------------------------------------------
@@ -389,7 +392,7 @@ class Dispatcher(Component):
         on (its last list of them is newer than the dispatch) go to another shard, or back to
         the same one when it is the only one. A pod its shard still holds (parked as
         unschedulable, say) stays where it is, its clock restarted."""
-        now = time.monotonic()
+        now = self.clock()
         if now - self._overdue_at < 1.0:
             return
         self._overdue_at = now
@@ -439,7 +442,7 @@ class Dispatcher(Component):
         dispatcher began to lead while fewer than `shards.count` have joined; then its share
         of the pending pods."""
         expected = self.cfg.shards.count
-        if len(live) >= expected or time.monotonic() >= self.joining_until:
+        if len(live) >= expected or self.clock() >= self.joining_until:
             return None
         return -(-(len(self.unsent) + sum(len(link.held) for link in live)) // expected)
 
@@ -449,7 +452,7 @@ class Dispatcher(Component):
         batches: dict[str, list] = {}
         sent = 0
         if live and self.unsent:
-            now = time.monotonic()
+            now = self.clock()
             for key in list(self.unsent)[: self.batch_size * len(live)]:
                 p = self.pending[key]
                 link = self._pick(p, live)  # (a pool's or a group's shard as ever)
@@ -481,7 +484,7 @@ class Dispatcher(Component):
         """Whether the pods waiting for a shard go now (DISPATCH_EVERY_S): the last message
         went out long enough ago, or there is a batch for every live shard, or a revocation
         to send."""
-        return (bool(self.revoke) or time.monotonic() - self.dispatched_at >= DISPATCH_EVERY_S
+        return (bool(self.revoke) or self.clock() - self.dispatched_at >= DISPATCH_EVERY_S
                 or len(self.unsent) >= self.batch_size * max(1, len(self.shards)))
 
     def _resting(self) -> float:
@@ -489,7 +492,7 @@ class Dispatcher(Component):
         waits, or they are due, or none can go for want of shards)."""
         if not (self.unsent and self.shards and not self.held_back) or self._due():
             return 0.0
-        return max(0.0, self.dispatched_at + DISPATCH_EVERY_S - time.monotonic())
+        return max(0.0, self.dispatched_at + DISPATCH_EVERY_S - self.clock())
 
     def step(self) -> None:
         self._drain()
@@ -510,7 +513,7 @@ class Dispatcher(Component):
             if not self._adopting() and self._due():
                 revoking = bool(self.revoke)
                 if self._dispatch() or revoking:  # a message went out
-                    self.dispatched_at = time.monotonic()
+                    self.dispatched_at = self.clock()
             self.counters["podgroup_status_writes"] += self.group_status.step()  # the leader's job
 
     # --- leadership -------------------------------------------------------------------------
@@ -518,8 +521,8 @@ class Dispatcher(Component):
     def _lead(self) -> None:
         log.info("dispatcher %s leads: adopting what the shards hold, then dispatching", self.id)
         self.leading = True
-        self.adopt_until = time.monotonic() + ADOPT_WAIT_S
-        self.joining_until = time.monotonic() + JOINING_GRACE_S
+        self.adopt_until = self.clock() + ADOPT_WAIT_S
+        self.joining_until = self.clock() + JOINING_GRACE_S
         self.counters["leader_transitions"] += 1
         self.metrics.leader.set(1)
 
@@ -534,7 +537,7 @@ class Dispatcher(Component):
         """A new leader waits until every shard said what it holds (or ADOPT_WAIT_S passed)."""
         if not self.adopt_until:
             return False
-        if time.monotonic() < self.adopt_until and (
+        if self.clock() < self.adopt_until and (
                 not self.shards or not all(link.adopted for link in self.shards.values())):
             return True
         self.adopt_until = 0.0
@@ -546,7 +549,7 @@ class Dispatcher(Component):
         link.adopted = True
         if self.redial.pop(link.id, None) is not None:
             log.info("shard %s at %s is back", link.id, link.address)
-        now, adopted = time.monotonic(), 0
+        now, adopted = self.clock(), 0
         for key in link.holding:
             p = self.pending.get(key)
             if p is None or p.shard == link.id:
@@ -562,7 +565,7 @@ class Dispatcher(Component):
         if adopted:
             self.counters["adopted"] += adopted
             log.info("adopted %d pods shard %s already holds", adopted, link.id)
-        if time.monotonic() >= self.joining_until and not self._adopting():
+        if self.clock() >= self.joining_until and not self._adopting():
             self._rebalance(link)
 
     def _rebalance(self, joined: ShardLink) -> None:

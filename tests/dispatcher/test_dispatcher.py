@@ -421,12 +421,12 @@ def test_a_dispatcher_holding_pods_back_for_shards_yet_to_join_does_not_spin():
     assert waits[-1] > 0
 
 
-def _leading_on_one_shard(**dispatcher_cfg):
+def _leading_on_one_shard(clock=time.monotonic, **dispatcher_cfg):
     """A leader whose one shard has reported, its informer's syncs recorded (their timeouts
     in `waits`) instead of run, and the link's messages counted in `messages`."""
     store = MemoryStore()
     store.put_lease("shard", "0", "fake:0", 60)
-    d = Dispatcher(config.validate({"dispatcher": dispatcher_cfg}), store, port=0, seed=1)
+    d = Dispatcher(config.validate({"dispatcher": dispatcher_cfg}), store, port=0, seed=1, clock=clock)
     link = d.shards["0"] = FakeLink("0")
     d._lead()
     d.adopt_until = d.joining_until = 0.0  # (no shard is awaited: the one there gets every pod)
@@ -438,7 +438,7 @@ def _leading_on_one_shard(**dispatcher_cfg):
     return d
 
 
-def test_pods_that_come_soon_after_a_message_go_together_in_the_next(monkeypatch):
+def test_pods_that_come_soon_after_a_message_go_together_in_the_next():
     """Seen failing before DISPATCH_EVERY_S (each step sent what it had, a pod or two a
     message at a paced rate): a pod after a quiet spell goes at once; those that come
     within DISPATCH_EVERY_S of that message wait, each step meanwhile resting until they are
@@ -447,12 +447,9 @@ def test_pods_that_come_soon_after_a_message_go_together_in_the_next(monkeypatch
     The dispatcher's clock moves a microsecond a look, so a busy machine's pause between two
     steps does not make the pods due."""
     import itertools
-    import types
 
-    import dispatcher.server as server_mod
-    d = _leading_on_one_shard()
     ticks, start = itertools.count(), time.monotonic()  # a microsecond a look, however busy the machine
-    monkeypatch.setattr(server_mod, "time", types.SimpleNamespace(monotonic=lambda: start + next(ticks) * 1e-6))
+    d = _leading_on_one_shard(clock=lambda: start + next(ticks) * 1e-6)
     d.apply("ADDED", "Pod", pending("p0"))
     d.step()
     assert d.messages == [(["ns/p0"], [])] and not d.rests
