@@ -114,6 +114,13 @@ def _locked(take: Callable[..., bool] | None, lock) -> Callable[..., bool] | Non
     return locked
 
 
+def _of_sole_declarations(by_kind: dict[str, list[Kind]], field: str) -> dict:
+    """kind -> `field` of the kind's declaration, for the kinds declared once with it set: a
+    taker that may pass over an event's decoding must be the only one that reads it."""
+    return {kind: getattr(decls[0], field) for kind, decls in by_kind.items()
+            if len(decls) == 1 and getattr(decls[0], field) is not None}
+
+
 #: the kinds a common.scheduling.volumes.VolumeState keeps
 VOLUME_KINDS = ("StorageClass", "CSINode", "PersistentVolume", "PersistentVolumeClaim")
 #: the kinds a common.scheduling.device_state.DeviceState keeps
@@ -244,11 +251,9 @@ class Intake:
         self.event_skips = {kind: [d.skip_event for d in decls] for kind, decls in by_kind.items()
                             if all(d.skip_event is not None for d in decls)}
         #: kind -> what takes its status-only writes from their hint (its one declaration)
-        self.status_takers = {kind: decls[0].take_status for kind, decls in by_kind.items()
-                              if len(decls) == 1 and decls[0].take_status is not None}
+        self.status_takers = _of_sole_declarations(by_kind, "take_status")
         #: kind -> what holds its undecoded events (its one declaration)
-        self.undecoded_takers = {kind: decls[0].take_undecoded for kind, decls in by_kind.items()
-                                 if len(decls) == 1 and decls[0].take_undecoded is not None}
+        self.undecoded_takers = _of_sole_declarations(by_kind, "take_undecoded")
         self._routes: dict[str, Callable[[str, dict], None]] = {
             kind: self._route(kind, decls) for kind, decls in by_kind.items()}
 
