@@ -45,7 +45,7 @@ from collections import Counter
 from common.runtime.component import Component, settle_heap
 from common.runtime.intake import Intake, Kind
 from common.runtime.leader_election import LeaderElector
-from common.runtime.links import StreamLink
+from common.runtime.links import Doorbell, Inbox, StreamLink
 from common.runtime.metrics import DispatcherMetrics, pending_age_gauge
 from common.model.objects import TERMINAL_PHASES, raw_pod_key
 from common.model.podgroup import raw_group_key
@@ -88,6 +88,13 @@ REDIAL_MAX_S = 4.0
 #: whose every core is busy. A pod after a quiet spell still goes at once; a full batch
 #: (batchSize per live shard) and a revocation never wait.
 DISPATCH_EVERY_S = 0.02
+#: The longest a pass waits for events while something is on its way (pods waiting for a
+#: shard to join, a new leader's adoption, revocations, pod groups' statuses, a shard to dial
+#: again); with none of it, a pass waits until its next check is due (MEMBERSHIP_EVERY_S at
+#: most), woken at once by the watch, a shard's report or a change of leadership.
+BUSY_WAIT_S = 0.02
+#: How often pods dispatched and still unbound are checked (`_overdue`).
+OVERDUE_EVERY_S = 1.0
 
 
 class Pending:
@@ -188,13 +195,17 @@ class Dispatcher(Component):
         self.groups: dict[str, str] = {}         # pod group -> shard id
         self.group_pending: Counter = Counter()  # pod group -> its pending pods here
         self.group_status = GroupStatus(store, self.errors)
-        self.inbox: queue.SimpleQueue = queue.SimpleQueue()
+        #: rung by the watch, the shards' reports and the elector: what a pass waits on
+        self.doorbell = Doorbell()
+        self.inbox = Inbox(self.doorbell.ring)
         # Pending pods only: the initial list passes over bound pods unread (but for the
         # pod groups' members, which the PodGroups' status counts).
         self.intake = Intake([*self.group_status.kinds, Kind("Pod", handle=self._apply_pod, skip_listed=ListSkip(),
                                                                 skip_event=self._passes_over)])
         self.apply = self.intake.apply
         self.informer = self.intake.informer(store, self._relist, linger_s=cfg.store.watch_linger_seconds)
+        #: whether the watch rings the doorbell (kube://, memory; not Redis: see `_wait_for`)
+        self.event_driven = self.informer.wake_with(self.doorbell)
         self._membership_at = 0.0
         self._overdue_at = 0.0
         #: when the last Dispatch message went out (DISPATCH_EVERY_S)
@@ -393,7 +404,7 @@ class Dispatcher(Component):
         the same one when it is the only one. A pod its shard still holds (parked as
         unschedulable, say) stays where it is, its clock restarted."""
         now = self.clock()
-        if now - self._overdue_at < 1.0:
+        if now - self._overdue_at < OVERDUE_EVERY_S:
             return
         self._overdue_at = now
         deadline = now - self.redispatch_after
@@ -507,7 +518,8 @@ class Dispatcher(Component):
             # bindings of those sent) waits with them and is read in one poll before it,
             # where a sync waiting for events polled every watch linger (5 ms) for nothing.
             self.stop_event.wait(rest)
-        self.informer.sync(timeout=0.0 if rest or (self.unsent and self.shards and not self.held_back) else 0.02)
+        self.informer.sync(timeout=0.0 if rest or (self.unsent and self.shards and not self.held_back)
+                           else self._wait_for())
         if self.leading:
             self._overdue()
             if not self._adopting() and self._due():
@@ -515,6 +527,23 @@ class Dispatcher(Component):
                 if self._dispatch() or revoking:  # a message went out
                     self.dispatched_at = self.clock()
             self.counters["podgroup_status_writes"] += self.group_status.step()  # the leader's job
+
+    def _wait_for(self) -> float:
+        """How long a pass with nothing to send may wait for events (the doorbell ends it at
+        an event, a report or a change of leadership): BUSY_WAIT_S while something is on its
+        way or where the watch cannot ring (Redis), else until the next check is due: the
+        shards' leases (MEMBERSHIP_EVERY_S), the pods sent and unbound (OVERDUE_EVERY_S)."""
+        if (not self.event_driven or self.unsent or self.revoke or self.adopt_until or self.redial
+                or self.group_status.dirty):
+            return BUSY_WAIT_S
+        if not self.leading:
+            return MEMBERSHIP_EVERY_S  # a standby: the elector rings when it leads
+        now = self.clock()
+        joining = not self.shards or (len(self.shards) < self.cfg.shards.count and now < self.joining_until)
+        due = self._membership_at + (JOINING_EVERY_S if joining else MEMBERSHIP_EVERY_S)
+        if self.sent:
+            due = min(due, self._overdue_at + OVERDUE_EVERY_S)
+        return min(MEMBERSHIP_EVERY_S, max(0.0, due - now))
 
     # --- leadership -------------------------------------------------------------------------
 
@@ -606,7 +635,7 @@ class Dispatcher(Component):
         return f"cannot reach the leader lease: {self.elector.error}"
 
     def elect_forever(self) -> None:
-        self.elector.run(self.stop_event, lambda: self.health.beat("election"))
+        self.elector.run(self.stop_event, lambda: self.health.beat("election"), on_change=self.doorbell.ring)
 
     def run(self) -> None:
         self.informer.start()

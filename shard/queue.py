@@ -142,6 +142,10 @@ class SchedulingQueue:
         """Whether activeQ may hold a pod (stale heap entries count: it is only a hint)."""
         return any(self._active.values())
 
+    def next_backoff(self) -> float | None:
+        """When the first pod in backoffQ is due (the clock's time), None when none waits."""
+        return self._backoff[0].backoff_until if self._backoff else None
+
     def lengths(self) -> dict[str, int]:
         """Pods in activeQ, backoffQ and the unschedulable pool; with pools, also each
         named pool's queued pods (`pool:NAME`; the cluster-wide pool's `pool:*`)."""

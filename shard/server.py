@@ -16,7 +16,7 @@ from collections import deque
 
 from common.runtime.component import Component
 from common.runtime.events import FAILED_SCHEDULING, WARNING, StatusWriter, pod_ref
-from common.runtime.links import StreamLink
+from common.runtime.links import Doorbell, Inbox, StreamLink
 from common.runtime.logs import DETAIL, keys
 from common.runtime.metrics import ShardMetrics, StatusWriterCollector, extender_observer
 from common.scheduling.extenders import build as build_extenders
@@ -54,6 +54,9 @@ BATCHES_PER_PASS = 2
 #: shard retries each; a refusal is usually a race with another shard, resolved at once).
 REFUSALS_REPORTED = 3
 REPORT_EVERY_S = 0.5
+#: The longest a pass waits for events while the shard has work in hand (pods in flight or
+#: waiting on a permit, a partition's holder or the watch): their timers are checked this often.
+BUSY_WAIT_S = 0.02
 #: Shortest time between two look-ups of the partition leases.
 HOLDERS_EVERY_S = 0.5
 #: ... and while decisions wait for a partition's first holder (a binder still starting).
@@ -304,7 +307,9 @@ class ShardServer(Component, rpc.ShardServicer):
                  metrics_port: int | None = None, tracer=None):
         self.metrics = ShardMetrics(str(index))
         super().__init__(cfg, store, index, port, metrics_port, self.metrics.registry, tracer)
-        self.inbox: queue.SimpleQueue = queue.SimpleQueue()
+        #: rung by the watch and the inbox: what an idle pass waits on (see `_wait_for`)
+        self.doorbell = Doorbell()
+        self.inbox = Inbox(self.doorbell.ring)
         self.owned = DispatchedPods()
         #: With tracing on: pod key -> the traceparent of its dispatch, and of the cycle that
         #: placed it (until its decision is sent)
@@ -316,6 +321,9 @@ class ShardServer(Component, rpc.ShardServicer):
         self.loop = ShardLoop(cfg, store, seed=seed + index, owner=self.owned, committer=self.binders,
                               slice_of=(index, cfg.shards.count), extenders=extenders)
         self.loop.queue.on_incoming = self.metrics.queued
+        #: whether the watch rings the doorbell (kube://, memory): then a shard with nothing
+        #: in hand sleeps until its next timer; on Redis it polls every BUSY_WAIT_S
+        self.event_driven = self.loop.informer.wake_with(self.doorbell)
         #: A sample of the cycles' choices graded off the clock (shards.qualitySamplePercent).
         self.quality = QualitySampler(cfg.shards.quality_sample_percent, seed + index)
         #: Conditions and events, written off the scheduling thread.
@@ -372,6 +380,7 @@ class ShardServer(Component, rpc.ShardServicer):
         # next pass rather than up to REPORT_EVERY_S later (at start-up that wait was on the
         # way to the first binding)
         self._last_holding = self._last_report = 0.0
+        self.doorbell.ring()
         log.info("dispatcher stream opened from %s", context.peer())
 
         def pump():
@@ -534,7 +543,7 @@ class ShardServer(Component, rpc.ShardServicer):
         """One pass; returns the number of cycles run."""
         loop = self.loop
         busy = self._drain()
-        loop.sync(timeout=0.0 if busy or loop.queue.has_active() else 0.02)
+        loop.sync(timeout=0.0 if busy or loop.queue.has_active() else self._wait_for())
         if self.waiting_for_watch:
             waiting, self.waiting_for_watch = self.waiting_for_watch, {}
             self._take_pods([(k, uid, rv) for k, (uid, rv) in waiting.items()])
@@ -573,6 +582,23 @@ class ShardServer(Component, rpc.ShardServicer):
             self._overdue_at = time.monotonic()
             self._outcomes(self.binders.overdue())
         return cycles
+
+    def _wait_for(self) -> float:
+        """How long an idle pass may wait for events (or a message: the doorbell ends the
+        wait at either). With pods in hand, BUSY_WAIT_S, as their timers (decisions overdue,
+        permits, a partition's holder looked up) want; with none, until the next thing due:
+        a report, the holders' look-up, a pod's backoff. Where the watch cannot ring
+        (Redis), BUSY_WAIT_S always: a message would otherwise wait out the whole wait."""
+        binders = self.binders
+        if (not self.event_driven or binders.in_flight or binders.outgoing or binders.outgoing_groups
+                or binders.withdrawn or self.waiting_for_watch or self.loop.waiting.pods):
+            return BUSY_WAIT_S
+        now = time.monotonic()
+        wait = min(self._last_report + REPORT_EVERY_S, self._holders_at + READY_EVERY_S) - now
+        backoff = self.loop.queue.next_backoff()  # (on the queue's clock)
+        if backoff is not None:
+            wait = min(wait, backoff - self.loop.queue.clock())
+        return min(REPORT_EVERY_S, max(0.0, wait))
 
     def write_status_forever(self) -> None:
         self.status.run(self.stop_event)

@@ -72,6 +72,8 @@ class Informer:
         self.event_skip = event_skip
         self.take_status = take_status
         self.take_undecoded = take_undecoded
+        #: what a sync that may wait waits on, once `wake_with` gave one
+        self.doorbell = None
         self.rv: str | None = None
         #: kind -> the resourceVersion up to which this kind's events have been applied.
         #: Not `rv`: a store that watches each kind apart (the API server) may deliver an
@@ -177,8 +179,7 @@ class Informer:
                 events, read_to = self.store.read(self.rv, timeout, max_events, self.kinds, self.kind_rv,
                                                   self.event_skip, pace=self.pace, **extra)
             else:
-                events, read_to = self.store.poll(self.rv, timeout=self.pace.wait(timeout), max_events=max_events,
-                                                  kinds=self.kinds, positions=self.kind_rv), None
+                events, read_to = self._poll(timeout, max_events), None
         except ResourceVersionTooOld as e:
             log.warning("watch history after %s is gone (%s): relisting %s", self.rv, e, ", ".join(self.kinds))
             if self.on_relist is not None:
@@ -198,6 +199,37 @@ class Informer:
             for kind in self.kind_rv:
                 self.kind_rv[kind] = read_to
         return len(events)
+
+    def wake_with(self, doorbell) -> bool:
+        """From now on a sync that may wait waits on `doorbell` (common.runtime.links.Doorbell),
+        which the store rings when its watch brings events, and the owner's inbox when a
+        message comes: the owner may then wait as long as its timers allow and still take
+        either at once. Returns False (and changes nothing) where the store cannot ring it
+        (Redis: a sync waits on the server, so an owner keeps its waits short)."""
+        if self.reads_ahead or not self.store.listen(doorbell.ring):
+            return False
+        self.doorbell = doorbell
+        return True
+
+    def _poll(self, timeout: float, max_events: int) -> list:
+        """The events after the last sync, waiting up to `timeout` for the first: on the store
+        (paced), or, with a doorbell, on it. Then one read that does not wait comes first (it
+        also opens the store's watches, which ring the doorbell), the wait ends at a ring
+        (events, or the owner's message; a ring left from events already read ends it too, for
+        nothing but a read), and after it the usual linger lets events gather."""
+        def poll(wait: float) -> list:
+            return self.store.poll(self.rv, timeout=wait, max_events=max_events, kinds=self.kinds,
+                                   positions=self.kind_rv)
+        if self.doorbell is None or timeout <= 0:
+            return poll(self.pace.wait(timeout))
+        events = poll(self.pace.wait(0.0))
+        if events:
+            return events
+        started = time.monotonic()
+        if not self.doorbell.wait(timeout):
+            return []
+        self.pace.wait(max(0.0, timeout - (time.monotonic() - started)))
+        return poll(0.0)
 
     def _apply(self, events: list) -> None:
         skip, take, hold = self.event_skip, self.take_status, self.take_undecoded

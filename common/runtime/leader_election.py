@@ -83,11 +83,16 @@ class LeaderElector:
                         self.identity, self.name, self.renew_deadline)
         return self.leading()
 
-    def run(self, stop: threading.Event, beat=lambda: None) -> None:
-        """Attempt every retry period until `stop` (a standby's wait is jittered)."""
+    def run(self, stop: threading.Event, beat=lambda: None, on_change=lambda: None) -> None:
+        """Attempt every retry period until `stop` (a standby's wait is jittered);
+        `on_change()` after an attempt that began or ended leadership (the owner's loop may
+        be waiting: it is told at once)."""
+        leading = self.leading()
         while not stop.is_set():
             beat()
-            leading = self.step()
+            was, leading = leading, self.step()
+            if leading != was:
+                on_change()
             wait = self.retry_period * (1 if leading else 1 + self.rng.random() * JITTER)
             stop.wait(wait)
 

@@ -24,6 +24,56 @@ from .wire import CONNECT_TIMEOUT_S
 log = logging.getLogger(__name__)
 
 
+class Doorbell:
+    """What a role's main loop waits on between passes: rung by its store's watch (new
+    events: common.runtime.informer.Informer.wake_with) and by its inbox (a message from a
+    peer), so the loop sleeps until there is work or its next timer is due instead of polling
+    at a fixed rate. A ring is kept until a wait takes it: one that comes while the loop is
+    busy ends the next wait at once, and none is lost between a pass and its wait."""
+
+    def __init__(self):
+        self._cond = threading.Condition(threading.Lock())
+        self._rung = False
+
+    def ring(self) -> None:
+        with self._cond:
+            if not self._rung:
+                self._rung = True
+                self._cond.notify_all()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for a ring; returns whether one came (and takes it)."""
+        with self._cond:
+            if not self._rung and timeout > 0:
+                self._cond.wait(timeout)
+            rung, self._rung = self._rung, False
+            return rung
+
+
+class Inbox:
+    """A role's inbox: what its links and gRPC handlers hand to its single-threaded loop, in
+    order; each message also rings the loop's doorbell (`ring`), so a waiting loop takes it at
+    once rather than at its next poll."""
+
+    def __init__(self, ring=None):
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._ring = ring
+
+    def put(self, item) -> None:
+        self._queue.put(item)
+        if self._ring is not None:
+            self._ring()
+
+    def get_nowait(self):
+        return self._queue.get_nowait()
+
+    def get(self, timeout: float | None = None):
+        return self._queue.get(timeout=timeout)
+
+    def empty(self) -> bool:
+        return self._queue.empty()
+
+
 class StreamLink:
     def __init__(self, kind: str, peer: str, address: str, open_stream, inbox, security):
         """`open_stream(channel, requests)` starts the call and returns its responses;

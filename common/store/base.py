@@ -258,6 +258,14 @@ class ClusterStore(ABC):
         that watches each kind apart; one history for all kinds ignores it.
         """
 
+    def listen(self, ring) -> bool:
+        """Call `ring()` whenever new watch events arrive, from then on (from the thread that
+        received them, which must not wait on the caller); returns False where the store
+        cannot (Redis: its events wait on the server until a read asks), and then never
+        calls it. A reader uses it to wait for events and other work at once
+        (common.runtime.links.Doorbell)."""
+        return False
+
     #: whether `read` can pass over the events its `skip` names before decoding them
     skips_unread = False
     #: whether `read` can leave out, undecoded, the events a later one it read supersedes

@@ -234,12 +234,12 @@ class _KindWatch:
             if failures and not self.stopped:
                 time.sleep(min(2.0, 0.05 * 2 ** min(failures, 6)))
         with cond:
-            cond.notify_all()
+            self.store._notify()
 
     def _expire(self, why: str) -> None:
         with self.store._cond:
             self.gone = why
-            self.store._cond.notify_all()
+            self.store._notify()
 
     def _stream(self) -> None:
         query = [("watch", "true"), ("allowWatchBookmarks", "true"),
@@ -280,7 +280,7 @@ class _KindWatch:
                     if type_ == "ERROR":
                         if obj.get("code") == 410:
                             self.gone = obj.get("message") or "410 Gone"
-                            cond.notify_all()
+                            self.store._notify()
                             return
                         raise ApiError(obj.get("code") or 500, orjson.dumps(obj))
                     rv = _rv_int(obj["metadata"]["resourceVersion"])
@@ -311,7 +311,7 @@ class _KindWatch:
                 self.start = self.rvs[drop - 1]
                 self.trimmed = True
                 del self.rvs[:drop], self.events[:drop]
-            cond.notify_all()
+            self.store._notify()
 
 
 #: The start of a pod's watch event as the API server writes it (Go's field order: type, then
@@ -402,6 +402,8 @@ class KubeStore(ClusterStore):
         self._http = KubeHttp(ep, self.timeout, workers + 8)
         self._watch_http = KubeHttp(ep, self.timeout, len(RESOURCES), bounded=False)
         self._cond = threading.Condition()
+        #: called (with _cond held) whenever the watches bring something (`listen`)
+        self._listeners: tuple = ()
         self._watches: dict[str, _KindWatch] = {}
         self._cursors: OrderedDict[str, dict[str, int]] = OrderedDict()
         #: writes whose answer carries no resourceVersion (bindings, evictions): (kind, key)
@@ -574,6 +576,18 @@ class KubeStore(ClusterStore):
             w.stop()
         w = self._watches[kind] = _KindWatch(self, kind, pos)
         return w
+
+    def listen(self, ring) -> bool:
+        with self._cond:
+            self._listeners = (*self._listeners, ring)
+        return True
+
+    def _notify(self) -> None:
+        """The watches brought events (or a watch ended): wake the reads waiting for them and
+        ring the listeners. Called with _cond held."""
+        self._cond.notify_all()
+        for ring in self._listeners:
+            ring()
 
     def _read(self, since_rv, timeout, max_events, kinds, positions=None):
         wanted = sorted(kinds) if kinds is not None else list(KINDS)

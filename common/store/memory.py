@@ -33,6 +33,7 @@ class MemoryStore(ClusterStore):
             raise ValueError("history must be at least 1")
         self._history = history
         self._cond = threading.Condition()
+        self._listeners: tuple = ()  # called (with _cond held) on every event (`listen`)
         self._objects: dict[str, dict[str, bytes]] = {kind: {} for kind in KINDS}
         self._events: list[tuple[str, str, bytes]] = []  # the rv of _events[i] is _base + i
         self._base = 1
@@ -57,6 +58,8 @@ class MemoryStore(ClusterStore):
             del self._events[:drop]
             self._base += drop
         self._cond.notify_all()
+        for ring in self._listeners:
+            ring()
         return obj
 
     def _load(self, kind: str, key: str) -> dict | None:
@@ -90,6 +93,11 @@ class MemoryStore(ClusterStore):
         check_kind(kind)
         with self._cond:
             return self._load(kind, key)
+
+    def listen(self, ring) -> bool:
+        with self._cond:
+            self._listeners = (*self._listeners, ring)
+        return True
 
     def _read(self, since_rv, timeout, max_events, kinds, positions=None):
         since = int(since_rv)

@@ -661,3 +661,24 @@ def test_a_pod_created_and_bound_within_one_read_is_not_left_pending(redis_url):
     assert set(d.pending) == {"ns/waiting"}
     assert d.informer.rv == store.list("Pod")[1]
     store.close()
+
+
+def test_an_idle_dispatcher_waits_until_its_next_check_and_a_report_ends_the_wait():
+    """With nothing to send a pass waits on the doorbell until the next look at the shards'
+    leases (or the next check of the pods sent and unbound), not the busy poll; a shard's
+    report rings it; pods waiting for a shard keep the busy poll."""
+    from dispatcher.server import BUSY_WAIT_S, MEMBERSHIP_EVERY_S, OVERDUE_EVERY_S
+
+    d = make_dispatcher()
+    assert d.event_driven
+    d.leading = True
+    d._membership_at = d._overdue_at = d.clock()
+    assert BUSY_WAIT_S < d._wait_for() <= MEMBERSHIP_EVERY_S
+    d.apply("ADDED", "Pod", pending("p"))
+    assert d._wait_for() == BUSY_WAIT_S  # waiting for its message
+    d._dispatch()
+    d._overdue_at = d.clock() - OVERDUE_EVERY_S  # the check of the pods sent is due now
+    assert d._wait_for() == 0.0
+    d.doorbell.wait(0.0)
+    report(d, d.shards["0"], ["ns/p"])
+    assert d.doorbell.wait(0.0)

@@ -128,3 +128,54 @@ def test_a_shard_takes_its_lease_only_once_it_applied_what_was_written_during_it
         gc.set_threshold(*thresholds)
     assert known_at_lease and {f"default/late-{i}" for i in range(5)} | {"default/early"} <= known_at_lease[0]
     assert frozen_at_lease[0] > 0, "the heap is settled before the lease is taken"
+
+
+def test_an_idle_shard_waits_until_its_next_report_and_still_sends_it():
+    """With nothing in hand a pass waits on the doorbell (the watch and the inbox ring it)
+    until its next timer, not the busy poll; the report is still sent when due. With a
+    decision in flight it polls at the busy rate, for the decisions' timers; so does a shard
+    on a store whose watch cannot ring (Redis)."""
+    import queue
+
+    from shard.server import BUSY_WAIT_S, REPORT_EVERY_S
+
+    store = MemoryStore()
+    store.create(node("n1"))
+    server = shard_on(store)
+    assert server.event_driven
+    reports: queue.SimpleQueue = queue.SimpleQueue()
+    server.report_streams.append(reports)
+    server._holders_at = server._last_report = time.monotonic()
+    assert BUSY_WAIT_S < server._wait_for() <= REPORT_EVERY_S
+    while reports.empty():
+        server.step()  # waits out the rest of REPORT_EVERY_S, then reports
+    assert isinstance(reports.get_nowait(), pb.ShardReport)
+
+    server.binders.in_flight["default/p"] = (None, None)
+    assert server._wait_for() == BUSY_WAIT_S
+
+    class Silent(MemoryStore):
+        def listen(self, ring) -> bool:
+            return False
+
+    polling = shard_on(Silent())
+    assert not polling.event_driven and polling._wait_for() == BUSY_WAIT_S
+
+
+def test_an_idle_shard_waits_no_longer_than_a_pods_backoff():
+    """A pod in backoffQ due before the next report ends the wait then (the queue's clock)."""
+    from builders import Clock
+
+    store = MemoryStore()
+    store.create(node("n1", cpu="1"))
+    p = pending_pod(store.create(pod("p", cpu="4")))
+    server = ShardServer(make_config(shards={"podInitialBackoffSeconds": 1, "podMaxBackoffSeconds": 1}), store, 0)
+    server.loop.queue.clock = clock = Clock(1000.0)
+    server.loop.start()
+    server._take(pb.PodBatch(pods=[p]))
+    assert not server.loop.schedule_next().scheduled  # parked as unschedulable
+    server.loop.queue.move_all_to_active(event="NodeAdd")  # a node came: to backoffQ first
+    assert server.loop.queue.next_backoff() == 1001.0
+    clock.now = 1000.9
+    server._holders_at = server._last_report = time.monotonic()
+    assert server._wait_for() <= 0.1 + 1e-9

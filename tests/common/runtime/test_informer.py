@@ -153,3 +153,47 @@ def test_the_pods_list_is_asked_for_first_and_still_delivered_last():
     Informer(store, kinds, lambda t, kind, obj: seen.append(kind)).start()
     assert all(store.asked_after_pods), "a small kind's list held a thread while the Pods waited"
     assert seen == list(kinds)
+
+
+def test_a_sync_with_a_doorbell_wakes_on_the_watch_and_on_the_owners_ring():
+    """A waiting sync ends when the store's watch brings an event (the store rings), and when
+    the owner rings for a message of its own (then with nothing applied); a ring that came
+    while the owner was busy ends the next wait at once."""
+    from common.runtime.links import Doorbell
+
+    store = MemoryStore()
+    seen = []
+    informer = Informer(store, ("Pod",), lambda type_, kind, obj: seen.append(obj["metadata"]["name"]))
+    bell = Doorbell()
+    assert informer.wake_with(bell)
+    informer.start()
+
+    def sync_in_thread() -> tuple:
+        got = []
+        t = threading.Thread(target=lambda: got.append(informer.sync(timeout=3600.0)), daemon=True)
+        t.start()
+        return got, t
+
+    got, t = sync_in_thread()
+    store.create(pod("written"))
+    t.join(120)
+    assert not t.is_alive() and got == [1] and seen == ["written"]
+
+    got, t = sync_in_thread()
+    bell.ring()  # the owner's inbox
+    t.join(120)
+    assert not t.is_alive() and got == [0]
+
+    bell.ring()  # while busy: the next sync does not wait for it
+    assert informer.sync(timeout=3600.0) == 0
+
+
+def test_a_store_that_cannot_ring_leaves_the_informer_polling():
+    from common.runtime.links import Doorbell
+
+    class Silent(MemoryStore):
+        def listen(self, ring) -> bool:
+            return False
+
+    informer = Informer(Silent(), ("Pod",), lambda *a: None)
+    assert not informer.wake_with(Doorbell()) and informer.doorbell is None

@@ -104,3 +104,19 @@ def test_config_validate_and_the_dispatcher_refuse_bad_durations_alike(tmp_path)
     for done in (validate, run):
         assert done.returncode == 1
         assert "leaderElection.renewDeadlineSeconds: must be less than leaseDurationSeconds (5)" in done.stderr
+
+
+def test_the_owner_is_told_when_leadership_begins():
+    """`run`'s on_change: the dispatcher's loop, perhaps waiting, hears of it at once."""
+    import threading
+
+    store = MemoryStore()
+    a = elector(store, "a")
+    changed, stop = threading.Event(), threading.Event()
+    t = threading.Thread(target=a.run, args=(stop,), kwargs={"on_change": changed.set}, daemon=True)
+    t.start()
+    try:
+        assert changed.wait(120) and a.leading()
+    finally:
+        stop.set()
+        t.join(60)
