@@ -74,6 +74,8 @@ class Informer:
         self.take_undecoded = take_undecoded
         #: what a sync that may wait waits on, once `wake_with` gave one
         self.doorbell = None
+        #: whether a read since the last list opened the store's watches (see `_poll`)
+        self._watching = False
         self.rv: str | None = None
         #: kind -> the resourceVersion up to which this kind's events have been applied.
         #: Not `rv`: a store that watches each kind apart (the API server) may deliver an
@@ -117,6 +119,7 @@ class Informer:
             return None
 
     def start(self) -> None:
+        self._watching = False
         t = time.monotonic()
         listed = []
         rv = None
@@ -213,18 +216,25 @@ class Informer:
 
     def _poll(self, timeout: float, max_events: int) -> list:
         """The events after the last sync, waiting up to `timeout` for the first: on the store
-        (paced), or, with a doorbell, on it. Then one read that does not wait comes first (it
-        also opens the store's watches, which ring the doorbell), the wait ends at a ring
-        (events, or the owner's message; a ring left from events already read ends it too, for
-        nothing but a read), and after it the usual linger lets events gather."""
+        (paced), or, with a doorbell, on it. The wait ends at a ring (events, or the owner's
+        message; a ring left from events an earlier read took ends it too, for nothing but a
+        read), and after it the usual linger lets events gather. Every event delivered after
+        a read rings, so only the first read after a list, which opens the store's watches,
+        looks before it waits."""
         def poll(wait: float) -> list:
-            return self.store.poll(self.rv, timeout=wait, max_events=max_events, kinds=self.kinds,
-                                   positions=self.kind_rv)
-        if self.doorbell is None or timeout <= 0:
-            return poll(self.pace.wait(timeout))
-        events = poll(self.pace.wait(0.0))
-        if events:
+            events = self.store.poll(self.rv, timeout=wait, max_events=max_events, kinds=self.kinds,
+                                     positions=self.kind_rv)
+            if len(events) >= max_events:
+                self._watching = False  # more may be there already, rung for before this read
             return events
+        if self.doorbell is None or timeout <= 0 or not self._watching:
+            self._watching = True
+            if self.doorbell is None or timeout <= 0:
+                return poll(self.pace.wait(timeout))
+            events = poll(self.pace.wait(0.0))
+            if events:
+                return events
+        # (a ring from here on is for events this read did not take, or for a message)
         started = time.monotonic()
         if not self.doorbell.wait(timeout):
             return []

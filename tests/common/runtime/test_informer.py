@@ -197,3 +197,23 @@ def test_a_store_that_cannot_ring_leaves_the_informer_polling():
 
     informer = Informer(Silent(), ("Pod",), lambda *a: None)
     assert not informer.wake_with(Doorbell()) and informer.doorbell is None
+
+
+def test_a_sync_with_a_doorbell_does_not_wait_while_a_full_read_left_events_behind():
+    """A read that took `max_events` may have left more, rung for before it: the next sync
+    reads them rather than waiting for a ring that already came."""
+    from common.runtime.links import Doorbell
+
+    store = MemoryStore()
+    seen = []
+    informer = Informer(store, ("Pod",), lambda type_, kind, obj: seen.append(obj["metadata"]["name"]))
+    bell = Doorbell()
+    informer.wake_with(bell)
+    informer.start()
+    assert informer.sync(timeout=0.0) == 0  # the watch is open
+    store.create(pod("a"))
+    store.create(pod("b"))
+    assert informer.sync(timeout=60.0, max_events=1) == 1
+    bell.wait(0.0)  # (as if the owner's last ring were taken)
+    assert informer.sync(timeout=60.0, max_events=1) == 1
+    assert seen == ["a", "b"]
