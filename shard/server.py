@@ -261,11 +261,16 @@ class BinderClient:
         return unsent
 
     def _link(self, address: str) -> StreamLink:
+        """The stream to a binder. Its outcomes do not wake the loop: while decisions are in
+        flight a pass waits at most BUSY_WAIT_S, as before the doorbell, and the binding's
+        watch event, which comes about when the outcome does, wakes it anyway (waking for
+        both could cost two passes a pod); the end of the stream does wake it."""
         link = self.links.get(address)
         if link is None or not link.alive:
             link = self.links[address] = StreamLink(
                 "binder", f"binder at {address}", address,
-                lambda ch, requests: rpc.BinderStub(ch).Decide(requests), self.inbox, self.security)
+                lambda ch, requests: rpc.BinderStub(ch).Decide(requests), self.inbox, self.security,
+                wake=False)
         return link
 
     def settle(self, outcomes, link: StreamLink | None = None) -> list[tuple]:

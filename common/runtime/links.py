@@ -64,6 +64,11 @@ class Inbox:
         if self._ring is not None:
             self._ring()
 
+    def put_quietly(self, item) -> None:
+        """For a message the loop need not wake for: it is taken with the next pass, which
+        the owner's own timers bound (see StreamLink's `wake`)."""
+        self._queue.put(item)
+
     def get_nowait(self):
         return self._queue.get_nowait()
 
@@ -75,11 +80,13 @@ class Inbox:
 
 
 class StreamLink:
-    def __init__(self, kind: str, peer: str, address: str, open_stream, inbox, security):
+    def __init__(self, kind: str, peer: str, address: str, open_stream, inbox, security, wake: bool = True):
         """`open_stream(channel, requests)` starts the call and returns its responses;
         `peer` names the other side in logs ("shard 1"); `security` (common.runtime.security)
-        makes the channel."""
+        makes the channel; `wake`: whether each message rings the owner's doorbell (an
+        Inbox's), or only the end of the stream does."""
         self.kind = kind
+        self._put = inbox.put if wake else getattr(inbox, "put_quietly", inbox.put)
         self.peer = peer
         self.address = address
         #: Keys sent over this link and not yet settled (pods a shard holds, decisions a binder
@@ -116,7 +123,7 @@ class StreamLink:
     def _receive(self) -> None:
         try:
             for message in self._responses:
-                self._inbox.put((self.kind, self, message))
+                self._put((self.kind, self, message))
         except grpc.RpcError as e:
             if self.alive:  # not our own close
                 log.warning("stream to %s at %s broke: %s", self.peer, self.address,

@@ -43,3 +43,10 @@ def test_the_inbox_rings_for_each_message_and_keeps_their_order():
     assert bell.wait(3600.0) is True
     assert [inbox.get_nowait(), inbox.get_nowait()] == [("pods", None, 1), ("binder", None, 2)]
     assert inbox.empty()
+
+
+def test_a_message_put_quietly_waits_for_the_next_pass_without_ringing():
+    bell = Doorbell()
+    inbox = Inbox(bell.ring)
+    inbox.put_quietly(("binder", None, 1))
+    assert bell.wait(0.0) is False and inbox.get_nowait() == ("binder", None, 1)
