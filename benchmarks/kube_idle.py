@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -50,12 +51,13 @@ def threads(pid: int) -> dict[int, tuple[float, int]]:
 
 
 def thread_names(pid: int) -> dict[int, str]:
-    """tid -> the Python thread's name, from `py-spy dump` where it is installed (else empty)."""
+    """tid -> the Python thread's name, from `py-spy dump` where it is installed (beside this
+    interpreter or on PATH; else empty: the threads go by their ids)."""
     spy = Path(sys.executable).with_name("py-spy")
-    spy = spy if spy.exists() else Path("/work/main/.venv/bin/py-spy")
-    if not spy.exists():
+    spy = str(spy) if spy.exists() else shutil.which("py-spy")
+    if spy is None:
         return {}
-    text = subprocess.run([str(spy), "dump", "--nonblocking", "--pid", str(pid)], capture_output=True,
+    text = subprocess.run([spy, "dump", "--nonblocking", "--pid", str(pid)], capture_output=True,
                           text=True, timeout=60).stdout
     out = {}
     for line in text.splitlines():
