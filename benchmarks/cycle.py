@@ -50,6 +50,10 @@ Baselines, measured in the same run on the same cache:
   pays for the assumed pod's node and the other shards' binds), free subtracted in numpy, against the
   pod columns written as before (`_old_write_pods`: the node's allocatable padded again and
   free subtracted in Python). Both tables must hold the same columns (asserted).
+- image_prescore: ImageLocality's PreScore for a basic pod on the kwok fleet (whose nodes
+  report no images), skipping before it reads the pod's containers, against the form before
+  (`_old_image_prescore`: the pod's images normalised, then looked up). Both must skip
+  (asserted).
 
 Each item: {"median_ms", "p99_ms", "baseline_median_ms", "baseline_p99_ms", "ratio"}.
 """
@@ -68,7 +72,9 @@ from common.scheduling.predicates import untolerated_taint
 from shard import scheduler as scheduler_module
 from shard.diagnosis import Diagnosis
 from shard.framework import CycleState
+from shard.framework import SKIP, Status
 from shard.node_table import gather
+from shard.plugins.image_locality import _images
 from shard.plugins.scoring import MAX_NODE_SCORE
 from shard.scheduler import Scheduler, vec_pass
 
@@ -404,6 +410,27 @@ def bench_row_write(s: Scheduler, repeat: int) -> dict:
                            measure(lambda: each(_old_write_pods), repeat))
 
 
+def _old_image_prescore(plugin, state, pod):
+    """ImageLocality.pre_score before it looked at the table's images first."""
+    images, containers = _images(pod)
+    if not any(img in plugin.handle.table.image_nodes for img in images):
+        return Status(SKIP)
+    state[plugin.name] = (images, containers)
+    return None
+
+
+def bench_image_prescore(s: Scheduler, repeat: int) -> dict:
+    """1,000 PreScore calls (a basic pod), each form."""
+    pod = template_pod(100, 500)
+    s.refresh()
+    plugin = next(p for p in s.profile_for(pod).plugins if p.name == "ImageLocality")
+    state = CycleState()
+    assert plugin.pre_score(state, pod, None).code == _old_image_prescore(plugin, state, pod).code == SKIP
+    calls = range(1000)
+    return harness.latency(measure(lambda: [plugin.pre_score(state, pod, None) for _ in calls], repeat),
+                           measure(lambda: [_old_image_prescore(plugin, state, pod) for _ in calls], repeat))
+
+
 def run(args) -> dict:
     t = time.perf_counter()
     cache = fleet_cache(args.nodes, args.pods_per_node, args.seed)
@@ -464,6 +491,7 @@ def run(args) -> dict:
     results["shard_metrics"] = bench_shard_metrics(fast, args.repeat)
     results["resource_scores"] = bench_resource_scores(fast, args.repeat)
     results["row_write"] = bench_row_write(fast, args.repeat)
+    results["image_prescore"] = bench_image_prescore(fast, args.repeat)
     return results
 
 
