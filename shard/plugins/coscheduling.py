@@ -74,7 +74,7 @@ class Coscheduling(Plugin, coscheduling.Coscheduling):
         if group_key(pa) is None and group_key(pb) is None:
             return a.queued_at < b.queued_at  # PrioritySort's order (arrival breaks ties)
         oa, ob = self._order(a), self._order(b)
-        if not oa[2] and not ob[2]:  # each names a group that does not exist: PrioritySort's order too
+        if not oa[2] and not ob[2]:  # neither in a group that exists (one names a missing one): arrival order
             return a.queued_at < b.queued_at
         return oa < ob
 
