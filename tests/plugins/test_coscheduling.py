@@ -363,7 +363,8 @@ def test_queue_sort_orders_pods_of_a_missing_group_by_arrival_among_pods_in_none
     def entry(d, t):
         return QueuedPod(parse_pod(d), t, plugin.less)
 
-    queued = [entry(group_pod("m-0", "missing", "1"), 3.0), entry(pod("x", "1"), 2.0), entry(group_pod("a-0", "a", "1"), 1.0),
-              entry(pod("y", "1"), 4.0), entry(group_pod("a-1", "a", "1"), 5.0), entry(pod("z", "1"), 0.5)]
+    queued = [entry(group_pod("m-0", "missing", "1"), 3.0), entry(pod("x", "1"), 2.0),
+              entry(group_pod("a-0", "a", "1"), 1.0), entry(pod("y", "1"), 4.0),
+              entry(group_pod("a-1", "a", "1"), 5.0), entry(pod("z", "1"), 0.5)]
     assert [e.pod.name for e in sorted(queued)] == ["z", "a-0", "a-1", "x", "m-0", "y"]
     assert not plugin.less(queued[1], queued[1])  # a pod is not before itself
