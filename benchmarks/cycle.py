@@ -40,6 +40,26 @@ Baselines, measured in the same run on the same cache:
   series at once as before, reproduced here (`_observe_at_once`). Both registries must scrape
   the same counts (asserted).
 
+- resource_scores: NodeResourcesFit's and NodeResourcesBalancedAllocation's vectorised
+  scores of a basic pod over the 100 rows a cycle scores, on the table's contiguous cpu and
+  memory columns, in place, with no per-call check for nodes lacking either, against the
+  forms before, reproduced here (`_old_fit_scores`, `_old_balanced_scores`: the full rows
+  gathered, strided two-column views, a min reduction each). Both must give the same
+  scores (asserted).
+- row_write: the pod columns of 256 rows written (NodeTable._write_pods, what each cycle
+  pays for the assumed pod's node and the other shards' binds), free subtracted in numpy, against the
+  pod columns written as before (`_old_write_pods`: the node's allocatable padded again and
+  free subtracted in Python). Both tables must hold the same columns (asserted).
+- image_prescore: ImageLocality's PreScore for a basic pod on the kwok fleet (whose nodes
+  report no images), skipping before it reads the pod's containers, against the form before
+  (`_old_image_prescore`: the pod's images normalised, then looked up). Both must skip
+  (asserted).
+- queue_sort: Coscheduling's QueueSort `less` over every ordered pair of 40 queued pods of
+  the mixed workload (no PodGroups; as a heap's pushes and pops compare them), two pods of
+  equal priority in no group told apart by their group keys alone, against the form before
+  (`_old_less`: both pods' order tuples built first). Both must order every pair alike
+  (asserted).
+
 Each item: {"median_ms", "p99_ms", "baseline_median_ms", "baseline_p99_ms", "ratio"}.
 """
 from __future__ import annotations
@@ -51,12 +71,17 @@ import numpy as np
 
 from common import config
 from common.model.objects import parse_pod
-from common.model.resources import BASE_RESOURCES
+from common.model.resources import BASE_RESOURCES, INT64_MAX
 from common.runtime.metrics import ShardMetrics
 from common.scheduling.predicates import untolerated_taint
 from shard import scheduler as scheduler_module
 from shard.diagnosis import Diagnosis
 from shard.framework import CycleState
+from shard.framework import SKIP, Status
+from shard.node_table import gather
+from shard.plugins.image_locality import _images
+from shard.queue import QueuedPod
+from shard.plugins.scoring import MAX_NODE_SCORE
 from shard.scheduler import Scheduler, vec_pass
 
 from . import harness
@@ -310,6 +335,130 @@ def bench_taint_score(s: Scheduler, repeat: int) -> dict:
                            measure(lambda: [_old_taint_score(plugin, state, pod, table, rows) for _ in calls], repeat))
 
 
+def _old_fit_scores(table, rows, nonzero_req):
+    """NodeResourcesFit.score_vec's LeastAllocated cpu-and-memory path before the table's
+    base columns: full rows gathered, two-column views, a min reduction per call."""
+    requested = gather(table.nonzero, rows)[:, slice(0, 2)] + nonzero_req
+    cap = gather(table.alloc, rows)[:, slice(0, 2)]
+    assert cap.min(initial=1) > 0
+    s = np.maximum((cap - requested) * MAX_NODE_SCORE // cap, 0)
+    return s @ np.ones(2, dtype=np.int64) // 2
+
+
+def _old_balanced_scores(table, rows, req):
+    """NodeResourcesBalancedAllocation.score_vec's two-resource path before the base columns."""
+    alloc = gather(table.alloc, rows)[:, slice(0, 2)]
+    used = gather(table.requested, rows)[:, slice(0, 2)] + req
+    assert alloc.min(initial=1) > 0
+    frac = np.minimum(used / alloc, 1.0)
+    std = np.abs(frac[:, 0] - frac[:, 1]) / 2
+    return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+
+
+def bench_resource_scores(s: Scheduler, repeat: int) -> dict:
+    """1,000 calls of both scores over the 100 rows of a basic pod's cycle, each form."""
+    pod = template_pod(100, 500)
+    s.refresh()
+    table = s.table
+    profile = s.profile_for(pod)
+    fit, balanced = (next(p for p in profile.plugins if p.name == name)
+                     for name in ("NodeResourcesFit", "NodeResourcesBalancedAllocation"))
+    state = CycleState()
+    balanced.pre_score(state, pod, None)
+    req = state[balanced.name][0]
+    nonzero_req = np.array(pod.nonzero, dtype=np.int64)
+    rows = np.array(sorted(random.Random(1).sample(range(len(table)), min(100, len(table)))), dtype=np.int64)
+    assert not table.base_gaps
+    assert np.array_equal(fit.score_vec(state, pod, table, rows), _old_fit_scores(table, rows, nonzero_req))
+    assert np.array_equal(balanced.score_vec(state, pod, table, rows), _old_balanced_scores(table, rows, req))
+    calls = range(1000)
+
+    def new():
+        for _ in calls:
+            fit.score_vec(state, pod, table, rows)
+            balanced.score_vec(state, pod, table, rows)
+
+    def old():
+        for _ in calls:
+            _old_fit_scores(table, rows, nonzero_req)
+            _old_balanced_scores(table, rows, req)
+    return harness.latency(measure(new, repeat), measure(old, repeat))
+
+
+def _old_write_pods(table, row: int, info) -> None:
+    """NodeTable._write_pods before free was subtracted in numpy."""
+    requested = table._row(info.requested)
+    table.requested[row] = requested
+    table.free[row] = [a - r for a, r in zip(table._row(info.node.allocatable), requested)]
+    table.nonzero[row] = [min(x, INT64_MAX) for x in info.nonzero]
+    table.generation[row] = info.generation
+    if info.affinity_pods or info.name in table._indexed:
+        table._index_terms(info.name, info.affinity_pods)
+
+
+def bench_row_write(s: Scheduler, repeat: int) -> dict:
+    """The pod columns of 256 rows written again, each form."""
+    s.refresh()
+    table = s.table
+    rows = random.Random(2).sample(range(len(table)), min(256, len(table)))
+    writes = [(row, table.infos[row]) for row in rows]
+
+    def each(write):
+        for row, info in writes:
+            write(table, row, info)
+    def written(write):
+        for col in (table.free, table.nonzero, table.requested):
+            col[rows] = 0
+        each(write)
+        return [col[rows].copy() for col in (table.free, table.nonzero, table.requested)]
+    assert all(np.array_equal(a, b) for a, b in zip(written(_old_write_pods), written(type(table)._write_pods)))
+    return harness.latency(measure(lambda: each(type(table)._write_pods), repeat),
+                           measure(lambda: each(_old_write_pods), repeat))
+
+
+def _old_image_prescore(plugin, state, pod):
+    """ImageLocality.pre_score before it looked at the table's images first."""
+    images, containers = _images(pod)
+    if not any(img in plugin.handle.table.image_nodes for img in images):
+        return Status(SKIP)
+    state[plugin.name] = (images, containers)
+    return None
+
+
+def bench_image_prescore(s: Scheduler, repeat: int) -> dict:
+    """1,000 PreScore calls (a basic pod), each form."""
+    pod = template_pod(100, 500)
+    s.refresh()
+    plugin = next(p for p in s.profile_for(pod).plugins if p.name == "ImageLocality")
+    state = CycleState()
+    assert plugin.pre_score(state, pod, None).code == _old_image_prescore(plugin, state, pod).code == SKIP
+    calls = range(1000)
+    return harness.latency(measure(lambda: [plugin.pre_score(state, pod, None) for _ in calls], repeat),
+                           measure(lambda: [_old_image_prescore(plugin, state, pod) for _ in calls], repeat))
+
+
+def _old_less(plugin, a, b) -> bool:
+    """Coscheduling.less before its no-group shortcut."""
+    if a.pod.priority != b.pod.priority:
+        return a.pod.priority > b.pod.priority
+    oa, ob = plugin._order(a), plugin._order(b)
+    if not oa[2] and not ob[2]:
+        return a.queued_at < b.queued_at
+    return oa < ob
+
+
+def bench_queue_sort(s: Scheduler, repeat: int) -> dict:
+    """1,600 comparisons (40 pods, every ordered pair), each form."""
+    pods = [parse_pod(p) for p in mixed(40, 1, 100)]
+    profile = s.profile_for(pods[0])
+    plugin = profile.queue_sort
+    entries = [QueuedPod(p, float(i % 7), profile.less) for i, p in enumerate(pods)]
+    pairs = [(a, b) for a in entries for b in entries]
+    assert [plugin.less(a, b) for a, b in pairs] == [_old_less(plugin, a, b) for a, b in pairs]
+    return harness.latency(measure(lambda: [plugin.less(a, b) for a, b in pairs], repeat),
+                           measure(lambda: [_old_less(plugin, a, b) for a, b in pairs], repeat))
+
+
 def run(args) -> dict:
     t = time.perf_counter()
     cache = fleet_cache(args.nodes, args.pods_per_node, args.seed)
@@ -368,6 +517,10 @@ def run(args) -> dict:
     results["balanced_prescore"] = bench_balanced_prescore(fast, args.repeat)
     results["taint_score"] = bench_taint_score(fast, args.repeat)
     results["shard_metrics"] = bench_shard_metrics(fast, args.repeat)
+    results["resource_scores"] = bench_resource_scores(fast, args.repeat)
+    results["row_write"] = bench_row_write(fast, args.repeat)
+    results["image_prescore"] = bench_image_prescore(fast, args.repeat)
+    results["queue_sort"] = bench_queue_sort(fast, args.repeat)
     return results
 
 

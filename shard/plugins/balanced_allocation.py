@@ -12,7 +12,7 @@ from functools import lru_cache
 import numpy as np
 
 from common.plugins import balanced_allocation
-from common.model.resources import BASE_RESOURCES, resource_index
+from common.model.resources import BASE_RESOURCES, CPU, MEMORY, resource_index
 from ..framework import SKIP, Plugin, Status
 from ..node_table import column_index, gather
 from .scoring import MAX_NODE_SCORE
@@ -40,6 +40,8 @@ class NodeResourcesBalancedAllocation(Plugin, balanced_allocation.NodeResourcesB
         self.col_index = column_index(self.cols)
         #: exactly two base resources (the default cpu and memory): always scored, fast path
         self.two_base = len(self.cols) == 2 and all(c < len(BASE_RESOURCES) for c in self.cols)
+        #: exactly cpu then memory: the table's contiguous `base_alloc` holds them
+        self.cpu_memory = self.cols == [CPU, MEMORY]
 
     def pre_score(self, state, pod, rows):
         req, use = _request_arrays(self.cols_key, pod.requests)
@@ -52,6 +54,8 @@ class NodeResourcesBalancedAllocation(Plugin, balanced_allocation.NodeResourcesB
 
     def score_vec(self, state, pod, table, rows):
         req, use = state[STATE]
+        if self.cpu_memory and not table.base_gaps:
+            return self._base_scores(table, rows, req)
         alloc = gather(table.alloc, rows)[:, self.col_index]  # the scored columns of the rows
         used = gather(table.requested, rows)[:, self.col_index] + req
         if self.two_base and alloc.min(initial=1) > 0:
@@ -78,3 +82,19 @@ class NodeResourcesBalancedAllocation(Plugin, balanced_allocation.NodeResourcesB
                 std = np.where(count == 2, np.abs((f1 - f2) / 2), std)
         std = np.where(count < 2, 0.0, std)
         return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+
+    @staticmethod
+    def _base_scores(table, rows, req):
+        """The default resources on a table where every node has cpu and memory (it counts
+        those that have not): the two-resource fast path's floating-point operations in the
+        same order, so the same scores, on the table's contiguous cpu and memory columns
+        and in place (benchmarks.cycle's resource_scores)."""
+        frac = gather(table.requested, rows)[:, :2] + req
+        frac = np.divide(frac, gather(table.base_alloc, rows))
+        np.minimum(frac, 1.0, out=frac)
+        std = frac[:, 0] - frac[:, 1]
+        np.abs(std, out=std)
+        std /= 2
+        np.subtract(1, std, out=std)
+        std *= MAX_NODE_SCORE
+        return std.astype(np.int64)

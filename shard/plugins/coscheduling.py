@@ -65,10 +65,16 @@ class Coscheduling(Plugin, coscheduling.Coscheduling):
     # --- QueueSort ------------------------------------------------------------------------
 
     def less(self, a, b) -> bool:
-        if a.pod.priority != b.pod.priority:
-            return a.pod.priority > b.pod.priority
+        """The queue's order. A heap's push and pop compare a pod with twenty-odd others, so
+        the common case, two pods of equal priority in no group, is told from their group
+        keys alone, without building both pods' order tuples (benchmarks.cycle's queue_sort)."""
+        pa, pb = a.pod, b.pod
+        if pa.priority != pb.priority:
+            return pa.priority > pb.priority
+        if group_key(pa) is None and group_key(pb) is None:
+            return a.queued_at < b.queued_at  # PrioritySort's order (arrival breaks ties)
         oa, ob = self._order(a), self._order(b)
-        if not oa[2] and not ob[2]:  # neither in a group: PrioritySort's order (arrival breaks ties)
+        if not oa[2] and not ob[2]:  # neither in a group that exists (one names a missing one): arrival order
             return a.queued_at < b.queued_at
         return oa < ob
 

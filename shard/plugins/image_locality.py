@@ -43,8 +43,13 @@ def _images(pod) -> tuple[list, int]:
 
 class ImageLocality(Plugin, image_locality.ImageLocality):
     def pre_score(self, state, pod, rows):
+        image_nodes = self.handle.table.image_nodes
+        if not image_nodes:
+            # No node reports any image (kwok's nodes, many clusters): skip without reading
+            # the pod's containers, volumes and init containers every cycle.
+            return Status(SKIP)
         images, containers = _images(pod)
-        if not any(img in self.handle.table.image_nodes for img in images):
+        if not any(img in image_nodes for img in images):
             return Status(SKIP)  # no node has any of the images: every score would be 0
         state[STATE] = (images, containers)
         return None

@@ -351,3 +351,20 @@ def test_a_pod_group_without_coscheduling_is_just_pods():
                                            priority_class("unused", 1)], cfg)
     settle(loop)
     assert len(bound(store)) == 2 and not committer.units
+
+
+def test_queue_sort_orders_pods_of_a_missing_group_by_arrival_among_pods_in_none():
+    """A pod naming a PodGroup that does not exist is in no group the queue knows: it keeps
+    its arrival order among pods in no group, and an existing group's members still keep
+    together by the group's time."""
+    store, loop, clock, committer = start([pod_group("a", 2)], make_config())
+    plugin = next(p for p in loop.scheduler.profiles["shardsched"].plugins if p.name == "Coscheduling")
+
+    def entry(d, t):
+        return QueuedPod(parse_pod(d), t, plugin.less)
+
+    queued = [entry(group_pod("m-0", "missing", "1"), 3.0), entry(pod("x", "1"), 2.0),
+              entry(group_pod("a-0", "a", "1"), 1.0), entry(pod("y", "1"), 4.0),
+              entry(group_pod("a-1", "a", "1"), 5.0), entry(pod("z", "1"), 0.5)]
+    assert [e.pod.name for e in sorted(queued)] == ["z", "a-0", "a-1", "x", "m-0", "y"]
+    assert not plugin.less(queued[1], queued[1])  # a pod is not before itself

@@ -210,3 +210,27 @@ def test_vectorised_resource_scores_match_kube_formulas(seed, args):
         if any(_at(parsed.requests, col) for col in balanced.cols):  # else PreScore skips it
             assert c.score("NodeResourcesBalancedAllocation", p, normalize=False) == {
                 name: _balanced_reference(balanced.cols, parsed, info) for name, info in infos.items()}
+
+
+def test_resource_scores_follow_a_node_losing_and_regaining_its_cpu():
+    """The scores read cpu and memory from the table's own columns while every node has
+    some of each, and take the general path while one has none: a node's allocatable
+    changing (to no cpu, and back) moves the table between the two, and the scores of
+    the other nodes stay the same either way."""
+    nodes = [node("a", cpu="4", memory="8Gi"), node("b", cpu="8", memory="8Gi")]
+    c = Cluster(nodes, [pod("e", cpu="1", memory="1Gi", node_name="a")])
+    p = pod("p", cpu="2", memory="2Gi")
+    fit = {"a": (25 + 62) // 2, "b": (75 + 75) // 2}  # (cap - req) * 100 // cap per resource
+    balanced = {"a": int((1 - abs(3 / 4 - 3 / 8) / 2) * 100), "b": int((1 - abs(2 / 8 - 2 / 8) / 2) * 100)}
+    assert c.table.base_gaps == 0
+    assert c.score("NodeResourcesFit", p, normalize=False) == fit
+    assert c.score("NodeResourcesBalancedAllocation", p, normalize=False) == balanced
+    c.add_node(node("b", cpu="0", memory="8Gi"))
+    assert c.table.base_gaps == 1
+    # b: cpu is left out of both (no capacity): memory alone
+    assert c.score("NodeResourcesFit", p, normalize=False) == {"a": fit["a"], "b": 75}
+    assert c.score("NodeResourcesBalancedAllocation", p, normalize=False) == {"a": balanced["a"], "b": 100}
+    c.add_node(node("b", cpu="8", memory="8Gi"))
+    assert c.table.base_gaps == 0
+    assert c.score("NodeResourcesFit", p, normalize=False) == fit
+    c.table.check()

@@ -34,7 +34,7 @@ def make_pod(name: str, node: str | None, cpu_m: int, priority: int, port: int |
 
 
 OPS = st.one_of(
-    st.tuples(st.just("set_node"), st.sampled_from(NODES), st.integers(1, 64), st.booleans(),
+    st.tuples(st.just("set_node"), st.sampled_from(NODES), st.integers(0, 64), st.booleans(),
               st.booleans()),
     st.tuples(st.just("remove_node"), st.sampled_from(NODES)),
     st.tuples(st.just("bind_pod"), st.sampled_from(PODS), st.sampled_from(NODES),
