@@ -2,6 +2,7 @@
 to their first binding, phase by phase, and the CPU they spent to get there.
 
     python -m benchmarks.kube_start [--nodes 1000] [--pods 5000] [--repeats 3] [--baseline-tree DIR] [--json FILE]
+    python -m benchmarks.kube_start --imports N [--baseline-tree DIR] [--json FILE]
 
 In `benchmarks.kube_vs --mode backlog` shardsched's start (imports, lists, leases, streams) is
 a fifth of its run and one run gives one sample of it; this gives many, from one control
@@ -20,6 +21,12 @@ same trials with DIR's code, alternating with this tree's, and prints the ratio 
 medians: the same-run baseline. The wall figures follow how busy the machine is; the CPU to
 the first binding much less so. The JSON has {"load", "trials": [{"tree", "bound_s",
 "cpu_s": {process: s}, "startup_s": {process: {phase: s}}}], "medians": {tree: {...}}}.
+
+`--imports N`: no control plane; each role's imports alone (what `python -m ROLE` loads
+before its config: its server module, the runner, the kube:// store), N fresh interpreters per
+role and tree, alternated, each reporting the CPU (`time.process_time`) its imports took;
+medians in ms per role, and the ratio against `--baseline-tree` when given. The JSON has
+{"load", "imports_ms": {tree: {role: [ms...]}}, "medians": {tree: {role: ms}}, "ratio": {role: r}}.
 """
 from __future__ import annotations
 
@@ -101,6 +108,37 @@ def medians(trials: list[dict]) -> dict:
     return out
 
 
+#: What each role's process imports before it reads its config (its __main__ runs the program).
+ROLE_IMPORTS = {role: f"{role}.server, common.runtime.runner, common.store.kube_store"
+                for role in ("binder", "shard", "dispatcher")}
+
+
+def import_cpu_ms(tree: Path, role: str) -> float:
+    """The CPU one fresh interpreter spends importing `role`'s modules from `tree`."""
+    code = ("import time; t = time.process_time(); import " + ROLE_IMPORTS[role]
+            + "; print((time.process_time() - t) * 1000)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, check=True)
+    return float(out.stdout)
+
+
+def imports(trees: list[Path], repeats: int) -> dict:
+    """`--imports`: each role's import CPU, `repeats` times per tree, alternated."""
+    got = {str(t): {role: [] for role in ROLE_IMPORTS} for t in trees}
+    for _ in range(repeats):
+        for role in ROLE_IMPORTS:
+            for tree in trees:
+                got[str(tree)][role].append(round(import_cpu_ms(tree, role), 1))
+    meds = {tree: {role: round(statistics.median(ms), 1) for role, ms in roles.items()} for tree, roles in got.items()}
+    doc = {"load": [round(x, 2) for x in os.getloadavg()], "imports_ms": got, "medians": meds}
+    for tree, m in meds.items():
+        print(f"{tree}: import CPU ms, median of {repeats}: " + ", ".join(f"{r} {v}" for r, v in m.items()), flush=True)
+    if len(trees) == 2:
+        base, ours = meds[str(trees[0])], meds[str(trees[1])]
+        doc["ratio"] = {role: round(ours[role] / base[role], 3) for role in ROLE_IMPORTS}
+        print(f"this tree / baseline: {doc['ratio']} (load {doc['load']})", flush=True)
+    return doc
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--nodes", type=int, default=1000)
@@ -109,10 +147,16 @@ def main(argv=None) -> int:
     p.add_argument("--baseline-tree", help="a tree of the code to compare with (alternated, run first)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="write the results to this file")
+    p.add_argument("--imports", type=int, metavar="N", help="only each role's import CPU, N times (no control plane)")
     args = p.parse_args(argv)
     trees = ([Path(args.baseline_tree).resolve()] if args.baseline_tree else []) + [ROOT]
     for tree in trees:
         kube_vs.compile_bytecode(tree)
+    if args.imports:
+        doc = imports(trees, args.imports)
+        if args.json:
+            Path(args.json).write_text(json.dumps(doc, indent=1))
+        return 0
     with tempfile.TemporaryDirectory(prefix="kube-start-") as tmp:
         work = Path(tmp)
         cluster = kube_cluster.KubeCluster(work, kube_cluster.kube_bin_dir()).start()

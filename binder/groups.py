@@ -189,7 +189,7 @@ class IntentRecovery:
         def admit(pending):
             with self.lock:
                 for pod_key, _, node in pending:
-                    pod = self.view.pending.get(pod_key)
+                    pod = self.view.pending_pod(pod_key)
                     why = (f"{pod_key} is not a pending pod in the binder's view" if pod is None
                            else first_failure(Judged(self.view, pod, node), self.checks_for(pod)))
                     if why is not None:

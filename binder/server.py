@@ -306,7 +306,7 @@ class BinderServer(Component, rpc.BinderServicer):
         decision is a unit of one for its pod group; a group decision's members are judged
         with `unit_size` None (judge_unit checks the unit)."""
         view, key = self.view, d.pod_key
-        pod = view.pending.get(key)
+        pod = view.pending_pod(key)
         if pod is None:
             node = view.bound_to(key)
             if node is not None:

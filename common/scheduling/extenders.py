@@ -13,7 +13,9 @@ urllib3 connection pool per extender (threads share it), time out after httpTime
 timed into `observe(extender, verb, result, seconds)` (the shardsched_extender_duration_seconds
 histogram). Every failure is an ExtenderError naming the extender and the verb; what a failure
 means for the pod (skip an ignorable extender, drop its scores, fail the attempt) is the
-caller's, as in kube.
+caller's, as in kube. urllib3 is imported by the first extender made, not with this module:
+every shard and binder imports it, few configure an extender, and it cost each 12-24 ms of
+CPU at start.
 """
 from __future__ import annotations
 
@@ -23,7 +25,6 @@ import tempfile
 import time
 
 import orjson
-import urllib3
 
 from ..config.extenders import decode_pem
 
@@ -70,7 +71,7 @@ def requested_resource_names(pod_doc: dict) -> set[str]:
 class Extender:
     """One configured extender (common.config.ExtenderConfig)."""
 
-    def __init__(self, cfg, observe=None, pool: urllib3.PoolManager | None = None):
+    def __init__(self, cfg, observe=None, pool: "urllib3.PoolManager | None" = None):
         self.cfg = cfg
         #: kube's Name(): the extender is known by its URL.
         self.name = cfg.url_prefix
@@ -181,6 +182,8 @@ class Extender:
         return self.cfg.url_prefix.rstrip("/") + "/" + verb
 
     def _send(self, verb: str, kind: str, args: dict):
+        import urllib3  # loaded by _pool (or the caller's pool) already
+
         url = self.url(verb)
         t0 = time.perf_counter()
         result = "error"
@@ -215,9 +218,11 @@ class Extender:
     def _fail(self, kind: str, message: str):
         raise ExtenderError(f"extender {self.name} {kind}: {message}")
 
-    def _pool(self) -> urllib3.PoolManager:
+    def _pool(self) -> "urllib3.PoolManager":
         """A pool with the extender's TLS: kube's makeTransport (enableHTTPS without a CA
         does not verify the extender's certificate; tlsConfig's data wins over its files)."""
+        import urllib3  # here, not with the module (see the module's doc)
+
         tls, kw = self.cfg.tls_config, {}
         ca_data = decode_pem(tls.ca_data) if tls.ca_data else None
         has_ca = bool(tls.ca_file or ca_data)

@@ -1,7 +1,9 @@
-"""The kube:// store's HTTP: urllib3 straight to the API server, one connection pool per
-store, bodies encoded and decoded with orjson; the requests that are answered at once
-(bindings, Events, status patches, lists) on http.client connections kept alive in a pool of
-their own (`_Requests`).
+"""The kube:// store's HTTP: http.client straight to the API server, bodies encoded and
+decoded with orjson; the requests that are answered at once (bindings, Events, status
+patches, lists) on connections kept alive in a bounded pool (`_Requests`), each watch on a
+connection of its own (`_Stream`). urllib3 only behind a kubeconfig's proxy-url (imported
+then, not before: it cost every process 12-24 ms of CPU at start, four processes on two
+cores, for the watches alone).
 
 Why not the `kubernetes` client: importing it costs 0.4-1 s of CPU in every process (its
 hundreds of generated model modules load with the package), which four processes starting
@@ -24,6 +26,7 @@ import base64
 import http.client
 import os
 import queue
+import select
 import socket
 import ssl
 import tempfile
@@ -35,8 +38,6 @@ from typing import Callable
 from urllib.parse import urlencode, urlsplit
 
 import orjson
-import urllib3
-from urllib3.util.wait import wait_for_read
 
 from ..errors import StoreUnavailable
 
@@ -303,7 +304,7 @@ class _Requests:
                     conn, reused = self._idle.get_nowait(), True
                 except queue.Empty:
                     break
-                if wait_for_read(conn.sock, timeout=0.0):  # dropped while idle
+                if _readable(conn.sock):  # dropped while idle
                     conn.close()
                     conn, reused = None, False
             for attempt in range(2):
@@ -333,6 +334,21 @@ class _Requests:
         finally:
             self._slots.release()
 
+    def open_stream(self, method: str, url: str, data: bytes | None, headers: dict,
+                    timeout) -> tuple[http.client.HTTPResponse, http.client.HTTPConnection]:
+        """(response, its connection) of one request whose answer is read as it comes (a
+        watch), on a new connection of its own, outside the pool's bound: a watch holds its
+        connection for minutes, and one being replaced must never wait for another."""
+        connect_s, read_s = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+        conn = self._connect(connect_s)
+        try:
+            conn.sock.settimeout(read_s)
+            conn.request(method, url, body=data, headers=headers)
+            return conn.getresponse(), conn
+        except BaseException:
+            conn.close()
+            raise
+
     def close(self) -> None:
         self._closed = True
         while True:
@@ -342,32 +358,73 @@ class _Requests:
                 return
 
 
+def _readable(sock: socket.socket) -> bool:
+    """Whether `sock` has something to read now (an idle connection: its end of file, or
+    TLS's close_notify)."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+class _Stream:
+    """A watch's answer, read as it comes on its own connection (the interface the watch
+    reads, urllib3's response's, which serves it behind a proxy)."""
+
+    def __init__(self, resp: http.client.HTTPResponse, conn: http.client.HTTPConnection):
+        self._resp, self._conn = resp, conn
+
+    def stream(self, amount: int):
+        """The answer's bytes as they arrive, at most `amount` at a time (chunked transfer
+        decoded), until the server ends it."""
+        while True:
+            chunk = self._resp.read1(amount)
+            if not chunk:
+                return
+            yield chunk
+
+    @property
+    def data(self) -> bytes:
+        """The rest of the answer, read whole (then the connection is closed)."""
+        try:
+            return self._resp.read()
+        finally:
+            self._conn.close()
+
+    def shutdown(self) -> None:
+        """Unblocks a thread reading `stream` at once (from another thread)."""
+        sock = self._conn.sock
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RD)
+
+    def release_conn(self) -> None:
+        """The connection closed (a watch's is never reused)."""
+        self._conn.close()
+
+
 class KubeHttp:
     """Requests to one API server over one pool of keep-alive connections.
 
     `connections`: how many the pool keeps open; with `bounded`, a caller beyond that waits
-    for one to be free rather than opening more (requests, through `_Requests` unless a proxy
-    is set), else one more is opened for the while (watches, which hold theirs for minutes:
-    one of a kind being replaced must never wait for its predecessor; their streamed answers
-    read through urllib3)."""
+    for one to be free rather than opening more (`_Requests`), else one more is opened for
+    the while. A streamed answer (`open(stream=True)`: a watch) has a connection of its own.
+    Behind a kubeconfig's proxy-url everything goes through urllib3's ProxyManager."""
 
     def __init__(self, ep: Endpoint, timeout: float, connections: int, bounded: bool = True):
         self.endpoint, self.timeout = ep, timeout
         parts = urlsplit(ep.server)
         self.prefix = parts.path.rstrip("/")
-        kw = {"maxsize": connections, "block": bounded, "retries": urllib3.Retry(3, redirect=0)}
-        if parts.scheme == "https":
-            kw["ssl_context"] = ep.ssl_context
-            if ep.server_hostname:
-                kw["server_hostname"] = ep.server_hostname
-        base = f"{parts.scheme}://{parts.netloc}"
+        self._manager = self.pool = None
         if ep.proxy:
+            import urllib3  # only here: every other endpoint is served by http.client
+
+            kw = {"maxsize": connections, "block": bounded, "retries": urllib3.Retry(3, redirect=0)}
+            if parts.scheme == "https":
+                kw["ssl_context"] = ep.ssl_context
+                if ep.server_hostname:
+                    kw["server_hostname"] = ep.server_hostname
             self._manager = urllib3.ProxyManager(ep.proxy, **kw)
-            self.pool = self._manager.connection_from_url(base)
-        else:
-            self._manager = None
-            self.pool = urllib3.connection_from_url(base, **kw)
-        self.requests = _Requests(ep, connections) if bounded and not ep.proxy else None
+            self.pool = self._manager.connection_from_url(f"{parts.scheme}://{parts.netloc}")
+        self.requests = _Requests(ep, connections) if not ep.proxy else None
 
     def _headers(self, content_type: str | None) -> dict:
         h = {"Accept": "application/json", "User-Agent": "shardsched"}
@@ -380,13 +437,29 @@ class KubeHttp:
 
     def open(self, method: str, path: str, body=None, query: list | None = None,
              content_type: str = "application/json", timeout=None, stream: bool = False):
-        """Send one request; the urllib3 response (read in full unless `stream`). A non-2xx
-        answer raises HttpError, a transport failure StoreUnavailable."""
+        """Send one request; its response, read as it comes (`stream`: a `_Stream`, or behind
+        a proxy urllib3's response), else read whole (its `data`). A non-2xx answer raises
+        HttpError, a transport failure StoreUnavailable."""
         url = self.prefix + path + ("?" + urlencode(query) if query else "")
         data = orjson.dumps(body) if body is not None else None
         t = timeout if timeout is not None else self.timeout
+        headers = self._headers(content_type if data else None)
+        if self.pool is None:
+            try:
+                resp, conn = self.requests.open_stream(method, url, data, headers, t)
+                if not 200 <= resp.status < 300:
+                    try:
+                        answer = resp.read()
+                    finally:
+                        conn.close()
+                    raise HttpError(resp.status, answer)
+            except (OSError, http.client.HTTPException) as e:  # socket.timeout and ssl errors are OSErrors
+                raise StoreUnavailable(f"cannot reach the API server at {self.endpoint.server}: {e!r}") from None
+            return _Stream(resp, conn)
+        import urllib3
+
         try:
-            resp = self.pool.urlopen(method, url, body=data, headers=self._headers(content_type if data else None),
+            resp = self.pool.urlopen(method, url, body=data, headers=headers,
                                      timeout=urllib3.Timeout(connect=t[0], read=t[1]) if isinstance(t, tuple) else t,
                                      preload_content=not stream, release_conn=not stream)
         except urllib3.exceptions.HTTPError as e:
@@ -425,6 +498,6 @@ class KubeHttp:
     def close(self) -> None:
         if self.requests is not None:
             self.requests.close()
-        self.pool.close()
-        if self._manager is not None:
+        if self.pool is not None:
+            self.pool.close()
             self._manager.clear()

@@ -29,3 +29,12 @@ def test_a_trial_binds_its_pod_and_reads_each_process_start(kube_cluster, tmp_pa
     assert {"starting", "listed", "partition"} <= set(t["startup_s"]["binder 0"])
     assert {"starting", "listed", "shard_joined"} <= set(t["startup_s"]["dispatcher 0"])
     assert kube_start.medians([t])["unbound"] == 0
+
+
+def test_imports_reads_each_roles_import_cpu_from_each_tree():
+    """`--imports`: each role's modules imported in fresh interpreters from each tree, and
+    the ratio of the medians when there is a baseline (here the same tree twice)."""
+    doc = kube_start.imports([kube_start.ROOT, kube_start.ROOT], 1)
+    assert set(doc["medians"][str(kube_start.ROOT)]) == {"binder", "shard", "dispatcher"}
+    assert all(len(ms) == 2 and all(m > 0 for m in ms) for ms in doc["imports_ms"][str(kube_start.ROOT)].values())
+    assert set(doc["ratio"]) == {"binder", "shard", "dispatcher"}

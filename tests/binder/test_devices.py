@@ -65,7 +65,7 @@ def test_a_refused_reservation_gives_its_devices_back_and_a_bound_one_keeps_them
                        resource_claim("b"), claim_pod("p", claims=["a"]), claim_pod("q", claims=["b"]))
 
     def judge(key):
-        j = Judged(view, view.pending[key], "n1")
+        j = Judged(view, view.pending_pod(key), "n1")
         return j, first_failure(j, DEVICE_CHECKS)
 
     j, why = judge("default/p")

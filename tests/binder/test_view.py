@@ -12,8 +12,10 @@ from builders import (after_status_write, binder_view, forge_status_hint, node, 
 
 
 def test_objects_the_binder_cannot_count_are_skipped_and_logged(caplog):
+    huge = overflowing_pod()
+    huge["spec"]["nodeName"] = "n1"
     with caplog.at_level(logging.WARNING, logger="binder.view"):
-        view = binder_view(node("n1"), overflowing_pod(), too_wide_node(), pod("ok", cpu="1"))
+        view = binder_view(node("n1"), huge, too_wide_node(), pod("ok", cpu="1"))
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 2
     assert "Pod default/huge: spec.containers[1].resources.requests.memory" in warnings[0]
@@ -27,7 +29,45 @@ def test_the_binder_keeps_no_document_of_a_bound_pod_and_shares_equal_labels():
     a, b = view.acc.counted("default/a"), view.acc.counted("default/b")
     assert a.raw is None and b.raw is None
     assert a.labels is b.labels
-    assert view.pending["default/p"].raw is not None  # a pending pod keeps its document
+    assert view.pending_pod("default/p").raw is not None  # a pending pod keeps its document
+
+
+def test_a_pending_pod_is_parsed_when_a_decision_names_it_and_a_malformed_one_refused_then(redis_url, caplog):
+    """Seen failing before: the binder parsed every pending pod of its scheduler as its list
+    or watch showed it (thousands before it could serve, at start). Now it holds them as
+    the store gave them: a record another writer got wrong (a pod whose memory requests sum
+    past int64) is reported only when a decision names it, and that decision is refused as
+    for a pod the binder does not hold, with the object and field named; a decision for a
+    good pod is bound as before."""
+    import json
+    import time
+
+    from builders import LiveBinder, decision, forge_pod_event
+    from common.store.redis_store import RedisStore
+
+    store = RedisStore(redis_url, prefix=f"test-{uuid.uuid4().hex[:12]}:")
+    store.create(node("n1", cpu="4"))
+    store.create(pod("ok", cpu="1"))
+    huge = overflowing_pod()
+    huge["metadata"].update(uid="uid-default-huge", resourceVersion="1")
+    b = LiveBinder(store)
+    try:
+        with caplog.at_level(logging.WARNING, logger="binder.view"):
+            forge_pod_event(store, redis_url, "default/huge", "ADDED", json.dumps(huge))
+            deadline = time.monotonic() + 30
+            while "default/huge" not in b.server.view.pending and not b.server.view.errors:
+                assert time.monotonic() < deadline, "the binder's watch did not show the pod"
+                time.sleep(0.02)
+            assert not b.server.view.errors and not caplog.records
+            out = b.decide(decision("default/ok", "n1"), decision("default/huge", "n1"))
+            errors = dict(b.server.view.errors)
+    finally:
+        b.close()
+        store.close()
+    assert out["default/ok"].bound and store.get("Pod", "default/ok")["spec"]["nodeName"] == "n1"
+    assert not out["default/huge"].bound and out["default/huge"].reason.startswith("PodNotFound")
+    assert "spec.containers[1].resources.requests.memory" in str(errors["Pod default/huge"])
+    assert any("default/huge" in r.getMessage() for r in caplog.records)
 
 
 @pytest.fixture
