@@ -22,13 +22,12 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from common.store.kube_store import KubeStore
 
-from . import kube_cluster, kube_start, kube_vs
+from . import kube_start, kube_vs
 from .workloads import WORKLOADS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,22 +77,9 @@ def trial(tree: Path, config: str, kubeconfig: Path, store: KubeStore, n: int, w
     pod["metadata"].update(name=f"idle-{n}", namespace="vs-idle")
     pod["spec"]["schedulerName"] = kube_vs.SCHEDULER_NAME["shardsched"]
     kube_vs.create_all(store, [pod], 0)
-    logs = work / f"trial-{n}"
-    logs.mkdir()
-    procs = {}
-    for role, i in kube_start.PROCESSES:
-        with open(logs / f"{role}-{i}.log", "wb") as out:
-            procs[f"{role} {i}"] = subprocess.Popen(
-                [sys.executable, "-m", role, "--config", config, "--id", str(i), "--store", f"kube://{kubeconfig}"],
-                cwd=tree, stdout=out, stderr=subprocess.STDOUT)
+    procs = kube_start.spawn(tree, config, kubeconfig, work / f"trial-{n}")
     try:
-        t = time.monotonic()
-        while time.monotonic() - t < timeout:
-            got = store.get("Pod", f"vs-idle/idle-{n}")
-            if got is not None and (got.get("spec") or {}).get("nodeName"):
-                break
-            time.sleep(0.05)
-        else:
+        if kube_start.bound_after(store, f"vs-idle/idle-{n}", time.time(), timeout) is None:
             raise RuntimeError(f"trial {n}: the pod was not bound within {timeout} s")
         time.sleep(1.0)
         before = {name: threads(p.pid) for name, p in procs.items()}
@@ -103,10 +89,7 @@ def trial(tree: Path, config: str, kubeconfig: Path, store: KubeStore, n: int, w
         wall = time.monotonic() - t0
         names = {name: thread_names(p.pid) for name, p in procs.items()}
     finally:
-        for p in procs.values():
-            p.terminate()
-        for p in procs.values():
-            p.wait(30)
+        kube_start.stop(procs)
         store.delete("Pod", f"vs-idle/idle-{n}")
     cores, per_thread = {}, {}
     for name in procs:
@@ -117,7 +100,7 @@ def trial(tree: Path, config: str, kubeconfig: Path, store: KubeStore, n: int, w
         rows.sort(key=lambda r: (-r[1], -r[2]))
         cores[name] = round(sum(r[1] for r in rows), 4)
         per_thread[name] = [r for r in rows if r[1] or r[2]]
-    return {"tree": str(tree), "load": round(os.getloadavg()[0], 2), "cores": cores,
+    return {"tree": str(tree), "cores": cores,
             "all_cores": round(sum(cores.values()), 4), "threads": per_thread}
 
 
@@ -130,24 +113,11 @@ def main(argv=None) -> int:
     p.add_argument("--json", help="write the results to this file")
     args = p.parse_args(argv)
     trees = ([Path(args.baseline_tree).resolve()] if args.baseline_tree else []) + [ROOT]
-    trials = []
-    with tempfile.TemporaryDirectory(prefix="kube-idle-") as tmp:
-        work = Path(tmp)
-        cluster = kube_cluster.KubeCluster(work, kube_cluster.kube_bin_dir()).start()
-        try:
-            cluster.create_fleet(args.nodes, "mixed", timeout=3600)
-            store = KubeStore(str(cluster.kubeconfig))
-            kube_vs.create_namespace(store, "vs-idle")
-            local = kube_start.configured(cluster.kubeconfig, work)  # holds the config file
-            n = 0
-            for _ in range(args.repeats):
-                for tree in trees:
-                    n += 1
-                    t = trial(tree, local.config_path, cluster.kubeconfig, store, n, work, args.seconds)
-                    trials.append(t)
-                    print(json.dumps(t), flush=True)
-        finally:
-            cluster.stop()
+    with kube_start.control_plane(args.nodes, ("vs-idle",), "kube-idle-") as (cluster, store, work):
+        local = kube_start.configured(cluster.kubeconfig, work)  # holds the config file
+        trials = kube_start.alternated(
+            trees, args.repeats,
+            lambda tree, n: trial(tree, local.config_path, cluster.kubeconfig, store, n, work, args.seconds))
     medians = {str(tree): statistics.median(t["all_cores"] for t in trials if t["tree"] == str(tree))
                for tree in trees}
     doc = {"nodes": args.nodes, "seconds": args.seconds, "trials": trials, "median_cores": medians}

@@ -31,6 +31,7 @@ medians in ms per role, and the ratio against `--baseline-tree` when given. The 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -63,6 +64,36 @@ def configured(kubeconfig: Path, work: Path, seed: int = 0) -> LocalCluster:
     return LocalCluster(cfg, f"kube://{kubeconfig}", seed, log_dir=str(work))
 
 
+def spawn(tree: Path, config: str, kubeconfig: Path, logs: Path) -> dict[str, subprocess.Popen]:
+    """The processes of PROCESSES with `tree`'s code, spawned as kube_vs spawns them, each
+    logging into `logs` (made here)."""
+    logs.mkdir()
+    procs = {}
+    for role, i in PROCESSES:
+        with open(logs / f"{role}-{i}.log", "wb") as out:
+            procs[f"{role} {i}"] = subprocess.Popen(
+                [sys.executable, "-m", role, "--config", config, "--id", str(i), "--store", f"kube://{kubeconfig}"],
+                cwd=tree, stdout=out, stderr=subprocess.STDOUT)
+    return procs
+
+
+def bound_after(store: KubeStore, key: str, since: float, timeout: float) -> float | None:
+    """Seconds from `since` (time.time()) until the pod `key` is bound; None after `timeout`."""
+    while time.time() - since < timeout:
+        got = store.get("Pod", key)
+        if got is not None and (got.get("spec") or {}).get("nodeName"):
+            return time.time() - since
+        time.sleep(0.01)
+    return None
+
+
+def stop(procs: dict[str, subprocess.Popen]) -> None:
+    for p in procs.values():
+        p.terminate()
+    for p in procs.values():
+        p.wait(30)
+
+
 def trial(tree: Path, config: str, kubeconfig: Path, store: KubeStore, n: int, work: Path,
           timeout: float = 60.0) -> dict:
     """One start of the four processes with `tree`'s code, until the trial's pod is bound."""
@@ -71,31 +102,49 @@ def trial(tree: Path, config: str, kubeconfig: Path, store: KubeStore, n: int, w
     pod["spec"]["schedulerName"] = kube_vs.SCHEDULER_NAME["shardsched"]
     kube_vs.create_all(store, [pod], 0)
     logs = work / f"trial-{n}"
-    logs.mkdir()
-    procs = {}
     spawned = time.time()
-    for role, i in PROCESSES:
-        with open(logs / f"{role}-{i}.log", "wb") as out:
-            procs[f"{role} {i}"] = subprocess.Popen(
-                [sys.executable, "-m", role, "--config", config, "--id", str(i), "--store", f"kube://{kubeconfig}"],
-                cwd=tree, stdout=out, stderr=subprocess.STDOUT)
-    bound = None
+    procs = spawn(tree, config, kubeconfig, logs)
     try:
-        while bound is None and time.time() - spawned < timeout:
-            got = store.get("Pod", f"vs-start/start-{n}")
-            if got is not None and (got.get("spec") or {}).get("nodeName"):
-                bound = time.time() - spawned
-            else:
-                time.sleep(0.01)
+        bound = bound_after(store, f"vs-start/start-{n}", spawned, timeout)
         cpu = {name: processes.cpu_seconds(p.pid) for name, p in procs.items()}
     finally:
-        for p in procs.values():
-            p.terminate()
-        for p in procs.values():
-            p.wait(30)
+        stop(procs)
         store.delete("Pod", f"vs-start/start-{n}")
     return {"tree": str(tree), "bound_s": None if bound is None else round(bound, 3), "cpu_s": cpu,
             "startup_s": kube_vs.startup(logs, spawned, procs)}
+
+
+@contextlib.contextmanager
+def control_plane(nodes: int, namespaces, prefix: str):
+    """A control plane of benchmarks/kube_cluster.py in a temporary directory, with the `mixed`
+    fleet of `nodes` nodes and `namespaces` made: yields (cluster, store, that directory);
+    stopped at the end."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        work = Path(tmp)
+        cluster = kube_cluster.KubeCluster(work, kube_cluster.kube_bin_dir()).start()
+        try:
+            cluster.create_fleet(nodes, "mixed", timeout=3600)
+            store = KubeStore(str(cluster.kubeconfig))
+            for ns in namespaces:
+                kube_vs.create_namespace(store, ns)
+            yield cluster, store, work
+        finally:
+            cluster.stop()
+
+
+def alternated(trees: list[Path], repeats: int, run) -> list[dict]:
+    """`run(tree, n)` for each tree in turn, `repeats` rounds (n counts the trials from 1):
+    the same-run baseline first in each round. Each trial's result gets the load average
+    then, and is printed as it comes."""
+    trials, n = [], 0
+    for _ in range(repeats):
+        for tree in trees:
+            n += 1
+            t = run(tree, n)
+            t["load"] = round(os.getloadavg()[0], 2)
+            trials.append(t)
+            print(json.dumps(t), flush=True)
+    return trials
 
 
 def medians(trials: list[dict]) -> dict:
@@ -157,31 +206,15 @@ def main(argv=None) -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(doc, indent=1))
         return 0
-    with tempfile.TemporaryDirectory(prefix="kube-start-") as tmp:
-        work = Path(tmp)
-        cluster = kube_cluster.KubeCluster(work, kube_cluster.kube_bin_dir()).start()
-        try:
-            cluster.create_fleet(args.nodes, "mixed", timeout=3600)
-            store = KubeStore(str(cluster.kubeconfig))
-            for ns in ("vs-idle", "vs-start"):
-                kube_vs.create_namespace(store, ns)
-            pods = WORKLOADS["mixed"](args.pods, args.seed, args.nodes)
-            for pod in pods:
-                pod["metadata"]["namespace"] = "vs-idle"
-                pod["spec"]["schedulerName"] = "no-one"
-            kube_vs.create_all(store, pods, 0)
-            local = configured(cluster.kubeconfig, work, args.seed)  # holds the config file
-            config = local.config_path
-            trials, n = [], 0
-            for _ in range(args.repeats):
-                for tree in trees:
-                    n += 1
-                    t = trial(tree, config, cluster.kubeconfig, store, n, work)
-                    t["load"] = round(os.getloadavg()[0], 2)
-                    trials.append(t)
-                    print(json.dumps(t), flush=True)
-        finally:
-            cluster.stop()
+    with control_plane(args.nodes, ("vs-idle", "vs-start"), "kube-start-") as (cluster, store, work):
+        pods = WORKLOADS["mixed"](args.pods, args.seed, args.nodes)
+        for pod in pods:
+            pod["metadata"]["namespace"] = "vs-idle"
+            pod["spec"]["schedulerName"] = "no-one"
+        kube_vs.create_all(store, pods, 0)
+        local = configured(cluster.kubeconfig, work, args.seed)  # holds the config file
+        trials = alternated(trees, args.repeats,
+                            lambda tree, n: trial(tree, local.config_path, cluster.kubeconfig, store, n, work))
     doc = {"nodes": args.nodes, "pods": args.pods, "trials": trials,
            "medians": {str(tree): medians([t for t in trials if t["tree"] == str(tree)]) for tree in trees}}
     for tree, m in doc["medians"].items():
