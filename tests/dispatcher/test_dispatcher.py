@@ -7,7 +7,7 @@ from common import config
 from common.store.memory import MemoryStore
 from common.model.objects import POD_GROUP_LABEL
 from dispatcher.server import DISPATCH_EVERY_S, Dispatcher
-from builders import pod, pod_group
+from builders import Clock, pod, pod_group
 from proto import shardsched_pb2 as pb
 
 
@@ -39,11 +39,11 @@ class FakeLink:
         self.alive = False
 
 
-def make_dispatcher(shards=("0", "1"), reported=True, **dispatcher_cfg):
+def make_dispatcher(shards=("0", "1"), reported=True, clock=time.monotonic, **dispatcher_cfg):
     """`dispatcher_cfg`: the dispatcher section's fields, as the file writes them;
-    `reported`: whether the shards' first reports came."""
+    `reported`: whether the shards' first reports came; `clock`: the dispatcher's."""
     cfg = config.validate({"dispatcher": dispatcher_cfg})
-    d = Dispatcher(cfg, MemoryStore(), port=0, seed=1, link_factory=FakeLink.dialled)
+    d = Dispatcher(cfg, MemoryStore(), port=0, seed=1, link_factory=FakeLink.dialled, clock=clock)
     d.shards = {i: FakeLink(i, reported=reported) for i in shards}
     return d
 
@@ -669,7 +669,7 @@ def test_an_idle_dispatcher_waits_until_its_next_check_and_a_report_ends_the_wai
     report rings it; pods waiting for a shard keep the busy poll."""
     from dispatcher.server import BUSY_WAIT_S, MEMBERSHIP_EVERY_S, OVERDUE_EVERY_S
 
-    d = make_dispatcher()
+    d = make_dispatcher(clock=Clock(1000.0))  # (a stall of the test cannot make a check due)
     assert d.event_driven
     d.leading = True
     d._membership_at = d._overdue_at = d.clock()

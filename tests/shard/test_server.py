@@ -145,8 +145,11 @@ def test_an_idle_shard_waits_until_its_next_report_and_still_sends_it():
     assert server.event_driven
     reports: queue.SimpleQueue = queue.SimpleQueue()
     server.report_streams.append(reports)
-    server._holders_at = server._last_report = time.monotonic()
+    # the report and the holders' look-up due long after this (a stall of the test cannot
+    # make them due), then the report due as usual
+    server._holders_at = server._last_report = time.monotonic() + 3600.0
     assert BUSY_WAIT_S < server._wait_for() <= REPORT_EVERY_S
+    server._holders_at = server._last_report = time.monotonic()
     while reports.empty():
         server.step()  # waits out the rest of REPORT_EVERY_S, then reports
     assert isinstance(reports.get_nowait(), pb.ShardReport)
