@@ -14,7 +14,6 @@ within each repeat; medians over the repeats, and the ratio doorbell / poll.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 
@@ -23,6 +22,8 @@ from common.store.memory import MemoryStore
 from common.tools import fleet as fleet_mod
 from dispatcher.server import Dispatcher
 from shard.server import ShardServer
+
+from . import harness
 
 
 class PollingStore(MemoryStore):
@@ -85,9 +86,7 @@ def main(argv=None) -> int:
             if row["poll_cpu_ms_per_s"] else None
         out[role] = row
         print(f"{role}: " + ", ".join(f"{k} {v}" for k, v in row.items()), flush=True)
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(out, fh, indent=1)
+    harness.write_json(args.json, out)
     return 0
 
 

@@ -16,7 +16,6 @@ baseline first, and prints the ratio of the medians of the four processes' cores
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -27,7 +26,7 @@ from pathlib import Path
 
 from common.store.kube_store import KubeStore
 
-from . import kube_start, kube_vs
+from . import harness, kube_start, kube_vs
 from .workloads import WORKLOADS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,8 +125,7 @@ def main(argv=None) -> int:
         base = medians[str(trees[0])]
         doc["ratio"] = round(medians[str(ROOT)] / base, 3) if base else None
         print(f"this tree / baseline: {doc['ratio']}", flush=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(doc, indent=1))
+    harness.write_json(args.json, doc)
     return 0
 
 

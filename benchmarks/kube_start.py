@@ -45,7 +45,7 @@ from common import config as config_mod
 from common.store.kube_store import KubeStore
 from common.tools.local_cluster import LocalCluster
 
-from . import kube_cluster, kube_vs, processes
+from . import harness, kube_cluster, kube_vs, processes
 from .workloads import WORKLOADS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -203,8 +203,7 @@ def main(argv=None) -> int:
         kube_vs.compile_bytecode(tree)
     if args.imports:
         doc = imports(trees, args.imports)
-        if args.json:
-            Path(args.json).write_text(json.dumps(doc, indent=1))
+        harness.write_json(args.json, doc)
         return 0
     with control_plane(args.nodes, ("vs-idle", "vs-start"), "kube-start-") as (cluster, store, work):
         pods = WORKLOADS["mixed"](args.pods, args.seed, args.nodes)
@@ -223,8 +222,7 @@ def main(argv=None) -> int:
         base, ours = doc["medians"][str(trees[0])], doc["medians"][str(ROOT)]
         doc["ratio"] = {k: round(ours[k] / base[k], 3) for k in ("bound_s", "cpu_s") if ours[k] and base[k]}
         print(f"this tree / baseline: {doc['ratio']}", flush=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(doc, indent=1))
+    harness.write_json(args.json, doc)
     return 0
 
 

@@ -86,7 +86,7 @@ class StreamLink:
         makes the channel; `wake`: whether each message rings the owner's doorbell (an
         Inbox's), or only the end of the stream does."""
         self.kind = kind
-        self._put = inbox.put if wake else getattr(inbox, "put_quietly", inbox.put)
+        self._put = inbox.put if wake else inbox.put_quietly
         self.peer = peer
         self.address = address
         #: Keys sent over this link and not yet settled (pods a shard holds, decisions a binder

@@ -204,6 +204,25 @@ def already_exists(kind: str, key: str) -> ObjectError:
     return ObjectError(f"{kind} {key}", "metadata.name", "already exists")
 
 
+class Listeners:
+    """The rings `ClusterStore.listen` was given, for a store whose own threads learn of new
+    events (the memory store's writes, kube://'s watches): `notify`, called with the store's
+    condition held, wakes the reads waiting on that condition and rings each."""
+
+    def __init__(self, cond: threading.Condition):
+        self._cond = cond
+        self._rings: tuple = ()
+
+    def add(self, ring) -> None:
+        with self._cond:
+            self._rings = (*self._rings, ring)
+
+    def notify(self) -> None:
+        self._cond.notify_all()
+        for ring in self._rings:
+            ring()
+
+
 class ClusterStore(ABC):
     """Abstract store. Backends implement the batched primitives; the single-object
     conveniences and `watch` live here so that every backend behaves the same."""

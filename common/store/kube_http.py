@@ -382,14 +382,6 @@ class _Stream:
                 return
             yield chunk
 
-    @property
-    def data(self) -> bytes:
-        """The rest of the answer, read whole (then the connection is closed)."""
-        try:
-            return self._resp.read()
-        finally:
-            self._conn.close()
-
     def shutdown(self) -> None:
         """Unblocks a thread reading `stream` at once (from another thread)."""
         sock = self._conn.sock
@@ -437,9 +429,10 @@ class KubeHttp:
 
     def open(self, method: str, path: str, body=None, query: list | None = None,
              content_type: str = "application/json", timeout=None, stream: bool = False):
-        """Send one request; its response, read as it comes (`stream`: a `_Stream`, or behind
-        a proxy urllib3's response), else read whole (its `data`). A non-2xx answer raises
-        HttpError, a transport failure StoreUnavailable."""
+        """Send one request; its response, read as it comes: a `_Stream` (a watch; requests
+        answered at once go through `request`), or behind a proxy urllib3's response (read
+        whole, its `data`, unless `stream`). A non-2xx answer raises HttpError, a transport
+        failure StoreUnavailable."""
         url = self.prefix + path + ("?" + urlencode(query) if query else "")
         data = orjson.dumps(body) if body is not None else None
         t = timeout if timeout is not None else self.timeout

@@ -62,7 +62,7 @@ from ..model.objects import KINDS, NAMESPACED, document_kind
 from ..model.podgroup import NATIVE_API_VERSION, NATIVE_KIND
 from ..runtime.rate_limit import TokenBucket
 from .kube_http import HttpError, KubeconfigError, KubeHttp, endpoint
-from .base import (ClusterStore, WatchEvent, already_exists, check_kind, check_update, prepare,
+from .base import (ClusterStore, Listeners, WatchEvent, already_exists, check_kind, check_update, prepare,
                    prepare_many)
 from .podstatus import (apply_patch, nominated_already, now_rfc3339,
                         unschedulable_already, unschedulable_patch)
@@ -234,12 +234,12 @@ class _KindWatch:
             if failures and not self.stopped:
                 time.sleep(min(2.0, 0.05 * 2 ** min(failures, 6)))
         with cond:
-            self.store._notify()
+            self.store._listeners.notify()
 
     def _expire(self, why: str) -> None:
         with self.store._cond:
             self.gone = why
-            self.store._notify()
+            self.store._listeners.notify()
 
     def _stream(self) -> None:
         query = [("watch", "true"), ("allowWatchBookmarks", "true"),
@@ -280,7 +280,7 @@ class _KindWatch:
                     if type_ == "ERROR":
                         if obj.get("code") == 410:
                             self.gone = obj.get("message") or "410 Gone"
-                            self.store._notify()
+                            self.store._listeners.notify()
                             return
                         raise ApiError(obj.get("code") or 500, orjson.dumps(obj))
                     rv = _rv_int(obj["metadata"]["resourceVersion"])
@@ -311,7 +311,7 @@ class _KindWatch:
                 self.start = self.rvs[drop - 1]
                 self.trimmed = True
                 del self.rvs[:drop], self.events[:drop]
-            self.store._notify()
+            self.store._listeners.notify()
 
 
 #: The start of a pod's watch event as the API server writes it (Go's field order: type, then
@@ -402,8 +402,8 @@ class KubeStore(ClusterStore):
         self._http = KubeHttp(ep, self.timeout, workers + 8)
         self._watch_http = KubeHttp(ep, self.timeout, len(RESOURCES), bounded=False)
         self._cond = threading.Condition()
-        #: called (with _cond held) whenever the watches bring something (`listen`)
-        self._listeners: tuple = ()
+        #: told whenever the watches bring something, or one ends (`listen`)
+        self._listeners = Listeners(self._cond)
         self._watches: dict[str, _KindWatch] = {}
         self._cursors: OrderedDict[str, dict[str, int]] = OrderedDict()
         #: writes whose answer carries no resourceVersion (bindings, evictions): (kind, key)
@@ -578,16 +578,8 @@ class KubeStore(ClusterStore):
         return w
 
     def listen(self, ring) -> bool:
-        with self._cond:
-            self._listeners = (*self._listeners, ring)
+        self._listeners.add(ring)
         return True
-
-    def _notify(self) -> None:
-        """The watches brought events (or a watch ended): wake the reads waiting for them and
-        ring the listeners. Called with _cond held."""
-        self._cond.notify_all()
-        for ring in self._listeners:
-            ring()
 
     def _read(self, since_rv, timeout, max_events, kinds, positions=None):
         wanted = sorted(kinds) if kinds is not None else list(KINDS)

@@ -14,7 +14,7 @@ import orjson
 
 from ..errors import Conflict, ObjectError, ResourceVersionTooOld
 from ..model.objects import KINDS
-from .base import (EVENT_TTL_S, ClusterStore, WatchEvent, already_exists, check_kind, check_update,
+from .base import (EVENT_TTL_S, ClusterStore, Listeners, WatchEvent, already_exists, check_kind, check_update,
                    prepare, prepare_many)
 from .podstatus import (SCHEDULING_GATED, apply_patch, bound_patch, gated, nominated_already, nominated_patch, now_rfc3339,
                         unschedulable_already, unschedulable_patch)
@@ -33,7 +33,7 @@ class MemoryStore(ClusterStore):
             raise ValueError("history must be at least 1")
         self._history = history
         self._cond = threading.Condition()
-        self._listeners: tuple = ()  # called (with _cond held) on every event (`listen`)
+        self._listeners = Listeners(self._cond)  # told of every event (`listen`)
         self._objects: dict[str, dict[str, bytes]] = {kind: {} for kind in KINDS}
         self._events: list[tuple[str, str, bytes]] = []  # the rv of _events[i] is _base + i
         self._base = 1
@@ -57,9 +57,7 @@ class MemoryStore(ClusterStore):
             drop = len(self._events) - self._history
             del self._events[:drop]
             self._base += drop
-        self._cond.notify_all()
-        for ring in self._listeners:
-            ring()
+        self._listeners.notify()
         return obj
 
     def _load(self, kind: str, key: str) -> dict | None:
@@ -95,8 +93,7 @@ class MemoryStore(ClusterStore):
             return self._load(kind, key)
 
     def listen(self, ring) -> bool:
-        with self._cond:
-            self._listeners = (*self._listeners, ring)
+        self._listeners.add(ring)
         return True
 
     def _read(self, since_rv, timeout, max_events, kinds, positions=None):
