@@ -415,6 +415,11 @@ class Section:
 def _section(schema: dict):
     """Class decorator: a frozen dataclass standing for the schema mapping `schema`."""
     def register(cls):
+        if cls.__doc__ is None:
+            # dataclass() would otherwise build a docstring from inspect.signature(cls), the
+            # largest part of creating these classes, in every process's start (issue 31).
+            cls.__doc__ = (f"{cls.__name__}: typed configuration section; its fields' defaults, "
+                           "documentation and checks are in SCHEMA (`shardsched config defaults`).")
         cls = dataclass(frozen=True)(cls)
         have = [f.name for f in dataclasses.fields(cls)]
         want = [attribute_name(k) for k in schema]

@@ -114,3 +114,14 @@ def test_values_a_file_shares_stay_shared_in_what_convert_prints():
     printed = config.dump(config.validate(doc))
     assert printed.count("&id001") == 1 and printed.count("*id001") == 1
     assert yaml.safe_load(printed)["profiles"][1]["pluginConfig"][0]["args"] == args
+
+
+def test_every_section_class_says_where_its_fields_are_documented():
+    """A section written without a docstring gets one naming SCHEMA (so dataclass() need not
+    build one from the class's signature at every process's start); one written keeps its."""
+    for cls in config._CLASS_OF.values():
+        assert cls.__doc__, cls.__name__
+        assert "SCHEMA" in cls.__doc__ or cls is config.Config, cls.__name__
+    assert config.Config.__doc__ == "The whole configuration, as every process receives it."
+    assert config.StoreConfig.__doc__.startswith("StoreConfig: typed configuration section")
+    assert list(dataclasses.fields(config.StoreConfig))[0].name == "url"
