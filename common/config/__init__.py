@@ -221,7 +221,10 @@ SCHEMA = {
                        "`{role}` and `{id}` (its --id) are filled in. Two live replicas must not share one."),
     },
     "shards": {
-        "count": _i(2, "Scheduler shard processes started by `shardsched up`.", minimum=1),
+        "count": _i(2, "Scheduler shard processes started by `shardsched up`. Each follows every pod's events "
+                     "whichever shard schedules it, so a shard more costs CPU on every pod: where the API server "
+                     "shares two cores with the scheduler, one shard is cheaper and faster (README: How many "
+                     "shards).", minimum=1),
         "host": _s("127.0.0.1", "Address the shards listen on."),
         "basePort": _i(7200, "gRPC port of shard 0; shard i listens on basePort + i (0 = any free port).", maximum=65535),
         "metricsBasePort": _i(9200, "Metrics port of shard 0; shard i uses metricsBasePort + i (0 = any free "
