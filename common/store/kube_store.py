@@ -357,9 +357,12 @@ def _trim(kind: str):
 class PodEvent(WatchEvent):
     """A pod's watch event kept as the server's line until its `obj` is first read: a
     reader that passes it over by its `raw` bytes and `key` (common.runtime.intake's
-    `skip_event`) never decodes it; the first reader that wants it decodes it for all."""
+    `skip_event`) never decodes it; the first reader that wants it decodes it for all. A
+    creation is offered undecoded too (`document`: Informer take_undecoded)."""
 
     __slots__ = ("raw", "key", "_obj")
+    #: no pending patch (Redis's StoredEvent has one): a binding is never taken from it
+    patch = None
 
     def __init__(self, type_: str, raw: bytes, rv: str, key: str):
         self.type, self.kind, self.rv, self.raw, self.key, self._obj = type_, "Pod", rv, raw, key, None
@@ -370,6 +373,15 @@ class PodEvent(WatchEvent):
             self._obj = _typed("Pod", orjson.loads(_without_managed_fields(self.raw))["object"])
             self.raw = None  # decoded once per process; the bytes are not needed again
         return self._obj
+
+    @property
+    def document(self) -> bytes | None:
+        """A creation's bytes while undecoded (ClusterStore.read's `undecoded`; the informer
+        offers them to take_undecoded), None otherwise: a shard holds another shard's
+        pending pod as these bytes and decodes it only if it is ever dispatched there (the
+        server's line holds the whole document, so searching it for a name finds what
+        searching the document would)."""
+        return self.raw if self.type == "ADDED" else None
 
 
 class KubeStore(ClusterStore):

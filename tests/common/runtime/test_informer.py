@@ -217,3 +217,48 @@ def test_a_sync_with_a_doorbell_does_not_wait_while_a_full_read_left_events_behi
     bell.wait(0.0)  # (as if the owner's last ring were taken)
     assert informer.sync(timeout=60.0, max_events=1) == 1
     assert seen == ["a", "b"]
+
+
+class ApiServerLines(MemoryStore):
+    """A memory store whose pod events come as kube://'s do: the server's watch lines,
+    undecoded until read (common.store.kube_store.PodEvent)."""
+
+    def poll(self, *args, **kwargs):
+        import orjson
+        from common.store.kube_store import PodEvent
+
+        out = []
+        for ev in super().poll(*args, **kwargs):
+            if ev.kind == "Pod":
+                meta = ev.obj["metadata"]
+                line = orjson.dumps({"type": ev.type, "object": {"kind": "Pod", "apiVersion": "v1", **ev.obj}})
+                ev = PodEvent(ev.type, line, ev.rv, f"{meta['namespace']}/{meta['name']}")
+            out.append(ev)
+        return out
+
+
+def test_an_api_server_pods_creation_is_offered_undecoded_and_decoded_only_when_read():
+    """Seen failing before: on kube:// every pod event was decoded before any owner saw it,
+    so a shard decoded each of another shard's pending pods' creations just to hold them.
+    A creation is offered to take_undecoded as the server's bytes; one held is decoded only
+    when the owner reads it; an update (no document offered) is decoded and delivered."""
+    store = ApiServerLines()
+    delivered, held = [], {}
+
+    def hold(kind, type_, key, document, event):
+        if type_ != "ADDED":
+            return False
+        assert b'"name":"web"' in document
+        held[key] = event
+        return True
+
+    informer = Informer(store, ("Pod",), lambda type_, kind, obj: delivered.append((type_, obj["metadata"]["name"])),
+                        take_undecoded=hold)
+    informer.start()
+    store.create(pod("web"))
+    informer.sync()
+    assert delivered == [] and list(held) == ["default/web"]
+    assert informer.decoded(held["default/web"])["metadata"]["name"] == "web"
+    store.update(store.get("Pod", "default/web") | {"status": {"phase": "Pending", "message": "x"}})
+    informer.sync()
+    assert delivered == [("MODIFIED", "web")]
