@@ -23,8 +23,7 @@ from common.model.changes import node_unchanged
 from common.scheduling.constraints import ConstrainedAccounting, ConstraintIndex
 from common.runtime.intake import (Intake, Kind, bound_from_patch, device_kinds, status_hinted, status_update,
                                    volume_kinds, workload_kinds)
-from common.errors import ObjectError
-from common.model.objects import Pod, raw_pod_key
+from common.model.objects import raw_pod_key
 from common.model.podgroup import NATIVE_KIND, GroupIndex, index_key_of, may_name_group
 from common.model.workloads import Namespaces
 from common.scheduling.device_state import DeviceState
@@ -141,8 +140,8 @@ class BinderView:
             self.pending[key] = obj  # parsed when a decision names it (pending_pod)
             return
         pending = self.pending.pop(key, None)
-        if not isinstance(pending, Pod):
-            pending = None  # never parsed here (a document or a held event): no decision of ours named it
+        if pending.__class__ is dict:
+            pending = None  # never parsed here: no decision of ours named it
         if pending is None and self._refreshed(key, obj):
             return
         pod = self._own_binding(key, pending, obj) or self.intake.parse(obj)
@@ -151,35 +150,18 @@ class BinderView:
 
     def pending_pod(self, key: str):
         """The pending pod of this scheduler under `key`, parsed now if it was held as its
-        document or its undecoded creation (then kept parsed); None when there is none, when
-        a held creation names another scheduler, or when it cannot be decoded or parsed:
+        document (then kept parsed); None when there is none, or when it cannot be parsed:
         then reported by the intake (its object and field, in `errors` and the log, once),
         dropped, and a decision for it is refused as for a pod the binder does not hold."""
         pod = self.pending.get(key)
-        if pod is None or isinstance(pod, Pod):
-            return pod
         if pod.__class__ is not dict:
-            pod = self._decoded_creation(key, pod)
-        pod = self.intake.parse(pod) if pod is not None else None
+            return pod
+        pod = self.intake.parse(pod)
         if pod is None:
             del self.pending[key]
         else:
             self.pending[key] = pod
         return pod
-
-    def _decoded_creation(self, key: str, event) -> dict | None:
-        """A creation `_holds` kept undecoded, decoded now: None (reported with the pod and
-        the field) when its bytes do not decode, or when it turns out to name another
-        scheduler (then it is not ours to hold, as `_apply_pod` would have decided)."""
-        try:
-            obj = event.obj
-            spec = obj.get("spec") or {}
-            name = spec.get("schedulerName") or "default-scheduler"
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
-            self.intake.report(ObjectError(f"Pod {key}", "(document)",
-                                           f"its watch event (resourceVersion {event.rv}) does not decode: {e}"))
-            return None
-        return obj if name in self.names else None
 
     def _takes_status(self, type_: str, key: str, status: bytes) -> bool:
         """A pod event taken undecoded (Kind.take_status): a status-only write (its
@@ -197,8 +179,6 @@ class BinderView:
         bound_from_patch) as _apply_pod takes it from the document, when it concerns no pod
         group (read on the document's bytes; the group index reads members' documents):
         every binding the binder commits. What it declines is decoded and applied."""
-        if type_ == "ADDED":
-            return self._holds(key, document, event)
         if type_ != "MODIFIED" or key in self.groups.group_of or may_name_group(document):
             return False
         pending = self.pending_pod(key)
@@ -207,18 +187,6 @@ class BinderView:
             return False
         del self.pending[key]
         self.acc.set_pod(pod)
-        return True
-
-    def _holds(self, key: str, document: bytes, event) -> bool:
-        """A pod's creation held undecoded in `pending` when _apply_pod would only hold its
-        document there: not bound, in no pod group, not already known. Its schedulerName is
-        read when a decision names it (`pending_pod`): most creations are bound by a decision
-        of ours, and their binding is taken from its patch, so such a pod is decoded once,
-        not twice. The bytes are searched conservatively: any mention declines."""
-        if (key in self.pending or key in self.groups.group_of or self.acc.counted(key) is not None
-                or may_name_group(document) or b'"nodeName"' in document):
-            return False
-        self.pending[key] = event
         return True
 
     def _refreshed(self, key: str, obj: dict) -> bool:

@@ -159,33 +159,3 @@ def test_the_binding_of_a_pending_pod_is_taken_from_its_patch(followed, redis_ur
     parsed = parse_pod(store.get("Pod", "default/q"))
     assert ((q.node_name, q.phase, q.nominated_node or None, q.labels, q.requests, q.uid)
             == (parsed.node_name, parsed.phase, parsed.nominated_node or None, parsed.labels, parsed.requests, parsed.uid))
-
-
-def test_a_pending_pods_creation_is_held_undecoded_until_a_decision_names_it(followed, redis_url):
-    """Seen failing before: the binder decoded every pending pod's creation just to hold
-    its document. Now it holds the event as the store gave it: decoded when a decision names
-    the pod (then parsed as before); a creation naming another scheduler is dropped then,
-    as if never held; one whose bytes do not decode is reported with the pod and field named,
-    and the others are still held and parsed."""
-    from builders import forge_pod_event
-
-    store, view, informer = followed
-    store.create(pod("p", "1"))
-    store.create(pod("other", "1", scheduler="someone-else"))
-    forge_pod_event(store, redis_url, "default/bad", "ADDED", '{"metadata":{"uid":"uid-default-bad"},}')
-    informer.sync()
-    assert {"default/p", "default/other", "default/bad"} <= set(view.pending)
-    assert not any(isinstance(view.pending[k], dict) for k in ("default/p", "default/other", "default/bad"))
-    assert view.pending_pod("default/other") is None and "default/other" not in view.pending
-    assert view.pending_pod("default/bad") is None and "default/bad" not in view.pending
-    assert "(document)" in str(view.errors["Pod default/bad"])
-    p = view.pending_pod("default/p")
-    assert (p.key, p.requests, p.node_name) == ("default/p", pod_requests_of(store, "default/p"), "")
-    store.bind("default/p", "n1")
-    informer.sync()
-    assert view.acc.counted("default/p").node_name == "n1" and "default/p" not in view.pending
-
-
-def pod_requests_of(store, key):
-    from common.model.objects import parse_pod
-    return parse_pod(store.get("Pod", key)).requests
