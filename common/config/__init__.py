@@ -222,7 +222,7 @@ SCHEMA = {
     },
     "shards": {
         "count": _i(2, "Scheduler shard processes started by `shardsched up`. Each follows every pod's events "
-                     "whichever shard schedules it, so a shard more costs CPU on every pod: where the API server "
+                     "whichever shard schedules it, so every extra shard costs CPU on every pod: where the API server "
                      "shares two cores with the scheduler, one shard is cheaper and faster (README: How many "
                      "shards).", minimum=1),
         "host": _s("127.0.0.1", "Address the shards listen on."),
