@@ -361,8 +361,6 @@ class PodEvent(WatchEvent):
     creation is offered undecoded too (`document`: Informer take_undecoded)."""
 
     __slots__ = ("raw", "key", "_obj")
-    #: no pending patch (Redis's StoredEvent has one): a binding is never taken from it
-    patch = None
 
     def __init__(self, type_: str, raw: bytes, rv: str, key: str):
         self.type, self.kind, self.rv, self.raw, self.key, self._obj = type_, "Pod", rv, raw, key, None

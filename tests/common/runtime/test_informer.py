@@ -5,7 +5,10 @@ from __future__ import annotations
 import logging
 import threading
 
+import orjson
+
 from common.runtime.informer import Informer
+from common.store.kube_store import PodEvent
 from common.store.memory import MemoryStore
 from builders import api_pod as pod
 
@@ -224,9 +227,6 @@ class ApiServerLines(MemoryStore):
     undecoded until read (common.store.kube_store.PodEvent)."""
 
     def poll(self, *args, **kwargs):
-        import orjson
-        from common.store.kube_store import PodEvent
-
         out = []
         for ev in super().poll(*args, **kwargs):
             if ev.kind == "Pod":
