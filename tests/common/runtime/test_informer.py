@@ -262,3 +262,31 @@ def test_an_api_server_pods_creation_is_offered_undecoded_and_decoded_only_when_
     store.update(store.get("Pod", "default/web") | {"status": {"phase": "Pending", "message": "x"}})
     informer.sync()
     assert delivered == [("MODIFIED", "web")]
+
+
+def test_an_api_server_creation_held_undecoded_that_does_not_decode_is_skipped_and_counted_when_read():
+    """A held kube:// creation is decoded only when its owner reads it: bytes that do not
+    decode (here JSON nested deeper than the decoder takes) are then skipped, logged and
+    counted, and the events after it still flow."""
+    store = ApiServerLines()
+    delivered, held = [], {}
+
+    def hold(kind, type_, key, document, event):
+        if type_ != "ADDED":
+            return False
+        held[key] = event
+        return True
+
+    informer = Informer(store, ("Pod",), lambda type_, kind, obj: delivered.append((type_, obj["metadata"]["name"])),
+                        take_undecoded=hold)
+    informer.start()
+    store.create(pod("deep"))
+    store.create(pod("web"))
+    informer.sync()
+    deep = held["default/deep"]
+    deep.raw = deep.raw[:-1] + b',"x":' + b"[" * 2000 + b"]" * 2000 + b"}"
+    assert informer.decoded(deep) is None and informer.skipped == 1
+    assert informer.decoded(held["default/web"])["metadata"]["name"] == "web"
+    store.update(store.get("Pod", "default/web") | {"status": {"phase": "Pending", "message": "x"}})
+    informer.sync()
+    assert delivered == [("MODIFIED", "web")]
