@@ -40,6 +40,7 @@ from urllib.parse import urlencode, urlsplit
 import orjson
 
 from ..errors import StoreUnavailable
+from . import kube_mux
 
 IN_CLUSTER = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 #: how long a token read from a file is used before it is read again (client-go: 1 minute)
@@ -279,6 +280,9 @@ class _Requests:
         parts = urlsplit(ep.server)
         self.host, self.port = parts.hostname or "", parts.port
         self.tls = parts.scheme == "https"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.tls else 80
+        self.host_header = host if self.port in (None, default) else f"{host}:{self.port}"
         self.endpoint = ep
         self._idle: queue.LifoQueue = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(size)
@@ -333,6 +337,50 @@ class _Requests:
             raise AssertionError("unreachable")
         finally:
             self._slots.release()
+
+    def send_chains(self, chains: list[list[tuple[str, str, bytes | None, dict]]], timeout,
+                    pace=None) -> list[list]:
+        """Each request's (status, body) or the exception it failed with, in `chains`' shape:
+        the requests of a chain one after another, the chains side by side on as many of the
+        pool's connections as it can spare (at least one: a caller waits for it as `send`
+        does), all driven by the calling thread (common.store.kube_mux)."""
+        connect_s, read_s = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+        wire = [[self._wire(*request) for request in chain] for chain in chains]
+        self._slots.acquire()
+        slots = 1
+        while slots < len(chains) and self._slots.acquire(blocking=False):
+            slots += 1
+
+        def take(fresh: bool):
+            while not fresh:
+                try:
+                    conn = self._idle.get_nowait()
+                except queue.Empty:
+                    break
+                if not _readable(conn.sock):
+                    return conn, True
+                conn.close()  # dropped while idle
+            return self._connect(connect_s), False
+
+        def give_back(conn, reusable: bool) -> None:
+            if reusable and not self._closed:
+                self._idle.put(conn)
+            else:
+                conn.close()
+
+        try:
+            return kube_mux.run_chains(wire, take, give_back, slots, read_s, pace)
+        finally:
+            for _ in range(slots):
+                self._slots.release()
+
+    def _wire(self, method: str, url: str, data: bytes | None, headers: dict) -> bytes:
+        """One request's bytes, as http.client would write them."""
+        head = [f"{method} {url} HTTP/1.1", f"Host: {self.host_header}", "Accept-Encoding: identity"]
+        head += [f"{k}: {v}" for k, v in headers.items()]
+        if data is not None:
+            head.append(f"Content-Length: {len(data)}")
+        return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (data or b"")
 
     def open_stream(self, method: str, url: str, data: bytes | None, headers: dict,
                     timeout) -> tuple[http.client.HTTPResponse, http.client.HTTPConnection]:
@@ -479,6 +527,25 @@ class KubeHttp:
         if not 200 <= status < 300:
             raise HttpError(status, answer)
         return answer
+
+    @property
+    def multiplexes(self) -> bool:
+        """Whether `request_many` drives its requests from the calling thread (not behind a
+        proxy: there urllib3 carries every request)."""
+        return self.requests is not None
+
+    def request_many(self, chains: list[list[tuple[str, str, object, str]]], pace=None) -> list[list]:
+        """Requests (method, path, body, content type) answered at once, all from the calling
+        thread (`multiplexes` only): the requests of a chain one after another, the chains
+        side by side. Each request's (status, answer bytes), or the StoreUnavailable it failed
+        with, in `chains`' shape."""
+        wire = [[(method, self.prefix + path, orjson.dumps(body) if body is not None else None,
+                  self._headers(content_type if body is not None else None))
+                 for method, path, body, content_type in chain] for chain in chains]
+        answers = self.requests.send_chains(wire, self.timeout, pace)
+        return [[a if a.__class__ is tuple else
+                 StoreUnavailable(f"cannot reach the API server at {self.endpoint.server}: {a!r}")
+                 for a in chain] for chain in answers]
 
     def call(self, method: str, path: str, body=None, query: list | None = None,
              content_type: str = "application/json", timeout=None, trim=None) -> dict:

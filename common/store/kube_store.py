@@ -177,6 +177,30 @@ def _binding_conflict(e: "ApiError") -> str:
     return f"Conflict: {msg}"
 
 
+#: what a binding's refusal is, by HTTP status (beyond 404's PodNotFound)
+_BINDING_REASONS = {409: _binding_conflict}
+
+
+def _binding(key: str, node: str, uid: str | None) -> dict:
+    """The Binding that puts pod `key` (of uid `uid`, when given) on `node`."""
+    ns, name = _split("Pod", key)
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": ns},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+    if uid:
+        binding["metadata"]["uid"] = uid
+    return binding
+
+
+def _outcome(e: "ApiError", reasons: dict) -> str:
+    """A refused pod subresource's outcome: `reasons[status]` (a string, or a function of
+    the error), 404 "PodNotFound"; the error itself raised when neither names its status."""
+    reason = {404: "PodNotFound", **reasons}.get(e.status)
+    if reason is None:
+        raise e
+    return reason(e) if callable(reason) else reason
+
+
+
 class ApiError(Exception):
     """A non-2xx answer: HTTP status, the Status object's reason/message/details."""
 
@@ -769,14 +793,9 @@ class KubeStore(ClusterStore):
     # --- the scheduler's writes -----------------------------------------------------------
 
     def _bind(self, key: str, node: str, uid: str | None) -> str | None:
-        ns, name = _split("Pod", key)
-        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": ns},
-                   "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
-        if uid:
-            binding["metadata"]["uid"] = uid
         # The answer is a Status without the pod's new resourceVersion: readers of this
         # client wait for their watch to show the binding instead.
-        return self._post_to_pod(key, "binding", binding, "bound", {409: _binding_conflict})
+        return self._post_to_pod(key, "binding", _binding(key, node, uid), "bound", _BINDING_REASONS)
 
     def _post_to_pod(self, key: str, subresource: str, body: dict, awaited: str,
                      reasons: dict) -> str | None:
@@ -790,15 +809,50 @@ class KubeStore(ClusterStore):
             self._call("POST", _path("Pod", ns, name) + "/" + subresource, body=body)
         except ApiError as e:
             self._forget("Pod", key)
-            reason = {404: "PodNotFound", **reasons}.get(e.status)
-            if reason is None:
-                raise
-            return reason(e) if callable(reason) else reason
+            return _outcome(e, reasons)
         except BaseException:
             self._forget("Pod", key)
             raise
         self._answered("Pod", key)
         return None
+
+    def _posts_to_pods(self, subresource: str, rows: list[tuple[str, dict]], awaited: str,
+                       reasons: dict) -> list[str | None]:
+        """`_post_to_pod` for each (key, body) of `rows` at once, every request written and
+        its answer read by this thread (KubeHttp.request_many): a pod's rows one after
+        another, in their order. Each row's outcome; when a request could not be sent or
+        answered (or an answer is an error `reasons` does not name), the first such error is
+        raised once every answer is in."""
+        chains: dict[str, list[int]] = {}
+        for i, (key, _) in enumerate(rows):
+            chains.setdefault(key, []).append(i)
+            self._await("Pod", key, awaited)
+        requests = [[("POST", _path("Pod", *_split("Pod", rows[i][0])) + "/" + subresource, rows[i][1],
+                      "application/json") for i in chain] for chain in chains.values()]
+        try:
+            answers = self._http.request_many(requests, self._limiter.wait if self._limiter is not None else None)
+        except BaseException:
+            for key in chains:
+                self._forget("Pod", key)
+            raise
+        outcomes: list[str | None] = [None] * len(rows)
+        failure = None
+        for chain, chain_answers in zip(chains.values(), answers):
+            for i, answer in zip(chain, chain_answers):
+                key = rows[i][0]
+                if answer.__class__ is tuple and 200 <= answer[0] < 300:
+                    self._answered("Pod", key)
+                    continue
+                self._forget("Pod", key)
+                try:
+                    if answer.__class__ is not tuple:
+                        raise answer
+                    outcomes[i] = _outcome(ApiError(*answer), reasons)
+                except (ApiError, StoreUnavailable) as e:
+                    failure = failure or e
+        if failure is not None:
+            raise failure
+        return outcomes
 
     def _in_parallel(self, fn, rows: list[tuple]) -> list:
         """fn(*row) for every row, concurrently, except that rows for the same pod run in
@@ -819,7 +873,11 @@ class KubeStore(ClusterStore):
         return results
 
     def bind_many(self, bindings):
-        return self._in_parallel(self._bind, list(bindings))
+        rows = list(bindings)
+        if len(rows) <= 1 or not self._http.multiplexes:
+            return self._in_parallel(self._bind, rows)
+        return self._posts_to_pods("binding", [(key, _binding(key, node, uid)) for key, node, uid in rows],
+                                   "bound", _BINDING_REASONS)
 
     def _evict(self, key: str, uid: str | None) -> str | None:
         """Through the Eviction API, so PodDisruptionBudgets are honoured: a 429 (the budget

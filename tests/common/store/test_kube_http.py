@@ -4,6 +4,7 @@ client, errors naming the field, and requests to the session's real API server."
 from __future__ import annotations
 
 import base64
+import socket
 import subprocess
 import sys
 import threading
@@ -12,6 +13,7 @@ from http.client import HTTPException
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import orjson
 import pytest
 import yaml
 
@@ -115,6 +117,7 @@ class _Server:
     def __init__(self, status: int = 201, close_after: bool = False, delay_s: float = 0.0):
         server = self
         self.connections, self.requests = 0, []
+        self.connection_of: dict[str, int] = {}  # path -> the number of the connection it came on
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -122,14 +125,17 @@ class _Server:
             def setup(self):
                 super().setup()
                 server.connections += 1
+                self.number = server.connections
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 server.requests.append((self.path, body))
+                server.connection_of[self.path] = self.number
                 if delay_s:
                     time.sleep(delay_s)
-                answer = b'{"kind":"Status","code":%d}' % status
-                self.send_response(status)
+                code = 409 if "refuse" in self.path else status
+                answer = b'{"kind":"Status","code":%d}' % code
+                self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
@@ -243,3 +249,67 @@ def test_a_streamed_answer_is_read_as_it_comes_and_ended_from_another_thread(ser
         resp.release_conn()
         http.close()
     assert lines == [b'{"type":"ADDED","n":1}', b'{"type":"ADDED","n":2}']
+
+
+# --- many requests at once, driven by the calling thread (common/store/kube_mux.py) ----------
+
+def posts(*chains: list[str]) -> list[list[tuple]]:
+    return [[("POST", path, {"p": path}, "application/json") for path in chain] for chain in chains]
+
+
+def test_many_requests_are_answered_each_in_its_place_a_chain_in_order_on_one_connection(server):
+    http = kube_http.KubeHttp(server.endpoint, 30.0, 3)
+    chains = [[f"/c{c}/r{r}" for r in range(3)] for c in range(5)] + [["/c5/refuse"]]
+    try:
+        answers = http.request_many(posts(*chains))
+        assert http.request_many(posts(["/later"])) == [[(201, b'{"kind":"Status","code":201}')]]
+    finally:
+        http.close()
+    assert answers == [[(201, b'{"kind":"Status","code":201}')] * 3] * 5 + [[(409, b'{"kind":"Status","code":409}')]]
+    sent = [path for path, _ in server.requests]
+    for chain in chains:  # a chain's requests one after another, on the same connection
+        assert [p for p in sent if p in chain] == chain
+        assert len({server.connection_of[p] for p in chain}) == 1
+    assert sorted(sent) == sorted(p for chain in chains for p in chain) + ["/later"]
+    assert server.connections == 3  # the pool's bound, kept alive for the next call
+    assert server.connection_of["/later"] <= 3
+    assert orjson.loads(server.requests[0][1]) == {"p": server.requests[0][0]}
+
+
+@pytest.mark.parametrize("server", [{"close_after": True}], indirect=True)
+def test_a_connection_the_server_ends_after_an_answer_is_replaced_and_nothing_sent_twice(server):
+    http = kube_http.KubeHttp(server.endpoint, 30.0, 2)
+    try:
+        http.call("POST", "/first", body={})  # leaves a connection the server has closed
+        answers = http.request_many(posts(["/a0", "/a1"], ["/b0"], ["/c0", "/c1", "/c2"]))
+    finally:
+        http.close()
+    assert all(a == (201, b'{"kind":"Status","code":201}') for chain in answers for a in chain)
+    assert sorted(path for path, _ in server.requests) == ["/a0", "/a1", "/b0", "/c0", "/c1", "/c2", "/first"]
+
+
+@pytest.mark.parametrize("server", [{"delay_s": 5.0}], indirect=True)
+def test_requests_not_answered_in_time_are_store_unavailable_and_their_chains_stop(server):
+    http = kube_http.KubeHttp(server.endpoint, 0.3, 4)
+    try:
+        answers = http.request_many(posts(["/a0", "/a1"], ["/b0"]))
+    finally:
+        http.close()
+    assert [len(chain) for chain in answers] == [2, 1]
+    for a in (a for chain in answers for a in chain):
+        assert isinstance(a, kube_http.StoreUnavailable) and "cannot reach the API server at http://127.0.0.1" in str(a)
+    assert sorted(path for path, _ in server.requests) == ["/a0", "/b0"]  # /a1 never sent
+
+
+def test_requests_to_a_server_that_is_gone_are_each_store_unavailable():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens on it once closed
+    http = kube_http.KubeHttp(kube_http.Endpoint(server=f"http://127.0.0.1:{port}"), 5.0, 4)
+    try:
+        answers = http.request_many(posts(["/a0", "/a1"], ["/b0"], ["/c0"]))
+    finally:
+        http.close()
+    assert [len(chain) for chain in answers] == [2, 1, 1]
+    assert all(isinstance(a, kube_http.StoreUnavailable) and "Connection refused" in str(a)
+               for chain in answers for a in chain)
