@@ -339,16 +339,16 @@ class _Requests:
             self._slots.release()
 
     def send_chains(self, chains: list[list[tuple[str, str, bytes | None, dict]]], timeout,
-                    pace=None) -> list[list]:
+                    pace=None, width: int | None = None) -> list[list]:
         """Each request's (status, body) or the exception it failed with, in `chains`' shape:
         the requests of a chain one after another, the chains side by side on as many of the
-        pool's connections as it can spare (at least one: a caller waits for it as `send`
-        does), all driven by the calling thread (common.store.kube_mux)."""
+        pool's connections as it can spare, `width` at most (at least one: a caller waits for
+        it as `send` does), all driven by the calling thread (common.store.kube_mux)."""
         connect_s, read_s = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         wire = [[self._wire(*request) for request in chain] for chain in chains]
         self._slots.acquire()
-        slots = 1
-        while slots < len(chains) and self._slots.acquire(blocking=False):
+        slots, most = 1, min(len(chains), width or len(chains))
+        while slots < most and self._slots.acquire(blocking=False):
             slots += 1
 
         def take(fresh: bool):
@@ -534,15 +534,16 @@ class KubeHttp:
         proxy: there urllib3 carries every request)."""
         return self.requests is not None
 
-    def request_many(self, chains: list[list[tuple[str, str, object, str]]], pace=None) -> list[list]:
+    def request_many(self, chains: list[list[tuple[str, str, object, str]]], pace=None,
+                     width: int | None = None) -> list[list]:
         """Requests (method, path, body, content type) answered at once, all from the calling
         thread (`multiplexes` only): the requests of a chain one after another, the chains
-        side by side. Each request's (status, answer bytes), or the StoreUnavailable it failed
-        with, in `chains`' shape."""
+        side by side, `width` at most. Each request's (status, answer bytes), or the
+        StoreUnavailable it failed with, in `chains`' shape."""
         wire = [[(method, self.prefix + path, orjson.dumps(body) if body is not None else None,
                   self._headers(content_type if body is not None else None))
                  for method, path, body, content_type in chain] for chain in chains]
-        answers = self.requests.send_chains(wire, self.timeout, pace)
+        answers = self.requests.send_chains(wire, self.timeout, pace, width)
         return [[a if a.__class__ is tuple else
                  StoreUnavailable(f"cannot reach the API server at {self.endpoint.server}: {a!r}")
                  for a in chain] for chain in answers]

@@ -446,6 +446,7 @@ class KubeStore(ClusterStore):
         self._awaiting: dict[tuple[str, str], list] = {}
         self._answers = 0
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="kube-store")
+        self._in_flight = workers  # requests one bulk write sends at once, threads or not
         self._unserved: set[str] = set()
         self._call("GET", "/version")
 
@@ -830,7 +831,8 @@ class KubeStore(ClusterStore):
         requests = [[("POST", _path("Pod", *_split("Pod", rows[i][0])) + "/" + subresource, rows[i][1],
                       "application/json") for i in chain] for chain in chains.values()]
         try:
-            answers = self._http.request_many(requests, self._limiter.wait if self._limiter is not None else None)
+            answers = self._http.request_many(requests, self._limiter.wait if self._limiter is not None else None,
+                                              self._in_flight)
         except BaseException:
             for key in chains:
                 self._forget("Pod", key)

@@ -276,6 +276,16 @@ def test_many_requests_are_answered_each_in_its_place_a_chain_in_order_on_one_co
     assert orjson.loads(server.requests[0][1]) == {"p": server.requests[0][0]}
 
 
+def test_many_requests_use_no_more_connections_than_their_width(server):
+    http = kube_http.KubeHttp(server.endpoint, 30.0, 8)
+    try:
+        answers = http.request_many(posts(*[[f"/c{c}"] for c in range(6)]), width=2)
+    finally:
+        http.close()
+    assert len(answers) == 6 and all(a == [(201, b'{"kind":"Status","code":201}')] for a in answers)
+    assert server.connections == 2
+
+
 @pytest.mark.parametrize("server", [{"close_after": True}], indirect=True)
 def test_a_connection_the_server_ends_after_an_answer_is_replaced_and_nothing_sent_twice(server):
     http = kube_http.KubeHttp(server.endpoint, 30.0, 2)
