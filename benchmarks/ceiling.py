@@ -105,7 +105,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.ceiling", description=__doc__.split("\n\n")[0])
     p.add_argument("--kubeconfig", required=True)
     p.add_argument("--scheduler-name", default="ceiling")
-    p.add_argument("--in-flight", type=int, default=128, help="bindings one thread sends at once (default 128)")
+    p.add_argument("--in-flight", type=int, default=128, help="bindings one thread takes as one bind_many (default 128)")
     args = p.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -200,7 +200,6 @@ def _outcome(e: "ApiError", reasons: dict) -> str:
     return reason(e) if callable(reason) else reason
 
 
-
 class ApiError(Exception):
     """A non-2xx answer: HTTP status, the Status object's reason/message/details."""
 
