@@ -286,6 +286,16 @@ def test_many_requests_use_no_more_connections_than_their_width(server):
     assert server.connections == 2
 
 
+def test_many_requests_are_paced_one_by_one_when_the_client_has_a_qps_limit(server):
+    http = kube_http.KubeHttp(server.endpoint, 30.0, 4)
+    paced = []
+    try:
+        http.request_many(posts(["/a0", "/a1"], ["/b0"]), pace=lambda: paced.append(len(server.requests)))
+    finally:
+        http.close()
+    assert len(paced) == 3 and paced[0] == 0  # before each request is written
+
+
 @pytest.mark.parametrize("server", [{"close_after": True}], indirect=True)
 def test_a_connection_the_server_ends_after_an_answer_is_replaced_and_nothing_sent_twice(server):
     http = kube_http.KubeHttp(server.endpoint, 30.0, 2)
