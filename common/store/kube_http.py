@@ -297,20 +297,25 @@ class _Requests:
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
 
+    def _kept(self) -> http.client.HTTPConnection | None:
+        """A kept-alive connection of the pool the server has not closed, None when there is
+        none (one it closed while idle is closed here)."""
+        while True:
+            try:
+                conn = self._idle.get_nowait()
+            except queue.Empty:
+                return None
+            if not _readable(conn.sock):
+                return conn
+            conn.close()  # dropped while idle
+
     def send(self, method: str, url: str, data: bytes | None, headers: dict, timeout) -> tuple[int, bytes]:
         """(status, body) of one request; `timeout` in seconds, or (connect, read)."""
         connect_s, read_s = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         self._slots.acquire()
         try:
-            conn, reused = None, False
-            while conn is None:
-                try:
-                    conn, reused = self._idle.get_nowait(), True
-                except queue.Empty:
-                    break
-                if _readable(conn.sock):  # dropped while idle
-                    conn.close()
-                    conn, reused = None, False
+            conn = self._kept()
+            reused = conn is not None
             for attempt in range(2):
                 if conn is None:
                     conn = self._connect(connect_s)
@@ -352,15 +357,8 @@ class _Requests:
             slots += 1
 
         def take(fresh: bool):
-            while not fresh:
-                try:
-                    conn = self._idle.get_nowait()
-                except queue.Empty:
-                    break
-                if not _readable(conn.sock):
-                    return conn, True
-                conn.close()  # dropped while idle
-            return self._connect(connect_s), False
+            conn = None if fresh else self._kept()
+            return (conn, True) if conn is not None else (self._connect(connect_s), False)
 
         def give_back(conn, reusable: bool) -> None:
             if reusable and not self._closed:

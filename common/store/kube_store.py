@@ -845,11 +845,12 @@ class KubeStore(ClusterStore):
                     self._answered("Pod", key)
                     continue
                 self._forget("Pod", key)
+                if answer.__class__ is not tuple:  # not sent or not answered
+                    failure = failure or answer
+                    continue
                 try:
-                    if answer.__class__ is not tuple:
-                        raise answer
                     outcomes[i] = _outcome(ApiError(*answer), reasons)
-                except (ApiError, StoreUnavailable) as e:
+                except ApiError as e:
                     failure = failure or e
         if failure is not None:
             raise failure

@@ -237,24 +237,33 @@ class ApiServerLines(MemoryStore):
         return out
 
 
-def test_an_api_server_pods_creation_is_offered_undecoded_and_decoded_only_when_read():
-    """Seen failing before: on kube:// every pod event was decoded before any owner saw it,
-    so a shard decoded each of another shard's pending pods' creations just to hold them.
-    A creation is offered to take_undecoded as the server's bytes; one held is decoded only
-    when the owner reads it; an update (no document offered) is decoded and delivered."""
-    store = ApiServerLines()
+def holding_creations(store, document_has: bytes | None = None):
+    """A started pod informer on `store` whose owner holds every creation undecoded (each
+    offered document containing `document_has`, when given): (informer, what was delivered
+    decoded as (type, name), the held events by key)."""
     delivered, held = [], {}
 
     def hold(kind, type_, key, document, event):
         if type_ != "ADDED":
             return False
-        assert b'"name":"web"' in document
+        if document_has is not None:
+            assert document_has in document
         held[key] = event
         return True
 
     informer = Informer(store, ("Pod",), lambda type_, kind, obj: delivered.append((type_, obj["metadata"]["name"])),
                         take_undecoded=hold)
     informer.start()
+    return informer, delivered, held
+
+
+def test_an_api_server_pods_creation_is_offered_undecoded_and_decoded_only_when_read():
+    """Seen failing before: on kube:// every pod event was decoded before any owner saw it,
+    so a shard decoded each of another shard's pending pods' creations just to hold them.
+    A creation is offered to take_undecoded as the server's bytes; one held is decoded only
+    when the owner reads it; an update (no document offered) is decoded and delivered."""
+    store = ApiServerLines()
+    informer, delivered, held = holding_creations(store, document_has=b'"name":"web"')
     store.create(pod("web"))
     informer.sync()
     assert delivered == [] and list(held) == ["default/web"]
@@ -269,17 +278,7 @@ def test_an_api_server_creation_held_undecoded_that_does_not_decode_is_skipped_a
     decode (here JSON nested deeper than the decoder takes) are then skipped, logged and
     counted, and the events after it still flow."""
     store = ApiServerLines()
-    delivered, held = [], {}
-
-    def hold(kind, type_, key, document, event):
-        if type_ != "ADDED":
-            return False
-        held[key] = event
-        return True
-
-    informer = Informer(store, ("Pod",), lambda type_, kind, obj: delivered.append((type_, obj["metadata"]["name"])),
-                        take_undecoded=hold)
-    informer.start()
+    informer, delivered, held = holding_creations(store)
     store.create(pod("deep"))
     store.create(pod("web"))
     informer.sync()
