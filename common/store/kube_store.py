@@ -124,6 +124,10 @@ def _rv_int(rv: str) -> int:
                                "integer; shardsched's kube backend needs an etcd-backed server") from None
 
 
+def _event_rv(event: WatchEvent) -> int:
+    return int(event.rv)
+
+
 def _wrote(kind: str, rv: str) -> None:
     n = _rv_int(rv)
     with _WRITTEN_LOCK:
@@ -439,6 +443,7 @@ class KubeStore(ClusterStore):
         self._listeners = Listeners(self._cond)
         self._watches: dict[str, _KindWatch] = {}
         self._cursors: OrderedDict[str, dict[str, int]] = OrderedDict()
+        self._kinds_asked: dict = {}  # the kinds of reads asked for, as `_wanted` checked them
         #: writes whose answer carries no resourceVersion (bindings, evictions): (kind, key)
         #: -> [what the watch must show: "bound" or "deleted", until when a reader waits for
         #: it, the number of its answer (None while the request is on its way)]
@@ -616,9 +621,7 @@ class KubeStore(ClusterStore):
         return True
 
     def _read(self, since_rv, timeout, max_events, kinds, positions=None):
-        wanted = sorted(kinds) if kinds is not None else list(KINDS)
-        for k in wanted:
-            check_kind(k)
+        wanted = self._wanted(kinds)
         since = str(since_rv)
         deadline = time.monotonic() + timeout
         catch_up = time.monotonic() + self.timeout
@@ -626,32 +629,28 @@ class KubeStore(ClusterStore):
             known = ({k: _rv_int(v) for k, v in positions.items()} if positions
                      else self._cursors.get(since))
             base = _rv_int(since)
-            pos = {k: (known or {}).get(k, base) for k in wanted}
+            pos = {k: known.get(k, base) for k in wanted} if known else dict.fromkeys(wanted, base)
             with _WRITTEN_LOCK:
-                written = {k: _WRITTEN.get(k, 0) for k in wanted}
+                written = dict(_WRITTEN)
             answered = self._answers
             while True:
-                watches = {k: self._watch(k, pos[k]) for k in wanted}
-                for k, w in watches.items():
-                    if pos[k] < w.start:
-                        raise ResourceVersionTooOld(f"resourceVersion {pos[k]} is too old: this client kept the "
-                                                    f"last {self.history} {k} events, from {w.start} on")
-                behind = (any(w.progress < written[k] for k, w in watches.items())
-                          or self._awaited(wanted, answered))
-                ready = [(k, w, bisect.bisect_right(w.rvs, pos[k])) for k, w in watches.items()]
-                if any(i < len(w.rvs) for _, w, i in ready) and not behind:
+                ready, behind = self._ready(wanted, pos, written)
+                behind = behind or self._awaited(wanted, answered)
+                if ready and not behind:
                     break
                 now = time.monotonic()
                 limit = catch_up if behind else deadline
                 if now >= limit:
-                    if any(i < len(w.rvs) for _, w, i in ready):
+                    if ready:
                         break
                     return [], None
                 self._cond.wait(min(limit - now, 0.5))
-            streams = [w.events[i:i + max_events] for _, w, i in ready]
-            events = list(heapq.merge(*streams, key=lambda e: int(e.rv)))[:max_events]
-        if not events:
-            return [], None
+            if len(ready) == 1:
+                w, i = ready[0]
+                events = w.events[i:i + max_events]
+            else:
+                streams = [w.events[i:i + max_events] for w, i in ready]
+                events = list(heapq.merge(*streams, key=_event_rv))[:max_events]
         for ev in events:
             pos[ev.kind] = int(ev.rv)
         last = events[-1].rv
@@ -661,6 +660,36 @@ class KubeStore(ClusterStore):
             while len(self._cursors) > _CURSORS:
                 self._cursors.popitem(last=False)
         return events, last
+
+    def _wanted(self, kinds) -> tuple[str, ...]:
+        """The kinds a read asks for, checked and in a fixed order; remembered, as a reader
+        asks for the same kinds at every poll (a shard's are nineteen)."""
+        wanted = self._kinds_asked.get(kinds)
+        if wanted is None:
+            wanted = tuple(sorted(kinds)) if kinds is not None else tuple(KINDS)
+            for k in wanted:
+                check_kind(k)
+            self._kinds_asked[kinds] = wanted
+        return wanted
+
+    def _ready(self, wanted, pos: dict[str, int], written: dict[str, int]) -> tuple[list, bool]:
+        """(watch, index of its first event after the reader's position) of each of the
+        `wanted` kinds with events to read, and whether a watch has not yet shown this
+        process's latest write of its kind (lock held). One pass over the kinds, each
+        looked at only as far as it must be: every poll of every process comes here, most
+        of them finding one or two kinds changed, or none."""
+        ready, behind, watches = [], False, self._watches
+        for k in wanted:
+            p = pos[k]
+            w = watches.get(k)
+            if w is None or w.gone is not None or w.start > p:
+                w = self._watch(k, p)
+            if w.progress < written.get(k, 0):
+                behind = True
+            rvs = w.rvs
+            if rvs and rvs[-1] > p:
+                ready.append((w, bisect.bisect_right(rvs, p)))
+        return ready, behind
 
     def _await(self, kind: str, key: str, what: str) -> None:
         """A write without a resourceVersion in its answer is about to be sent: from now on
