@@ -210,6 +210,41 @@ def run_chains(chains: list[list[bytes]], take: Callable, give_back: Callable, w
     return results
 
 
+def run_one(request: bytes, take: Callable, give_back: Callable, timeout_s: float) -> tuple[int, bytes]:
+    """(status, body) of one request, written and read by the calling thread on the blocking
+    socket (waiting for one answer needs no selector); raises what it failed with (OSError,
+    http.client.HTTPException). `timeout_s` bounds each wait for the server, as http.client's
+    does. A kept-alive connection the server ended meanwhile: sent once more on a new one."""
+    fresh = False
+    while True:
+        conn, reused = take(fresh)
+        buf = b""
+        try:
+            sock = conn.sock
+            sock.settimeout(timeout_s)
+            sock.sendall(request)
+            answer = None
+            while answer is None:
+                chunk = _recv(sock)
+                buf += chunk
+                try:
+                    answer = parse_answer(buf, at_eof=not chunk)
+                except ValueError as e:
+                    raise http.client.HTTPException(f"an answer that cannot be read: {e}") from None
+        except (OSError, http.client.HTTPException) as e:
+            give_back(conn, False)
+            if reused and not buf and isinstance(e, STALE + (http.client.RemoteDisconnected,)):
+                fresh = True  # closed while idle: once more on a new connection
+                continue
+            raise
+        except BaseException:
+            give_back(conn, False)
+            raise
+        status, body, close = answer
+        give_back(conn, not close)
+        return status, body
+
+
 def _recv(sock) -> bytes:
     """What the connection has now (b"" at its end), TLS's decrypted leftovers included:
     a selector sees the socket, not what TLS has already read from it."""

@@ -114,7 +114,7 @@ class _Server:
     close each connection after answering without saying so (as a server dropping an idle
     keep-alive connection), `status` is what it answers, `delay_s` how long it waits first."""
 
-    def __init__(self, status: int = 201, close_after: bool = False, delay_s: float = 0.0):
+    def __init__(self, status: int = 201, close_after: bool = False, delay_s: float = 0.0, chunked: bool = False):
         server = self
         self.connections, self.requests = 0, []
         self.connection_of: dict[str, int] = {}  # path -> the number of the connection it came on
@@ -137,9 +137,18 @@ class _Server:
                 answer = b'{"kind":"Status","code":%d}' % code
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
+                if chunked:  # in two chunks, each flushed on its own
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    for part in (answer[:7], answer[7:]):
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                        self.wfile.flush()
+                        time.sleep(0.05)
+                    self.wfile.write(b"0\r\n\r\n")
+                else:
+                    self.send_header("Content-Length", str(len(answer)))
+                    self.end_headers()
+                    self.wfile.write(answer)
                 self.close_connection = close_after
 
             def do_GET(self):  # a watch: two events in chunks, then nothing until the client goes
@@ -184,6 +193,17 @@ def test_requests_share_one_kept_alive_connection(server):
     finally:
         http.close()
     assert [path for path, _ in server.requests] == [f"/api/v1/namespaces/a/pods/p{i}/binding" for i in range(5)]
+    assert server.connections == 1
+
+
+@pytest.mark.parametrize("server", [{"chunked": True}], indirect=True)
+def test_a_writes_answer_in_chunks_arriving_apart_is_read_whole_and_the_connection_kept(server):
+    http = kube_http.KubeHttp(server.endpoint, 30.0, 4)
+    try:
+        for i in range(2):
+            assert http.call("POST", f"/p{i}", body={"i": i}) == {"kind": "Status", "code": 201}
+    finally:
+        http.close()
     assert server.connections == 1
 
 
