@@ -124,6 +124,11 @@ def _rv_int(rv: str) -> int:
                                "integer; shardsched's kube backend needs an etcd-backed server") from None
 
 
+def _event_path(ev: dict) -> tuple[str, str]:
+    """(the path of its namespace's Events, its name) of an events.k8s.io Event."""
+    return f"{EVENTS}/namespaces/{quote(ev['metadata']['namespace'])}/events", ev["metadata"]["name"]
+
+
 def _event_rv(event: WatchEvent) -> int:
     return int(event.rv)
 
@@ -859,8 +864,7 @@ class KubeStore(ClusterStore):
         requests = [[("POST", _path("Pod", *_split("Pod", rows[i][0])) + "/" + subresource, rows[i][1],
                       "application/json") for i in chain] for chain in chains.values()]
         try:
-            answers = self._http.request_many(requests, self._limiter.wait if self._limiter is not None else None,
-                                              self._in_flight)
+            answers = self._http.request_many(requests, self._pace, self._in_flight)
         except BaseException:
             for key in chains:
                 self._forget("Pod", key)
@@ -884,6 +888,11 @@ class KubeStore(ClusterStore):
         if failure is not None:
             raise failure
         return outcomes
+
+    @property
+    def _pace(self):
+        """What request_many calls before each request: the client's QPS limit, if any."""
+        return self._limiter.wait if self._limiter is not None else None
 
     def _in_parallel(self, fn, rows: list[tuple]) -> list:
         """fn(*row) for every row, concurrently, except that rows for the same pod run in
@@ -1088,8 +1097,7 @@ class KubeStore(ClusterStore):
     # --- events: events.k8s.io/v1 Events, as client-go's event broadcaster writes them ------
 
     def _write_event(self, ev: dict) -> str | None:
-        ns, name = ev["metadata"]["namespace"], ev["metadata"]["name"]
-        path = f"{EVENTS}/namespaces/{quote(ns)}/events"
+        path, name = _event_path(ev)
         for _ in range(2):
             if ev.get("series"):  # seen again: update the count of the one already written
                 try:
@@ -1110,8 +1118,37 @@ class KubeStore(ClusterStore):
         return "the event changed under us twice"
 
     def write_events(self, events: list[dict]) -> list[str | None]:
-        return self._in_parallel(lambda key, ev: self._write_event(ev),
-                                 [(f"{e['metadata']['namespace']}/{e['metadata']['name']}", e) for e in events])
+        rows = [(f"{e['metadata']['namespace']}/{e['metadata']['name']}", e) for e in events]
+        if len(rows) <= 1 or not self._http.multiplexes or len({k for k, _ in rows}) < len(rows):
+            return self._in_parallel(lambda key, ev: self._write_event(ev), rows)
+        # each event's first request at once from this thread (KubeHttp.request_many); the
+        # rare answer that needs another step (a series whose event expired, a name taken)
+        # goes through _write_event's whole dance after
+        answers = self._http.request_many([[self._first_event_request(ev)] for ev in events], self._pace,
+                                          self._in_flight)
+        out: list[str | None] = []
+        failure = None
+        for ev, (answer,) in zip(events, answers):
+            if answer.__class__ is not tuple:  # not sent or not answered
+                failure = failure or answer
+                out.append(None)
+            elif 200 <= answer[0] < 300 or (answer[0] == 409 and not ev.get("series")):
+                out.append(None)  # written (409: a name of our own making exists already)
+            elif answer[0] in (404, 409):
+                out.append(self._write_event(ev))
+            else:
+                out.append(str(ApiError(*answer)))
+        if failure is not None:
+            raise failure
+        return out
+
+    @staticmethod
+    def _first_event_request(ev: dict) -> tuple[str, str, dict, str]:
+        """_write_event's first request for `ev`: the series' PATCH, or the POST."""
+        path, name = _event_path(ev)
+        if ev.get("series"):
+            return "PATCH", f"{path}/{quote(name)}", {"series": ev["series"]}, "application/merge-patch+json"
+        return "POST", path, ev, "application/json"
 
     def list_events(self) -> list[dict]:
         items, cont = [], None

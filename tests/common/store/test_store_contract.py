@@ -646,6 +646,32 @@ def test_events_are_stored_and_a_series_updates_the_same_event(store):
     assert again["series"]["count"] == 3 and again["note"] == first["note"]
 
 
+def test_many_events_in_one_call_are_each_written_a_series_whose_event_is_gone_created_afresh(store):
+    """Several Events in one write_events (the status writer's batch; kube:// sends them at
+    once): new ones created, a series whose first Event is not there (expired) created with
+    its count, and an Event whose name exists already (an earlier try wrote it) taken as
+    written."""
+    from common.runtime.events import FAILED_SCHEDULING, WARNING, StatusWriter, pod_ref
+
+    tag = uuid.uuid4().hex[:8]
+    created = [store.create(pod(f"evs-{tag}-{i}")) for i in range(3)]
+    writer = StatusWriter(store, "shardsched-shard-0", qps=1000, burst=1000)
+    for c in created:
+        writer.event(pod_ref(f"default/{c['metadata']['name']}", c["metadata"]["uid"]), WARNING,
+                     FAILED_SCHEDULING, "Scheduling", "0/2 nodes are available: 2 Insufficient cpu.")
+    assert writer.flush() == 3 and writer.counters["events_written"] == 3
+    events = {e["regarding"]["name"]: e for e in store.list_events() if tag in (e.get("regarding") or {}).get("name", "")}
+    assert sorted(events) == [f"evs-{tag}-{i}" for i in range(3)]
+
+    first = events[f"evs-{tag}-0"]
+    fresh = dict(first, metadata={"name": f"series-{tag}", "namespace": "default"}, series={"count": 4, "lastObservedTime": first["eventTime"]})
+    again = dict(first, metadata={"name": first["metadata"]["name"], "namespace": "default"})
+    assert store.write_events([fresh, again]) == [None, None]
+    by_name = {e["metadata"]["name"]: e for e in store.list_events()}
+    assert by_name[f"series-{tag}"]["series"]["count"] == 4
+    assert by_name[first["metadata"]["name"]]["note"] == first["note"]
+
+
 def test_bulk_writes_larger_than_one_batch(store):
     keys = [f"default/p{i}" for i in range(2500)]
     assert store.create_many(pod(f"p{i}") for i in range(2500)) == []
