@@ -311,10 +311,11 @@ class _Requests:
 
     def send(self, method: str, url: str, data: bytes | None, headers: dict, timeout) -> tuple[int, bytes]:
         """(status, body) of one request; `timeout` in seconds, or (connect, read). A write
-        (every method but GET) is written and read by the calling thread itself
-        (kube_mux.run_one: a plain header scan, 150 µs less of the caller's CPU than
-        http.client's a binding, and a stream's pods are bound one at a time); a GET, whose
-        answer may be a list of many megabytes, is read by http.client."""
+        (every method but GET) is written and its answer read by kube_mux.run_one, a plain
+        header scan: in a stream pods are bound one at a time, and a binding cost the caller
+        262 µs of CPU so against 429 through http.client (`python -m benchmarks.kube_binds
+        --batch 1`). A GET, whose answer may be a list of many megabytes, is read by
+        http.client."""
         connect_s, read_s = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         self._slots.acquire()
         try:
