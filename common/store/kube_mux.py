@@ -30,8 +30,9 @@ from collections import deque
 from typing import Callable
 
 #: a kept-alive connection the server closed while it was idle fails with one of these
-#: (or an end of file) before any answer: its request is sent again, once, on a new one
-STALE = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
+#: before any answer (an end of file is RemoteDisconnected): its request is sent again,
+#: once, on a new one
+STALE = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError, http.client.RemoteDisconnected)
 
 
 class _Lane:
@@ -171,7 +172,7 @@ def run_chains(chains: list[list[bytes]], take: Callable, give_back: Callable, w
 
     def failed(lane: _Lane, error: Exception) -> None:
         close_lane(lane, False)
-        if lane.reused and not lane.buf and isinstance(error, STALE + (http.client.RemoteDisconnected,)):
+        if lane.reused and not lane.buf and isinstance(error, STALE):
             open_lane(lane.chain, lane.pos, True)  # closed while idle: sent once more
             return
         _fail_chain(results, chains, lane.chain, lane.pos, error)
@@ -191,10 +192,9 @@ def run_chains(chains: list[list[bytes]], take: Callable, give_back: Callable, w
                 try:
                     chunk = _recv(lane.conn.sock)
                     lane.buf += chunk
-                    answer = parse_answer(lane.buf, at_eof=not chunk)
-                except (OSError, http.client.HTTPException, ValueError) as e:
-                    failed(lane, e if not isinstance(e, ValueError)
-                           else http.client.HTTPException(f"an answer that cannot be read: {e}"))
+                    answer = _answer(lane.buf, not chunk)
+                except (OSError, http.client.HTTPException) as e:
+                    failed(lane, e)
                     continue
                 if answer is not None:
                     status, body, close = answer
@@ -227,13 +227,10 @@ def run_one(request: bytes, take: Callable, give_back: Callable, timeout_s: floa
             while answer is None:
                 chunk = _recv(sock)
                 buf += chunk
-                try:
-                    answer = parse_answer(buf, at_eof=not chunk)
-                except ValueError as e:
-                    raise http.client.HTTPException(f"an answer that cannot be read: {e}") from None
+                answer = _answer(buf, not chunk)
         except (OSError, http.client.HTTPException) as e:
             give_back(conn, False)
-            if reused and not buf and isinstance(e, STALE + (http.client.RemoteDisconnected,)):
+            if reused and not buf and isinstance(e, STALE):
                 fresh = True  # closed while idle: once more on a new connection
                 continue
             raise
@@ -243,6 +240,15 @@ def run_one(request: bytes, take: Callable, give_back: Callable, timeout_s: floa
         status, body, close = answer
         give_back(conn, not close)
         return status, body
+
+
+def _answer(buf: bytes, at_eof: bool):
+    """parse_answer, a malformed number in the answer (a length, a chunk's size) reported as
+    the HTTPException any other unreadable answer is."""
+    try:
+        return parse_answer(buf, at_eof)
+    except ValueError as e:
+        raise http.client.HTTPException(f"an answer that cannot be read: {e}") from None
 
 
 def _recv(sock) -> bytes:

@@ -240,6 +240,33 @@ def test_an_answer_that_does_not_come_in_time_is_store_unavailable(server):
         http.close()
 
 
+@pytest.mark.parametrize("answer", [b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+                                    b"HTTP/1.1 201 Created\r\nContent-Length: many\r\n\r\n{}"])
+def test_a_write_answered_with_what_is_not_http_is_store_unavailable_naming_it(answer):
+    """A write to something that is not an API server (another service on its port), or an
+    answer whose length cannot be read: StoreUnavailable saying what came, at once, and
+    the connection not kept."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted = []
+
+    def serve():
+        conn, _ = listener.accept()
+        accepted.append(conn)
+        conn.recv(65536)
+        conn.sendall(answer)
+    threading.Thread(target=serve, daemon=True).start()
+    http = kube_http.KubeHttp(kube_http.Endpoint(server=f"http://127.0.0.1:{listener.getsockname()[1]}"), 30.0, 4)
+    try:
+        with pytest.raises(kube_http.StoreUnavailable, match="SSH-2.0|many"):
+            http.call("POST", "/p", body={})
+        assert http.requests._kept() is None
+    finally:
+        http.close()
+        listener.close()
+        for conn in accepted:
+            conn.close()
+
+
 def test_a_streamed_answer_is_read_as_it_comes_and_ended_from_another_thread(server):
     """A watch's answer (chunked, never finished by the server) is read chunk by chunk as it
     arrives, and `shutdown` from another thread ends the reading thread's wait."""
