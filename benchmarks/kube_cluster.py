@@ -118,6 +118,21 @@ def kube_bin_dir() -> Path:
 GENERIC_WORKLOAD = {"feature_gates": {"GenericWorkload": True}, "runtime_config": "scheduling.k8s.io/v1beta1=true"}
 
 
+#: The API server's own gates. WatchList off: from v1.34 a watch asked from resourceVersion 0
+#: (how client-go's informers in kwok open every watch) is served as a watch-list stream,
+#: which needs etcd to answer progress requests (v3.4.31+, v3.5.13+). Debian's etcd 3.4.23
+#: does not, so each such watch ended at once with an error, and kwok saw new pods and its own
+#: node Leases only when it relisted, 30-45 s apart: bound pods stayed Pending that long and
+#: most Lease renewals were refused as conflicts. With the gate off such a watch is served as
+#: before v1.34 (the objects as ADDED events, then the changes). Nothing else here watches
+#: from 0: kube-scheduler and shardsched watch from their lists' resourceVersions.
+APISERVER_GATES = {"WatchList": False}
+
+
+def _gates(gates: dict[str, bool]) -> list[str]:
+    return [f"--feature-gates={','.join(f'{k}={str(v).lower()}' for k, v in gates.items())}"] if gates else []
+
+
 def print_logs(directory: Path, tail: int = 3000) -> None:
     """The end of every process log in `directory`, on stderr: what a failed run leaves to read."""
     for log in sorted(Path(directory).glob("*.log")):
@@ -166,8 +181,8 @@ class KubeCluster:
         self.dir = workdir
         self.bin = bin_dir
         self.with_kwok = kwok
-        self.gates = [f"--feature-gates={','.join(f'{k}={str(v).lower()}' for k, v in feature_gates.items())}"] \
-            if feature_gates else []
+        self.gates = _gates(feature_gates or {})
+        self.apiserver_gates = _gates({**APISERVER_GATES, **(feature_gates or {})})
         self.runtime_config = [f"--runtime-config={runtime_config}"] if runtime_config else []
         self.procs: dict[str, subprocess.Popen] = {}
         self.logs: dict[str, Path] = {}
@@ -225,7 +240,7 @@ class KubeCluster:
             "--enable-priority-and-fairness=false",
             "--max-requests-inflight", "3000", "--max-mutating-requests-inflight", "1500",
             "--endpoint-reconciler-type", "none",
-            "--profiling=false", "--v", "1", *self.gates, *self.runtime_config])
+            "--profiling=false", "--v", "1", *self.apiserver_gates, *self.runtime_config])
         write_kubeconfig(self.kubeconfig, self.server, d / "ca.crt", self.token)
         self._wait_ready(timeout)
         self.install_crds()
