@@ -41,9 +41,21 @@ ROOT = Path(__file__).resolve().parent.parent
 
 KWOK_HEARTBEATS = {"node_lease_renew_s": 10, "node_lease_duration_s": 40, "node_status_every_s": [300, 330]}
 
-#: kwok's node stages: make a new node Ready (conditions, addresses, phase), then write its
-#: status again every node_status_every_s, as a kubelet does when nothing changed.
+#: Pods kwok marks Running (or deletes) at once. Its default, 4, is one kubelet's pace for a
+#: whole fleet: with the API server busy each status write takes tens of milliseconds, so kwok
+#: ran 50-100 pods a second and a backlog's pods were still Pending long after they were bound
+#: (and those of one kube_vs side were being run while the next side was measured). Each node's
+#: kubelet writes its own pods' statuses, in parallel with the others.
+KWOK_POD_WORKERS = 64
+
+#: kwok's options (KWOK_POD_WORKERS), then its node stages: make a new node Ready (conditions,
+#: addresses, phase), then write its status again every node_status_every_s, as a kubelet does
+#: when nothing changed.
 KWOK_STAGES = """
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options: {podPlayStageParallelism: %(pod_workers)d}
+---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata: {name: shardsched-node-ready}
@@ -84,7 +96,7 @@ spec:
          lastTransitionTime: {{ .lastTransitionTime | Quote }}}
       {{ end }}
 """ % {"first": KWOK_HEARTBEATS["node_status_every_s"][0] * 1000,
-       "last": KWOK_HEARTBEATS["node_status_every_s"][1] * 1000}
+       "last": KWOK_HEARTBEATS["node_status_every_s"][1] * 1000, "pod_workers": KWOK_POD_WORKERS}
 
 
 class ClusterError(RuntimeError):

@@ -103,6 +103,28 @@ def clear_pods(store: KubeStore, namespace: str) -> None:
     assert store.evict_many(keys) == [None] * len(keys)
 
 
+#: The writes kwok (the nodes' kubelets) makes for a side's pods: their statuses, their deletion.
+KWOK_WRITES = ("PATCH pods/status", "DELETE pods")
+
+
+def wait_quiet(counts, keys=KWOK_WRITES, quiet_s: float = 1.0, timeout: float = 120.0, tick: float = 0.25) -> float:
+    """Wait until the API server's counts of `keys` (`counts()`: api_counts) have not moved
+    for `quiet_s`, at most `timeout`; returns the seconds waited. kwok runs a side's pods as
+    they are bound and deletes them after they are: what it has not written yet when the side
+    is done must not fall in the next side's run."""
+    start = last_move = time.monotonic()
+    seen = None
+    while True:
+        now_counts = counts()
+        got = tuple(now_counts.get(k, 0.0) for k in keys)
+        now = time.monotonic()
+        if got != seen:
+            seen, last_move = got, now
+        if now - last_move >= quiet_s or now - start >= timeout:
+            return now - start
+        time.sleep(tick)
+
+
 # --- the benchmark ----------------------------------------------------------------------------
 
 _SAMPLE = re.compile(r'^(apiserver_request_total|apiserver_watch_events_total)\{([^}]*)\} ([0-9.e+]+)$', re.M)
@@ -275,6 +297,8 @@ def measure(store: KubeStore, side: Side, args, control_plane: dict) -> dict:
         print(f"  {name} start-up (s after it was spawned): "
               + ", ".join(f"{k} {v}" for k, v in phases.items()), flush=True)
     clear_pods(store, ns)
+    waited = wait_quiet(lambda: api_counts(store))
+    print(f"  kwok's writes for those pods over {waited:.1f} s after they were deleted", flush=True)
     return out
 
 

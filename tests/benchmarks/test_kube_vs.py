@@ -76,3 +76,23 @@ def test_the_api_servers_requests_are_counted_per_pod_by_verb_and_resource(kube_
         store.close()
     assert grown["POST pods/binding"] == 1.0
     assert list(grown) == sorted(grown, key=lambda k: -grown[k])
+
+
+def test_the_next_side_waits_until_kwoks_writes_for_the_last_one_stop():
+    """wait_quiet returns once the counts of kwok's writes have stood still for its quiet
+    time, not while they still move (a side's pods run or deleted by kwok after the side)."""
+    moving = iter(range(1, 9))
+    calls = []
+
+    def counts():
+        calls.append(1)
+        n = next(moving, 8)
+        return {"PATCH pods/status": float(n), "DELETE pods": 2.0 * n, "POST pods/binding": float(len(calls))}
+    kube_vs.wait_quiet(counts, quiet_s=0.05, tick=0.01, timeout=60)
+    assert len(calls) >= 8 + 1  # every move seen, then at least one look at the still counts
+
+
+def test_waiting_for_quiet_gives_up_after_its_timeout():
+    ticks = iter(range(10 ** 6))
+    waited = kube_vs.wait_quiet(lambda: {"DELETE pods": float(next(ticks))}, quiet_s=10, tick=0.01, timeout=0.1)
+    assert 0.1 <= waited < 10
