@@ -503,6 +503,7 @@ def main(argv=None) -> int:
             doc = {"mode": args.mode, "nodes": args.nodes, "profile": args.profile, "workload": args.workload,
                    "pods": args.pods, "rate": args.rate, "shards": args.shards, "binders": args.binders,
                    "fleet_s": round(fleet_s, 1), "kwok": kube_cluster.KWOK_HEARTBEATS,
+                   "kwok_pod_workers": kube_cluster.KWOK_POD_WORKERS,
                    "running_pods": args.running_pods, "running_pods_fill": filled}
             for name in sides:
                 doc[name] = measure(store, Side(name, cluster, args, work), args, control_plane)

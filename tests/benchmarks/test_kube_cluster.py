@@ -6,6 +6,7 @@ import orjson
 
 from benchmarks import kube_vs
 from common.store.kube_store import KubeStore
+from common.tools import fleet as fleet_mod
 
 from builders import api_pod
 from kube_cluster import wait_for
@@ -42,12 +43,10 @@ def test_a_watch_from_resource_version_0_is_served_as_kwok_asks_for_it(kube_clus
 
 def test_kwok_runs_a_bound_pod_and_none_of_its_watches_ended_with_an_error(kube_cluster):
     store = KubeStore(str(kube_cluster.kubeconfig))
-    node = "kwok-runs-1"
+    (kwok_node,) = fleet_mod.generate(1, "uniform", 0, prefix="kwok-runs")  # kwok's annotation
+    node = kwok_node["metadata"]["name"]
     try:
-        store.create({"apiVersion": "v1", "kind": "Node", "metadata": {
-            "name": node, "annotations": {"kwok.x-k8s.io/node": "fake"}, "labels": {"type": "kwok"}},
-            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-                       "capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"}}})
+        store.create(kwok_node)
         kube_vs.create_namespace(store, "kwok-runs")
         pod = api_pod("p")
         pod["metadata"]["namespace"] = "kwok-runs"
