@@ -115,8 +115,7 @@ def wait_quiet(counts, keys=KWOK_WRITES, quiet_s: float = 1.0, timeout: float = 
     start = last_move = time.monotonic()
     seen = None
     while True:
-        now_counts = counts()
-        got = tuple(now_counts.get(k, 0.0) for k in keys)
+        got = tuple(counts().get(k, 0.0) for k in keys)
         now = time.monotonic()
         if got != seen:
             seen, last_move = got, now

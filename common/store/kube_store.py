@@ -1097,12 +1097,12 @@ class KubeStore(ClusterStore):
     # --- events: events.k8s.io/v1 Events, as client-go's event broadcaster writes them ------
 
     def _write_event(self, ev: dict) -> str | None:
-        path, name = _event_path(ev)
+        path, _ = _event_path(ev)
         for _ in range(2):
             if ev.get("series"):  # seen again: update the count of the one already written
+                method, url, body, content_type = self._first_event_request(ev)
                 try:
-                    self._call("PATCH", f"{path}/{quote(name)}", body={"series": ev["series"]},
-                               content_type="application/merge-patch+json")
+                    self._call(method, url, body=body, content_type=content_type)
                     return None
                 except ApiError as e:
                     if e.status != 404:  # gone (expired): written afresh below
@@ -1144,7 +1144,8 @@ class KubeStore(ClusterStore):
 
     @staticmethod
     def _first_event_request(ev: dict) -> tuple[str, str, dict, str]:
-        """_write_event's first request for `ev`: the series' PATCH, or the POST."""
+        """The first request that writes `ev`: the series' PATCH, or the POST (_write_event
+        sends the PATCH through it; write_events sends either for many events at once)."""
         path, name = _event_path(ev)
         if ev.get("series"):
             return "PATCH", f"{path}/{quote(name)}", {"series": ev["series"]}, "application/merge-patch+json"
