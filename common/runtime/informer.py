@@ -8,6 +8,7 @@ and rebuilt from a fresh list: a relist is always correct, just not cheap.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from contextlib import nullcontext
@@ -26,6 +27,9 @@ LIST_THREADS = 8
 #: with more kinds than LIST_THREADS, the Pods otherwise waited for a thread behind the
 #: round trips of kinds that are mostly empty, while every process's start waited for them.
 LIST_FIRST = ("Pod", "Node")
+#: (first, most) seconds between lists again after one expired more than once in a row
+#: (client-go's reflector backs off from 0.8 s to 30 s)
+LIST_RETRY_S = (1.0, 30.0)
 
 
 class Informer:
@@ -119,6 +123,25 @@ class Informer:
             return None
 
     def start(self) -> None:
+        """List every kind (delivered as ADDED, within `listing`), then follow from the lists'
+        versions. A list that expires before it is read through (ResourceVersionTooOld: on
+        the API server a paged list whose continue token outlived etcd's compaction) may
+        have delivered objects deleted since, of which no event will ever tell: the owner
+        forgets everything (`on_relist`) and every kind is listed again: at once the first
+        time (such a list took minutes), then backing off as client-go's reflector does
+        (LIST_RETRY_S), so a server that refuses every continuation is not hammered."""
+        for attempt in itertools.count():
+            try:
+                return self._list_all()
+            except ResourceVersionTooOld as e:
+                log.warning("a list expired before it was read through (%s): forgetting what it delivered "
+                            "and listing again", e)
+                if self.on_relist is not None:
+                    self.on_relist()
+                if attempt:
+                    time.sleep(min(LIST_RETRY_S[1], LIST_RETRY_S[0] * 2 ** (attempt - 1)))
+
+    def _list_all(self) -> None:
         self._watching = False
         t = time.monotonic()
         listed = []

@@ -502,6 +502,13 @@ class KubeStore(ClusterStore):
             try:
                 page = self._call("GET", _path(kind), query=query, trim=trim)
             except ApiError as e:
+                if e.status == 410 and cont:
+                    # etcd compacted past the list's revision while it was read (a list of
+                    # 500-pod round trips can outlast the compaction interval, 5 minutes by
+                    # default): what is left can only come from a new list (client-go's
+                    # pager lists again too)
+                    raise ResourceVersionTooOld(f"the list of {kind} at resourceVersion {rv} expired before it "
+                                                f"was read through (its continue token: {e})") from None
                 if e.status != 404 or kind not in OPTIONAL_KINDS or cont:
                     raise
                 yield [], self._not_served(kind)

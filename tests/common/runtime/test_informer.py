@@ -7,6 +7,7 @@ import threading
 
 import orjson
 
+from common.errors import ResourceVersionTooOld
 from common.runtime.informer import Informer
 from common.store.kube_store import PodEvent
 from common.store.memory import MemoryStore
@@ -289,3 +290,77 @@ def test_an_api_server_creation_held_undecoded_that_does_not_decode_is_skipped_a
     store.update(store.get("Pod", "default/web") | {"status": {"phase": "Pending", "message": "x"}})
     informer.sync()
     assert delivered == [("MODIFIED", "web")]
+
+
+class ListExpiresOnce(MemoryStore):
+    """A store whose first Pod list ends part-way through in ResourceVersionTooOld, as a paged
+    list on the API server does when its continue token outlives etcd's compaction (410
+    Expired); a pod is deleted meanwhile, so the next list no longer has it."""
+
+    def __init__(self, times: int = 1):
+        super().__init__()
+        self.pod_lists, self.times = 0, times
+
+    def list_iter(self, kind, cached=False, skip=None):
+        objs, rv = super().list_iter(kind, cached, skip)
+        if kind != "Pod":
+            return objs, rv
+        self.pod_lists += 1
+        if self.pod_lists > self.times:
+            return objs, rv
+
+        def cut_short():
+            first = next(objs)
+            yield first
+            self.delete("Pod", f"default/{first['metadata']['name']}")
+            raise ResourceVersionTooOld("the list's continue token expired (410 Expired)")
+        return cut_short(), rv
+
+
+def test_a_list_that_expires_part_way_through_is_forgotten_and_listed_again(caplog):
+    """A million pods are listed 500 at a time, a round trip each: from a busy API server
+    that can outlast etcd's compaction (5 minutes), and then the next page is refused. The
+    process used to die of it at start-up (and its restart met the same fate). What the cut
+    list delivered may be gone since, and no watch event would ever say so: the owner
+    forgets it (its relist callback), and the informer lists again, then follows."""
+    store = ListExpiresOnce()
+    for name in ("a", "b", "c"):
+        store.create(pod(name))
+    kept, relists = {}, []
+
+    def on_event(type_, kind, obj):
+        if type_ == "DELETED":
+            kept.pop(obj["metadata"]["name"], None)
+        else:
+            kept[obj["metadata"]["name"]] = obj
+
+    def on_relist():
+        relists.append(sorted(kept))
+        kept.clear()
+    informer = Informer(store, ("Pod",), on_event, on_relist)
+    with caplog.at_level(logging.WARNING):
+        informer.start()
+    assert store.pod_lists == 2 and relists == [["a"]]
+    assert sorted(kept) == ["b", "c"]
+    assert any("listing again" in r.getMessage() for r in caplog.records)
+    store.create(pod("d"))
+    informer.sync()
+    assert sorted(kept) == ["b", "c", "d"]
+
+
+def test_lists_that_keep_expiring_are_asked_for_again_backing_off(monkeypatch):
+    """The first list again comes at once (an expired list took minutes); after that the
+    informer waits, longer each time, as client-go's reflector does."""
+    from common.runtime import informer as informer_mod
+
+    waits = []
+    monkeypatch.setattr(informer_mod.time, "sleep", waits.append)
+    store = ListExpiresOnce(times=4)
+    for name in ("a", "b", "c", "d", "e"):
+        store.create(pod(name))
+    kept = {}
+    informer = Informer(store, ("Pod",), lambda t, kind, obj: kept.__setitem__(obj["metadata"]["name"], t),
+                        kept.clear)
+    informer.start()
+    assert store.pod_lists == 5 and sorted(kept) == ["e"]
+    assert waits == [1.0, 2.0, 4.0]

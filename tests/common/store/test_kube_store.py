@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
+import orjson
 import pytest
 
 from common.errors import ResourceVersionTooOld, StoreUnavailable
@@ -261,3 +262,71 @@ def test_client_qps_and_burst_pace_requests_to_the_api_server(kube_cluster):
         assert time.monotonic() - start >= 0.5
     finally:
         s.close()
+
+
+class _PagedServer:
+    """A fake API server for one paged list: /version, then the first page of pods (one pod
+    and a continue token), and 410 Expired for the continue request, as an API server
+    answers once etcd has compacted past the list's revision."""
+
+    def __init__(self):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.paths: list[str] = []
+        paths = self.paths
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):
+                paths.append(self.path)
+                code, body = 200, {"major": "1", "minor": "37"}
+                if self.path.startswith("/api/v1/pods") and "continue=" in self.path:
+                    code, body = 410, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410,
+                                       "reason": "Expired", "message": "The provided continue parameter is too old "
+                                       "to display a consistent list result."}
+                elif self.path.startswith("/api/v1/pods"):
+                    body = {"kind": "PodList", "apiVersion": "v1",
+                            "metadata": {"resourceVersion": "100", "continue": "page-2"},
+                            "items": [{**pod("first"), "metadata": {**pod("first")["metadata"], "resourceVersion": "90"}}]}
+                data = orjson.dumps(body)
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_a_paged_list_whose_continue_token_expired_says_the_caller_must_list_again(tmp_path):
+    """An informer relists on ResourceVersionTooOld; the API server's 410 for an expired
+    continue token came out as an ApiError, which nothing above the store handles."""
+    import yaml
+
+    server = _PagedServer()
+    try:
+        path = tmp_path / "kubeconfig"
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "c",
+            "clusters": [{"name": "c", "cluster": {"server": server.url}}], "users": [{"name": "u", "user": {}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+        store = KubeStore(str(path), request_timeout=5)
+        objs, rv = store.list_iter("Pod")
+        assert rv == "100" and next(objs)["metadata"]["name"] == "first"
+        with pytest.raises(ResourceVersionTooOld, match="Pod.*continue.*Expired"):
+            next(objs)
+        assert [p for p in server.paths if "continue=page-2" in p]
+        store.close()
+    finally:
+        server.close()
