@@ -216,7 +216,9 @@ class Informer:
             self._apply(events)
         else:
             with self.listing():
-                self._apply(_latest(events, self.kinds))
+                # (no status hints: a hint is what changed since the pod's event before it,
+                # which the collapse may have left out)
+                self._apply(_latest(events, self.kinds), hints=False)
             for ev in events:  # each kind as far as the events read, applied or superseded
                 self.rv = self.kind_rv[ev.kind] = ev.rv
         if read_to is not None:
@@ -264,8 +266,9 @@ class Informer:
         self.pace.wait(max(0.0, timeout - (time.monotonic() - started)))
         return poll(0.0)
 
-    def _apply(self, events: list) -> None:
-        skip, take, hold = self.event_skip, self.take_status, self.take_undecoded
+    def _apply(self, events: list, hints: bool = True) -> None:
+        skip, hold = self.event_skip, self.take_undecoded
+        take = self.take_status if hints else None
         for ev in events:
             # an event still the server's bytes (kube://'s watch) may be passed over undecoded
             raw = getattr(ev, "raw", None) if skip is not None else None

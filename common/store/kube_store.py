@@ -57,6 +57,7 @@ from urllib.parse import quote
 import orjson
 
 from ..errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavailable
+from .kube_status_writes import StatusWrites
 from ..runtime.leader_election import ELECTION_ROLE
 from ..model.objects import KINDS, NAMESPACED, document_kind
 from ..model.podgroup import NATIVE_API_VERSION, NATIVE_KIND
@@ -237,6 +238,8 @@ class _KindWatch:
         self.trimmed = False        # events after `start` were dropped for room
         self.stopped = False
         self.response = None
+        #: which pod events are status-only writes (their hint spares the readers the decoding)
+        self.status_writes = StatusWrites() if kind == "Pod" else None
         self.thread = threading.Thread(target=self._run, name=f"kube-watch-{kind}", daemon=True)
         self.thread.start()
 
@@ -305,7 +308,8 @@ class _KindWatch:
                     key, bound = f"{head[3].decode()}/{head[2].decode()}", b'"nodeName":"' in line
                     if rv <= self.progress:  # replayed after a resume
                         continue
-                    event = PodEvent(type_, line, str(rv), key)
+                    event = PodEvent(type_, line, str(rv), key,
+                                     self.status_writes.hint(type_, key, line, head.span(4)))
                 else:
                     frame = orjson.loads(_without_managed_fields(line) if self.kind in _LEAN_KINDS else line)
                     type_, obj = frame.get("type"), frame.get("object") or {}
@@ -390,12 +394,14 @@ class PodEvent(WatchEvent):
     """A pod's watch event kept as the server's line until its `obj` is first read: a
     reader that passes it over by its `raw` bytes and `key` (common.runtime.intake's
     `skip_event`) never decodes it; the first reader that wants it decodes it for all. A
-    creation is offered undecoded too (`document`: Informer take_undecoded)."""
+    creation is offered undecoded too (`document`: Informer take_undecoded), and a
+    status-only write with its status hint (`status`: common.store.kube_status_writes)."""
 
-    __slots__ = ("raw", "key", "_obj")
+    __slots__ = ("raw", "key", "status", "_obj")
 
-    def __init__(self, type_: str, raw: bytes, rv: str, key: str):
+    def __init__(self, type_: str, raw: bytes, rv: str, key: str, status: bytes | None = None):
         self.type, self.kind, self.rv, self.raw, self.key, self._obj = type_, "Pod", rv, raw, key, None
+        self.status = status
 
     @property
     def obj(self) -> dict:

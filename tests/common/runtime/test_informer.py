@@ -11,7 +11,7 @@ from common.errors import ResourceVersionTooOld
 from common.runtime.informer import Informer
 from common.store.kube_store import PodEvent
 from common.store.memory import MemoryStore
-from builders import api_pod as pod
+from builders import api_pod as pod, labelled_api_pod
 
 
 def test_an_object_the_handler_fails_on_is_skipped_and_the_rest_flow(caplog):
@@ -364,3 +364,26 @@ def test_lists_that_keep_expiring_are_asked_for_again_backing_off(monkeypatch):
     informer.start()
     assert store.pod_lists == 5 and sorted(kept) == ["e"]
     assert waits == [1.0, 2.0, 4.0]
+
+
+class _Event:
+    """A pod's event as a store hands it over: its document, and a status hint when the store
+    told it was a status-only write."""
+
+    def __init__(self, type_, obj, rv, status=None):
+        self.type, self.kind, self.obj, self.rv, self.status = type_, "Pod", obj, rv, status
+        self.key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+
+
+def test_a_catch_up_that_keeps_each_pods_last_event_never_takes_a_status_hint():
+    """A status hint is what changed since the pod's previous event. A shard catching up
+    after its list keeps only each pod's last event: a relabelling followed by a status-only
+    write left the hint alone, and the shard held the old labels."""
+    relabelled = labelled_api_pod("p", {"app": "new"})
+    events = [_Event("MODIFIED", relabelled, "8"), _Event("MODIFIED", relabelled, "9", status=b'["Running","",""]')]
+    held, hinted = {}, []
+    informer = Informer(KindsApart([events]), ("Pod",), lambda t, kind, obj: held.__setitem__(
+        obj["metadata"]["name"], obj["metadata"]["labels"]), take_status=lambda *a: hinted.append(a) or True)
+    informer.rv, informer.kind_rv = "7", {"Pod": "7"}
+    informer.sync(latest=True)
+    assert held == {"p": {"app": "new"}} and hinted == []

@@ -390,3 +390,28 @@ def test_an_informer_lists_again_when_etcd_is_compacted_under_its_paged_list(sto
     while "expiring-after" not in kept:
         assert time.monotonic() < deadline, "the informer did not follow after listing again"
         informer.sync(timeout=0.5)
+
+
+def test_a_pods_status_only_write_comes_with_its_status_hint(store):
+    """On the real API server: a kubelet's status write of a pod the watch saw just before
+    carries the hint the binder and the shards take it from (common.store.kube_status_writes),
+    so they need not decode it; a write that changes anything else carries none."""
+    _, rv = store.list("Pod")
+    store.create(pod("hinted"))
+    store.bind("default/hinted", "node-a")
+    obj = store.get("Pod", "default/hinted")
+    obj["status"] = {**(obj.get("status") or {}), "phase": "Running", "startTime": "2026-11-27T09:00:00Z"}
+    store.update_status(obj)
+    obj = store.get("Pod", "default/hinted")
+    obj["metadata"]["labels"] = {**obj["metadata"].get("labels", {}), "relabelled": "yes"}
+    store.update(obj)
+    events, deadline = [], time.monotonic() + 30
+    while len(events) < 4:
+        assert time.monotonic() < deadline, f"only {len(events)} of the pod's 4 events came"
+        events += [e for e in store.poll(events[-1].rv if events else rv, timeout=1, kinds=["Pod"])
+                   if e.key == "default/hinted"]
+    created, bound, running, relabelled = events
+    assert [e.type for e in events] == ["ADDED", "MODIFIED", "MODIFIED", "MODIFIED"]
+    assert created.status is None and bound.status is None and relabelled.status is None
+    assert orjson.loads(running.status) == ["Running", "2026-11-27T09:00:00Z", ""]
+    assert running.obj["status"]["phase"] == "Running"  # the document still decodes for who wants it

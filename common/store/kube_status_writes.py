@@ -1,0 +1,86 @@
+"""Which of the API server's pod events are status-only writes, told from the server's bytes.
+
+A kubelet (kwok, in the benchmarks) writes a pod's status through the status subresource a
+few times as it starts the pod: Running, Ready, its containers. Each write is a MODIFIED
+event of the whole pod to every watcher, and the binder and the shards decoded every one in
+full (a few kilobytes of JSON, then a parse) to learn a phase and a start time. The Redis
+store knows its own status writes and hands them over with a hint (common.store.base's
+EventSkip: a JSON list of the new phase, startTime and nominatedNodeName), which the roles
+apply to the pod they hold without decoding the document (common.runtime.intake's
+`status_hinted`). The API server says nothing of the kind, so `StatusWrites` tells them
+apart itself: it keeps a fingerprint of each recent pod's event less its status,
+resourceVersion and managedFields (which every write changes), and an event whose
+fingerprint equals the pod's previous one changed nothing but those. Its hint is then read
+from the status alone (a kilobyte instead of the whole line).
+
+Only the pods seen last are remembered (CAPACITY): a pod's start-up writes follow its
+binding within seconds, and a fingerprint per running pod in every process would cost what
+the lean pods saved. An event of a pod not remembered is decoded in full, as before, and so
+is any event whose hint a role cannot take alone (common.runtime.intake's status_hinted: a
+phase turning terminal, a pod it does not hold bound).
+
+The fingerprint is Python's hash of the document's bytes around the status: the server
+writes a given object as the same bytes every time (Go's fixed field order, map keys
+sorted), so equal bytes mean an unchanged object, and two different documents of one pod
+share a 64-bit hash by chance once in 2**64.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import orjson
+
+#: Pods whose fingerprints are kept, the ones seen last (about 150 bytes each).
+CAPACITY = 50_000
+
+#: Where a pod's status starts in the server's line: the end of its spec, then the status
+#: (the object's last field; no field of the spec is called "status").
+_STATUS = b'},"status":{'
+_MANAGED, _METADATA_END = b',"managedFields":[', b']},"spec":{'
+
+
+class StatusWrites:
+    """The fingerprints of the pods seen last, and the status hints they allow."""
+
+    def __init__(self, capacity: int = CAPACITY):
+        self.capacity = capacity
+        self._seen: OrderedDict[str, int] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def hint(self, type_: str, key: str, line: bytes, rv_span: tuple[int, int]) -> bytes | None:
+        """The status hint of pod `key`'s event `line` (the server's bytes, the object's
+        metadata.resourceVersion at `rv_span`) when it is a status-only write of a pod seen
+        just before; None otherwise. Every event of the pod is remembered (a deletion
+        forgotten), in the order the watch brings them."""
+        seen = self._seen
+        before = seen.pop(key, None)
+        if type_ == "DELETED":
+            return None
+        cut = line.rfind(_STATUS)
+        if cut < 0:
+            return None
+        start, end = rv_span
+        managed = line.find(_MANAGED, end, cut)
+        metadata_end = line.find(_METADATA_END, managed, cut) if managed >= 0 else -1
+        if metadata_end >= 0:
+            fingerprint = hash((line[:start], line[end:managed], line[metadata_end + 1:cut]))
+        else:
+            fingerprint = hash((line[:start], line[end:cut]))
+        seen[key] = fingerprint
+        if len(seen) > self.capacity:
+            seen.popitem(last=False)
+        if type_ != "MODIFIED" or before != fingerprint:
+            return None
+        tail = line.rstrip()
+        if not tail.endswith(b"}}}"):
+            return None
+        try:
+            status = orjson.loads(tail[cut + len(_STATUS) - 1:-2])
+        except orjson.JSONDecodeError:
+            return None  # decoded in full, which says what is wrong
+        if status.__class__ is not dict:
+            return None
+        return orjson.dumps([status.get("phase") or "", status.get("startTime") or "",
+                             status.get("nominatedNodeName") or ""])
