@@ -1,4 +1,4 @@
-"""A binder's CPU to follow pods' events on Redis with and without the status hint, in one run.
+"""A binder's CPU to follow pods' events with and without the status hint (Redis, or the API server), in one run.
 
     python -m benchmarks.follow_hint --pods 20000 --repeats 3 --json FILE
 
@@ -15,18 +15,43 @@ it can; the reader's CPU (its thread's time) and wall time over those syncs are 
 
 The variants alternate within each repeat, each on its own key prefix of one embedded
 Redis; medians over the repeats, and the ratio decode / hint of CPU per event.
+
+    python -m benchmarks.follow_hint --store kube --pods 2000 --repeats 3 --json FILE
+
+The same on the real API server of benchmarks/kube_cluster.py (no kwok: the writer plays the
+kubelets), where the store tells status-only writes apart itself
+(common.store.kube_status_writes): `hint` is the binder as it is, `decode` the binder on a
+store with `status_hints=False` and no take_status (the code before). The writer is a
+process of its own; the headline is the informer's thread CPU per event, as with Redis, and
+beside it the Pod watch thread's (which reads the server's lines, and fingerprints the bound
+pods' events for `hint`) and the whole reader process's. The writer writes one event at a
+time (a few hundred a second), so the watch thread wakes up for each: its figure is far
+above what it is when events come in bursts. The pods are deleted between runs.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
 import uuid
+from pathlib import Path
 
+from benchmarks import kube_cluster
 from benchmarks.following import NODES, follow, write_bound
 from benchmarks.harness import write_json
+from benchmarks.kube_vs import clear_pods, create_namespace
+from benchmarks.processes import cpu_seconds
 from benchmarks.workloads import SCHEDULER
 from binder.view import BinderView
+from common.store.base import rv_order
 from common.store.embedded import EmbeddedRedis
+from common.store.kube_store import KubeStore
 from common.store.redis_store import RedisStore
 from common.tools.fleet import generate
 
@@ -51,19 +76,83 @@ def measure(url: str, pods: int, hint: bool) -> dict:
         store.close()
 
 
-def run(pods: int, repeats: int) -> dict:
+def measure_kube(kubeconfig: str, pods: int, hint: bool) -> dict:
+    """One run on the API server: the reader process's CPU from before the writes until its
+    informer has applied the last of them (its syncs wait for events instead of polling)."""
+    store = KubeStore(kubeconfig, status_hints=hint)
+    try:
+        view = BinderView((SCHEDULER,))
+        informer = view.intake.informer(store, linger_s=0.0)
+        informer.start()
+        if not hint:
+            informer.take_status = None
+        informer.sync(0.0)  # (opens the watches)
+        watch = next(t.native_id for t in threading.enumerate() if t.name == "kube-watch-Pod")
+        cpu0, watch0, process0 = time.thread_time(), cpu_seconds(watch), time.process_time()
+        wall0 = time.perf_counter()
+        writer = subprocess.run([sys.executable, "-c", _KUBE_WRITER, kubeconfig, str(pods)],
+                                capture_output=True, text=True, check=True)
+        last = int(writer.stdout.split()[-1])
+        while rv_order(informer.kind_rv["Pod"]) < (last, 0):
+            informer.sync(0.2, max_events=10000)
+        cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
+        watch_cpu, process = cpu_seconds(watch) - watch0, time.process_time() - process0
+        running = sum(1 for p in view.acc.counted_pods() if p.phase == "Running")
+        assert running == pods, f"{running} of {pods} counted Running"
+        events = 3 * pods
+        return {"us_per_event": 1e6 * cpu / events, "events_per_s": events / wall,
+                "watch_us_per_event": 1e6 * watch_cpu / events, "process_us_per_event": 1e6 * process / events}
+    finally:
+        clear_pods(store, "bench")
+        store.close()
+
+
+#: The kube writer's process: the pods created, bound and written Running (following's
+#: write_bound); prints the last pod's resourceVersion.
+_KUBE_WRITER = """
+import sys
+from benchmarks.following import write_bound
+from common.store.kube_store import KubeStore
+store = KubeStore(sys.argv[1])
+write_bound(store, int(sys.argv[2]), run=True)
+last = max(int(p["metadata"]["resourceVersion"]) for p in store.list("Pod")[0] if p["metadata"]["namespace"] == "bench")
+print(last)
+"""
+
+
+def run(pods: int, repeats: int, kube: bool = False) -> dict:
     rows: dict[str, list[dict]] = {"hint": [], "decode": []}
-    with EmbeddedRedis() as server:
+    with (_kube_plane() if kube else EmbeddedRedis()) as where:
         for _ in range(repeats):
-            rows["decode"].append(measure(server.url, pods, hint=False))
-            rows["hint"].append(measure(server.url, pods, hint=True))
+            for name, hinted in (("decode", False), ("hint", True)):
+                rows[name].append(measure_kube(where, pods, hinted) if kube else measure(where.url, pods, hinted))
     out = {}
     for name, runs in rows.items():
         out[name] = {"us_per_event": round(statistics.median(r["us_per_event"] for r in runs), 2),
                      "events_per_s": round(statistics.median(r["events_per_s"] for r in runs)),
                      "runs_us_per_event": [round(r["us_per_event"], 2) for r in runs]}
+        for extra in ("watch_us_per_event", "process_us_per_event"):
+            if extra in runs[0]:
+                out[name][extra] = round(statistics.median(r[extra] for r in runs), 2)
     ratio = out["decode"]["us_per_event"] / out["hint"]["us_per_event"]
-    return {"pods": pods, "repeats": repeats, "results": out, "cpu_ratio_decode_over_hint": round(ratio, 2)}
+    return {"store": "kube" if kube else "redis", "pods": pods, "repeats": repeats, "results": out,
+            "cpu_ratio_decode_over_hint": round(ratio, 2), "load": [round(x, 2) for x in os.getloadavg()]}
+
+
+@contextlib.contextmanager
+def _kube_plane():
+    """The API server of benchmarks/kube_cluster.py without kwok, the fleet and the writer's
+    namespace made: yields its kubeconfig."""
+    with tempfile.TemporaryDirectory(prefix="follow-hint-") as tmp:
+        cluster = kube_cluster.KubeCluster(Path(tmp), kube_cluster.kube_bin_dir(), kwok=False).start()
+        try:
+            store = KubeStore(str(cluster.kubeconfig))
+            assert not store.create_many(generate(NODES, "mixed"))
+            create_namespace(store, "bench")
+            store.close()
+            yield str(cluster.kubeconfig)
+        finally:
+            cluster.stop()
 
 
 def main(argv=None) -> int:
@@ -71,11 +160,15 @@ def main(argv=None) -> int:
     p.add_argument("--pods", type=int, default=20000, help="pods written (3 events each)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--json", help="write the results here too")
+    p.add_argument("--store", choices=("redis", "kube"), default="redis",
+                   help="an embedded Redis (default), or the real API server of benchmarks/kube_cluster.py")
     args = p.parse_args(argv)
-    doc = run(args.pods, args.repeats)
+    doc = run(args.pods, args.repeats, kube=args.store == "kube")
     for name, r in doc["results"].items():
         print(f"{name}: {r['us_per_event']} us CPU per event, {r['events_per_s']} events/s "
-              f"(runs {r['runs_us_per_event']})")
+              f"(runs {r['runs_us_per_event']})"
+              + (f"; the watch thread {r['watch_us_per_event']}, the process {r['process_us_per_event']} us per event"
+                 if "watch_us_per_event" in r else ""))
     print(f"CPU per event, decode / hint: {doc['cpu_ratio_decode_over_hint']}")
     write_json(args.json, doc)
     return 0

@@ -30,7 +30,7 @@ from collections import OrderedDict
 
 import orjson
 
-#: Pods whose fingerprints are kept, the ones seen last (about 150 bytes each).
+#: Pods whose fingerprints are kept, the ones seen last (about 200 bytes each: 10 MB at most).
 CAPACITY = 50_000
 
 #: Where a pod's status starts in the server's line: the end of its spec, then the status
@@ -40,7 +40,7 @@ _MANAGED, _METADATA_END = b',"managedFields":[', b']},"spec":{'
 
 
 class StatusWrites:
-    """The fingerprints of the pods seen last, and the status hints they allow."""
+    """The fingerprints of the pods seen last, and which of their events are status-only."""
 
     def __init__(self, capacity: int = CAPACITY):
         self.capacity = capacity
@@ -49,11 +49,13 @@ class StatusWrites:
     def __len__(self) -> int:
         return len(self._seen)
 
-    def hint(self, type_: str, key: str, line: bytes, rv_span: tuple[int, int]) -> bytes | None:
-        """The status hint of pod `key`'s event `line` (the server's bytes, the object's
-        metadata.resourceVersion at `rv_span`) when it is a status-only write of a pod seen
-        just before; None otherwise. Every event of the pod is remembered (a deletion
-        forgotten), in the order the watch brings them."""
+    def status_at(self, type_: str, key: str, line: bytes, rv_span: tuple[int, int]) -> int | None:
+        """Where the status of pod `key`'s event `line` starts (the server's bytes, the
+        object's metadata.resourceVersion at `rv_span`) when the event is a status-only
+        write of a pod seen just before (`hint(line, at)` then reads its hint); None
+        otherwise. Every event of the pod is remembered (a deletion forgotten), in the order
+        the watch brings them. Only bound pods' events need be shown it: the roles take hints
+        of bound pods alone."""
         seen = self._seen
         before = seen.pop(key, None)
         if type_ == "DELETED":
@@ -62,25 +64,32 @@ class StatusWrites:
         if cut < 0:
             return None
         start, end = rv_span
+        view = memoryview(line)  # (hashed where they lie: no copies of the document)
         managed = line.find(_MANAGED, end, cut)
         metadata_end = line.find(_METADATA_END, managed, cut) if managed >= 0 else -1
         if metadata_end >= 0:
-            fingerprint = hash((line[:start], line[end:managed], line[metadata_end + 1:cut]))
+            fingerprint = hash((view[:start], view[end:managed], view[metadata_end + 1:cut]))
         else:
-            fingerprint = hash((line[:start], line[end:cut]))
+            fingerprint = hash((view[:start], view[end:cut]))
         seen[key] = fingerprint
         if len(seen) > self.capacity:
             seen.popitem(last=False)
-        if type_ != "MODIFIED" or before != fingerprint:
-            return None
-        tail = line.rstrip()
-        if not tail.endswith(b"}}}"):
-            return None
-        try:
-            status = orjson.loads(tail[cut + len(_STATUS) - 1:-2])
-        except orjson.JSONDecodeError:
-            return None  # decoded in full, which says what is wrong
-        if status.__class__ is not dict:
-            return None
-        return orjson.dumps([status.get("phase") or "", status.get("startTime") or "",
-                             status.get("nominatedNodeName") or ""])
+        return cut if type_ == "MODIFIED" and before == fingerprint else None
+
+
+def hint(line: bytes, at: int) -> bytes | None:
+    """The status hint of the status-only write `line` whose status starts at `at`
+    (StatusWrites.status_at): the JSON list of its phase, startTime and nominatedNodeName;
+    None when the status does not decode (the event is then decoded in full, which says
+    what is wrong)."""
+    tail = line.rstrip()
+    if not tail.endswith(b"}}}"):
+        return None
+    try:
+        status = orjson.loads(tail[at + len(_STATUS) - 1:-2])
+    except orjson.JSONDecodeError:
+        return None
+    if status.__class__ is not dict:
+        return None
+    return orjson.dumps([status.get("phase") or "", status.get("startTime") or "",
+                         status.get("nominatedNodeName") or ""])

@@ -57,7 +57,7 @@ from urllib.parse import quote
 import orjson
 
 from ..errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavailable
-from .kube_status_writes import StatusWrites
+from .kube_status_writes import StatusWrites, hint as status_hint
 from ..runtime.leader_election import ELECTION_ROLE
 from ..model.objects import KINDS, NAMESPACED, document_kind
 from ..model.podgroup import NATIVE_API_VERSION, NATIVE_KIND
@@ -239,7 +239,7 @@ class _KindWatch:
         self.stopped = False
         self.response = None
         #: which pod events are status-only writes (their hint spares the readers the decoding)
-        self.status_writes = StatusWrites() if kind == "Pod" else None
+        self.status_writes = StatusWrites() if kind == "Pod" and store.status_hints else None
         self.thread = threading.Thread(target=self._run, name=f"kube-watch-{kind}", daemon=True)
         self.thread.start()
 
@@ -308,8 +308,10 @@ class _KindWatch:
                     key, bound = f"{head[3].decode()}/{head[2].decode()}", b'"nodeName":"' in line
                     if rv <= self.progress:  # replayed after a resume
                         continue
+                    writes = self.status_writes
                     event = PodEvent(type_, line, str(rv), key,
-                                     self.status_writes.hint(type_, key, line, head.span(4)))
+                                     writes.status_at(type_, key, line, head.span(4))
+                                     if writes is not None and (bound or type_ == "DELETED") else None)
                 else:
                     frame = orjson.loads(_without_managed_fields(line) if self.kind in _LEAN_KINDS else line)
                     type_, obj = frame.get("type"), frame.get("object") or {}
@@ -397,11 +399,20 @@ class PodEvent(WatchEvent):
     creation is offered undecoded too (`document`: Informer take_undecoded), and a
     status-only write with its status hint (`status`: common.store.kube_status_writes)."""
 
-    __slots__ = ("raw", "key", "status", "_obj")
+    __slots__ = ("raw", "key", "_status_at", "_obj")
 
-    def __init__(self, type_: str, raw: bytes, rv: str, key: str, status: bytes | None = None):
+    def __init__(self, type_: str, raw: bytes, rv: str, key: str, status_at: int | None = None):
         self.type, self.kind, self.rv, self.raw, self.key, self._obj = type_, "Pod", rv, raw, key, None
-        self.status = status
+        self._status_at = status_at
+
+    @property
+    def status(self) -> bytes | None:
+        """A status-only write's status hint (read from the bytes when first asked for; the
+        watch only told where its status starts), None for any other event, or once the
+        event was decoded."""
+        if self._status_at is None or self.raw is None:
+            return None
+        return status_hint(self.raw, self._status_at)
 
     @property
     def obj(self) -> dict:
@@ -430,11 +441,13 @@ class KubeStore(ClusterStore):
 
     def __init__(self, kubeconfig: str | None = None, request_timeout: float = 10.0,
                  history: int = 100_000, lease_namespace: str | None = None, max_in_flight: int = _WORKERS,
-                 qps: float = 0, burst: int = 0):
+                 qps: float = 0, burst: int = 0, status_hints: bool = True):
         """`max_in_flight`: requests one bulk write (bind_many, evict_many, create_many) sends
         at once; the HTTP connection pool is sized to match. `qps` > 0 paces every request
         but the watches to that many per second on average, `burst` at once (client-go's
-        clientConnection.qps and burst)."""
+        clientConnection.qps and burst). `status_hints`: tell pods' status-only writes apart
+        (common.store.kube_status_writes; off only for benchmarks.follow_hint's baseline)."""
+        self.status_hints = status_hints
         self.timeout = float(request_timeout)
         self.history = history
         self._limiter = TokenBucket(qps, burst) if qps > 0 else None

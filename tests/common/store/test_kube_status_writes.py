@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import orjson
 
-from common.store.kube_status_writes import StatusWrites
+from common.store.kube_status_writes import StatusWrites, hint as status_hint
 from builders import api_pod
 
 
@@ -18,9 +18,11 @@ def line(type_: str, rv: int, node: str = "", labels=None, status=None, managed_
                                                    "status": status or {"phase": "Pending"}}})
 
 
-def hint(writes: StatusWrites, type_: str, data: bytes):
+def hint(writes: StatusWrites, type_: str, data: bytes, key: str = "default/p"):
+    """The event's status hint, None when the writes say it is not a status-only one."""
     start = data.index(b'"resourceVersion":"') + len(b'"resourceVersion":"')
-    return writes.hint(type_, "default/p", data, (start, data.index(b'"', start)))
+    at = writes.status_at(type_, key, data, (start, data.index(b'"', start)))
+    return None if at is None else status_hint(data, at)
 
 
 def test_a_write_that_changed_only_the_status_has_its_hint():
@@ -52,9 +54,7 @@ def test_a_pod_not_seen_before_a_deleted_one_and_one_forgotten_for_room_have_non
     hint(writes, "DELETED", line("DELETED", 7, node="n1"))
     assert hint(writes, "MODIFIED", line("MODIFIED", 8, node="n1", status={"phase": "Running"})) is None
     for other in ("default/q", "default/r"):  # two other pods seen since: p is forgotten
-        data = line("MODIFIED", 9)
-        start = data.index(b'"resourceVersion":"') + 19
-        writes.hint("MODIFIED", other, data, (start, data.index(b'"', start)))
+        hint(writes, "MODIFIED", line("MODIFIED", 9), key=other)
     assert len(writes) == 2
     assert hint(writes, "MODIFIED", line("MODIFIED", 10, node="n1", status={"phase": "Succeeded"})) is None
 
