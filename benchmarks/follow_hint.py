@@ -46,7 +46,7 @@ from benchmarks import kube_cluster
 from benchmarks.following import NODES, follow, write_bound
 from benchmarks.harness import write_json
 from benchmarks.kube_vs import clear_pods, create_namespace
-from benchmarks.processes import cpu_seconds
+from benchmarks.processes import thread_cpu_seconds
 from benchmarks.workloads import SCHEDULER
 from binder.view import BinderView
 from common.store.base import rv_order
@@ -88,7 +88,7 @@ def measure_kube(kubeconfig: str, pods: int, hint: bool) -> dict:
             informer.take_status = None
         informer.sync(0.0)  # (opens the watches)
         watch = next(t.native_id for t in threading.enumerate() if t.name == "kube-watch-Pod")
-        cpu0, watch0, process0 = time.thread_time(), cpu_seconds(watch), time.process_time()
+        cpu0, watch0, process0 = time.thread_time(), thread_cpu_seconds(watch), time.process_time()
         wall0 = time.perf_counter()
         writer = subprocess.run([sys.executable, "-c", _KUBE_WRITER, kubeconfig, str(pods)],
                                 capture_output=True, text=True, check=True)
@@ -96,7 +96,7 @@ def measure_kube(kubeconfig: str, pods: int, hint: bool) -> dict:
         while rv_order(informer.kind_rv["Pod"]) < (last, 0):
             informer.sync(0.2, max_events=10000)
         cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
-        watch_cpu, process = cpu_seconds(watch) - watch0, time.process_time() - process0
+        watch_cpu, process = thread_cpu_seconds(watch) - watch0, time.process_time() - process0
         running = sum(1 for p in view.acc.counted_pods() if p.phase == "Running")
         assert running == pods, f"{running} of {pods} counted Running"
         events = 3 * pods

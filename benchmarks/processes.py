@@ -81,8 +81,18 @@ def sample(cluster: LocalCluster) -> dict[str, dict[str, int]]:
 
 def cpu_seconds(pid: int) -> float:
     """CPU seconds (user + system) a process has used so far."""
+    return _stat_cpu(f"/proc/{pid}/stat")
+
+
+def thread_cpu_seconds(native_id: int) -> float:
+    """CPU seconds one thread of this process has used so far (`threading.Thread.native_id`;
+    /proc/<tid>/stat would sum the whole process's threads)."""
+    return _stat_cpu(f"/proc/self/task/{native_id}/stat")
+
+
+def _stat_cpu(path: str) -> float:
     try:
-        with open(f"/proc/{pid}/stat") as fh:
+        with open(path) as fh:
             fields = fh.read().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0

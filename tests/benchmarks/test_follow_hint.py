@@ -20,3 +20,29 @@ def test_both_variants_follow_every_pod_to_running_on_the_api_server(kube_cluste
         got = measure_kube(str(kube_cluster.kubeconfig), 30, hint)
         assert set(got) == {"us_per_event", "events_per_s", "watch_us_per_event", "process_us_per_event"}
         assert all(v > 0 for v in got.values())
+
+
+def test_a_threads_cpu_is_its_own_not_its_process():
+    """The watch thread's figure once read /proc/<tid>/stat, which sums every thread of the
+    process: it came out above the process's own."""
+    import threading
+    import time
+
+    from benchmarks.processes import thread_cpu_seconds
+
+    done = threading.Event()
+
+    def idle():
+        done.wait(10)
+    waiter = threading.Thread(target=idle)
+    waiter.start()
+    try:
+        before = thread_cpu_seconds(waiter.native_id)
+        t = time.process_time()
+        while time.process_time() - t < 0.3:  # the calling thread burns, the waiter sleeps
+            pass
+        assert thread_cpu_seconds(waiter.native_id) - before < 0.1
+        assert thread_cpu_seconds(threading.get_native_id()) >= 0.2
+    finally:
+        done.set()
+        waiter.join()
