@@ -19,7 +19,8 @@ def test_both_variants_follow_every_pod_to_running_on_the_api_server(kube_cluste
     for hint in (False, True):
         got = measure_kube(str(kube_cluster.kubeconfig), 30, hint)
         assert set(got) == {"us_per_event", "events_per_s", "watch_us_per_event", "process_us_per_event"}
-        assert all(v > 0 for v in got.values())
+        # (a thread's CPU is read in clock ticks of 10 ms: 90 events may take less than one)
+        assert got["events_per_s"] > 0 and all(v >= 0 for v in got.values())
 
 
 def test_a_threads_cpu_is_its_own_not_its_process():
