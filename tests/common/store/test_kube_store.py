@@ -363,26 +363,31 @@ def test_an_informer_lists_again_when_etcd_is_compacted_under_its_paged_list(sto
     names = [f"expiring-{i}" for i in range(3)]
     for name in names:
         store.create(pod(name))
-    store.put_lease("expiring-list", "0", "nowhere", 30)
-    kept, relists, compacted = {}, [], []
+    # A pod event of another test's pods (kwok still writing their statuses) after the list's
+    # revision would let the cache serve the pages after all: then the list is tried again.
+    for _ in range(3):
+        kept, relists, compacted = {}, [], []
 
-    def on_event(type_, kind, obj):
-        meta = obj["metadata"]
-        if meta["namespace"] != "default":
-            return
-        if type_ == "DELETED":
-            kept.pop(meta["name"], None)
-            return
-        kept[meta["name"]] = obj
-        if not compacted:  # the first pod delivered: etcd compacted past the list's revision
-            store.put_lease("expiring-list", "0", "nowhere", 30)
-            compacted.append(_compact_etcd(kube_cluster.etcd_url))
+        def on_event(type_, kind, obj):
+            meta = obj["metadata"]
+            if meta["namespace"] != "default" or not meta["name"].startswith("expiring-"):
+                return
+            if type_ == "DELETED":
+                kept.pop(meta["name"], None)
+                return
+            kept[meta["name"]] = obj
+            if not compacted:  # the first pod delivered: etcd compacted past the list's revision
+                store.put_lease("expiring-list", "0", "nowhere", 30)
+                compacted.append(_compact_etcd(kube_cluster.etcd_url))
 
-    def on_relist():
-        relists.append(sorted(kept))
-        kept.clear()
-    informer = Informer(store, ("Pod",), on_event, on_relist)
-    informer.start()
+        def on_relist():
+            relists.append(sorted(kept))
+            kept.clear()
+        store.put_lease("expiring-list", "0", "nowhere", 30)
+        informer = Informer(store, ("Pod",), on_event, on_relist)
+        informer.start()
+        if relists:
+            break
     assert compacted and len(relists) == 1 and 1 <= len(relists[0]) < len(names)  # (a page may be read ahead)
     assert sorted(kept) == names
     store.create(pod("expiring-after"))
