@@ -36,7 +36,9 @@ CAPACITY = 50_000
 #: Where a pod's status starts in the server's line: the end of its spec, then the status
 #: (the object's last field; no field of the spec is called "status").
 _STATUS = b'},"status":{'
-_MANAGED, _METADATA_END = b',"managedFields":[', b']},"spec":{'
+#: Where an object's metadata.managedFields starts in the server's bytes, and where they end
+#: (the end of its metadata, right before its spec): kube_store cuts them out before decoding.
+MANAGED_FIELDS, METADATA_END = b',"managedFields":[', b']},"spec":{'
 
 
 class StatusWrites:
@@ -65,8 +67,8 @@ class StatusWrites:
             return None
         start, end = rv_span
         view = memoryview(line)  # (hashed where they lie: no copies of the document)
-        managed = line.find(_MANAGED, end, cut)
-        metadata_end = line.find(_METADATA_END, managed, cut) if managed >= 0 else -1
+        managed = line.find(MANAGED_FIELDS, end, cut)
+        metadata_end = line.find(METADATA_END, managed, cut) if managed >= 0 else -1
         if metadata_end >= 0:
             fingerprint = hash((view[:start], view[end:managed], view[metadata_end + 1:cut]))
         else:

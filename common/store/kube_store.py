@@ -57,7 +57,7 @@ from urllib.parse import quote
 import orjson
 
 from ..errors import Conflict, ObjectError, ResourceVersionTooOld, StoreUnavailable
-from .kube_status_writes import StatusWrites, hint as status_hint
+from .kube_status_writes import MANAGED_FIELDS, METADATA_END, StatusWrites, hint as status_hint
 from ..runtime.leader_election import ELECTION_ROLE
 from ..model.objects import KINDS, NAMESPACED, document_kind
 from ..model.podgroup import NATIVE_API_VERSION, NATIVE_KIND
@@ -363,7 +363,6 @@ _POD_HEAD = re.compile(rb'\{"type":"(ADDED|MODIFIED|DELETED)","object":\{"kind":
 #: Kinds whose JSON, as the API server writes it (Go's field order), has metadata.managedFields
 #: last in metadata and spec right after it.
 _LEAN_KINDS = ("Pod", "Node")
-_MANAGED, _SPEC = b',"managedFields":[', b']},"spec":{'
 
 
 def _without_managed_fields(data: bytes) -> bytes:
@@ -372,17 +371,17 @@ def _without_managed_fields(data: bytes) -> bytes:
     of what decoding a pod cost (1.4 of its 3.5 KB, and many small objects). The field
     ends where that object's metadata does, right before its spec (managedFields' own keys
     are "f:..." and "k:...", never "spec"); a field whose end is not found so is kept."""
-    start = data.find(_MANAGED)
+    start = data.find(MANAGED_FIELDS)
     if start < 0:
         return data
     parts, at = [], 0
     while start >= 0:
-        end = data.find(_SPEC, start)
+        end = data.find(METADATA_END, start)
         if end < 0:
             break
         parts.append(data[at:start])
         at = end + 1  # from metadata's closing brace on
-        start = data.find(_MANAGED, at)
+        start = data.find(MANAGED_FIELDS, at)
     parts.append(data[at:])
     return b"".join(parts)
 
