@@ -27,6 +27,11 @@ beside it the Pod watch thread's (which reads the server's lines, and fingerprin
 pods' events for `hint`) and the whole reader process's. The writer writes one event at a
 time (a few hundred a second), so the watch thread wakes up for each: its figure is far
 above what it is when events come in bursts. The pods are deleted between runs.
+
+On the API server a third variant, `http.client`, is `hint` with its watches read through
+http.client's reader (KubeStore(direct_watch_reads=False), the code before 2026-11-27)
+rather than off the socket (common.store.kube_http's _Stream): the ratio of the watch
+threads' CPU per event, http.client / hint, is printed too.
 """
 from __future__ import annotations
 
@@ -76,10 +81,11 @@ def measure(url: str, pods: int, hint: bool) -> dict:
         store.close()
 
 
-def measure_kube(kubeconfig: str, pods: int, hint: bool) -> dict:
+def measure_kube(kubeconfig: str, pods: int, hint: bool, direct: bool = True) -> dict:
     """One run on the API server: the reader process's CPU from before the writes until its
-    informer has applied the last of them (its syncs wait for events instead of polling)."""
-    store = KubeStore(kubeconfig, status_hints=hint)
+    informer has applied the last of them (its syncs wait for events instead of polling);
+    `direct`: the watches read off the socket (else through http.client)."""
+    store = KubeStore(kubeconfig, status_hints=hint, direct_watch_reads=direct)
     try:
         view = BinderView((SCHEDULER,))
         informer = view.intake.informer(store, linger_s=0.0)
@@ -121,11 +127,14 @@ print(last)
 
 
 def run(pods: int, repeats: int, kube: bool = False) -> dict:
-    rows: dict[str, list[dict]] = {"hint": [], "decode": []}
+    #: name -> (hint, direct watch reads)
+    variants = {"decode": (False, True), "hint": (True, True), **({"http.client": (True, False)} if kube else {})}
+    rows: dict[str, list[dict]] = {name: [] for name in variants}
     with (_kube_plane() if kube else EmbeddedRedis()) as where:
         for _ in range(repeats):
-            for name, hinted in (("decode", False), ("hint", True)):
-                rows[name].append(measure_kube(where, pods, hinted) if kube else measure(where.url, pods, hinted))
+            for name, (hinted, direct) in variants.items():
+                rows[name].append(measure_kube(where, pods, hinted, direct) if kube
+                                  else measure(where.url, pods, hinted))
     out = {}
     for name, runs in rows.items():
         out[name] = {"us_per_event": round(statistics.median(r["us_per_event"] for r in runs), 2),
@@ -135,8 +144,12 @@ def run(pods: int, repeats: int, kube: bool = False) -> dict:
             if extra in runs[0]:
                 out[name][extra] = round(statistics.median(r[extra] for r in runs), 2)
     ratio = out["decode"]["us_per_event"] / out["hint"]["us_per_event"]
-    return {"store": "kube" if kube else "redis", "pods": pods, "repeats": repeats, "results": out,
-            "cpu_ratio_decode_over_hint": round(ratio, 2), "load": [round(x, 2) for x in os.getloadavg()]}
+    doc = {"store": "kube" if kube else "redis", "pods": pods, "repeats": repeats, "results": out,
+           "cpu_ratio_decode_over_hint": round(ratio, 2), "load": [round(x, 2) for x in os.getloadavg()]}
+    if kube:
+        doc["watch_cpu_ratio_http_client_over_hint"] = round(
+            out["http.client"]["watch_us_per_event"] / out["hint"]["watch_us_per_event"], 2)
+    return doc
 
 
 @contextlib.contextmanager
@@ -170,6 +183,8 @@ def main(argv=None) -> int:
               + (f"; the watch thread {r['watch_us_per_event']}, the process {r['process_us_per_event']} us per event"
                  if "watch_us_per_event" in r else ""))
     print(f"CPU per event, decode / hint: {doc['cpu_ratio_decode_over_hint']}")
+    if "watch_cpu_ratio_http_client_over_hint" in doc:
+        print(f"the watch thread's CPU per event, http.client / hint: {doc['watch_cpu_ratio_http_client_over_hint']}")
     write_json(args.json, doc)
     return 0
 

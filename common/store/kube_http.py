@@ -29,6 +29,7 @@ import queue
 import select
 import socket
 import ssl
+import struct
 import tempfile
 import threading
 import time
@@ -422,19 +423,58 @@ def _readable(sock: socket.socket) -> bool:
 
 class _Stream:
     """A watch's answer, read as it comes on its own connection (the interface the watch
-    reads, urllib3's response's, which serves it behind a proxy)."""
+    reads, urllib3's response's, which serves it behind a proxy).
 
-    def __init__(self, resp: http.client.HTTPResponse, conn: http.client.HTTPConnection):
+    A chunked answer (every watch's) is read straight from the socket and its chunks taken
+    apart here, not through http.client's reader: that reader goes through three or four
+    Python calls and a readline per chunk, and a socket with a timeout polls before each
+    read. A watch's chunk is one event, and a process reads every pod's three or four
+    events, each in the time other threads would use the GIL: the socket is made blocking,
+    its read timeout the kernel's (SO_RCVTIMEO; a read that times out raises, as before), and
+    one read takes all that the TLS record or the socket holds. `direct=False` reads through
+    http.client (the baseline of benchmarks/follow_hint.py, which prints both)."""
+
+    def __init__(self, resp: http.client.HTTPResponse, conn: http.client.HTTPConnection,
+                 read_s: float | None = None, direct: bool = True):
         self._resp, self._conn = resp, conn
+        self._read_s, self._direct = read_s, direct
 
     def stream(self, amount: int):
         """The answer's bytes as they arrive, at most `amount` at a time (chunked transfer
         decoded), until the server ends it."""
+        if not (self._resp.chunked and self._direct):
+            yield from self._whole(amount)
+            return
+        sock = self._conn.sock
+        pending = bytearray(self._buffered())  # what http.client read past the head
+        if self._read_s is not None:
+            _block_with_read_timeout(sock, self._read_s)
+        buf = bytearray(max(amount, 1 << 14))
+        view = memoryview(buf)
+        while True:
+            body, done = dechunk(pending)
+            if body:
+                yield body
+            if done:
+                return
+            n = sock.recv_into(buf)
+            if not n:
+                raise http.client.IncompleteRead(bytes(pending))
+            pending += view[:n]
+
+    def _whole(self, amount: int):
         while True:
             chunk = self._resp.read1(amount)
             if not chunk:
                 return
             yield chunk
+
+    def _buffered(self) -> bytes:
+        """The bytes of the body http.client's reader holds already (read with the head);
+        waits for the first ones if it holds none (a watch's body comes anyway)."""
+        fp = self._resp.fp
+        held = fp.peek(1)  # all it holds, or one read of the socket when it holds nothing
+        return fp.read(len(held))
 
     def shutdown(self) -> None:
         """Unblocks a thread reading `stream` at once (from another thread)."""
@@ -447,6 +487,42 @@ class _Stream:
         self._conn.close()
 
 
+def _block_with_read_timeout(sock: socket.socket, seconds: float) -> None:
+    """`sock` blocking, a read waiting at most `seconds` (then raising: OSError, or
+    ssl.SSLWantReadError over TLS) by the kernel's SO_RCVTIMEO rather than a poll before
+    each read; left as it is (a poll per read) where the option cannot be set."""
+    whole = int(seconds)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                        struct.pack("ll", whole, int((seconds - whole) * 1e6)))
+    except (OSError, struct.error):
+        return
+    sock.settimeout(None)
+
+
+def dechunk(pending: bytearray) -> tuple[bytes, bool]:
+    """(the payload of the complete chunks at the start of `pending`, which are cut from it;
+    whether the last chunk, of size 0, was among them). A chunk not yet whole stays in
+    `pending`; a size line that is not hexadecimal raises ValueError."""
+    parts, at, size = [], 0, -1
+    while True:
+        eol = pending.find(b"\r\n", at)
+        if eol < 0:
+            break
+        size = int(pending[at:eol].split(b";", 1)[0], 16)
+        if size == 0:
+            at = eol + 2
+            break
+        end = eol + 2 + size
+        if end + 2 > len(pending):
+            break
+        parts.append(pending[eol + 2:end])
+        at = end + 2
+    if at:
+        del pending[:at]
+    return b"".join(parts), size == 0
+
+
 class KubeHttp:
     """Requests to one API server over one pool of keep-alive connections.
 
@@ -455,8 +531,10 @@ class KubeHttp:
     the while. A streamed answer (`open(stream=True)`: a watch) has a connection of its own.
     Behind a kubeconfig's proxy-url everything goes through urllib3's ProxyManager."""
 
-    def __init__(self, ep: Endpoint, timeout: float, connections: int, bounded: bool = True):
+    def __init__(self, ep: Endpoint, timeout: float, connections: int, bounded: bool = True,
+                 direct_streams: bool = True):
         self.endpoint, self.timeout = ep, timeout
+        self.direct_streams = direct_streams
         parts = urlsplit(ep.server)
         self.prefix = parts.path.rstrip("/")
         self._manager = self.pool = None
@@ -502,7 +580,7 @@ class KubeHttp:
                     raise HttpError(resp.status, answer)
             except (OSError, http.client.HTTPException) as e:  # socket.timeout and ssl errors are OSErrors
                 raise StoreUnavailable(f"cannot reach the API server at {self.endpoint.server}: {e!r}") from None
-            return _Stream(resp, conn)
+            return _Stream(resp, conn, t[1] if isinstance(t, tuple) else t, self.direct_streams)
         import urllib3
 
         try:

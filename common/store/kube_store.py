@@ -440,12 +440,14 @@ class KubeStore(ClusterStore):
 
     def __init__(self, kubeconfig: str | None = None, request_timeout: float = 10.0,
                  history: int = 100_000, lease_namespace: str | None = None, max_in_flight: int = _WORKERS,
-                 qps: float = 0, burst: int = 0, status_hints: bool = True):
+                 qps: float = 0, burst: int = 0, status_hints: bool = True, direct_watch_reads: bool = True):
         """`max_in_flight`: requests one bulk write (bind_many, evict_many, create_many) sends
         at once; the HTTP connection pool is sized to match. `qps` > 0 paces every request
         but the watches to that many per second on average, `burst` at once (client-go's
         clientConnection.qps and burst). `status_hints`: tell pods' status-only writes apart
-        (common.store.kube_status_writes; off only for benchmarks.follow_hint's baseline)."""
+        (common.store.kube_status_writes; off only for benchmarks.follow_hint's baseline).
+        `direct_watch_reads`: the watches' chunks read off the socket (common.store.kube_http's
+        _Stream), not through http.client (only follow_hint's baseline)."""
         self.status_hints = status_hints
         self.timeout = float(request_timeout)
         self.history = history
@@ -460,7 +462,8 @@ class KubeStore(ClusterStore):
         # requests: as many connections as threads may send at once, and a few for the
         # process's own reads; the watches, which hold theirs for minutes, have their own pool
         self._http = KubeHttp(ep, self.timeout, workers + 8)
-        self._watch_http = KubeHttp(ep, self.timeout, len(RESOURCES), bounded=False)
+        self._watch_http = KubeHttp(ep, self.timeout, len(RESOURCES), bounded=False,
+                                    direct_streams=direct_watch_reads)
         self._cond = threading.Condition()
         #: told whenever the watches bring something, or one ends (`listen`)
         self._listeners = Listeners(self._cond)

@@ -298,6 +298,113 @@ def test_a_streamed_answer_is_read_as_it_comes_and_ended_from_another_thread(ser
     assert lines == [b'{"type":"ADDED","n":1}', b'{"type":"ADDED","n":2}']
 
 
+def raw_server(answer: bytes, then_wait: bool = True):
+    """A server that answers one request with `answer` in one write (head and body as one
+    segment), then keeps the connection open and silent until the client goes."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(answer)
+            if then_wait:
+                conn.recv(1)
+    threading.Thread(target=serve, daemon=True).start()
+    return listener, kube_http.Endpoint(server=f"http://127.0.0.1:{listener.getsockname()[1]}")
+
+
+def read_lines(resp, into: list) -> BaseException | None:
+    """What a watch does with the stream: whole lines kept; the error that ended it."""
+    pending = b""
+    try:
+        for chunk in resp.stream(1 << 16):
+            pending += chunk
+            *done, pending = pending.split(b"\n")
+            into.extend(done)
+    except (OSError, HTTPException) as e:
+        return e
+    return None
+
+
+def test_events_that_came_with_the_answers_head_are_read_before_the_socket():
+    """The API server may write the head and the first events in one segment: http.client
+    reads them with the head, and the stream hands them over before reading the socket."""
+    events = b'{"type":"ADDED","n":1}\n{"type":"ADDED","n":2}\n'
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    listener, endpoint = raw_server(head + b"%x\r\n%s\r\n0\r\n\r\n" % (len(events), events))
+    http = kube_http.KubeHttp(endpoint, 30.0, 4)
+    lines: list = []
+    try:
+        resp = http.open("GET", "/api/v1/pods", query=[("watch", "true")], timeout=(30.0, 300.0), stream=True)
+        assert read_lines(resp, lines) is None  # ended by the last chunk, not by the socket
+        resp.release_conn()
+    finally:
+        http.close()
+        listener.close()
+    assert lines == [b'{"type":"ADDED","n":1}', b'{"type":"ADDED","n":2}']
+
+
+def test_a_watch_whose_server_falls_silent_ends_after_its_read_timeout(server):
+    """The stream's socket blocks in the kernel with SO_RCVTIMEO instead of a poll before
+    each read: a server that stops writing (frozen, not closed) still ends the read after
+    the read timeout, with the events before it delivered."""
+    http = kube_http.KubeHttp(server.endpoint, 30.0, 4, bounded=False)
+    resp = http.open("GET", "/api/v1/pods", query=[("watch", "true")], timeout=(30.0, 0.5), stream=True)
+    lines: list = []
+    outcome: list = []
+    reader = threading.Thread(target=lambda: outcome.append(read_lines(resp, lines)), daemon=True)
+    try:
+        reader.start()
+        reader.join(120)
+        assert not reader.is_alive(), "the read never timed out"
+    finally:
+        resp.release_conn()
+        http.close()
+    assert lines == [b'{"type":"ADDED","n":1}', b'{"type":"ADDED","n":2}']
+    assert isinstance(outcome[0], OSError), outcome
+
+
+def test_a_watch_on_the_real_api_server_falls_silent_and_its_tls_read_times_out(kube_cluster):
+    """The same over TLS, on the session's API server: a watch of a namespace where nothing
+    happens, with a 1 s read timeout, ends with an error (ssl's, from the kernel's timeout)."""
+    store = KubeStore(str(kube_cluster.kubeconfig))
+    http = store._watch_http
+    resp = http.open("GET", "/api/v1/namespaces/quiet-nothing-here/pods",
+                     query=[("watch", "true"), ("resourceVersion", "0"), ("timeoutSeconds", "600")],
+                     timeout=(30.0, 1.0), stream=True)
+    outcome: list = []
+    reader = threading.Thread(target=lambda: outcome.append(read_lines(resp, [])), daemon=True)
+    try:
+        reader.start()
+        reader.join(120)
+        assert not reader.is_alive(), "the read never timed out"
+    finally:
+        resp.release_conn()
+        store.close()
+    assert isinstance(outcome[0], OSError), outcome
+
+
+@pytest.mark.parametrize("pending, body, done, left", [
+    (b"5\r\nhello\r\n", b"hello", False, b""),
+    (b"5\r\nhello\r\n3\r\nabc\r\n", b"helloabc", False, b""),
+    (b"5\r\nhel", b"", False, b"5\r\nhel"),                      # a chunk not yet whole waits
+    (b"5\r\nhello\r", b"", False, b"5\r\nhello\r"),              # so does one without its CRLF
+    (b"5\r\nhello\r\n1", b"hello", False, b"1"),                  # a size line not yet whole
+    (b"5;name=x\r\nhello\r\n", b"hello", False, b""),             # a chunk extension is ignored
+    (b"A\r\n0123456789\r\n0\r\n\r\n", b"0123456789", True, b"\r\n"),  # the last chunk ends it
+])
+def test_chunks_are_taken_apart_only_once_whole(pending, body, done, left):
+    buf = bytearray(pending)
+    assert kube_http.dechunk(buf) == (body, done)
+    assert bytes(buf) == left
+
+
+def test_a_chunk_size_that_is_not_hexadecimal_is_an_error():
+    with pytest.raises(ValueError):
+        kube_http.dechunk(bytearray(b"zz\r\nhello\r\n"))
+
+
 # --- many requests at once, driven by the calling thread (common/store/kube_mux.py) ----------
 
 def posts(*chains: list[str]) -> list[list[tuple]]:
