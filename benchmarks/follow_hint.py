@@ -36,21 +36,17 @@ threads' CPU per event, http.client / hint, is printed too.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
-from pathlib import Path
 
-from benchmarks import kube_cluster
-from benchmarks.following import NODES, follow, write_bound
+from benchmarks.following import KUBE_WRITER, NODES, follow, kube_plane, write_bound
 from benchmarks.harness import write_json
-from benchmarks.kube_vs import clear_pods, create_namespace
+from benchmarks.kube_vs import clear_pods
 from benchmarks.processes import thread_cpu_seconds
 from benchmarks.workloads import SCHEDULER
 from binder.view import BinderView
@@ -96,7 +92,7 @@ def measure_kube(kubeconfig: str, pods: int, hint: bool, direct: bool = True) ->
         watch = next(t.native_id for t in threading.enumerate() if t.name == "kube-watch-Pod")
         cpu0, watch0, process0 = time.thread_time(), thread_cpu_seconds(watch), time.process_time()
         wall0 = time.perf_counter()
-        writer = subprocess.run([sys.executable, "-c", _KUBE_WRITER, kubeconfig, str(pods)],
+        writer = subprocess.run([sys.executable, "-c", KUBE_WRITER, kubeconfig, str(pods)],
                                 capture_output=True, text=True, check=True)
         last = int(writer.stdout.split()[-1])
         while rv_order(informer.kind_rv["Pod"]) < (last, 0):
@@ -113,27 +109,14 @@ def measure_kube(kubeconfig: str, pods: int, hint: bool, direct: bool = True) ->
         store.close()
 
 
-#: The kube writer's process: the pods created, bound and written Running (following's
-#: write_bound); prints the last pod's resourceVersion.
-_KUBE_WRITER = """
-import sys
-from benchmarks.following import write_bound
-from common.store.kube_store import KubeStore
-store = KubeStore(sys.argv[1])
-write_bound(store, int(sys.argv[2]), run=True)
-last = max(int(p["metadata"]["resourceVersion"]) for p in store.list("Pod")[0] if p["metadata"]["namespace"] == "bench")
-print(last)
-"""
-
-
 def run(pods: int, repeats: int, kube: bool = False) -> dict:
     #: name -> (hint, direct watch reads)
     variants = {"decode": (False, True), "hint": (True, True), **({"http.client": (True, False)} if kube else {})}
     rows: dict[str, list[dict]] = {name: [] for name in variants}
-    with (_kube_plane() if kube else EmbeddedRedis()) as where:
+    with (kube_plane() if kube else EmbeddedRedis()) as where:
         for _ in range(repeats):
             for name, (hinted, direct) in variants.items():
-                rows[name].append(measure_kube(where, pods, hinted, direct) if kube
+                rows[name].append(measure_kube(str(where.kubeconfig), pods, hinted, direct) if kube
                                   else measure(where.url, pods, hinted))
     out = {}
     for name, runs in rows.items():
@@ -150,22 +133,6 @@ def run(pods: int, repeats: int, kube: bool = False) -> dict:
         doc["watch_cpu_ratio_http_client_over_hint"] = round(
             out["http.client"]["watch_us_per_event"] / out["hint"]["watch_us_per_event"], 2)
     return doc
-
-
-@contextlib.contextmanager
-def _kube_plane():
-    """The API server of benchmarks/kube_cluster.py without kwok, the fleet and the writer's
-    namespace made: yields its kubeconfig."""
-    with tempfile.TemporaryDirectory(prefix="follow-hint-") as tmp:
-        cluster = kube_cluster.KubeCluster(Path(tmp), kube_cluster.kube_bin_dir(), kwok=False).start()
-        try:
-            store = KubeStore(str(cluster.kubeconfig))
-            assert not store.create_many(generate(NODES, "mixed"))
-            create_namespace(store, "bench")
-            store.close()
-            yield str(cluster.kubeconfig)
-        finally:
-            cluster.stop()
 
 
 def main(argv=None) -> int:
