@@ -47,6 +47,20 @@ def kube_cluster(tmp_path_factory):
         yield cluster
 
 
+def with_namespace(cluster, name: str) -> None:
+    """Namespace `name` on the session's control plane, made unless an earlier test made it."""
+    from benchmarks.kube_vs import create_namespace
+    from common.store.kube_store import ApiError, KubeStore
+
+    store = KubeStore(str(cluster.kubeconfig))
+    try:
+        create_namespace(store, name)
+    except ApiError as e:
+        assert e.status == 409, e  # (made by an earlier test)
+    finally:
+        store.close()
+
+
 def wait_for(what, done, timeout: float):
     """`done()`'s first truthy value, polled until `timeout` seconds; else fail with `what`
     (or what `what()` says then)."""

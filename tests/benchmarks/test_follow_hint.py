@@ -4,18 +4,11 @@ has each figure."""
 from __future__ import annotations
 
 from benchmarks.follow_hint import measure_kube
-from benchmarks.kube_vs import create_namespace
-from common.store.kube_store import ApiError, KubeStore
+from kube_cluster import with_namespace
 
 
 def test_every_variant_follows_every_pod_to_running_on_the_api_server(kube_cluster):
-    store = KubeStore(str(kube_cluster.kubeconfig))
-    try:
-        create_namespace(store, "bench")
-    except ApiError as e:
-        assert e.status == 409  # (made by an earlier test)
-    finally:
-        store.close()
+    with_namespace(kube_cluster, "bench")
     for hint, direct in ((False, True), (True, True), (True, False)):  # decode, hint, http.client
         got = measure_kube(str(kube_cluster.kubeconfig), 30, hint, direct)
         assert set(got) == {"us_per_event", "events_per_s", "watch_us_per_event", "process_us_per_event"}

@@ -327,6 +327,20 @@ def read_lines(resp, into: list) -> BaseException | None:
     return None
 
 
+def read_until_it_ends(resp, lines: list) -> BaseException | None:
+    """read_lines in a thread of its own, which must end within two minutes (a read that
+    never times out fails the test instead of hanging it); the connection closed after."""
+    outcome: list = []
+    reader = threading.Thread(target=lambda: outcome.append(read_lines(resp, lines)), daemon=True)
+    try:
+        reader.start()
+        reader.join(120)
+        assert not reader.is_alive(), "the read never timed out"
+    finally:
+        resp.release_conn()
+    return outcome[0]
+
+
 def test_events_that_came_with_the_answers_head_are_read_before_the_socket():
     """The API server may write the head and the first events in one segment: http.client
     reads them with the head, and the stream hands them over before reading the socket."""
@@ -352,17 +366,12 @@ def test_a_watch_whose_server_falls_silent_ends_after_its_read_timeout(server):
     http = kube_http.KubeHttp(server.endpoint, 30.0, 4, bounded=False)
     resp = http.open("GET", "/api/v1/pods", query=[("watch", "true")], timeout=(30.0, 0.5), stream=True)
     lines: list = []
-    outcome: list = []
-    reader = threading.Thread(target=lambda: outcome.append(read_lines(resp, lines)), daemon=True)
     try:
-        reader.start()
-        reader.join(120)
-        assert not reader.is_alive(), "the read never timed out"
+        outcome = read_until_it_ends(resp, lines)
     finally:
-        resp.release_conn()
         http.close()
     assert lines == [b'{"type":"ADDED","n":1}', b'{"type":"ADDED","n":2}']
-    assert isinstance(outcome[0], OSError), outcome
+    assert isinstance(outcome, OSError), outcome
 
 
 def test_a_watch_on_the_real_api_server_falls_silent_and_its_tls_read_times_out(kube_cluster):
@@ -373,16 +382,11 @@ def test_a_watch_on_the_real_api_server_falls_silent_and_its_tls_read_times_out(
     resp = http.open("GET", "/api/v1/namespaces/quiet-nothing-here/pods",
                      query=[("watch", "true"), ("resourceVersion", "0"), ("timeoutSeconds", "600")],
                      timeout=(30.0, 1.0), stream=True)
-    outcome: list = []
-    reader = threading.Thread(target=lambda: outcome.append(read_lines(resp, [])), daemon=True)
     try:
-        reader.start()
-        reader.join(120)
-        assert not reader.is_alive(), "the read never timed out"
+        outcome = read_until_it_ends(resp, [])
     finally:
-        resp.release_conn()
         store.close()
-    assert isinstance(outcome[0], OSError), outcome
+    assert isinstance(outcome, OSError), outcome
 
 
 @pytest.mark.parametrize("pending, body, done, left", [
