@@ -57,16 +57,23 @@ from common.store.redis_store import RedisStore
 from common.tools.fleet import generate
 
 
+def _following_binder(store, hint: bool) -> tuple[BinderView, object]:
+    """A binder's view and its started informer (linger 0) on `store`; without `hint` the
+    informer takes no status hint (every event decoded: the code before the hint)."""
+    view = BinderView((SCHEDULER,))
+    informer = view.intake.informer(store, linger_s=0.0)
+    informer.start()
+    if not hint:
+        informer.take_status = None
+    return view, informer
+
+
 def measure(url: str, pods: int, hint: bool) -> dict:
     """One run: the reader's CPU and wall time over the syncs that bring every event."""
     store = RedisStore(url, prefix=f"followbench-{uuid.uuid4().hex[:8]}:")
     try:
         assert not store.create_many(generate(NODES, "mixed"))
-        view = BinderView((SCHEDULER,))
-        informer = view.intake.informer(store, linger_s=0.0)
-        informer.start()
-        if not hint:
-            informer.take_status = None
+        view, informer = _following_binder(store, hint)
         write_bound(store, pods, run=True)
         cpu, wall = follow(store, informer)
         counted = sum(1 for _ in view.acc.counted_pods())
@@ -83,11 +90,7 @@ def measure_kube(kubeconfig: str, pods: int, hint: bool, direct: bool = True) ->
     `direct`: the watches read off the socket (else through http.client)."""
     store = KubeStore(kubeconfig, status_hints=hint, direct_watch_reads=direct)
     try:
-        view = BinderView((SCHEDULER,))
-        informer = view.intake.informer(store, linger_s=0.0)
-        informer.start()
-        if not hint:
-            informer.take_status = None
+        view, informer = _following_binder(store, hint)
         informer.sync(0.0)  # (opens the watches)
         watch = next(t.native_id for t in threading.enumerate() if t.name == "kube-watch-Pod")
         cpu0, watch0, process0 = time.thread_time(), thread_cpu_seconds(watch), time.process_time()
