@@ -45,6 +45,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import logging
+import math
 import re
 import threading
 import time
@@ -263,13 +264,23 @@ class _KindWatch:
                 if e.status == 410:
                     self._expire(str(e))
                 else:
-                    failures += 1
-            except Exception:  # connection reset, read timeout, server restart: resume
-                failures += 1
+                    failures = self._failed(failures, e)
+            except Exception as e:  # connection reset, read timeout, server restart: resume
+                failures = self._failed(failures, e)
             if failures and not self.stopped:
                 time.sleep(min(2.0, 0.05 * 2 ** min(failures, 6)))
         with cond:
             self.store._listeners.notify()
+
+    def _failed(self, failures: int, e: Exception) -> int:
+        """One more failure in a row, said at the 1st, 10th, 100th ... of a streak (a server
+        down for minutes is a few lines, not one per retry); nothing said once stopped, when
+        the failure is the stop's own doing. Returns the new count."""
+        failures += 1
+        if not self.stopped and math.log10(failures).is_integer():
+            log.warning("the watch of %s failed %d time%s in a row (%s: %s); resuming from resourceVersion %d",
+                        self.kind, failures, "" if failures == 1 else "s", type(e).__name__, e, self.progress)
+        return failures
 
     def _expire(self, why: str) -> None:
         with self.store._cond:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import orjson
 import pytest
@@ -424,3 +425,53 @@ def test_a_pods_status_only_write_comes_with_its_status_hint(store):
     assert created.status is None and bound.status is None and relabelled.status is None
     assert orjson.loads(running.status) == ["Running", "2026-11-27T09:00:00Z", ""]
     assert running.obj["status"]["phase"] == "Running"  # the document still decodes for who wants it
+
+
+class _WatchesRefused(BaseHTTPRequestHandler):
+    """An API server whose pod list is empty and whose every watch is refused with a 500."""
+    watches = 0
+
+    def do_GET(self):
+        if "watch=true" in self.path:
+            type(self).watches += 1
+            body, code = b'{"kind":"Status","code":500,"reason":"InternalError","message":"etcd is down"}', 500
+        else:
+            body, code = b'{"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[]}', 200
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_watch_that_keeps_failing_is_logged_naming_its_kind_and_the_error(tmp_path, caplog):
+    """A broken watch is retried with a growing pause, and said: the first failure of a
+    streak and then the 10th, 100th ... are logged (a dead API server is not a log line a
+    second per kind), each with the kind, the count and the server's answer. It was retried
+    and never logged before 2026-11-27."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _WatchesRefused)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    path = tmp_path / "kubeconfig"
+    path.write_text(orjson.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{httpd.server_address[1]}"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}).decode())
+    store = KubeStore(str(path))
+    try:
+        with caplog.at_level("WARNING", logger="common.store.kube_store"):
+            _, rv = store.list("Pod")
+            deadline = time.monotonic() + 120
+            while _WatchesRefused.watches < 3 and time.monotonic() < deadline:
+                assert store.poll(rv, timeout=0.2, kinds=["Pod"]) == []
+    finally:
+        store.close()
+        httpd.shutdown()
+    served = _WatchesRefused.watches
+    assert served >= 3
+    said = [r.getMessage() for r in caplog.records if "watch of Pod" in r.getMessage()]
+    assert 1 <= len(said) <= sum(1 for n in (1, 10, 100) if n <= served), said
+    assert "failed 1 time in a row" in said[0] and "500 InternalError: etcd is down" in said[0], said
