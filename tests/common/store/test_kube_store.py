@@ -269,14 +269,12 @@ def test_client_qps_and_burst_pace_requests_to_the_api_server(kube_cluster):
         s.close()
 
 
-class _PagedServer:
-    """A fake API server for one paged list: /version, then the first page of pods (one pod
-    and a continue token), and 410 Expired for the continue request, as an API server
-    answers once etcd has compacted past the list's revision."""
+class _FakeApiServer:
+    """A stand-in API server on loopback, for what the real one will not do on demand: each GET
+    is answered with `answer(path) -> (status, body)`; the paths asked for are kept, and
+    `kubeconfig(dir)` writes a kubeconfig that points at it."""
 
-    def __init__(self):
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
+    def __init__(self, answer):
         self.paths: list[str] = []
         paths = self.paths
 
@@ -285,15 +283,7 @@ class _PagedServer:
 
             def do_GET(self):
                 paths.append(self.path)
-                code, body = 200, {"major": "1", "minor": "37"}
-                if self.path.startswith("/api/v1/pods") and "continue=" in self.path:
-                    code, body = 410, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410,
-                                       "reason": "Expired", "message": "The provided continue parameter is too old "
-                                       "to display a consistent list result."}
-                elif self.path.startswith("/api/v1/pods"):
-                    body = {"kind": "PodList", "apiVersion": "v1",
-                            "metadata": {"resourceVersion": "100", "continue": "page-2"},
-                            "items": [{**pod("first"), "metadata": {**pod("first")["metadata"], "resourceVersion": "90"}}]}
+                code, body = answer(self.path)
                 data = orjson.dumps(body)
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
@@ -307,26 +297,40 @@ class _PagedServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def kubeconfig(self, directory) -> str:
+        path = directory / "kubeconfig"
+        path.write_text(orjson.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "c",
+            "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{self.httpd.server_address[1]}"}}],
+            "users": [{"name": "u", "user": {}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}).decode())
+        return str(path)
 
     def close(self):
         self.httpd.shutdown()
         self.httpd.server_close()
 
 
+def _one_page_then_expired(path: str) -> tuple[int, dict]:
+    """One paged list: /version, then the first page of pods (one pod and a continue token),
+    and 410 Expired for the continue request, as an API server answers once etcd has
+    compacted past the list's revision."""
+    if path.startswith("/api/v1/pods") and "continue=" in path:
+        return 410, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410, "reason": "Expired",
+                     "message": "The provided continue parameter is too old to display a consistent list result."}
+    if path.startswith("/api/v1/pods"):
+        return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "100", "continue": "page-2"},
+                     "items": [{**pod("first"), "metadata": {**pod("first")["metadata"], "resourceVersion": "90"}}]}
+    return 200, {"major": "1", "minor": "37"}
+
+
 def test_a_paged_list_whose_continue_token_expired_says_the_caller_must_list_again(tmp_path):
     """An informer relists on ResourceVersionTooOld; the API server's 410 for an expired
     continue token came out as an ApiError, which nothing above the store handles."""
-    import yaml
-
-    server = _PagedServer()
+    server = _FakeApiServer(_one_page_then_expired)
     try:
-        path = tmp_path / "kubeconfig"
-        path.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "c",
-            "clusters": [{"name": "c", "cluster": {"server": server.url}}], "users": [{"name": "u", "user": {}}],
-            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
-        store = KubeStore(str(path), request_timeout=5)
+        store = KubeStore(server.kubeconfig(tmp_path), request_timeout=5)
         objs, rv = store.list_iter("Pod")
         assert rv == "100" and next(objs)["metadata"]["name"] == "first"
         with pytest.raises(ResourceVersionTooOld, match="Pod.*continue.*Expired"):
@@ -427,24 +431,11 @@ def test_a_pods_status_only_write_comes_with_its_status_hint(store):
     assert running.obj["status"]["phase"] == "Running"  # the document still decodes for who wants it
 
 
-class _WatchesRefused(BaseHTTPRequestHandler):
+def _watches_refused(path: str) -> tuple[int, dict]:
     """An API server whose pod list is empty and whose every watch is refused with a 500."""
-    watches = 0
-
-    def do_GET(self):
-        if "watch=true" in self.path:
-            type(self).watches += 1
-            body, code = b'{"kind":"Status","code":500,"reason":"InternalError","message":"etcd is down"}', 500
-        else:
-            body, code = b'{"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[]}', 200
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+    if "watch=true" in path:
+        return 500, {"kind": "Status", "code": 500, "reason": "InternalError", "message": "etcd is down"}
+    return 200, {"kind": "PodList", "metadata": {"resourceVersion": "5"}, "items": []}
 
 
 def test_a_watch_that_keeps_failing_is_logged_naming_its_kind_and_the_error(tmp_path, caplog):
@@ -452,25 +443,19 @@ def test_a_watch_that_keeps_failing_is_logged_naming_its_kind_and_the_error(tmp_
     streak and then the 10th, 100th ... are logged (a dead API server is not a log line a
     second per kind), each with the kind, the count and the server's answer. It was retried
     and never logged before 2026-11-27."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _WatchesRefused)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    path = tmp_path / "kubeconfig"
-    path.write_text(orjson.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{httpd.server_address[1]}"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}).decode())
-    store = KubeStore(str(path))
+    server = _FakeApiServer(_watches_refused)
+    store = KubeStore(server.kubeconfig(tmp_path))
+    watches = lambda: sum(1 for p in server.paths if "watch=true" in p)
     try:
         with caplog.at_level("WARNING", logger="common.store.kube_store"):
             _, rv = store.list("Pod")
             deadline = time.monotonic() + 120
-            while _WatchesRefused.watches < 3 and time.monotonic() < deadline:
+            while watches() < 3 and time.monotonic() < deadline:
                 assert store.poll(rv, timeout=0.2, kinds=["Pod"]) == []
     finally:
         store.close()
-        httpd.shutdown()
-    served = _WatchesRefused.watches
+        server.close()
+    served = watches()
     assert served >= 3
     said = [r.getMessage() for r in caplog.records if "watch of Pod" in r.getMessage()]
     assert 1 <= len(said) <= sum(1 for n in (1, 10, 100) if n <= served), said
