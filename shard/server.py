@@ -61,7 +61,8 @@ BUSY_WAIT_S = 0.02
 HOLDERS_EVERY_S = 0.5
 #: ... and while decisions wait for a partition's first holder (a binder still starting).
 WAITING_LOOKUP_EVERY_S = 0.1
-#: How often the holders are looked up anyway, for readiness (a partition without a binder).
+#: How often the holders are looked up anyway, off the scheduling thread (`holders_forever`):
+#: for readiness (a partition without a binder) and to follow a partition that moved.
 READY_EVERY_S = 2.0
 #: How often decisions in flight are checked against shards.decisionTimeoutSeconds.
 OVERDUE_EVERY_S = 1.0
@@ -96,7 +97,7 @@ class BinderClient:
         self.inbox = inbox
         self.links: dict[str, StreamLink] = {}  # binder address -> its stream
         self.holders: dict[int, str] = {}        # partition -> binder address
-        self._looked_up = 0.0
+        self._looked_up = self._forgot_at = 0.0
         self.in_flight: dict[str, tuple] = {}    # pod key -> (entry, result)
         #: pod key -> (sent at, link, partition) of each decision a binder has not answered
         self.sent: dict[str, tuple] = {}
@@ -140,12 +141,36 @@ class BinderClient:
         return None
 
     def refresh_holders(self) -> None:
-        """Look the partition holders up again now (readiness asks every few seconds). A
-        decision sent to a binder that no longer holds its partition is withdrawn: that
-        binder's lease is gone, so it commits nothing (its fencing check), and the decision is
-        made again for the current holder."""
-        self.holders = {int(p): a for p, a in self.store.list_leases(PARTITION_ROLE).items()}
-        self._looked_up = time.monotonic()
+        """Look the partition holders up again now, from the scheduling thread: a partition
+        has no known holder, or decisions went unanswered. (The look-up every READY_EVERY_S
+        is `look_up_holders`, off that thread.)"""
+        started = time.monotonic()
+        self.use_holders(self._holders_now(), started)
+
+    def look_up_holders(self) -> None:
+        """The look-up every READY_EVERY_S, from a thread of its own (ShardServer's
+        `holders_forever`). It was a blocking LIST of Leases in the scheduling pass, which
+        waited 100 ms and more for a busy API server and would wait out the request timeout
+        for a frozen one. Its answer goes through the inbox to the next pass (`use_holders`),
+        and wakes the loop only when a holder changed."""
+        started = time.monotonic()
+        holders = self._holders_now()
+        message = ("holders", None, (holders, started))
+        (self.inbox.put if holders != self.holders else self.inbox.put_quietly)(message)
+
+    def _holders_now(self) -> dict[int, str]:
+        return {int(p): a for p, a in self.store.list_leases(PARTITION_ROLE).items()}
+
+    def use_holders(self, holders: dict[int, str], looked_at: float) -> None:
+        """Who holds which partition, as a look-up begun at `looked_at` saw it. An answer
+        begun before the one in use, or before a binder said it lost its partition, is older
+        news and dropped. A decision sent to a binder that no longer holds its partition is
+        withdrawn: that binder's lease is gone, so it commits nothing (its fencing check), and
+        the decision is made again for the current holder."""
+        if looked_at < max(self._looked_up, self._forgot_at):
+            return
+        self.holders = holders
+        self._looked_up = looked_at
         moved = [k for k, (_, link, p) in self.sent.items() if self.holders.get(p, link.address) != link.address]
         if moved:
             self._withdraw(moved, "its partition moved to another binder")
@@ -186,6 +211,7 @@ class BinderClient:
     def forget_holders(self) -> None:
         """A binder said it does not hold a partition: look the holders up again."""
         self.holders = {}
+        self._forgot_at = time.monotonic()
 
     def _holder(self, partition: int) -> str | None:
         every = WAITING_LOOKUP_EVERY_S if self.unheld_since else HOLDERS_EVERY_S
@@ -335,7 +361,7 @@ class ShardServer(Component, rpc.ShardServicer):
         self.status = StatusWriter.from_config(cfg, store, f"shardsched-shard-{self.id}")
         StatusWriterCollector(self.metrics.registry, f"shard-{self.id}", self.status.counters)
         self.refusals: dict[str, int] = {}  # pod key -> its decisions refused in a row
-        self._holders_at = self._overdue_at = 0.0
+        self._overdue_at = 0.0
         self.health.add_ready("informer", lambda: None if self.loop.informer.rv is not None else "not listed yet")
         self.health.add_ready("binders", lambda: "no binder holds partition " + ", ".join(
             map(str, unheld)) if (unheld := self.binders.unheld()) else None)
@@ -500,6 +526,8 @@ class ShardServer(Component, rpc.ShardServicer):
             if what == "pods":
                 batches += 1
                 self._take(payload)
+            elif what == "holders":
+                self.binders.use_holders(*payload)
             elif payload is not None:
                 self._outcomes(payload.outcomes, link)
             else:
@@ -580,9 +608,6 @@ class ShardServer(Component, rpc.ShardServicer):
         self._outcomes(self.binders.flush())
         self.counters["cycles"] += cycles
         self._report()
-        if time.monotonic() - self._holders_at > READY_EVERY_S:
-            self._holders_at = time.monotonic()
-            self.binders.refresh_holders()
         if time.monotonic() - self._overdue_at > OVERDUE_EVERY_S or self.binders.withdrawn:
             self._overdue_at = time.monotonic()
             self._outcomes(self.binders.overdue())
@@ -592,14 +617,14 @@ class ShardServer(Component, rpc.ShardServicer):
         """How long an idle pass may wait for events (or a message: the doorbell ends the
         wait at either). With pods in hand, BUSY_WAIT_S, as their timers (decisions overdue,
         permits, a partition's holder looked up) want; with none, until the next thing due:
-        a report, the holders' look-up, a pod's backoff. Where the watch cannot ring
+        a report or a pod's backoff. Where the watch cannot ring
         (Redis), BUSY_WAIT_S always: a message would otherwise wait out the whole wait."""
         binders = self.binders
         if (not self.event_driven or binders.in_flight or binders.outgoing or binders.outgoing_groups
                 or binders.withdrawn or self.waiting_for_watch or self.loop.waiting.pods):
             return BUSY_WAIT_S
         now = time.monotonic()
-        wait = min(self._last_report + REPORT_EVERY_S, self._holders_at + READY_EVERY_S) - now
+        wait = self._last_report + REPORT_EVERY_S - now
         backoff = self.loop.queue.next_backoff()  # (on the queue's clock)
         if backoff is not None:
             wait = min(wait, backoff - self.loop.queue.clock())
@@ -607,6 +632,20 @@ class ShardServer(Component, rpc.ShardServicer):
 
     def write_status_forever(self) -> None:
         self.status.run(self.stop_event)
+
+    def holders_forever(self) -> None:
+        """The partition holders looked up at once and then every READY_EVERY_S, for the
+        decisions' routing and for readiness (a partition no binder holds), off the scheduling
+        thread (BinderClient.look_up_holders). A failed look-up is logged once per distinct
+        error and tried again at the next turn."""
+        while True:
+            try:
+                self.binders.look_up_holders()
+            except Exception as e:
+                self.counters["holders_errors"] += 1
+                self.errors.error("looking up the partition holders", e)
+            if self.stop_event.wait(READY_EVERY_S):
+                return
 
     def catch_up(self) -> int:
         """Apply the events written while the initial list loaded; returns how many.
@@ -636,7 +675,7 @@ class ShardServer(Component, rpc.ShardServicer):
     def run(self) -> None:
         self.loop.start()
         self.catch_up()
-        self.start(self.write_status_forever)
+        self.start(self.write_status_forever, self.holders_forever)
         self.loop_forever(self.step)
         self.returned = [k for k in self.owned.keys if k not in self.binders.in_flight]
         self._report(force=True)

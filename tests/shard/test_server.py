@@ -9,6 +9,7 @@ import time
 
 from builders import make_config, node, pod
 from common.runtime.component import METRICS_OFF
+from common.scheduling.partition import PARTITION_ROLE
 from common.store.memory import MemoryStore
 from proto import shardsched_pb2 as pb
 from shard.server import ShardServer
@@ -145,11 +146,10 @@ def test_an_idle_shard_waits_until_its_next_report_and_still_sends_it():
     assert server.event_driven
     reports: queue.SimpleQueue = queue.SimpleQueue()
     server.report_streams.append(reports)
-    # the report and the holders' look-up due long after this (a stall of the test cannot
-    # make them due), then the report due as usual
-    server._holders_at = server._last_report = time.monotonic() + 3600.0
+    # the report due long after this (a stall of the test cannot make it due), then as usual
+    server._last_report = time.monotonic() + 3600.0
     assert BUSY_WAIT_S < server._wait_for() <= REPORT_EVERY_S
-    server._holders_at = server._last_report = time.monotonic()
+    server._last_report = time.monotonic()
     while reports.empty():
         server.step()  # waits out the rest of REPORT_EVERY_S, then reports
     assert isinstance(reports.get_nowait(), pb.ShardReport)
@@ -180,5 +180,57 @@ def test_an_idle_shard_waits_no_longer_than_a_pods_backoff():
     server.loop.queue.move_all_to_active(event="NodeAdd")  # a node came: to backoffQ first
     assert server.loop.queue.next_backoff() == 1001.0
     clock.now = 1000.9
-    server._holders_at = server._last_report = time.monotonic()
+    server._last_report = time.monotonic()
     assert server._wait_for() <= 0.1 + 1e-9
+
+
+class SlowLeases(MemoryStore):
+    """A store whose partition-lease look-ups hang while `hold` is set (an API server slow to
+    answer a LIST, or frozen)."""
+
+    def __init__(self):
+        super().__init__()
+        self.hold = threading.Event()
+        self.release = threading.Event()
+
+    def list_leases(self, role: str) -> dict[str, str]:
+        if role == PARTITION_ROLE and self.hold.is_set():
+            self.release.wait(120)
+        return super().list_leases(role)
+
+
+def test_a_slow_partition_lease_look_up_holds_no_scheduling_pass():
+    """The look-up of the partition holders every READY_EVERY_S ran in the scheduling pass, a
+    blocking LIST of Leases: py-spy caught a shard's pass waiting 165 ms of one second on a
+    busy API server (2026-11-27), and a frozen one would hold it for the request timeout. It
+    runs on a thread of its own now, and its answer comes through the inbox: here a look-up
+    hangs and the passes go on; then a look-up's answer is applied by the next pass."""
+    store = SlowLeases()
+    store.create(node("n1"))
+    assert store.acquire_lease(PARTITION_ROLE, "0", "binder-a:1", 60)
+    server = shard_on(store)
+    store.hold.set()
+
+    def passes_go_on() -> None:
+        passes = threading.Thread(target=lambda: [server.step() for _ in range(3)], daemon=True)
+        passes.start()
+        passes.join(60)
+        assert not passes.is_alive(), "a pass waited for the lease look-up"
+    try:
+        passes_go_on()
+        looking = threading.Thread(target=server.binders.look_up_holders, daemon=True)
+        looking.start()
+        passes_go_on()
+    finally:
+        store.release.set()
+    looking.join(60)
+    assert not looking.is_alive()
+    server.step()
+    assert server.binders.holders == {0: "binder-a:1"}
+    store.drop_lease(PARTITION_ROLE, "0")
+    assert store.acquire_lease(PARTITION_ROLE, "0", "binder-b:1", 60)
+    store.hold.clear()
+    server.binders.look_up_holders()  # binder-b took the partition: the next pass applies it
+    assert server.binders.holders == {0: "binder-a:1"}
+    server.step()
+    assert server.binders.holders == {0: "binder-b:1"}

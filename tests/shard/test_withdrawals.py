@@ -3,6 +3,7 @@ and decided again for the current holder, exactly once (issue 29, item 1)."""
 from __future__ import annotations
 
 import queue
+import time
 from types import SimpleNamespace
 
 from builders import make_config
@@ -175,3 +176,24 @@ def test_a_decision_no_binder_takes_within_the_decision_timeout_is_refused():
     (refused,) = c.flush()
     assert refused.pod_key == "default/p" and refused.reason.startswith("BinderUnavailable: partition 0")
     assert c.outgoing == {} and c.unheld_since == {}
+
+
+def test_a_look_up_begun_before_the_holders_in_use_or_before_a_loss_was_said_is_dropped():
+    """The periodic look-up runs off the scheduling thread (ShardServer.holders_forever) and
+    its answer is applied later: one begun before the look-up in use, or before a binder said
+    it lost its partition, is older news and must not bring a gone holder back."""
+    store = MemoryStore()
+    assert store.acquire_lease(PARTITION_ROLE, "0", "a:1", 60)
+    c = client(store)
+    begun = time.monotonic()                      # a look-up starts, sees a:1, answers late
+    store.drop_lease(PARTITION_ROLE, "0")
+    assert store.acquire_lease(PARTITION_ROLE, "0", "b:1", 60)
+    c.refresh_holders()
+    c.use_holders({0: "a:1"}, begun)
+    assert c.holders == {0: "b:1"}
+    begun = time.monotonic()                      # another starts, sees b:1 ...
+    c.forget_holders()                            # ... and b says it lost the partition
+    c.use_holders({0: "b:1"}, begun)
+    assert c.holders == {}
+    c.use_holders({0: "c:1"}, time.monotonic())
+    assert c.holders == {0: "c:1"}
