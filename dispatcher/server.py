@@ -207,6 +207,8 @@ class Dispatcher(Component):
         #: whether the watch rings the doorbell (kube://, memory; not Redis: see `_wait_for`)
         self.event_driven = self.informer.wake_with(self.doorbell)
         self._membership_at = 0.0
+        #: whether `membership_forever` runs (then the pass never looks at the leases itself)
+        self.looking_off_thread = False
         self._overdue_at = 0.0
         #: when the last Dispatch message went out (DISPATCH_EVERY_S)
         self.dispatched_at = float("-inf")
@@ -315,13 +317,45 @@ class Dispatcher(Component):
 
     # --- shards -----------------------------------------------------------------------------
 
+    def _joining(self, now: float) -> bool:
+        return not self.shards or (len(self.shards) < self.cfg.shards.count and now < self.joining_until)
+
     def _membership(self) -> None:
+        """The shards' leases looked at from the pass when due: only where no
+        `membership_forever` thread looks for it (a step driven by hand)."""
         now = self.clock()
-        joining = not self.shards or (len(self.shards) < self.cfg.shards.count and now < self.joining_until)
-        if now - self._membership_at < (JOINING_EVERY_S if joining else MEMBERSHIP_EVERY_S):
+        if self.looking_off_thread or now - self._membership_at < (
+                JOINING_EVERY_S if self._joining(now) else MEMBERSHIP_EVERY_S):
             return
+        self._apply_leases(self.store.list_leases("shard"), now)
+
+    def membership_forever(self) -> None:
+        """The shards' leases looked up off the dispatching thread (on a run's thread of its
+        own), as often as a leader wants them: JOINING_EVERY_S while shards are joining, else
+        MEMBERSHIP_EVERY_S. Each answer goes to the loop through the inbox, waking it only when
+        the leases changed. The LIST of Leases used to block the pass: py-spy found the
+        dispatching thread waiting in it for 20-58% of each second while a busy API server
+        bound a backlog (2026-11-27), and pods created meanwhile waited to be dispatched. A
+        failed look-up is logged once per distinct error and tried again at the next turn."""
+        self.looking_off_thread = True
+        last = None
+        while not self.stop_event.is_set():
+            if self.leading:
+                started = self.clock()
+                try:
+                    leases = self.store.list_leases("shard")
+                except Exception as e:
+                    self.counters["membership_errors"] += 1
+                    self.errors.error("looking up the shards' leases", e)
+                else:
+                    (self.inbox.put if leases != last else self.inbox.put_quietly)(("leases", None, (leases, started)))
+                    last = leases
+            self.stop_event.wait(JOINING_EVERY_S if self._joining(self.clock()) else MEMBERSHIP_EVERY_S)
+
+    def _apply_leases(self, leases: dict[str, str], now: float) -> None:
+        """The shards as their leases, looked up at `now`, show them: joined, gone, to be
+        dialled again."""
         self._membership_at = now
-        leases = self.store.list_leases("shard")
         for id_, link in list(self.shards.items()):
             if leases.get(id_) != link.address:
                 self._shard_down(link)
@@ -379,7 +413,10 @@ class Dispatcher(Component):
                 what, link, payload = self.inbox.get_nowait()
             except queue.Empty:
                 return
-            if payload is not None:
+            if what == "leases":
+                if self.leading:
+                    self._apply_leases(*payload)
+            elif payload is not None:
                 self._take_back(link, payload.returned)
                 if payload.holding_listed:
                     link.holding, link.holding_at = set(payload.holding), self.clock()
@@ -532,15 +569,17 @@ class Dispatcher(Component):
         """How long a pass with nothing to send may wait for events (the doorbell ends it at
         an event, a report or a change of leadership): BUSY_WAIT_S while something is on its
         way or where the watch cannot ring (Redis), else until the next check is due: the
-        shards' leases (MEMBERSHIP_EVERY_S), the pods sent and unbound (OVERDUE_EVERY_S)."""
+        pods sent and unbound (OVERDUE_EVERY_S), and the shards' leases (MEMBERSHIP_EVERY_S)
+        where the pass looks at them itself (with `membership_forever` running, its answers
+        ring the doorbell when they change)."""
         if (not self.event_driven or self.unsent or self.revoke or self.adopt_until or self.redial
                 or self.group_status.dirty):
             return BUSY_WAIT_S
         if not self.leading:
             return MEMBERSHIP_EVERY_S  # a standby: the elector rings when it leads
         now = self.clock()
-        joining = not self.shards or (len(self.shards) < self.cfg.shards.count and now < self.joining_until)
-        due = self._membership_at + (JOINING_EVERY_S if joining else MEMBERSHIP_EVERY_S)
+        due = now + MEMBERSHIP_EVERY_S if self.looking_off_thread else (
+            self._membership_at + (JOINING_EVERY_S if self._joining(now) else MEMBERSHIP_EVERY_S))
         if self.sent:
             due = min(due, self._overdue_at + OVERDUE_EVERY_S)
         return min(MEMBERSHIP_EVERY_S, max(0.0, due - now))
@@ -647,7 +686,7 @@ class Dispatcher(Component):
                 self.cfg.leader_election.identity, self.role, self.id))
             self.elector.step()
         self.renew_lease()
-        self.start_background(*([self.elect_forever] if self.elector is not None else []))
+        self.start_background(self.membership_forever, *([self.elect_forever] if self.elector is not None else []))
         self.loop_forever(self.step)
         for link in list(self.shards.values()):
             link.close()

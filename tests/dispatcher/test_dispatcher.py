@@ -1,6 +1,7 @@
 """Dispatch policy, without processes: most idle shard, pod groups, re-dispatch rules."""
 from __future__ import annotations
 
+import threading
 import time
 
 from common import config
@@ -682,3 +683,59 @@ def test_an_idle_dispatcher_waits_until_its_next_check_and_a_report_ends_the_wai
     d.doorbell.wait(0.0)
     report(d, d.shards["0"], ["ns/p"])
     assert d.doorbell.wait(0.0)
+
+
+class SlowShardLeases(MemoryStore):
+    """A store whose look-ups of the shards' leases hang while `hold` is set (an API server
+    slow to answer a LIST, or frozen)."""
+
+    def __init__(self):
+        super().__init__()
+        self.hold = threading.Event()
+        self.release = threading.Event()
+        self.looked = threading.Event()
+
+    def list_leases(self, role: str) -> dict[str, str]:
+        if role == "shard" and self.hold.is_set():
+            self.looked.set()
+            self.release.wait(120)
+        return super().list_leases(role)
+
+
+def test_a_slow_look_at_the_shards_leases_holds_no_dispatching_pass():
+    """The look at the shards' leases every half second was a LIST in the dispatching pass:
+    py-spy found the pass waiting in it for 20-58% of each second while a busy API server bound
+    a backlog (2026-11-27). A run looks off the pass now (`membership_forever`), and hands
+    each answer over through the inbox: here a look hangs, and a pod is dispatched meanwhile;
+    then a shard's new lease is taken from the next answer."""
+    store = SlowShardLeases()
+    store.put_lease("shard", "0", "fake:0", 60)
+    d = Dispatcher(config.validate({}), store, port=0, seed=1, link_factory=FakeLink.dialled)
+    d.informer.start()
+    d._lead()
+    d.adopt_until = d.joining_until = 0.0
+    looking = threading.Thread(target=d.membership_forever, daemon=True)
+    try:
+        looking.start()
+        deadline = time.monotonic() + 60
+        while "0" not in d.shards and time.monotonic() < deadline:
+            d.step()
+        report(d, d.shards["0"], [])
+        store.hold.set()
+        assert store.looked.wait(60)  # a look is under way, and hangs
+        d.apply("ADDED", "Pod", pending("p0"))
+        passes = threading.Thread(target=lambda: [d.step() for _ in range(3)], daemon=True)
+        passes.start()
+        passes.join(60)
+        assert not passes.is_alive(), "a pass waited for the look at the leases"
+        assert d.shards["0"].sent == ["ns/p0"]
+        store.hold.clear()
+        store.put_lease("shard", "1", "fake:1", 60)
+        store.release.set()
+        while "1" not in d.shards and time.monotonic() < deadline:
+            d.step()
+        assert set(d.shards) == {"0", "1"}
+    finally:
+        store.release.set()
+        d.stop_event.set()
+        looking.join(60)
