@@ -45,6 +45,7 @@ from collections import Counter
 from common.runtime.component import Component, settle_heap
 from common.runtime.intake import Intake, Kind
 from common.runtime.leader_election import LeaderElector
+from common.runtime.lease_lookups import LeaseLookups
 from common.runtime.links import Doorbell, Inbox, StreamLink
 from common.runtime.metrics import DispatcherMetrics, pending_age_gauge
 from common.model.objects import TERMINAL_PHASES, raw_pod_key
@@ -198,6 +199,9 @@ class Dispatcher(Component):
         #: rung by the watch, the shards' reports and the elector: what a pass waits on
         self.doorbell = Doorbell()
         self.inbox = Inbox(self.doorbell.ring)
+        #: the shards' leases looked at off the dispatching thread (`membership_forever`)
+        self.shard_lookups = LeaseLookups(store, "shard", self.inbox, "leases", self.errors, self.counters,
+                                          clock=self.clock)
         # Pending pods only: the initial list passes over bound pods unread (but for the
         # pod groups' members, which the PodGroups' status counts).
         self.intake = Intake([*self.group_status.kinds, Kind("Pod", handle=self._apply_pod, skip_listed=ListSkip(),
@@ -330,27 +334,12 @@ class Dispatcher(Component):
         self._apply_leases(self.store.list_leases("shard"), now)
 
     def membership_forever(self) -> None:
-        """The shards' leases looked up off the dispatching thread (on a run's thread of its
-        own), as often as a leader wants them: JOINING_EVERY_S while shards are joining, else
-        MEMBERSHIP_EVERY_S. Each answer goes to the loop through the inbox, waking it only when
-        the leases changed. The LIST of Leases used to block the pass: py-spy found the
-        dispatching thread waiting in it for 20-58% of each second while a busy API server
-        bound a backlog (2026-11-27), and pods created meanwhile waited to be dispatched. A
-        failed look-up is logged once per distinct error and tried again at the next turn."""
+        """The shards' leases looked up off the dispatching thread
+        (common/runtime/lease_lookups.py), while this replica leads, as often as the pass
+        would look: JOINING_EVERY_S while shards are joining, else MEMBERSHIP_EVERY_S."""
         self.looking_off_thread = True
-        last = None
-        while not self.stop_event.is_set():
-            if self.leading:
-                started = self.clock()
-                try:
-                    leases = self.store.list_leases("shard")
-                except Exception as e:
-                    self.counters["membership_errors"] += 1
-                    self.errors.error("looking up the shards' leases", e)
-                else:
-                    (self.inbox.put if leases != last else self.inbox.put_quietly)(("leases", None, (leases, started)))
-                    last = leases
-            self.stop_event.wait(JOINING_EVERY_S if self._joining(self.clock()) else MEMBERSHIP_EVERY_S)
+        self.shard_lookups.forever(self.stop_event, lambda: JOINING_EVERY_S if self._joining(self.clock())
+                                   else MEMBERSHIP_EVERY_S, active=lambda: self.leading)
 
     def _apply_leases(self, leases: dict[str, str], now: float) -> None:
         """The shards as their leases, looked up at `now`, show them: joined, gone, to be

@@ -16,6 +16,7 @@ from collections import deque
 
 from common.runtime.component import Component
 from common.runtime.events import FAILED_SCHEDULING, WARNING, StatusWriter, pod_ref
+from common.runtime.lease_lookups import LeaseLookups
 from common.runtime.links import Doorbell, Inbox, StreamLink
 from common.runtime.logs import DETAIL, keys
 from common.runtime.metrics import ShardMetrics, StatusWriterCollector, extender_observer
@@ -143,33 +144,20 @@ class BinderClient:
     def refresh_holders(self) -> None:
         """Look the partition holders up again now, from the scheduling thread: a partition
         has no known holder, or decisions went unanswered. (The look-up every READY_EVERY_S
-        is `look_up_holders`, off that thread.)"""
-        started = time.monotonic()
-        self.use_holders(self._holders_now(), started)
+        runs off that thread: ShardServer's `holder_lookups`.)"""
+        looked_at = time.monotonic()
+        self.use_holders(self.store.list_leases(PARTITION_ROLE), looked_at)
 
-    def look_up_holders(self) -> None:
-        """The look-up every READY_EVERY_S, from a thread of its own (ShardServer's
-        `holders_forever`). It was a blocking LIST of Leases in the scheduling pass, which
-        waited 100 ms and more for a busy API server and would wait out the request timeout
-        for a frozen one. Its answer goes through the inbox to the next pass (`use_holders`),
-        and wakes the loop only when a holder changed."""
-        started = time.monotonic()
-        holders = self._holders_now()
-        message = ("holders", None, (holders, started))
-        (self.inbox.put if holders != self.holders else self.inbox.put_quietly)(message)
-
-    def _holders_now(self) -> dict[int, str]:
-        return {int(p): a for p, a in self.store.list_leases(PARTITION_ROLE).items()}
-
-    def use_holders(self, holders: dict[int, str], looked_at: float) -> None:
-        """Who holds which partition, as a look-up begun at `looked_at` saw it. An answer
+    def use_holders(self, leases: dict[str, str], looked_at: float) -> None:
+        """Who holds which partition, as the partition leases looked up at `looked_at` say
+        (a look from here, or from `holder_lookups` through the inbox). An answer
         begun before the one in use, or before a binder said it lost its partition, is older
         news and dropped. A decision sent to a binder that no longer holds its partition is
         withdrawn: that binder's lease is gone, so it commits nothing (its fencing check), and
         the decision is made again for the current holder."""
         if looked_at < max(self._looked_up, self._forgot_at):
             return
-        self.holders = holders
+        self.holders = {int(p): a for p, a in leases.items()}
         self._looked_up = looked_at
         moved = [k for k, (_, link, p) in self.sent.items() if self.holders.get(p, link.address) != link.address]
         if moved:
@@ -348,6 +336,8 @@ class ShardServer(Component, rpc.ShardServicer):
         self.decided: dict[str, str] = {}
         self.binders = BinderClient(store, self.id, cfg, self.inbox, self._node, self.security,
                                     (lambda key: self.decided.pop(key, "")) if self.tracer.enabled else None)
+        #: the partition leases looked at off the scheduling thread (`holders_forever`)
+        self.holder_lookups = LeaseLookups(store, PARTITION_ROLE, self.inbox, "holders", self.errors, self.counters)
         extenders = ShardExtenders(build_extenders(cfg.extenders, extender_observer(self.metrics.extender_duration)))
         self.loop = ShardLoop(cfg, store, seed=seed + index, owner=self.owned, committer=self.binders,
                               slice_of=(index, cfg.shards.count), extenders=extenders)
@@ -634,18 +624,10 @@ class ShardServer(Component, rpc.ShardServicer):
         self.status.run(self.stop_event)
 
     def holders_forever(self) -> None:
-        """The partition holders looked up at once and then every READY_EVERY_S, for the
-        decisions' routing and for readiness (a partition no binder holds), off the scheduling
-        thread (BinderClient.look_up_holders). A failed look-up is logged once per distinct
-        error and tried again at the next turn."""
-        while True:
-            try:
-                self.binders.look_up_holders()
-            except Exception as e:
-                self.counters["holders_errors"] += 1
-                self.errors.error("looking up the partition holders", e)
-            if self.stop_event.wait(READY_EVERY_S):
-                return
+        """The partition holders looked up at once and then every READY_EVERY_S, off the
+        scheduling thread (common/runtime/lease_lookups.py), for the decisions' routing and
+        for readiness (a partition no binder holds)."""
+        self.holder_lookups.forever(self.stop_event, lambda: READY_EVERY_S)
 
     def catch_up(self) -> int:
         """Apply the events written while the initial list loaded; returns how many.

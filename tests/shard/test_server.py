@@ -218,7 +218,7 @@ def test_a_slow_partition_lease_look_up_holds_no_scheduling_pass():
         assert not passes.is_alive(), "a pass waited for the lease look-up"
     try:
         passes_go_on()
-        looking = threading.Thread(target=server.binders.look_up_holders, daemon=True)
+        looking = threading.Thread(target=server.holder_lookups.look, daemon=True)
         looking.start()
         passes_go_on()
     finally:
@@ -230,7 +230,7 @@ def test_a_slow_partition_lease_look_up_holds_no_scheduling_pass():
     store.drop_lease(PARTITION_ROLE, "0")
     assert store.acquire_lease(PARTITION_ROLE, "0", "binder-b:1", 60)
     store.hold.clear()
-    server.binders.look_up_holders()  # binder-b took the partition: the next pass applies it
+    server.holder_lookups.look()  # binder-b took the partition: the next pass applies it
     assert server.binders.holders == {0: "binder-a:1"}
     server.step()
     assert server.binders.holders == {0: "binder-b:1"}

@@ -189,11 +189,11 @@ def test_a_look_up_begun_before_the_holders_in_use_or_before_a_loss_was_said_is_
     store.drop_lease(PARTITION_ROLE, "0")
     assert store.acquire_lease(PARTITION_ROLE, "0", "b:1", 60)
     c.refresh_holders()
-    c.use_holders({0: "a:1"}, begun)
+    c.use_holders({"0": "a:1"}, begun)
     assert c.holders == {0: "b:1"}
     begun = time.monotonic()                      # another starts, sees b:1 ...
     c.forget_holders()                            # ... and b says it lost the partition
-    c.use_holders({0: "b:1"}, begun)
+    c.use_holders({"0": "b:1"}, begun)
     assert c.holders == {}
-    c.use_holders({0: "c:1"}, time.monotonic())
+    c.use_holders({"0": "c:1"}, time.monotonic())
     assert c.holders == {0: "c:1"}
