@@ -275,9 +275,12 @@ class _KindWatch:
     def _failed(self, failures: int, e: Exception) -> int:
         """One more failure in a row, said at the 1st, 10th, 100th ... of a streak (a server
         down for minutes is a few lines, not one per retry); nothing said once stopped, when
-        the failure is the stop's own doing. Returns the new count."""
+        the failure is the stop's own doing, nor for the 404 of a kind the server does not
+        serve (said once by `_not_served`; the watch asks on to pick it up once served).
+        Returns the new count."""
         failures += 1
-        if not self.stopped and math.log10(failures).is_integer():
+        expected = isinstance(e, ApiError) and e.status == 404 and self.kind in self.store._unserved
+        if not self.stopped and not expected and math.log10(failures).is_integer():
             log.warning("the watch of %s failed %d time%s in a row (%s: %s); resuming from resourceVersion %d",
                         self.kind, failures, "" if failures == 1 else "s", type(e).__name__, e, self.progress)
         return failures

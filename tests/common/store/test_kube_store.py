@@ -460,3 +460,34 @@ def test_a_watch_that_keeps_failing_is_logged_naming_its_kind_and_the_error(tmp_
     said = [r.getMessage() for r in caplog.records if "watch of Pod" in r.getMessage()]
     assert 1 <= len(said) <= sum(1 for n in (1, 10, 100) if n <= served), said
     assert "failed 1 time in a row" in said[0] and "500 InternalError: etcd is down" in said[0], said
+
+
+def _native_groups_not_served(path: str) -> tuple[int, dict]:
+    """An API server without kube's own PodGroups (the feature gate off): 404 for them."""
+    if path.startswith("/apis/scheduling.k8s.io"):
+        return 404, {"kind": "Status", "code": 404, "reason": "NotFound", "message": "the server could not find the requested resource"}
+    return 200, {"kind": "PodList", "metadata": {"resourceVersion": "5"}, "items": []}
+
+
+def test_the_watch_of_a_kind_the_server_does_not_serve_is_retried_without_a_warning_each_streak(tmp_path, caplog):
+    """An optional kind the server does not serve is said once ("does not serve ... until it
+    does") and its watch keeps asking, to pick it up once served: each refusal is expected,
+    and is not logged again as a failing watch (the 1st, 10th, 100th ... of a streak, every
+    2 s for as long as the process runs, as kube_vs's logs showed on 2026-11-27)."""
+    from common.model.podgroup import NATIVE_KIND
+
+    server = _FakeApiServer(_native_groups_not_served)
+    store = KubeStore(server.kubeconfig(tmp_path))
+    refused = lambda: sum(1 for p in server.paths if p.startswith("/apis/scheduling.k8s.io") and "watch=true" in p)
+    try:
+        with caplog.at_level("WARNING", logger="common.store.kube_store"):
+            _, rv = store.list(NATIVE_KIND)
+            deadline = time.monotonic() + 120
+            while refused() < 3 and time.monotonic() < deadline:
+                assert store.poll(rv, timeout=0.2, kinds=[NATIVE_KIND]) == []
+    finally:
+        store.close()
+        server.close()
+    assert refused() >= 3
+    said = [r.getMessage() for r in caplog.records]
+    assert [m for m in said if "does not serve" in m] and not [m for m in said if "the watch of" in m], said
