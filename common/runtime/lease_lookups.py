@@ -9,7 +9,8 @@ held the pass for the whole request timeout.
 
 Now a thread of the role's own looks (`forever`), and hands each answer to the loop through
 its inbox as `(what, None, (leases, looked_at))`: the loop applies it at its next pass, and
-`looked_at` (when the look began) lets it drop an answer older than what it already knows.
+`looked_at` (when the look began) lets a loop that also looks from its pass (the shard, for a
+partition with no known holder) drop an answer older than the one it already has.
 The loop is woken only when the leases changed since the last answer; an unchanged one
 waits quietly for the next pass. A failed look is logged once per distinct error (ErrorLog)
 and counted, and the next turn tries again.
